@@ -1,0 +1,22 @@
+"""tritonwise: rank-specialized Triton kernels for pointwise payloads over any PyTorch tensors."""
+
+from ._version import __version__
+from .config import CodeGenConfig
+from .frontend.decorator import pointwise_dynamic
+from .frontend.promotion import ELEMENTWISE_TYPE_PROMOTION_KIND
+from .frontend.schema import FunctionSchema, SchemaError
+from .function import Explanation, InstantiatedFunction, PointwiseDynamicFunction
+from .runtime.strided_buffer import StridedBuffer
+
+__all__ = [
+    "__version__",
+    "CodeGenConfig",
+    "ELEMENTWISE_TYPE_PROMOTION_KIND",
+    "Explanation",
+    "FunctionSchema",
+    "InstantiatedFunction",
+    "PointwiseDynamicFunction",
+    "SchemaError",
+    "StridedBuffer",
+    "pointwise_dynamic",
+]

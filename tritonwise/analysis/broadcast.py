@@ -1,0 +1,29 @@
+"""Broadcasting shapes and strides, as torch does it. Pure Python over tuples."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+def broadcast_shapes(shapes: Sequence[tuple]) -> tuple:
+    """The broadcast of `shapes`; a RuntimeError naming them when they do not broadcast."""
+    rank = max((len(s) for s in shapes), default=0)
+    result = [1] * rank
+    for shape in shapes:
+        for i, size in enumerate(shape, start=rank - len(shape)):
+            if size == result[i] or size == 1:
+                continue
+            if result[i] != 1:
+                listed = ", ".join(str(tuple(s)) for s in shapes)
+                raise RuntimeError(f"shapes {listed} cannot be broadcast together (dimension {i}: {result[i]} vs {size})")
+            result[i] = size
+    return tuple(result)
+
+
+def broadcast_strides(shape: tuple, strides: tuple, task_shape: tuple) -> tuple:
+    """Strides of an operand viewed as `task_shape`: 0 on leading and size-1 (broadcast) dims."""
+    lead = len(task_shape) - len(shape)
+    out = [0] * lead
+    for size, stride in zip(shape, strides):
+        out.append(0 if size == 1 else stride)
+    return tuple(out)

@@ -1,0 +1,141 @@
+"""The lines of a kernel body and its parameter list, derived from a KernelSpec."""
+
+from __future__ import annotations
+
+from .indexing import Access, operand_access
+from .spec import KernelSpec
+
+
+def accesses(spec: KernelSpec) -> dict:
+    """Name -> Access for every tensor operand."""
+    return {op.name: operand_access(op.name, op.strides, spec.scheme, spec.m_dim) for op in spec.tensors}
+
+
+def index_params(spec: KernelSpec) -> list:
+    """The integer parameters after the operands: sizes, run-time strides, tile counts."""
+    r = spec.rank
+    if spec.scheme == "flat":
+        sizes = [0] if r else []
+        counts = ["num_tiles"] if r else []
+    elif spec.scheme == "nd":
+        sizes = list(range(1, r))
+        counts = ["num_rows", "tiles_n", "num_tiles"]
+    else:
+        batch = _batch_dims(spec)
+        sizes = sorted(batch[1:] + [spec.m_dim, r - 1])
+        counts = ["tiles_m", "tiles_n", "num_tiles"]
+    strides = [s for a in accesses(spec).values() for s in a.stride_params]
+    return [f"size{d}" for d in sizes] + strides + counts
+
+
+def constexpr_params(spec: KernelSpec) -> list:
+    if spec.scheme == "flat":
+        return ["BLOCK"] if spec.rank else []
+    return ["BLOCK_M", "BLOCK_N"]
+
+
+def _batch_dims(spec: KernelSpec) -> list:
+    return [d for d in range(spec.rank - 1) if d != spec.m_dim]
+
+
+def _decompose(dims: list, source: str) -> list:
+    """Lines splitting `source` into per-dim indices, innermost of `dims` fastest."""
+    lines = []
+    for pos in range(len(dims) - 1, 0, -1):
+        d = dims[pos]
+        lines.append(f"i{d} = {source} % size{d}")
+        quotient = f"i{dims[0]}" if pos == 1 else "rest"
+        lines.append(f"{quotient} = {source} // size{d}")
+        source = "rest"
+    if len(dims) == 1:
+        lines.append(f"i{dims[0]} = {source}")
+    return lines
+
+
+def decompose_lines(spec: KernelSpec) -> list:
+    if spec.scheme == "nd":
+        return _decompose(list(range(spec.rank - 1)), "rows")
+    if spec.scheme == "tile2d":
+        batch = _batch_dims(spec)
+        return ["rest = rest // tiles_m"] + _decompose(batch, "rest") if batch else []
+    return []
+
+
+def prologue_lines(spec: KernelSpec) -> list:
+    lines = []
+    for inp in spec.inputs:
+        if not inp.is_tensor and inp.cast:
+            lines.append(f"{inp.name} = tl.full([], {inp.name}, tl.{inp.cast})")
+    if spec.aligned:
+        hinted = [p for p in index_params(spec) if p.startswith("size") or "_stride" in p]
+        lines += [f"{p} = tl.multiple_of({p}, 16)" for p in hinted]
+    if spec.rank:
+        to64 = ".to(tl.int64)" if spec.index_bits == 64 else ""
+        lines.append(f"pid = tl.program_id(0){to64}")
+    return lines
+
+
+def _load(name: str, access: Access, cast) -> str:
+    mask = f", mask={access.mask}" if access.mask else ""
+    convert = f".to(tl.{cast})" if cast else ""
+    return f"{name} = tl.load({access.pointer}{mask}){convert}"
+
+
+def _store(name: str, access: Access, dtype: str) -> str:
+    mask = f", mask={access.mask}" if access.mask else ""
+    return f"tl.store({access.pointer}, {name}.to(tl.{dtype}){mask})"
+
+
+def body_text(spec: KernelSpec, payload_alias: str) -> str:
+    """Loads, the payload call and the stores, one statement a line."""
+    acc = accesses(spec)
+    lines = [_load(i.name, acc[i.name], i.cast) for i in spec.inputs if i.is_tensor]
+    results = ", ".join(o.name for o in spec.outputs)
+    args = ", ".join(i.name for i in spec.inputs)
+    lines.append(f"{results} = {payload_alias}({args})")
+    lines += [_store(o.name, acc[o.name], o.dtype) for o in spec.outputs]
+    return "\n".join(lines)
+
+
+def kernel_params(spec: KernelSpec) -> list:
+    params = []
+    for inp in spec.inputs:
+        if inp.is_tensor:
+            params.append(f"{inp.name}_ptr")
+        else:
+            params.append(f"{inp.name}: tl.{inp.annotation}" if inp.annotation else inp.name)
+    params += [f"{o.name}_ptr" for o in spec.outputs]
+    int_type = "tl.int64" if spec.index_bits == 64 else "tl.int32"
+    params += [f"{p}: {int_type}" for p in index_params(spec)]
+    params += [f"{p}: tl.constexpr" for p in constexpr_params(spec)]
+    return params
+
+
+def index_arg_values(spec: KernelSpec, plan) -> tuple:
+    """Values of index_params(spec) for one task plan, in order."""
+    shape = plan.task_shape
+    operand_strides = dict(zip((op.name for op in spec.tensors), plan.strides))
+    counts = {"num_tiles": plan.num_tiles}
+    if spec.scheme != "flat":
+        bm, bn = spec.block
+        counts["num_rows"] = _prod(shape[:-1])
+        counts["tiles_n"] = -(-shape[-1] // bn)
+        if spec.m_dim is not None:
+            counts["tiles_m"] = -(-shape[spec.m_dim] // bm)
+    values = []
+    for name in index_params(spec):
+        if name.startswith("size"):
+            values.append(shape[int(name[4:])])
+        elif "_stride" in name:
+            operand, dim = name.split("_stride")
+            values.append(operand_strides[operand][int(dim)])
+        else:
+            values.append(counts[name])
+    return tuple(values)
+
+
+def _prod(values) -> int:
+    result = 1
+    for v in values:
+        result *= v
+    return result

@@ -1,0 +1,73 @@
+"""build_spec(): the KernelSpec for a payload, its call types and a task plan."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from .._version import __version__
+from ..analysis.plan import TaskPlan
+from ..frontend.dtypes import CallTypes
+from ..frontend.payload import Payload
+from ..frontend.schema import FunctionSchema
+from .render import template_hash
+from .spec import InputSpec, KernelSpec, OutputSpec, triton_dtype
+
+
+def _scalar_spec(name: str, param: str, value, compute) -> InputSpec:
+    kind = type(value)
+    if kind not in (bool, int, float):
+        raise TypeError(f"argument {name} ({param}): scalars must be bool, int or float, got {kind.__name__}")
+    if compute is None:
+        return InputSpec(name, param, False, kind.__name__, None)
+    if kind is float:
+        annotation = "float64" if compute == torch.float64 else "float32"
+    else:
+        annotation = "int64" if kind is int else None
+    return InputSpec(name, param, False, kind.__name__, triton_dtype(compute, name), annotation)
+
+
+def _tensor_spec(name: str, param: str, dtype, compute, classes: str) -> InputSpec:
+    cast = triton_dtype(compute, name) if compute is not None and compute != dtype else None
+    return InputSpec(name, param, True, triton_dtype(dtype, name), cast, None, classes)
+
+
+def build_spec(
+    payload: Payload, schema: FunctionSchema, args: Sequence, types: CallTypes, plan: TaskPlan
+) -> KernelSpec:
+    params = list(_param_names(payload, schema.num_inputs()))
+    classes = iter(plan.stride_classes)
+    inputs = []
+    for i, arg in enumerate(args):
+        name, compute = f"in{i}", types.input_compute(i)
+        if schema.is_tensor(i):
+            inputs.append(_tensor_spec(name, params[i], arg.dtype, compute, next(classes)))
+        else:
+            inputs.append(_scalar_spec(name, params[i], arg, compute))
+    outputs = [
+        OutputSpec(f"out{k}", triton_dtype(dtype, f"out{k}"), next(classes)) for k, dtype in enumerate(types.results)
+    ]
+    return KernelSpec(
+        payload_name=payload.name,
+        payload_origin=payload.origin,
+        payload_hash=payload.source_hash,
+        inputs=tuple(inputs),
+        outputs=tuple(outputs),
+        rank=plan.rank,
+        scheme=plan.tiling.scheme,
+        m_dim=plan.tiling.m_dim,
+        block=plan.tiling.block,
+        num_warps=plan.tiling.num_warps,
+        index_bits=plan.index_bits,
+        aligned=plan.aligned,
+        version=__version__,
+        template_hash=template_hash(),
+    )
+
+
+def _param_names(payload: Payload, count: int):
+    import inspect
+
+    names = list(inspect.signature(payload.fn).parameters)
+    return (names + [f"arg{i}" for i in range(len(names), count)])[:count]

@@ -1,0 +1,88 @@
+"""KernelSpec: exactly what changes a generated file's source; its hash names the file."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+TRITON_DTYPES = {
+    torch.bool: "int1",
+    torch.int8: "int8",
+    torch.int16: "int16",
+    torch.int32: "int32",
+    torch.int64: "int64",
+    torch.uint8: "uint8",
+    torch.float16: "float16",
+    torch.bfloat16: "bfloat16",
+    torch.float32: "float32",
+    torch.float64: "float64",
+}
+for _name, _tl in (("uint16", "uint16"), ("uint32", "uint32"), ("uint64", "uint64"),
+                   ("float8_e4m3fn", "float8e4nv"), ("float8_e5m2", "float8e5")):
+    if hasattr(torch, _name):
+        TRITON_DTYPES[getattr(torch, _name)] = _tl
+
+
+def triton_dtype(dtype: torch.dtype, what: str) -> str:
+    try:
+        return TRITON_DTYPES[dtype]
+    except KeyError:
+        raise TypeError(f"{what}: dtype {dtype} is not supported by tritonwise kernels") from None
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One payload argument. Tensors carry stride classes; scalars an optional annotation."""
+
+    name: str  # in0, in1, ... by position
+    param: str  # the payload's own parameter name, for the header
+    is_tensor: bool
+    dtype: str  # triton dtype of a tensor, python type name of a scalar
+    cast: Optional[str]  # computation dtype to convert to before the payload, if it differs
+    annotation: Optional[str] = None  # kernel parameter type of a scalar (e.g. "float64")
+    strides: str = ""  # per task dim: '0' broadcast, '1' unit, 's' run-time stride
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    name: str
+    dtype: str
+    strides: str
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    payload_name: str
+    payload_origin: str
+    payload_hash: str
+    inputs: tuple
+    outputs: tuple
+    rank: int
+    scheme: str
+    m_dim: Optional[int]
+    block: tuple
+    num_warps: int
+    index_bits: int
+    aligned: bool
+    version: str
+    template_hash: str
+
+    @property
+    def kernel_name(self) -> str:
+        return f"{self.payload_name}_r{self.rank}_{self.scheme}_i{self.index_bits}"
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(repr(self).encode()).hexdigest()[:20]
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.kernel_name}_{self.key}.py"
+
+    @property
+    def tensors(self) -> tuple:
+        """Tensor operands in kernel order: tensor inputs, then outputs."""
+        return tuple(i for i in self.inputs if i.is_tensor) + tuple(self.outputs)

@@ -1,0 +1,35 @@
+"""CodeGenConfig: user limits on the kernels tritonwise generates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class CodeGenConfig:
+    """Keyword-compatible with FlagGems' CodeGenConfig.
+
+    `max_tile_size` caps the elements one program handles per tile; `max_grid_size[0]` caps
+    the programs launched (beyond it each program loops over tiles). `max_num_warps_per_cta`
+    caps num_warps. `prefer_block_pointer` and `prefer_1d_tile` are accepted for
+    compatibility; the analysis chooses the tiling scheme from the operands' layouts.
+    Frozen, so a config shared between functions cannot be changed through one of them.
+    """
+
+    max_tile_size: int = 4096
+    max_grid_size: tuple = field(default=(65535, 65535, 65535))
+    max_num_warps_per_cta: int = 32
+    prefer_block_pointer: bool = False
+    prefer_1d_tile: bool = False
+
+    def __post_init__(self):
+        if not (isinstance(self.max_tile_size, int) and self.max_tile_size >= 1):
+            raise ValueError(f"CodeGenConfig.max_tile_size must be a positive int, got {self.max_tile_size!r}")
+        grid = tuple(self.max_grid_size)
+        if not grid or not all(isinstance(g, int) and g >= 1 for g in grid):
+            raise ValueError(f"CodeGenConfig.max_grid_size must be positive ints, got {self.max_grid_size!r}")
+        object.__setattr__(self, "max_grid_size", grid)
+        if not (isinstance(self.max_num_warps_per_cta, int) and self.max_num_warps_per_cta >= 1):
+            raise ValueError(
+                f"CodeGenConfig.max_num_warps_per_cta must be a positive int, got {self.max_num_warps_per_cta!r}"
+            )

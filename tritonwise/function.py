@@ -1,0 +1,224 @@
+"""PointwiseDynamicFunction: the object `pointwise_dynamic` returns.
+
+It runs the pipeline once per call signature -- frontend (kinds, dtypes) -> analysis (task
+plan) -> codegen (spec, rendered file) -> runtime (loaded module) -- and keeps the result as a
+LaunchPlan, so later calls with the same signature go straight to the launch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+from .analysis.broadcast import broadcast_shapes
+from .analysis.plan import TaskPlan, analyze
+from .codegen.body import index_arg_values
+from .codegen.build import build_spec
+from .codegen.render import payload_alias, render
+from .config import CodeGenConfig
+from .frontend.dtypes import resolve_types
+from .frontend.payload import inspect_payload
+from .frontend.schema import FunctionSchema
+from .runtime import arguments as argcheck
+from .runtime.cache import ensure_file
+from .runtime.dispatch import LaunchPlan, PlanCache
+from .runtime.loader import load
+
+
+class PointwiseDynamicFunction:
+    """A pointwise function over tensors, compiled from a scalar-style @triton.jit payload."""
+
+    def __init__(self, payload, schema: FunctionSchema, config: Optional[CodeGenConfig] = None):
+        self._payload = inspect_payload(payload)
+        self._schema = schema
+        self._config = config if config is not None else CodeGenConfig()
+        self._plans = PlanCache()
+        self._out_index = {f"out{k}": k for k in range(schema.num_outputs())}
+        self._no_outputs = (None,) * schema.num_outputs()
+        self.__name__ = self._payload.name
+        self.__qualname__ = self._payload.qualname
+        self.__doc__ = self._payload.fn.__doc__
+
+    @property
+    def schema(self) -> FunctionSchema:
+        return self._schema
+
+    @property
+    def payload(self):
+        return self._payload.jit
+
+    @property
+    def plan_cache(self) -> PlanCache:
+        return self._plans
+
+    def __repr__(self) -> str:
+        return f"PointwiseDynamicFunction({self._payload.origin}, {self._schema})"
+
+    def __call__(self, *args, **kwargs):
+        outs = self._outputs(kwargs) if kwargs else self._no_outputs
+        key = argcheck.call_signature(args, outs)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._prepare(args, outs, collapse=True)
+            self._plans.put(key, plan)
+        return plan.run(args, outs)
+
+    def instantiate(self, rank: int) -> "InstantiatedFunction":
+        """The rank-`rank` function: no broadcasting, no allocation, no dimension collapsing."""
+        if not isinstance(rank, int) or rank < 0:
+            raise ValueError(f"{self.__name__}.instantiate: rank must be a non-negative int, got {rank!r}")
+        return InstantiatedFunction(self, rank)
+
+    def explain(self, *args, **kwargs) -> "Explanation":
+        """The plan for these arguments, without launching."""
+        return Explanation.of(self._prepare(args, self._outputs(kwargs), collapse=True))
+
+    def _outputs(self, kwargs: dict) -> tuple:
+        outs = [None] * len(self._out_index)
+        for name, value in kwargs.items():
+            k = self._out_index.get(name)
+            if k is None:
+                expected = ", ".join(self._out_index)
+                raise TypeError(f"{self.__name__}() got an unexpected keyword argument '{name}' (outputs: {expected})")
+            outs[k] = value
+        return tuple(outs)
+
+    def _prepare(self, args: tuple, outs: tuple, collapse: bool) -> LaunchPlan:
+        name, schema = self.__name__, self._schema
+        if len(args) != schema.num_inputs():
+            raise TypeError(f"{name}() takes {schema.num_inputs()} positional inputs but {len(args)} were given")
+        argcheck.check_kinds(name, schema, args)
+        tensors = [a for a in args if argcheck.is_tensor_like(a)]
+        for k, out in enumerate(outs):
+            if out is not None and not argcheck.is_tensor_like(out):
+                raise TypeError(f"{name}: out{k} must be a Tensor or StridedBuffer, got {type(out).__name__}")
+        given = [o for o in outs if o is not None]
+        device = argcheck.launch_device(name, tensors + given)
+        if device is None:
+            raise TypeError(f"{name}: needs at least one tensor argument or output to know the device")
+        types = resolve_types(schema, args)
+        inputs = [(tuple(t.shape), tuple(t.stride())) for t in tensors]
+        shape = broadcast_shapes([s for s, _ in inputs]) if tensors else tuple(given[0].shape) if given else ()
+        for k, out in enumerate(outs):
+            if out is not None:
+                argcheck.check_output(name, k, out, shape, types.results[k], device)
+        task = analyze(inputs, [_layout(o) for o in outs], _itemsize(tensors, types), self._config, collapse)
+        return self._bind(args, outs, types, task, device)
+
+    def _bind(self, args, outs, types, task: TaskPlan, device) -> LaunchPlan:
+        spec = build_spec(self._payload, self._schema, args, types, task)
+        launch, path = None, None
+        if task.numel:
+            path = ensure_file(spec.file_name, lambda: render(spec))
+            alias = payload_alias(spec.payload_name, spec.kernel_name)
+            backend = "cpu" if device.type == "cpu" else "gpu"
+            launch = load(path, spec.kernel_name, alias, self._payload, backend).launch
+        positions = tuple(i for i, a in enumerate(args) if argcheck.is_tensor_like(a))
+        moved = tuple(i for i in positions if device.type != "cpu" and args[i].device != device)
+        given = any(o is not None for o in outs)
+        return LaunchPlan(
+            name=self.__name__,
+            launch=launch,
+            grid=task.grid,
+            index_args=index_arg_values(spec, task),
+            tensor_positions=positions,
+            out_shape=task.shape,
+            out_strides=task.output_strides,
+            out_dtypes=types.results,
+            device=device,
+            numel=task.numel,
+            to_device=moved,
+            out_extents=tuple(argcheck.dense_extent(task.shape, s) for s in task.output_strides) if given else (),
+            in_extents=tuple(argcheck.dense_extent(args[i].shape, args[i].stride()) for i in positions),
+            path=path,
+            task=task,
+            spec=spec,
+        )
+
+
+def _layout(out) -> Optional[tuple]:
+    return None if out is None else (tuple(out.shape), tuple(out.stride()))
+
+
+def _itemsize(tensors, types) -> int:
+    return max([t.dtype.itemsize for t in tensors] + [d.itemsize for d in types.results])
+
+
+class InstantiatedFunction:
+    """`fn.instantiate(rank)`: every operand exactly `rank` dims and one shape, outputs given."""
+
+    def __init__(self, fn: PointwiseDynamicFunction, rank: int):
+        self._fn = fn
+        self.rank = rank
+        self._plans = PlanCache()
+        self.__name__ = f"{fn.__name__}_rank{rank}"
+
+    def __call__(self, *args, **kwargs):
+        outs = self._fn._outputs(kwargs)
+        key = argcheck.call_signature(args, outs)
+        plan = self._plans.get(key)
+        if plan is None:
+            self._check(args, outs)
+            plan = self._fn._prepare(args, outs, collapse=False)
+            self._plans.put(key, plan)
+        return plan.run(args, outs)
+
+    def _check(self, args: tuple, outs: tuple) -> None:
+        missing = [f"out{k}" for k, o in enumerate(outs) if o is None]
+        if missing:
+            raise TypeError(f"{self.__name__}: outputs {', '.join(missing)} must be given (instantiate allocates nothing)")
+        operands = [(f"argument {i}", a) for i, a in enumerate(args) if argcheck.is_tensor_like(a)]
+        operands += [(f"out{k}", o) for k, o in enumerate(outs)]
+        shape = tuple(operands[0][1].shape)
+        for label, t in operands:
+            if t.ndim != self.rank:
+                raise ValueError(f"{self.__name__}: {label} has {t.ndim} dims, expected exactly {self.rank}")
+            if tuple(t.shape) != shape:
+                raise ValueError(f"{self.__name__}: {label} has shape {tuple(t.shape)}, expected {shape} (no broadcasting)")
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What a call would run: the collapsed task, its tiling and the generated file."""
+
+    shape: tuple
+    task_shape: tuple
+    strides: tuple
+    scheme: str
+    index_bits: int
+    block: tuple
+    grid: tuple
+    num_warps: int
+    aligned: bool
+    path: Optional[str]
+    kernel: str
+
+    @classmethod
+    def of(cls, plan: LaunchPlan) -> "Explanation":
+        task, spec = plan.task, plan.spec
+        return cls(
+            shape=task.shape,
+            task_shape=task.task_shape,
+            strides=task.strides,
+            scheme=task.tiling.scheme,
+            index_bits=task.index_bits,
+            block=task.tiling.block,
+            grid=task.grid,
+            num_warps=task.tiling.num_warps,
+            aligned=task.aligned,
+            path=None if plan.path is None else str(plan.path),
+            kernel=spec.kernel_name,
+        )
+
+    def __str__(self) -> str:
+        rows = [
+            ("kernel", self.kernel),
+            ("shape", f"{self.shape} -> task {self.task_shape} (after collapsing)"),
+            ("strides", ", ".join(str(s) for s in self.strides) + "  (inputs, then outputs)"),
+            ("scheme", f"{self.scheme}, block {self.block}, num_warps {self.num_warps}, aligned {self.aligned}"),
+            ("index", f"int{self.index_bits}"),
+            ("grid", f"{self.grid} programs ({math.prod(self.grid)} total)"),
+            ("file", self.path or "(none: nothing to launch)"),
+        ]
+        return "\n".join(f"{k:>8}: {v}" for k, v in rows)

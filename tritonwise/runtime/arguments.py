@@ -1,0 +1,109 @@
+"""Checking a call's arguments: kinds, devices, given outputs, memory overlap."""
+
+from __future__ import annotations
+
+import math
+from numbers import Number
+from typing import Optional, Sequence
+
+import torch
+
+from .strided_buffer import StridedBuffer
+
+TENSOR_TYPES = (torch.Tensor, StridedBuffer)
+
+
+def is_tensor_like(x) -> bool:
+    return isinstance(x, TENSOR_TYPES)
+
+
+def call_signature(args: Sequence, outs: Sequence) -> tuple:
+    """What a launch plan depends on, cheap to build: per operand its kind, dtype, shape,
+    strides and device; per scalar its python type; which outputs are given."""
+    return tuple(_describe(a) for a in args) + tuple(None if o is None else _describe(o) for o in outs)
+
+
+def _describe(a):
+    if isinstance(a, torch.Tensor):
+        return (a.dtype, a.shape, a.stride(), a.device)
+    if isinstance(a, StridedBuffer):
+        return (StridedBuffer, a.dtype, a.shape, a.stride(), a.device)
+    return type(a)
+
+
+def check_kinds(name: str, schema, args: Sequence) -> None:
+    for i, arg in enumerate(args):
+        if schema.is_tensor(i):
+            if not is_tensor_like(arg):
+                raise TypeError(f"{name}: argument {i} must be a Tensor or StridedBuffer, got {type(arg).__name__}")
+        elif is_tensor_like(arg) or not isinstance(arg, Number):
+            raise TypeError(f"{name}: argument {i} must be a python scalar (bool, int, float), got {type(arg).__name__}")
+        if is_tensor_like(arg) and arg.dtype.is_complex:
+            raise TypeError(f"{name}: argument {i} is complex ({arg.dtype}); complex tensors are not supported yet")
+
+
+def launch_device(name: str, tensors: Sequence) -> Optional[torch.device]:
+    """The device every operand is on; 0-d CPU tensors beside device tensors act as scalars."""
+    devices = {t.device for t in tensors if not (t.device.type == "cpu" and t.ndim == 0)}
+    if not devices:
+        devices = {t.device for t in tensors}
+    if len(devices) > 1:
+        a, b = sorted(str(d) for d in devices)[:2]
+        raise RuntimeError(f"{name}: expected all tensors to be on the same device, but found at least two devices, {a} and {b}!")
+    return next(iter(devices), None)
+
+
+def check_output(name: str, k: int, out, shape: tuple, dtype: torch.dtype, device) -> None:
+    if not is_tensor_like(out):
+        raise TypeError(f"{name}: out{k} must be a Tensor or StridedBuffer, got {type(out).__name__}")
+    if tuple(out.shape) != tuple(shape):
+        raise RuntimeError(f"{name}: out{k} has shape {tuple(out.shape)}, but the result has shape {tuple(shape)}")
+    if device is not None and out.device != device:
+        raise RuntimeError(f"{name}: out{k} is on {out.device}, but the operands are on {device}")
+    if not torch.can_cast(dtype, out.dtype):
+        raise RuntimeError(f"{name}: result type {dtype} can't be cast to the desired output type {out.dtype} (out{k})")
+    if has_internal_overlap(out.shape, out.stride()):
+        raise RuntimeError(
+            f"{name}: out{k} (shape {tuple(out.shape)}, strides {tuple(out.stride())}) has internal overlap: "
+            "more than one element is written to the same memory location"
+        )
+
+
+def has_internal_overlap(shape, strides) -> bool:
+    """True when a dim of size > 1 has stride 0 (torch's definite overlap; other cases are allowed)."""
+    return any(n > 1 and s == 0 for n, s in zip(shape, strides))
+
+
+def dense_extent(shape, strides) -> Optional[tuple]:
+    """(lowest, highest) element offset of a non-overlapping dense layout, None otherwise."""
+    dims = sorted((abs(s), n) for n, s in zip(shape, strides) if n != 1)
+    expected = 1
+    for stride, size in dims:
+        if stride != expected:
+            return None
+        expected *= size
+    lo = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    return lo, lo + max(math.prod(shape), 1) - 1
+
+
+def check_partial_overlap(name: str, k: int, out, out_extent, inputs: Sequence, extents: Sequence) -> None:
+    """torch's rule: an output sharing memory with an input must be exactly that input."""
+    if out_extent is None:
+        return
+    size = out.element_size()
+    o_lo = out.data_ptr() + out_extent[0] * size
+    o_hi = out.data_ptr() + (out_extent[1] + 1) * size
+    for i, (inp, extent) in enumerate(zip(inputs, extents)):
+        if extent is None or inp is out:
+            continue
+        isize = inp.element_size()
+        i_lo = inp.data_ptr() + extent[0] * isize
+        i_hi = inp.data_ptr() + (extent[1] + 1) * isize
+        if i_lo >= o_hi or o_lo >= i_hi:
+            continue
+        if (i_lo, i_hi, inp.stride(), inp.dtype) == (o_lo, o_hi, out.stride(), out.dtype) and inp.shape == out.shape:
+            continue
+        raise RuntimeError(
+            f"{name}: out{k} partially overlaps input {i}: unsupported operation (the output must be the "
+            "input itself or not share its memory)"
+        )

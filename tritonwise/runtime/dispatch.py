@@ -1,0 +1,110 @@
+"""The per-call hot path: a cache of launch plans and the launch itself.
+
+A LaunchPlan is built once per call signature (see arguments.call_signature) and holds
+everything a call needs that does not depend on the data: output shapes, strides and dtypes,
+the loaded launcher, its grid and integer arguments. A hit allocates outputs, checks given
+outputs for overlap with inputs (which depends on addresses), and launches.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import torch
+
+from .arguments import check_partial_overlap
+from .strided_buffer import StridedBuffer
+
+# The Triton interpreter keeps global state (patched language functions, grid indices).
+INTERPRETER_LOCK = threading.RLock()
+
+
+@dataclass
+class LaunchPlan:
+    name: str
+    launch: Optional[Callable]  # the generated module's launch(grid, *operands, *index_args)
+    grid: tuple
+    index_args: tuple
+    tensor_positions: tuple  # which payload arguments are tensors
+    out_shape: tuple
+    out_strides: tuple
+    out_dtypes: tuple
+    device: torch.device
+    numel: int
+    to_device: tuple  # payload positions of 0-d CPU tensors to move to the launch device
+    out_extents: tuple  # dense extent of each given output's layout (None: not checked)
+    in_extents: tuple  # dense extent of each tensor input
+    path: object = None
+    task: object = None  # the analysis' TaskPlan, for explain()
+    spec: object = None  # the KernelSpec of the generated file
+
+    def run(self, args: tuple, outs: list):
+        outputs = [self._output(k, o) for k, o in enumerate(outs)]
+        if self.numel:
+            if self.out_extents:
+                self._check_overlap(args, outs, outputs)
+            operands = list(args)
+            for i in self.to_device:
+                operands[i] = operands[i].to(self.device)
+            self._launch(operands + outputs)
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _output(self, k: int, given):
+        if given is not None:
+            return given
+        return torch.empty_strided(self.out_shape, self.out_strides[k], dtype=self.out_dtypes[k], device=self.device)
+
+    def _check_overlap(self, args, outs, outputs) -> None:
+        inputs = [args[i] for i in self.tensor_positions]
+        for k, (given, extent) in enumerate(zip(outs, self.out_extents)):
+            if given is not None:
+                check_partial_overlap(self.name, k, given, extent, inputs, self.in_extents)
+
+    def _launch(self, operands: list) -> None:
+        if self.device.type == "cpu":
+            operands = [o.storage_view() if isinstance(o, StridedBuffer) else o for o in operands]
+            with INTERPRETER_LOCK:
+                self.launch(self.grid, *operands, *self.index_args)
+        elif self.device.index is None or self.device.index == torch.cuda.current_device():
+            self.launch(self.grid, *operands, *self.index_args)
+        else:
+            with torch.cuda.device(self.device.index):
+                self.launch(self.grid, *operands, *self.index_args)
+
+
+class PlanCache:
+    """A thread-safe LRU of launch plans, at most `capacity` (default 1024) per function."""
+
+    def __init__(self, capacity: int = 1024):
+        self.capacity = capacity
+        self._plans: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key):
+        plan = self._plans.get(key)
+        if plan is not None:
+            self.hits += 1
+            try:
+                self._plans.move_to_end(key)  # atomic under the GIL; a concurrent eviction is harmless
+            except KeyError:
+                pass
+        return plan
+
+    def put(self, key, plan) -> None:
+        with self._lock:
+            self.misses += 1
+            self._plans[key] = plan
+            if len(self._plans) > self.capacity:
+                self._plans.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._plans.clear()

@@ -1,0 +1,98 @@
+"""StridedBuffer: a view of a tensor's storage with any strides (negative too) and an offset."""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import torch
+
+
+class StridedBuffer:
+    """A strided view that torch cannot express (negative strides), for manual instantiation.
+
+    `offset` counts elements of `dtype` from the start of `base`'s storage (default: base's
+    own storage offset, rescaled when `dtype` differs). `data_ptr()` is the address of the
+    element at index (0, ..., 0).
+    """
+
+    def __init__(
+        self,
+        base: torch.Tensor,
+        shape: Optional[Sequence[int]] = None,
+        strides: Optional[Sequence[int]] = None,
+        dtype: Optional[torch.dtype] = None,
+        offset: int = 0,
+    ):
+        if isinstance(base, StridedBuffer):
+            base = base.unwrap()
+        if not isinstance(base, torch.Tensor):
+            raise TypeError(f"StridedBuffer: base must be a torch.Tensor, got {type(base).__name__}")
+        self._base = base
+        self.dtype = dtype or base.dtype
+        self.shape = tuple(base.shape if shape is None else shape)
+        self._strides = tuple(base.stride() if strides is None else strides)
+        if len(self._strides) != len(self.shape):
+            raise ValueError(f"StridedBuffer: {len(self.shape)}-d shape {self.shape} with strides {self._strides}")
+        self.device = base.device
+        self.ndim = len(self.shape)
+        base_offset = base.storage_offset() * base.element_size() // self.element_size()
+        self.offset = base_offset + offset
+        self._check_bounds()
+
+    def _check_bounds(self) -> None:
+        if self.numel() == 0:
+            return
+        lo = self.offset + sum((n - 1) * s for n, s in zip(self.shape, self._strides) if s < 0)
+        hi = self.offset + sum((n - 1) * s for n, s in zip(self.shape, self._strides) if s > 0)
+        capacity = self._base.untyped_storage().nbytes() // self.element_size()
+        if lo < 0 or hi >= capacity:
+            raise ValueError(
+                f"StridedBuffer: shape {self.shape}, strides {self._strides}, offset {self.offset} reach elements "
+                f"[{lo}, {hi}] outside the storage of {capacity} {self.dtype} elements"
+            )
+
+    def stride(self, dim: Optional[int] = None):
+        return self._strides if dim is None else self._strides[dim]
+
+    def size(self, dim: Optional[int] = None):
+        return torch.Size(self.shape) if dim is None else self.shape[dim]
+
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    def dim(self) -> int:
+        return self.ndim
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    def unwrap(self) -> torch.Tensor:
+        return self._base
+
+    def untyped_storage(self):
+        return self._base.untyped_storage()
+
+    def data_ptr(self) -> int:
+        return self._base.untyped_storage().data_ptr() + self.offset * self.element_size()
+
+    def storage_view(self) -> torch.Tensor:
+        """A one-element tensor at this buffer's first element: the pointer the kernels take."""
+        flat = torch.empty(0, dtype=self.dtype, device=self.device)
+        return flat.set_(self._base.untyped_storage(), self.offset, (1,), (1,))
+
+    def clone(self) -> "StridedBuffer":
+        return StridedBuffer(self._base.clone(), self.shape, self._strides, self.dtype, self.offset - self._base_offset())
+
+    def _base_offset(self) -> int:
+        return self._base.storage_offset() * self._base.element_size() // self.element_size()
+
+    def copy_(self, src) -> "StridedBuffer":
+        """Copy `src` (a Tensor or StridedBuffer of this shape) into this buffer, elementwise."""
+        from ..ops_internal import copy_into
+
+        copy_into(self, src)
+        return self
+
+    def __repr__(self) -> str:
+        return f"StridedBuffer(shape={self.shape}, strides={self._strides}, dtype={self.dtype}, offset={self.offset})"
