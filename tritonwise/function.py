@@ -34,6 +34,7 @@ class PointwiseDynamicFunction:
         self._schema = schema
         self._config = config if config is not None else CodeGenConfig()
         self._plans = PlanCache()
+        self._instances: dict = {}
         self._out_index = {f"out{k}": k for k in range(schema.num_outputs())}
         self._no_outputs = (None,) * schema.num_outputs()
         self.__name__ = self._payload.name
@@ -68,7 +69,9 @@ class PointwiseDynamicFunction:
         """The rank-`rank` function: no broadcasting, no allocation, no dimension collapsing."""
         if not isinstance(rank, int) or rank < 0:
             raise ValueError(f"{self.__name__}.instantiate: rank must be a non-negative int, got {rank!r}")
-        return InstantiatedFunction(self, rank)
+        if rank not in self._instances:
+            self._instances[rank] = InstantiatedFunction(self, rank)
+        return self._instances[rank]
 
     def explain(self, *args, **kwargs) -> "Explanation":
         """The plan for these arguments, without launching."""
@@ -163,6 +166,11 @@ class InstantiatedFunction:
             plan = self._fn._prepare(args, outs, collapse=False)
             self._plans.put(key, plan)
         return plan.run(args, outs)
+
+    def explain(self, *args, **kwargs) -> "Explanation":
+        outs = self._fn._outputs(kwargs)
+        self._check(args, outs)
+        return Explanation.of(self._fn._prepare(args, outs, collapse=False))
 
     def _check(self, args: tuple, outs: tuple) -> None:
         missing = [f"out{k}" for k, o in enumerate(outs) if o is None]
