@@ -66,8 +66,9 @@ def choose_tiling(task_shape: tuple, strides: Sequence[tuple], itemsize: int, co
         block = (max(elems // bn, 1), bn)
     else:
         side = 64 if itemsize <= 4 else 32
-        bn = min(side, elems)
-        block = (max(min(side, elems // bn), 1), bn)
+        bm = min(side, _pow2_at_least(task_shape[m_dim]), elems)
+        bn = min(max(side, elems // bm // 4), _pow2_at_least(task_shape[-1]), elems // bm)
+        block = (bm, bn)
     return Tiling(scheme, m_dim, block, _warps_for(math.prod(block), itemsize, config))
 
 
