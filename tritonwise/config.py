@@ -16,7 +16,7 @@ class CodeGenConfig:
     Frozen, so a config shared between functions cannot be changed through one of them.
     """
 
-    max_tile_size: int = 4096
+    max_tile_size: int = 8192
     max_grid_size: tuple = field(default=(65535, 65535, 65535))
     max_num_warps_per_cta: int = 32
     prefer_block_pointer: bool = False

@@ -49,27 +49,28 @@ def _pow2_at_least(n: int) -> int:
     return 1 << max(n - 1, 0).bit_length()
 
 
-def _warps_for(elems: int, itemsize: int, config: CodeGenConfig) -> int:
-    per_thread = max(2 * 16 // itemsize, 1)  # two 16-byte vectors in flight per thread
-    warps = max(1, min(elems // (32 * per_thread), 16))
-    return 1 << min(int(math.log2(warps)), int(math.log2(config.max_num_warps_per_cta)))
-
-
 def choose_tiling(task_shape: tuple, strides: Sequence[tuple], itemsize: int, config: CodeGenConfig) -> Tiling:
+    """Block shapes and warps measured best on an H100 (benchmarks/sweep.py; RESULTS.md)."""
     scheme, m_dim = choose_scheme(task_shape, strides)
     cap = _pow2_floor(config.max_tile_size)
-    elems = min(cap, 4096 if itemsize <= 4 else 2048)
     if scheme == "flat":
-        block = (elems,) if task_shape else ()
+        block = (min(cap, 1024),) if task_shape else ()
+        warps = max(1, min(8, math.prod(block) // 128))
     elif scheme == "nd":
-        bn = min(max(_pow2_at_least(task_shape[-1]), 8), elems, 1024)
-        block = (max(elems // bn, 1), bn)
+        bn = min(max(_pow2_at_least(task_shape[-1]), 8), cap, 1024)
+        block = (max(min(2048, cap) // bn, 1), bn)
+        warps = max(1, min(8, math.prod(block) // 256))
     else:
-        side = 64 if itemsize <= 4 else 32
-        bm = min(side, _pow2_at_least(task_shape[m_dim]), elems)
-        bn = min(max(side, elems // bm // 4), _pow2_at_least(task_shape[-1]), elems // bm)
+        side = 64 if itemsize <= 4 and _extents_aligned(task_shape, m_dim) else 32
+        bm = min(side, _pow2_at_least(task_shape[m_dim]), cap)
+        bn = min(128, _pow2_at_least(task_shape[-1]), max(cap // bm, 1))
         block = (bm, bn)
-    return Tiling(scheme, m_dim, block, _warps_for(math.prod(block), itemsize, config))
+        warps = 8 if bm * bn >= 4096 else 4
+    return Tiling(scheme, m_dim, block, min(warps, _pow2_floor(config.max_num_warps_per_cta)))
+
+
+def _extents_aligned(task_shape: tuple, m_dim: int) -> bool:
+    return task_shape[-1] % ALIGNMENT == 0 and task_shape[m_dim] % ALIGNMENT == 0
 
 
 def _pow2_floor(n: int) -> int:
