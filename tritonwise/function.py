@@ -134,6 +134,7 @@ class PointwiseDynamicFunction:
             to_device=moved,
             out_extents=tuple(argcheck.dense_extent(task.shape, s) for s in task.output_strides) if given else (),
             in_extents=tuple(argcheck.dense_extent(args[i].shape, args[i].stride()) for i in positions),
+            constexprs=tuple(spec.block),
             path=path,
             task=task,
             spec=spec,

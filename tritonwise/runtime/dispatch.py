@@ -16,6 +16,7 @@ from typing import Callable, Optional
 import torch
 
 from .arguments import check_partial_overlap
+from .launcher import direct_launcher
 from .strided_buffer import StridedBuffer
 
 # The Triton interpreter keeps global state (patched language functions, grid indices).
@@ -37,6 +38,8 @@ class LaunchPlan:
     to_device: tuple  # payload positions of 0-d CPU tensors to move to the launch device
     out_extents: tuple  # dense extent of each given output's layout (None: not checked)
     in_extents: tuple  # dense extent of each tensor input
+    constexprs: tuple = ()  # values of the kernel's constexpr parameters (block sizes)
+    direct: Optional[Callable] = None  # set after the first GPU launch (runtime/launcher.py)
     path: object = None
     task: object = None  # the analysis' TaskPlan, for explain()
     spec: object = None  # the KernelSpec of the generated file
@@ -64,15 +67,17 @@ class LaunchPlan:
                 check_partial_overlap(self.name, k, given, extent, inputs, self.in_extents)
 
     def _launch(self, operands: list) -> None:
-        if self.device.type == "cpu":
+        if self.direct is not None:
+            self.direct(operands)
+        elif self.device.type == "cpu":
             operands = [o.storage_view() if isinstance(o, StridedBuffer) else o for o in operands]
             with INTERPRETER_LOCK:
                 self.launch(self.grid, *operands, *self.index_args)
-        elif self.device.index is None or self.device.index == torch.cuda.current_device():
-            self.launch(self.grid, *operands, *self.index_args)
         else:
             with torch.cuda.device(self.device.index):
-                self.launch(self.grid, *operands, *self.index_args)
+                compiled = self.launch(self.grid, *operands, *self.index_args)
+            tail = self.index_args + self.constexprs
+            self.direct = direct_launcher(compiled, self.grid, tail, self.device.index)
 
 
 class PlanCache:
