@@ -18,19 +18,18 @@ def is_tensor_like(x) -> bool:
 
 
 def call_signature(args: Sequence, outs: Sequence) -> tuple:
-    """What a launch plan depends on, cheap to build: per operand its kind, dtype, shape,
-    strides and device; per scalar its python type; which outputs are given."""
-    return (*[_describe(a) for a in args], *[None if o is None else _describe(o) for o in outs])
-
-
-def _describe(a):
-    """The part of an argument a compiled launch depends on, pointer alignment class included
-    (Triton specializes kernels on 16-byte aligned pointers)."""
-    if isinstance(a, torch.Tensor):
-        return (a.dtype, a.shape, a.stride(), a.device, a.data_ptr() % 16 == 0)
-    if isinstance(a, StridedBuffer):
-        return (StridedBuffer, a.dtype, a.shape, a.stride(), a.device, a.data_ptr() % 16 == 0)
-    return type(a)
+    """What a launch plan depends on, cheap to build: per operand its dtype, shape, strides,
+    device and pointer alignment class (Triton specializes kernels on 16-byte aligned
+    pointers); per scalar its python type; which outputs are given. Built on every call."""
+    key = []
+    for a in (*args, *outs):
+        if isinstance(a, torch.Tensor):
+            key.append((a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15))
+        elif isinstance(a, StridedBuffer):
+            key.append((StridedBuffer, a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15))
+        else:
+            key.append(type(a))  # a scalar, or None for an output to allocate
+    return tuple(key)
 
 
 def check_kinds(name: str, schema, args: Sequence) -> None:

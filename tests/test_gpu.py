@@ -1,0 +1,118 @@
+"""GPU correctness of every scheme, the direct launch path and int64 indexing (marked `gpu`)."""
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from tritonwise import StridedBuffer, pointwise_dynamic
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
+
+
+@pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, 2, "DEFAULT")])
+@triton.jit
+def add_alpha(x, y, alpha):
+    return x + y * alpha
+
+
+@pointwise_dynamic(promotion_methods=[(0, "NO_OPMATH")])
+@triton.jit
+def copy(x):
+    return x
+
+
+@pointwise_dynamic(promotion_methods=[((0, 1), "DEFAULT"), ((0, 1), "DEFAULT")])
+@triton.jit
+def polar(r, theta):
+    return r * tl.cos(theta), r * tl.sin(theta)
+
+
+def _close(got, want):
+    assert got.dtype == want.dtype and got.shape == want.shape
+    torch.testing.assert_close(got, want)
+
+
+LAYOUTS = {
+    "flat": lambda: (torch.randn(1000, 37, device="cuda"), torch.randn(1000, 37, device="cuda")),
+    "nd": lambda: (torch.randn(300, 129, device="cuda"), torch.randn(129, device="cuda")),
+    "tile2d": lambda: (torch.randn(257, 131, device="cuda"), torch.randn(131, 257, device="cuda").t()),
+    "tile2d-batched": lambda: (torch.randn(5, 66, 70, device="cuda"), torch.randn(5, 70, 66, device="cuda").transpose(1, 2)),
+    "nd-rank4": lambda: (torch.randn(3, 4, 5, 33, device="cuda")[:, :, ::2], torch.randn(4, 1, 33, device="cuda")),
+}
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_every_scheme_matches_torch(layout):
+    x, y = LAYOUTS[layout]()
+    assert add_alpha.explain(x, y, 0.25).scheme == layout.split("-")[0]
+    for _ in range(3):  # first call through Triton, then the direct launch path
+        _close(add_alpha(x, y, 0.25), x + y * 0.25)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int32, torch.bool])
+def test_dtypes_on_gpu(dtype):
+    a = torch.randint(0, 5, (513, 67), device="cuda").to(dtype)
+    out = torch.full((67, 513), 7, device="cuda").to(dtype)
+    copy(a.t(), out0=out)
+    assert torch.equal(out, a.t())
+
+
+def test_fp64_scalar_keeps_precision():
+    x = torch.randn(1000, device="cuda", dtype=torch.float64)
+    assert torch.equal(add_alpha(x, x, 0.1), x + x * 0.1)
+
+
+def test_misaligned_view_gets_its_own_plan():
+    base = torch.randn(4097, device="cuda")
+    aligned, shifted = base[:4096], base[1:]
+    for view in (aligned, shifted, aligned, shifted):
+        _close(add_alpha(view, view, 1.0), view + view)
+
+
+def test_polar_two_outputs_and_flip():
+    r, theta = torch.rand(10000, device="cuda"), torch.randn(10000, device="cuda")
+    re, im = polar(r, theta)
+    _close(re, r * torch.cos(theta))
+    _close(im, r * torch.sin(theta))
+    a = torch.randn(300, 200, device="cuda")
+    out = torch.empty_like(a)
+    copy.instantiate(2)(StridedBuffer(a, strides=(-200, 1), offset=299 * 200), out0=out)
+    assert torch.equal(out, a.flip(0))
+
+
+def test_second_device_launches_there():
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    x = torch.randn(1000, device="cuda:1")
+    _close(add_alpha(x, x, 2.0), x + x * 2.0)
+
+
+def test_int64_indexing_beyond_2_31_elements():
+    free, _ = torch.cuda.mem_get_info()
+    n = 2**31 + 64
+    if free < 3 * n:
+        pytest.skip("needs ~6.5 GB of free GPU memory")
+    x = torch.empty(2, n // 2, dtype=torch.int8, device="cuda")
+    x.random_(-100, 100)
+    out = torch.empty(n // 2, 2, dtype=torch.int8, device="cuda")
+    plan = copy.explain(x.t(), out0=out)
+    assert plan.index_bits == 64
+    copy(x.t(), out0=out)
+    assert torch.equal(out[-1000:], x.t()[-1000:]) and torch.equal(out[:1000], x.t()[:1000])
+    del x, out
+    torch.cuda.empty_cache()
+
+
+def test_new_shape_of_same_class_reuses_the_compiled_kernel():
+    from tritonwise.runtime import loader
+
+    x1, x2 = torch.randn(208, 304, device="cuda"), torch.randn(272, 400, device="cuda")
+    _close(add_alpha(x1, x1.t().contiguous().t(), 1.0), x1 + x1)
+    path = add_alpha.explain(x1, x1.t().contiguous().t(), 1.0).path
+    _close(add_alpha(x2, x2.t().contiguous().t(), 1.0), x2 + x2)
+    assert add_alpha.explain(x2, x2.t().contiguous().t(), 1.0).path == path
+    module = loader._modules[(path, "gpu")]
+    kernel = getattr(module, add_alpha.explain(x2, x2.t().contiguous().t(), 1.0).kernel)
+    compiled = kernel.device_caches[torch.cuda.current_device()][0]
+    assert len(compiled) == 1
