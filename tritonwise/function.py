@@ -19,6 +19,7 @@ from .codegen.render import payload_alias, render
 from .config import CodeGenConfig
 from .frontend.dtypes import resolve_types
 from .frontend.payload import inspect_payload
+from .frontend.reduction import parse_reductions, reduction_of
 from .frontend.schema import FunctionSchema
 from .runtime import arguments as argcheck
 from .runtime.cache import ensure_file
@@ -29,10 +30,19 @@ from .runtime.loader import load
 class PointwiseDynamicFunction:
     """A pointwise function over tensors, compiled from a scalar-style @triton.jit payload."""
 
-    def __init__(self, payload, schema: FunctionSchema, config: Optional[CodeGenConfig] = None):
+    def __init__(
+        self,
+        payload,
+        schema: FunctionSchema,
+        config: Optional[CodeGenConfig] = None,
+        reductions=None,
+        deterministic: bool = False,
+    ):
         self._payload = inspect_payload(payload)
         self._schema = schema
         self._config = config if config is not None else CodeGenConfig()
+        self._reductions = parse_reductions(reductions, schema.num_outputs())
+        self._deterministic = bool(deterministic)
         self._plans = PlanCache()
         self._instances: dict = {}
         self._out_index = {f"out{k}": k for k in range(schema.num_outputs())}
@@ -101,16 +111,19 @@ class PointwiseDynamicFunction:
         if device is None:
             raise TypeError(f"{name}: needs at least one tensor argument or output to know the device")
         types = resolve_types(schema, args)
+        reductions = tuple(kind and reduction_of(kind, types.results[k]) for k, kind in enumerate(self._reductions))
         inputs = [(tuple(t.shape), tuple(t.stride())) for t in tensors]
-        shape = broadcast_shapes([s for s, _ in inputs]) if tensors else tuple(given[0].shape) if given else ()
-        for k, out in enumerate(outs):
+        elementwise = [o for o, r in zip(outs, reductions) if r is None]
+        shape = _task_shape(inputs, [o for o in elementwise if o is not None])
+        for k, (out, r) in enumerate(zip(outs, reductions)):
             if out is not None:
-                argcheck.check_output(name, k, out, shape, types.results[k], device)
-        task = analyze(inputs, [_layout(o) for o in outs], _itemsize(tensors, types), self._config, collapse)
-        return self._bind(args, outs, types, task, device)
+                dtype, expected = (types.results[k], shape) if r is None else (r.result, ())
+                argcheck.check_output(name, k, out, expected, dtype, device)
+        task = analyze(inputs, [_layout(o) for o in elementwise], _itemsize(tensors, types), self._config, collapse)
+        return self._bind(args, outs, types, reductions, task, device)
 
-    def _bind(self, args, outs, types, task: TaskPlan, device) -> LaunchPlan:
-        spec = build_spec(self._payload, self._schema, args, types, task)
+    def _bind(self, args, outs, types, reductions, task: TaskPlan, device) -> LaunchPlan:
+        spec = build_spec(self._payload, self._schema, args, types, task, reductions, self._deterministic)
         launch, path = None, None
         if task.numel:
             path = ensure_file(spec.file_name, lambda: render(spec))
@@ -119,7 +132,10 @@ class PointwiseDynamicFunction:
             launch = load(path, spec.kernel_name, alias, self._payload, backend).launch
         positions = tuple(i for i, a in enumerate(args) if argcheck.is_tensor_like(a))
         moved = tuple(i for i in positions if device.type != "cpu" and args[i].device != device)
-        given = any(o is not None for o in outs)
+        strides = iter(task.output_strides)
+        out_strides = tuple(next(strides) if r is None else None for r in reductions)
+        given = any(o is not None for o, r in zip(outs, reductions) if r is None)
+        extents = tuple(s and argcheck.dense_extent(task.shape, s) for s in out_strides) if given else ()
         return LaunchPlan(
             name=self.__name__,
             launch=launch,
@@ -127,18 +143,26 @@ class PointwiseDynamicFunction:
             index_args=index_arg_values(spec, task),
             tensor_positions=positions,
             out_shape=task.shape,
-            out_strides=task.output_strides,
+            out_strides=out_strides,
             out_dtypes=types.results,
             device=device,
             numel=task.numel,
             to_device=moved,
-            out_extents=tuple(argcheck.dense_extent(task.shape, s) for s in task.output_strides) if given else (),
+            out_extents=extents,
             in_extents=tuple(argcheck.dense_extent(args[i].shape, args[i].stride()) for i in positions),
+            reductions=reductions if any(reductions) else (),
+            deterministic=spec.deterministic,
             constexprs=tuple(spec.block),
             path=path,
             task=task,
             spec=spec,
         )
+
+
+def _task_shape(inputs: list, given: list) -> tuple:
+    if inputs:
+        return broadcast_shapes([s for s, _ in inputs])
+    return tuple(given[0].shape) if given else ()
 
 
 def _layout(out) -> Optional[tuple]:

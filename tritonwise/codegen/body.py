@@ -72,6 +72,37 @@ def prologue_lines(spec: KernelSpec) -> list:
     if spec.rank:
         to64 = ".to(tl.int64)" if spec.index_bits == 64 else ""
         lines.append(f"pid = tl.program_id(0){to64}")
+    lines += [f"{_acc(o)} = tl.full([], {o.identity}, tl.{o.acc})" for o in spec.reduced_outputs]
+    return lines
+
+
+def _acc(output) -> str:
+    return f"acc{output.name[3:]}"
+
+
+_COMBINE = {"sum": ("{acc} + tl.sum({v})", "tl.atomic_add"), "max": ("tl.maximum({acc}, tl.max({v}))", "tl.atomic_max"),
+            "min": ("tl.minimum({acc}, tl.min({v}))", "tl.atomic_min")}
+
+
+def _reduce(spec: KernelSpec, output) -> str:
+    value = f"{output.name}.to(tl.{output.dtype})"  # round as the materialized result would be
+    if output.dtype != output.acc:
+        value += f".to(tl.{output.acc})"
+    if spec.rank:
+        value = f"tl.where(mask, {value}, {output.identity})"
+    combine = _COMBINE[output.reduction][0].format(acc=_acc(output), v=value)
+    return f"{_acc(output)} = {combine}"
+
+
+def epilogue_lines(spec: KernelSpec) -> list:
+    """After the tile loop: publish each program's partial reduction."""
+    lines = []
+    for o in spec.reduced_outputs:
+        if spec.deterministic:
+            target = f"{o.name}_ptr + pid" if spec.rank else f"{o.name}_ptr"
+            lines.append(f"tl.store({target}, {_acc(o)})")
+        else:
+            lines.append(f'{_COMBINE[o.reduction][1]}({o.name}_ptr, {_acc(o)}, sem="relaxed")')
     return lines
 
 
@@ -93,7 +124,8 @@ def body_text(spec: KernelSpec, payload_alias: str) -> str:
     results = ", ".join(o.name for o in spec.outputs)
     args = ", ".join(i.name for i in spec.inputs)
     lines.append(f"{results} = {payload_alias}({args})")
-    lines += [_store(o.name, acc[o.name], o.dtype) for o in spec.outputs]
+    lines += [_store(o.name, acc[o.name], o.dtype) for o in spec.elementwise_outputs]
+    lines += [_reduce(spec, o) for o in spec.reduced_outputs]
     return "\n".join(lines)
 
 

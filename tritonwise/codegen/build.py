@@ -33,9 +33,24 @@ def _tensor_spec(name: str, param: str, dtype, compute, classes: str) -> InputSp
     return InputSpec(name, param, True, triton_dtype(dtype, name), cast, None, classes)
 
 
+def _output_spec(k: int, dtype, classes, reduction) -> OutputSpec:
+    name = f"out{k}"
+    if reduction is None:
+        return OutputSpec(name, triton_dtype(dtype, name), next(classes))
+    acc = triton_dtype(reduction.acc, name)
+    return OutputSpec(name, triton_dtype(dtype, name), "", reduction.kind, acc, reduction.identity)
+
+
 def build_spec(
-    payload: Payload, schema: FunctionSchema, args: Sequence, types: CallTypes, plan: TaskPlan
+    payload: Payload,
+    schema: FunctionSchema,
+    args: Sequence,
+    types: CallTypes,
+    plan: TaskPlan,
+    reductions: Sequence = (),
+    deterministic: bool = False,
 ) -> KernelSpec:
+    """`reductions` holds a Reduction or None per output (empty: no reductions)."""
     params = list(_param_names(payload, schema.num_inputs()))
     classes = iter(plan.stride_classes)
     inputs = []
@@ -45,9 +60,8 @@ def build_spec(
             inputs.append(_tensor_spec(name, params[i], arg.dtype, compute, next(classes)))
         else:
             inputs.append(_scalar_spec(name, params[i], arg, compute))
-    outputs = [
-        OutputSpec(f"out{k}", triton_dtype(dtype, f"out{k}"), next(classes)) for k, dtype in enumerate(types.results)
-    ]
+    reductions = tuple(reductions) or (None,) * len(types.results)
+    outputs = [_output_spec(k, dtype, classes, r) for k, (dtype, r) in enumerate(zip(types.results, reductions))]
     return KernelSpec(
         payload_name=payload.name,
         payload_origin=payload.origin,
@@ -63,6 +77,7 @@ def build_spec(
         aligned=plan.aligned,
         version=__version__,
         template_hash=template_hash(),
+        deterministic=deterministic and any(r is not None for r in reductions),
     )
 
 

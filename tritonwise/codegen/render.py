@@ -47,7 +47,11 @@ def _operand_lines(spec) -> list:
         cast = f", computed as {i.cast}" if i.cast else ""
         lines.append(f"{i.name:<8} {i.param}: {i.dtype} {kind}{cast}")
     for o in spec.outputs:
-        lines.append(f"{o.name:<8} {o.dtype} strides [{', '.join(o.strides)}]")
+        if o.reduction:
+            mode = "one partial per program" if spec.deterministic else "atomic"
+            lines.append(f"{o.name:<8} {o.reduction} of the {o.dtype} result, accumulated in {o.acc} ({mode})")
+        else:
+            lines.append(f"{o.name:<8} {o.dtype} strides [{', '.join(o.strides)}]")
     return lines
 
 
@@ -78,6 +82,7 @@ def render(spec) -> str:
         "scheme_template": f"{spec.scheme}.py.j2",
         "decompose": body.decompose_lines(spec),
         "body": body.body_text(spec, alias),
+        "epilogue": body.epilogue_lines(spec),
         "launch_args": ", ".join(_pointer_names(spec) + index),
         "constexpr_args": "".join(f"{k}={v}, " for k, v in block_values.items()),
     }

@@ -48,9 +48,15 @@ class InputSpec:
 
 @dataclass(frozen=True)
 class OutputSpec:
+    """An elementwise output (with stride classes), or a full reduction of the payload's result
+    accumulated in `acc` starting from `identity`."""
+
     name: str
     dtype: str
     strides: str
+    reduction: Optional[str] = None  # "sum", "max", "min"
+    acc: Optional[str] = None
+    identity: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,7 @@ class KernelSpec:
     aligned: bool
     version: str
     template_hash: str
+    deterministic: bool = False  # reductions: one partial per program instead of atomics
 
     @property
     def kernel_name(self) -> str:
@@ -84,5 +91,13 @@ class KernelSpec:
 
     @property
     def tensors(self) -> tuple:
-        """Tensor operands in kernel order: tensor inputs, then outputs."""
-        return tuple(i for i in self.inputs if i.is_tensor) + tuple(self.outputs)
+        """Strided operands in kernel order: tensor inputs, then elementwise outputs."""
+        return tuple(i for i in self.inputs if i.is_tensor) + self.elementwise_outputs
+
+    @property
+    def elementwise_outputs(self) -> tuple:
+        return tuple(o for o in self.outputs if o.reduction is None)
+
+    @property
+    def reduced_outputs(self) -> tuple:
+        return tuple(o for o in self.outputs if o.reduction is not None)

@@ -14,10 +14,16 @@ def pointwise_dynamic(
     num_outputs: Optional[int] = None,
     promotion_methods=None,
     config=None,
+    reductions=None,
+    deterministic: bool = False,
 ):
     """Wrap a @triton.jit payload; use as `@pointwise_dynamic(...)` or `pointwise_dynamic(fn, ...)`.
 
     When none of num_inputs, is_tensor and dtypes is given, every payload argument is a tensor.
+    `reductions` (ours): per output None, "sum", "max" or "min" -- a reduced output is the full
+    reduction of the payload's result, computed in the same pass and returned as a 0-d tensor
+    (see frontend/reduction.py). `deterministic=True` makes float sums bit-reproducible: each
+    program writes its partial and torch reduces the partials, instead of float atomics.
     """
     from ..function import PointwiseDynamicFunction
     from .payload import inspect_payload
@@ -34,6 +40,6 @@ def pointwise_dynamic(
             num_outputs=num_outputs,
             promotion_methods=promotion_methods,
         )
-        return PointwiseDynamicFunction(payload, schema, config)
+        return PointwiseDynamicFunction(payload, schema, config, reductions, deterministic)
 
     return decorate if f is None else decorate(f)

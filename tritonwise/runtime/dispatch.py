@@ -16,6 +16,7 @@ from typing import Callable, Optional
 import torch
 
 from .arguments import check_partial_overlap
+from .interpret import interpreting
 from .launcher import direct_launcher
 from .strided_buffer import StridedBuffer
 
@@ -38,6 +39,8 @@ class LaunchPlan:
     to_device: tuple  # payload positions of 0-d CPU tensors to move to the launch device
     out_extents: tuple  # dense extent of each given output's layout (None: not checked)
     in_extents: tuple  # dense extent of each tensor input
+    reductions: tuple = ()  # per output: a Reduction, or None for an elementwise output
+    deterministic: bool = False
     constexprs: tuple = ()  # values of the kernel's constexpr parameters (block sizes)
     direct: Optional[Callable] = None  # set after the first GPU launch (runtime/launcher.py)
     path: object = None
@@ -45,6 +48,8 @@ class LaunchPlan:
     spec: object = None  # the KernelSpec of the generated file
 
     def run(self, args: tuple, outs: list):
+        if self.reductions:
+            return self._run_reducing(args, outs)
         outputs = [self._output(k, o) for k, o in enumerate(outs)]
         if self.numel:
             if self.out_extents:
@@ -55,6 +60,29 @@ class LaunchPlan:
             self._launch(operands + outputs)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
+    def _run_reducing(self, args: tuple, outs: list):
+        """Like run(), with some outputs reduced to 0-d tensors through accumulators."""
+        buffers = [self._output(k, o) if r is None else self._accumulator(r) for k, (o, r) in enumerate(zip(outs, self.reductions))]
+        if self.numel:
+            if self.out_extents:
+                self._check_overlap(args, outs, buffers)
+            self._launch(list(args) + buffers)
+        elif any(r is not None and r.kind != "sum" for r in self.reductions):
+            raise RuntimeError(f"{self.name}: max/min of an empty task has no identity (numel() == 0)")
+        results = [b if r is None else self._finish(b, r, o) for b, r, o in zip(buffers, self.reductions, outs)]
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def _accumulator(self, reduction) -> torch.Tensor:
+        if self.deterministic:
+            return torch.empty(self.grid[0], dtype=reduction.acc, device=self.device)
+        return torch.full((), reduction.identity_value, dtype=reduction.acc, device=self.device)
+
+    def _finish(self, buffer: torch.Tensor, reduction, given):
+        if self.deterministic:  # torch's own reductions are deterministic
+            buffer = {"sum": torch.sum, "max": torch.amax, "min": torch.amin}[reduction.kind](buffer)
+        value = buffer.to(reduction.result)
+        return value if given is None else given.copy_(value)
+
     def _output(self, k: int, given):
         if given is not None:
             return given
@@ -63,7 +91,7 @@ class LaunchPlan:
     def _check_overlap(self, args, outs, outputs) -> None:
         inputs = [args[i] for i in self.tensor_positions]
         for k, (given, extent) in enumerate(zip(outs, self.out_extents)):
-            if given is not None:
+            if given is not None and extent is not None:
                 check_partial_overlap(self.name, k, given, extent, inputs, self.in_extents)
 
     def _launch(self, operands: list) -> None:
@@ -71,7 +99,7 @@ class LaunchPlan:
             self.direct(operands)
         elif self.device.type == "cpu":
             operands = [o.storage_view() if isinstance(o, StridedBuffer) else o for o in operands]
-            with INTERPRETER_LOCK:
+            with INTERPRETER_LOCK, interpreting():
                 self.launch(self.grid, *operands, *self.index_args)
         else:
             with torch.cuda.device(self.device.index):

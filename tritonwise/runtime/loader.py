@@ -1,11 +1,9 @@
 """Loading a generated file as a module, with the payload bound into its namespace.
 
-Each file is loaded once per backend. On GPU the module holds the user's @triton.jit payload
-and the kernel is compiled by Triton. On CPU the kernel and the payload run in Triton's
-interpreter without TRITON_INTERPRET being set: the kernel is wrapped as an
-InterpretedFunction, and the payload (with every @triton.jit helper it reaches) is bound as
-an interpreter-rewritten copy, since a compiled JITFunction cannot be called from
-interpreted code.
+Each file is loaded once per backend, with the user's @triton.jit payload bound under its
+alias. On GPU Triton compiles the kernel. On CPU the kernel is wrapped as an
+InterpretedFunction and runs in Triton's interpreter (see runtime/interpret.py for how the
+payload is called there without TRITON_INTERPRET being set).
 """
 
 from __future__ import annotations
@@ -36,7 +34,7 @@ def _exec(path: Path, alias: str, payload, backend: str, kernel_name: str) -> ty
     name = f"tritonwise_generated.{backend}.{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    module.__dict__[alias] = payload.jit if backend == "gpu" else interpreted(payload.fn)
+    module.__dict__[alias] = payload.jit
     sys.modules[name] = module  # Triton resolves the kernel's source and globals through it
     spec.loader.exec_module(module)
     if backend == "cpu":
@@ -45,33 +43,3 @@ def _exec(path: Path, alias: str, payload, backend: str, kernel_name: str) -> ty
         kernel = getattr(module, kernel_name)
         setattr(module, kernel_name, InterpretedFunction(kernel.fn))
     return module
-
-
-_interpreted: dict = {}
-
-
-def interpreted(fn):
-    """A plain function the interpreter can call in place of the @triton.jit function `fn`."""
-    cached = _interpreted.get(fn)
-    if cached is not None:
-        return cached
-    from triton.runtime.interpreter import InterpretedFunction
-
-    glb = dict(fn.__globals__)
-    clone = types.FunctionType(fn.__code__, glb, fn.__name__, fn.__defaults__, fn.__closure__)
-    clone.__qualname__, clone.__module__ = fn.__qualname__, fn.__module__
-    _interpreted[fn] = rewritten = InterpretedFunction(clone).rewrite()
-    for key, value in fn.__globals__.items():
-        inner = _jit_inner(value)
-        if inner is not None and inner is not fn:
-            glb[key] = interpreted(inner)
-    return rewritten
-
-
-def _jit_inner(value):
-    from triton.runtime.interpreter import InterpretedFunction
-    from triton.runtime.jit import JITFunction
-
-    if isinstance(value, (JITFunction, InterpretedFunction)):
-        return value.fn
-    return None
