@@ -35,7 +35,7 @@ def forced(block, warps):
 
 
 def _reset():
-    for fn in (bench.add, bench.copy, bench.polar):
+    for fn in (bench.add, bench.copy, bench.polar, bench.squared_error_sum):
         fn.plan_cache.clear()
         for inst in fn._instances.values():
             inst._plans.clear()

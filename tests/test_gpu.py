@@ -117,3 +117,32 @@ def test_new_shape_of_same_class_reuses_the_compiled_kernel():
     kernel = getattr(module, add_alpha.explain(x2, x2.t().contiguous().t(), 1.0).kernel)
     compiled = kernel.device_caches[torch.cuda.current_device()][0]
     assert len(compiled) == 1
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.int32, torch.int64])
+@pytest.mark.parametrize("kind", ["sum", "max", "min"])
+def test_reductions_on_gpu(dtype, kind):
+    @triton.jit
+    def squared(x, y):
+        return (x - y) * (x - y)
+
+    fn = pointwise_dynamic(squared, promotion_methods=[(0, 1, "DEFAULT")], reductions=[kind])
+    x = torch.randint(-50, 50, (1000, 257), device="cuda").to(dtype)
+    y = torch.randint(-50, 50, (257,), device="cuda").to(dtype)
+    elementwise = ((x.double() - y.double()) ** 2).to(dtype)
+    want = {"sum": torch.sum, "max": torch.amax, "min": torch.amin}[kind](elementwise)
+    got = fn(x, y)
+    assert got.dtype == want.dtype
+    torch.testing.assert_close(got.double(), want.double(), rtol=1e-3 if kind == "sum" else 0, atol=0)
+
+
+def test_deterministic_sum_on_gpu_is_reproducible():
+    @triton.jit
+    def squared(x, y):
+        return (x - y) * (x - y)
+
+    fn = pointwise_dynamic(squared, promotion_methods=[(0, 1, "DEFAULT")], reductions=["sum"], deterministic=True)
+    x, y = torch.randn(2**22, device="cuda"), torch.randn(2**22, device="cuda")
+    first = fn(x, y)
+    assert all(torch.equal(fn(x, y), first) for _ in range(5))
+    torch.testing.assert_close(first, ((x - y) ** 2).sum(), rtol=1e-4, atol=0)
