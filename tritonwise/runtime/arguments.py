@@ -11,6 +11,7 @@ import torch
 from .strided_buffer import StridedBuffer
 
 TENSOR_TYPES = (torch.Tensor, StridedBuffer)
+Tensor = torch.Tensor
 
 
 def is_tensor_like(x) -> bool:
@@ -23,7 +24,7 @@ def call_signature(args: Sequence, outs: Sequence) -> tuple:
     pointers); per scalar its python type; which outputs are given. Built on every call."""
     key = []
     for a in (*args, *outs):
-        if isinstance(a, torch.Tensor):
+        if type(a) is Tensor or isinstance(a, Tensor):
             key.append((a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15))
         elif isinstance(a, StridedBuffer):
             key.append((StridedBuffer, a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15))

@@ -9,7 +9,8 @@ are honoured as Triton does.
 
 Measured on an H100 host with Triton 3.6 (benchmarks/host_overhead.py): the generic
 `kernel[grid](...)` path costs ~20 us per call, `compiled.run(...)` ~8.4 us, and the C entry
-underneath it ~6.9 us.
+underneath it ~6.9 us. Triton always installs (empty) hook chains; calling them and building
+launch metadata for nothing cost another ~2 us, so empty chains are passed as None.
 """
 
 from __future__ import annotations
@@ -35,6 +36,13 @@ def _c_entry(run) -> Optional[tuple]:
     return entry, run.launch_cooperative_grid, run.launch_pdl
 
 
+def _active(hook):
+    """The hook, or None when it would do nothing (Triton 3.6+ keeps an empty HookChain there)."""
+    if hook is None or not getattr(hook, "calls", True):
+        return None
+    return hook
+
+
 def direct_launcher(compiled, grid: tuple, tail: tuple, device_index: int) -> Optional[Callable]:
     """A function launching `compiled` over `grid` with operands followed by `tail` (index
     arguments and constexpr values), or None when this Triton cannot be driven directly."""
@@ -50,8 +58,10 @@ def direct_launcher(compiled, grid: tuple, tail: tuple, device_index: int) -> Op
     entry = _c_entry(run)
 
     def hooked(stream, args):
-        enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
-        return (compiled.launch_metadata(grid, stream, *args) if enter or leave else None), enter, leave
+        enter, leave = _active(hooks.launch_enter_hook), _active(hooks.launch_exit_hook)
+        if enter is None and leave is None:
+            return None, None, None
+        return compiled.launch_metadata(grid, stream, *args), enter, leave
 
     if entry is None:
 

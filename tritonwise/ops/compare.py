@@ -1,0 +1,109 @@
+"""eq, lt, where, clamp: comparisons and selections with torch's promotion.
+
+Comparisons promote both sides to their common dtype (ALWAYS_BOOL: a bool result); where
+selects between x and y without computing in a wider type (NO_OPMATH); clamp promotes
+input and bounds together (DEFAULT) and propagates NaN from any of them, as torch.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from ._pointwise import BOOL, Pointwise, require_tensor, result_category
+
+
+@triton.jit
+def _eq(x, y):
+    return x == y
+
+
+@triton.jit
+def _lt(x, y):
+    return x < y
+
+
+@triton.jit
+def _where(condition, x, y):
+    return tl.where(condition, x, y)
+
+
+@triton.jit
+def _at_least(x, low):
+    return tl.where((x < low) | (low != low), low, x)  # a NaN bound gives NaN
+
+
+@triton.jit
+def _at_most(x, high):
+    return tl.where((x > high) | (high != high), high, x)
+
+
+@triton.jit
+def _clamp_min(x, low):
+    return _at_least(x, low)
+
+
+@triton.jit
+def _clamp_max(x, high):
+    return _at_most(x, high)
+
+
+@triton.jit
+def _clamp(x, low, high):
+    return _at_most(_at_least(x, low), high)
+
+
+EQ = Pointwise(_eq, [(0, 1, "ALWAYS_BOOL")])
+LT = Pointwise(_lt, [(0, 1, "ALWAYS_BOOL")])
+WHERE = Pointwise(_where, [(1, 2, "NO_OPMATH")])
+CLAMP_MIN = Pointwise(_clamp_min, [(0, 1, "DEFAULT")])
+CLAMP_MAX = Pointwise(_clamp_max, [(0, 1, "DEFAULT")])
+CLAMP = Pointwise(_clamp, [(0, 1, 2, "DEFAULT")])
+
+
+def eq(input, other, *, out=None):
+    """torch.eq: input == other as bool (NaN != NaN). input: a tensor; other: a tensor or a
+    python scalar; both compared in their promoted dtype."""
+    require_tensor("eq", "input", input)
+    return EQ(input, other, out0=out)
+
+
+def lt(input, other, *, out=None):
+    """torch.lt: input < other as bool (False with NaN). input: a tensor; other: a tensor or
+    a python scalar; both compared in their promoted dtype."""
+    require_tensor("lt", "input", input)
+    return LT(input, other, out0=out)
+
+
+def where(condition, input, other, *, out=None):
+    """torch.where(condition, input, other): input where condition holds, else other.
+
+    condition: a bool tensor; input, other: tensors or python scalars, promoted together
+    (NO_OPMATH: fp16 stays fp16; two python scalars give int64 or the default float).
+    """
+    require_tensor("where", "condition", condition)
+    if condition.dtype != torch.bool:
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}")
+    return WHERE(condition, input, other, out0=out)
+
+
+def clamp(input, min=None, max=None, *, out=None):
+    """torch.clamp: input limited to [min, max] (max wins where min > max; NaN anywhere gives NaN).
+
+    input: a tensor; min, max: tensors, python scalars or None (not both None). The result
+    dtype promotes input with the bounds (int tensor with min=0.5 -> float32); bool results
+    raise, as in torch.
+    """
+    require_tensor("clamp", "input", input)
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    bounds = [b for b in (min, max) if b is not None]
+    if result_category(input, *bounds) == BOOL:
+        raise NotImplementedError("\"clamp\" not implemented for 'Bool'")
+    if max is None:
+        return CLAMP_MIN(input, min, out0=out)
+    if min is None:
+        return CLAMP_MAX(input, max, out0=out)
+    return CLAMP(input, min, max, out0=out)
+
