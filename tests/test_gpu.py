@@ -146,3 +146,18 @@ def test_deterministic_sum_on_gpu_is_reproducible():
     first = fn(x, y)
     assert all(torch.equal(fn(x, y), first) for _ in range(5))
     torch.testing.assert_close(first, ((x - y) ** 2).sum(), rtol=1e-4, atol=0)
+
+
+def test_torch_op_under_inductor_and_cuda_graphs():
+    op = add_alpha.as_torch_op("tritonwise_gpu_test::add_alpha")
+    x, y = torch.randn(256, 300, device="cuda"), torch.randn(300, device="cuda")
+    compiled = torch.compile(lambda a, b: op(a, b, 0.5).relu(), fullgraph=True)
+    _close(compiled(x, y), (x + y * 0.5).relu())
+    add_alpha(x, y, 0.5)  # warm-up: generate, compile, build the launch plan
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = add_alpha(x, y, 0.5)
+    x.copy_(torch.randn_like(x))
+    graph.replay()
+    torch.cuda.synchronize()
+    _close(static_out, x + y * 0.5)

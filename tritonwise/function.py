@@ -98,6 +98,25 @@ class PointwiseDynamicFunction:
         return tuple(outs)
 
     def _prepare(self, args: tuple, outs: tuple, collapse: bool) -> LaunchPlan:
+        types, reductions, task, device = self._analyze(args, outs, collapse)
+        return self._bind(args, outs, types, reductions, task, device)
+
+    def output_meta(self, *args) -> list:
+        """(shape, strides, dtype) of each output a call with `args` allocates; no code is generated.
+        Works on fake and meta tensors (torch.compile's fake implementation uses it)."""
+        types, reductions, task, _ = self._analyze(args, self._no_outputs, True)
+        strides = iter(task.output_strides)
+        return [(task.shape, next(strides), types.results[k]) if r is None else ((), (), r.result)
+                for k, r in enumerate(reductions)]
+
+    def as_torch_op(self, qualname: str):
+        """Register this function as the PyTorch custom op `qualname` ("namespace::name") and
+        return it (`torch.ops.namespace.name`): usable in torch.compile(fullgraph=True)."""
+        from .torch_op import register
+
+        return register(self, qualname)
+
+    def _analyze(self, args: tuple, outs: tuple, collapse: bool) -> tuple:
         name, schema = self.__name__, self._schema
         if len(args) != schema.num_inputs():
             raise TypeError(f"{name}() takes {schema.num_inputs()} positional inputs but {len(args)} were given")
@@ -120,7 +139,7 @@ class PointwiseDynamicFunction:
                 dtype, expected = (types.results[k], shape) if r is None else (r.result, ())
                 argcheck.check_output(name, k, out, expected, dtype, device)
         task = analyze(inputs, [_layout(o) for o in elementwise], _itemsize(tensors, types), self._config, collapse)
-        return self._bind(args, outs, types, reductions, task, device)
+        return types, reductions, task, device
 
     def _bind(self, args, outs, types, reductions, task: TaskPlan, device) -> LaunchPlan:
         spec = build_spec(self._payload, self._schema, args, types, task, reductions, self._deterministic)

@@ -1,0 +1,51 @@
+"""Registering a PointwiseDynamicFunction as a PyTorch custom op (torch.library).
+
+The op's schema follows the function's: tensors, then scalars typed by `dtypes` (`Scalar`
+where no type is given), returning one tensor or a tuple. The real implementation is the
+function itself (one registration for every device); the fake implementation allocates
+empty outputs with the shapes, strides and dtypes the same analysis computes, so
+torch.compile traces through the op without running it and without a graph break.
+Outputs are always allocated by the op (no `out0=`), as torch.compile needs a functional op.
+"""
+
+from __future__ import annotations
+
+import torch
+
+_SCALAR_SCHEMA = {float: "float", int: "int", bool: "bool", None: "Scalar"}
+_libraries: dict = {}  # keeps each torch.library.Library alive
+
+
+def op_schema(fn) -> str:
+    schema = fn.schema
+    params = []
+    for i in range(schema.num_inputs()):
+        kind = "Tensor" if schema.is_tensor(i) else _SCALAR_SCHEMA.get(schema.input_type(i), "Scalar")
+        params.append(f"{kind} in{i}")
+    n = schema.num_outputs()
+    returns = "Tensor" if n == 1 else "(" + ", ".join(["Tensor"] * n) + ")"
+    return f"({', '.join(params)}) -> {returns}"
+
+
+def register(fn, qualname: str):
+    namespace, sep, name = qualname.partition("::")
+    if not sep or not namespace.isidentifier() or not name.isidentifier():
+        raise ValueError(f"as_torch_op: qualname must look like 'namespace::name', got {qualname!r}")
+    library = torch.library.Library(namespace, "FRAGMENT")
+    library.define(name + op_schema(fn))
+    library.impl(name, lambda *args: fn(*args), "CompositeExplicitAutograd")
+
+    def fake(*args):
+        outputs = [torch.empty_strided(shape, strides, dtype=dtype, device=_device(args))
+                   for shape, strides, dtype in fn.output_meta(*args)]
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    torch.library.register_fake(qualname, fake, lib=library)
+    _libraries[qualname] = library
+    return getattr(getattr(torch.ops, namespace), name)
+
+
+def _device(args) -> torch.device:
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    sized = [t for t in tensors if t.ndim or t.device.type != "cpu"]
+    return (sized or tensors)[0].device
