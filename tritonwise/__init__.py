@@ -1,6 +1,7 @@
 """tritonwise: rank-specialized Triton kernels for pointwise payloads over any PyTorch tensors."""
 
 from ._version import __version__
+from .complex import ComplexMode
 from .config import CodeGenConfig
 from .frontend.decorator import pointwise_dynamic
 from .frontend.promotion import ELEMENTWISE_TYPE_PROMOTION_KIND
@@ -11,6 +12,7 @@ from .runtime.strided_buffer import StridedBuffer
 __all__ = [
     "__version__",
     "CodeGenConfig",
+    "ComplexMode",
     "ELEMENTWISE_TYPE_PROMOTION_KIND",
     "Explanation",
     "FunctionSchema",

@@ -45,6 +45,7 @@ class PointwiseDynamicFunction:
         self._deterministic = bool(deterministic)
         self._plans = PlanCache()
         self._instances: dict = {}
+        self._complex = None  # a complex.ComplexHandler once register_complex is called
         self._out_index = {f"out{k}": k for k in range(schema.num_outputs())}
         self._no_outputs = (None,) * schema.num_outputs()
         self.__name__ = self._payload.name
@@ -71,9 +72,18 @@ class PointwiseDynamicFunction:
         key = argcheck.call_signature(args, outs)
         plan = self._plans.get(key)
         if plan is None:
+            if self._complex is not None and self._complex.applies(args, outs):
+                return self._complex(self, args, outs)
             plan = self._prepare(args, outs, collapse=True)
             self._plans.put(key, plan)
         return plan.run(args, outs)
+
+    def register_complex(self, mode, cross_kernel=None, tensorize_scalars: bool = False, fallback_target=None):
+        """Handle complex tensors by running real kernels on view_as_real data (see complex.py)."""
+        from .complex import ComplexHandler, ComplexMode
+
+        self._complex = ComplexHandler(ComplexMode(mode), cross_kernel, tensorize_scalars, fallback_target)
+        return self
 
     def instantiate(self, rank: int) -> "InstantiatedFunction":
         """The rank-`rank` function: no broadcasting, no allocation, no dimension collapsing."""

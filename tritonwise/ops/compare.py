@@ -29,14 +29,20 @@ def _where(condition, x, y):
     return tl.where(condition, x, y)
 
 
+# Two selections, not `(x < low) | (low != low)`: Triton 3.9's interpreter fails on `|` of a
+# block and a 0-d comparison (a scalar bound).
+
+
 @triton.jit
 def _at_least(x, low):
-    return tl.where((x < low) | (low != low), low, x)  # a NaN bound gives NaN
+    r = tl.where(x < low, low, x)
+    return tl.where(low != low, low, r)  # a NaN bound gives NaN
 
 
 @triton.jit
 def _at_most(x, high):
-    return tl.where((x > high) | (high != high), high, x)
+    r = tl.where(x > high, high, x)
+    return tl.where(high != high, high, r)
 
 
 @triton.jit
