@@ -1,4 +1,4 @@
-"""Command line: `python -m tritonwise demo` and `python -m tritonwise cache path|list|show NAME|clear`."""
+"""Command line: `python -m tritonwise demo | cache path|list|show NAME|clear|stats | generate MODULE[:NAME]`."""
 
 from __future__ import annotations
 
@@ -25,6 +25,23 @@ def _cache_command(args) -> int:
         print(matches[0].read_text(), end="")
     elif args.action == "clear":
         print(f"removed {cache.clear()} files from {cache.configured_dir()}")
+    elif args.action == "stats":
+        info = cache.stats()
+        print(f"{info['directory']}: {info['files']} files, {info['bytes']} bytes; "
+              f"written {info['written']} times, reused {info['reused']} times")
+        for payload, count in sorted(info["per_payload"].items()):
+            print(f"  {payload}: {count} files")
+    return 0
+
+
+def _generate_command(args) -> int:
+    import torch
+
+    from .aot import generate, parse_ranks
+
+    dtypes = [getattr(torch, name) for name in args.dtypes.split(",")]
+    count = generate(args.target, parse_ranks(args.ranks), dtypes)
+    print(f"{count} files in {cache.cache_dir()}")
     return 0
 
 
@@ -39,10 +56,15 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="run a few payloads on GPU (or CPU) and check them against torch")
     c = sub.add_parser("cache", help="inspect or clear the generated-file cache")
-    c.add_argument("action", choices=["path", "list", "show", "clear"])
+    c.add_argument("action", choices=["path", "list", "show", "clear", "stats"])
     c.add_argument("name", nargs="?", help="file name (or prefix) for `show`")
+    g = sub.add_parser("generate", help="write the files a module's pointwise functions need, ahead of time")
+    g.add_argument("target", help="MODULE or MODULE:NAME")
+    g.add_argument("--ranks", default="0-4", help="a rank or a range such as 0-4")
+    g.add_argument("--dtypes", default="float32", help="comma-separated torch dtype names")
     args = parser.parse_args(argv)
-    return {"demo": _demo_command, "cache": _cache_command}[args.command](args)
+    commands = {"demo": _demo_command, "cache": _cache_command, "generate": _generate_command}
+    return commands[args.command](args)
 
 
 if __name__ == "__main__":

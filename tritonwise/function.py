@@ -7,6 +7,7 @@ LaunchPlan, so later calls with the same signature go straight to the launch.
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 from typing import Optional
@@ -25,6 +26,8 @@ from .runtime import arguments as argcheck
 from .runtime.cache import ensure_file
 from .runtime.dispatch import LaunchPlan, PlanCache
 from .runtime.loader import load
+
+logger = logging.getLogger("tritonwise")
 
 
 class PointwiseDynamicFunction:
@@ -74,6 +77,9 @@ class PointwiseDynamicFunction:
         if plan is None:
             if self._complex is not None and self._complex.applies(args, outs):
                 return self._complex(self, args, outs)
+            if logger.isEnabledFor(logging.DEBUG):
+                reason = argcheck.miss_reason(key, self._plans.newest_key())
+                logger.debug("tritonwise: %s: plan-cache miss (%s)", self.__name__, reason)
             plan = self._prepare(args, outs, collapse=True)
             self._plans.put(key, plan)
         return plan.run(args, outs)
@@ -150,6 +156,14 @@ class PointwiseDynamicFunction:
                 argcheck.check_output(name, k, out, expected, dtype, device)
         task = analyze(inputs, [_layout(o) for o in elementwise], _itemsize(tensors, types), self._config, collapse)
         return types, reductions, task, device
+
+    def generate(self, *args, collapse: bool = True, **kwargs):
+        """Write the generated file these arguments need into the cache, without loading or
+        launching it (ahead-of-time generation); returns its path."""
+        args_outs = self._outputs(kwargs)
+        types, reductions, task, _ = self._analyze(args, args_outs, collapse)
+        spec = build_spec(self._payload, self._schema, args, types, task, reductions, self._deterministic)
+        return ensure_file(spec.file_name, lambda: render(spec))
 
     def _bind(self, args, outs, types, reductions, task: TaskPlan, device) -> LaunchPlan:
         spec = build_spec(self._payload, self._schema, args, types, task, reductions, self._deterministic)

@@ -33,6 +33,24 @@ def call_signature(args: Sequence, outs: Sequence) -> tuple:
     return tuple(key)
 
 
+_FIELDS = ("dtype", "shape", "strides", "device", "16-byte alignment")
+
+
+def miss_reason(key: tuple, previous) -> str:
+    """Why `key` missed the plan cache, compared with the most recent plan's key."""
+    if previous is None:
+        return "first call"
+    for position, (new, old) in enumerate(zip(key, previous)):
+        if new == old:
+            continue
+        if isinstance(new, tuple) and isinstance(old, tuple) and len(new) == len(old):
+            new, old = new[-5:], old[-5:]
+            changed = [f for f, a, b in zip(_FIELDS, new, old) if a != b]
+            return f"operand {position}: {', '.join(changed)} changed ({old} -> {new})"
+        return f"operand {position}: {old} -> {new}"
+    return "new signature"
+
+
 def check_kinds(name: str, schema, args: Sequence) -> None:
     for i, arg in enumerate(args):
         if schema.is_tensor(i):

@@ -9,6 +9,8 @@ are renamed into place, so readers never see a partial file.
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 import logging
 import os
 import tempfile
@@ -79,10 +81,32 @@ def ensure_file(name: str, render: Callable[[], str]) -> Path:
     directory = cache_dir()
     path = directory / name
     if verifies(path):
+        _count(directory, "reused")
         return path
-    logger.debug("tritonwise: generating %s", path)
+    logger.debug("tritonwise: generated %s", path)
     _atomic_write(path, seal(render()))
+    _count(directory, "written")
     return path
+
+
+STATS_FILE = ".stats.json"
+
+
+def _count(directory: Path, event: str) -> None:
+    """Best-effort counters for `cache stats` (a lost update between processes is harmless)."""
+    counts = read_stats(directory)
+    counts[event] = counts.get(event, 0) + 1
+    try:
+        _atomic_write(directory / STATS_FILE, json.dumps(counts))
+    except OSError:
+        pass
+
+
+def read_stats(directory: Path) -> dict:
+    try:
+        return json.loads((directory / STATS_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -103,6 +127,25 @@ def list_files() -> list:
 
 def clear() -> int:
     files = list_files()
-    for f in files:
+    for f in files + [configured_dir() / STATS_FILE]:
         f.unlink(missing_ok=True)
     return len(files)
+
+
+def stats() -> dict:
+    """Files, bytes, files per payload, and how often a file was written or reused."""
+    files = list_files()
+    per_payload: dict = {}
+    for f in files:
+        match = re.match(r"(.*)_r\d+_(?:flat|nd|tile2d)_i(?:32|64)_", f.name)
+        payload = match.group(1) if match else f.name
+        per_payload[payload] = per_payload.get(payload, 0) + 1
+    counts = read_stats(configured_dir())
+    return {
+        "directory": str(configured_dir()),
+        "files": len(files),
+        "bytes": sum(f.stat().st_size for f in files),
+        "written": counts.get("written", 0),
+        "reused": counts.get("reused", 0),
+        "per_payload": per_payload,
+    }

@@ -138,6 +138,13 @@ class PlanCache:
     def __len__(self) -> int:
         return len(self._plans)
 
+    def newest_key(self):
+        """The most recently used key (None when empty)."""
+        try:
+            return next(reversed(self._plans))
+        except (StopIteration, RuntimeError):
+            return None
+
     def clear(self) -> None:
         with self._lock:
             self._plans.clear()

@@ -1,0 +1,71 @@
+"""Ahead-of-time generation: `python -m tritonwise generate MODULE[:NAME] --ranks 0-4`.
+
+For each pointwise function found, writes into the cache the files that common calls need,
+so a deployment starts warm: for every rank r, the `instantiate(r)` kernel over contiguous
+operands (no collapsing) and the call-path kernels for contiguous operands (flat), a row
+broadcast (nd) and a transposed first operand (tile2d), for each requested dtype. Only files
+are written; Triton compiles each kernel on its first launch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Iterator
+
+import torch
+
+from .function import PointwiseDynamicFunction
+
+_SCALARS = {float: 1.0, int: 1, bool: True, None: 1.0}
+
+
+def find_functions(target: str) -> list:
+    """(name, function) pairs from 'package.module' or 'package.module:NAME'."""
+    module_name, _, name = target.partition(":")
+    module = importlib.import_module(module_name)
+    if name:
+        fn = getattr(module, name, None)
+        if not isinstance(fn, PointwiseDynamicFunction):
+            raise SystemExit(f"{target} is not a pointwise_dynamic function")
+        return [(name, fn)]
+    return [(n, v) for n, v in vars(module).items() if isinstance(v, PointwiseDynamicFunction)]
+
+
+def parse_ranks(text: str) -> list:
+    lo, _, hi = text.partition("-")
+    return list(range(int(lo), int(hi or lo) + 1))
+
+
+def _variants(fn, rank: int, dtype: torch.dtype) -> Iterator[tuple]:
+    """(args, collapse, outputs) for the calls generated at this rank."""
+    schema = fn.schema
+    shape = (4,) * rank
+
+    def args(make):
+        return tuple(make(i) if schema.is_tensor(i) else _SCALARS.get(schema.input_type(i), 1.0)
+                     for i in range(schema.num_inputs()))
+
+    dense = args(lambda i: torch.zeros(shape, dtype=dtype))
+    outs = {f"out{k}": torch.zeros(shape, dtype=dtype) for k in range(schema.num_outputs())}
+    yield dense, False, outs
+    yield dense, True, {}
+    if rank >= 2:
+        yield args(lambda i: torch.zeros(shape[-1:] if i else shape, dtype=dtype)), True, {}
+        yield args(lambda i: torch.zeros(shape, dtype=dtype).transpose(-1, -2) if i == 0 else torch.zeros(shape, dtype=dtype)), True, {}
+
+
+def generate(target: str, ranks: list, dtypes: list, stream=sys.stderr) -> int:
+    jobs = [(name, fn, r, d) for name, fn in find_functions(target) for r in ranks for d in dtypes]
+    written = set()
+    for i, (name, fn, rank, dtype) in enumerate(jobs, 1):
+        for args, collapse, outs in _variants(fn, rank, dtype):
+            try:
+                written.add(fn.generate(*args, collapse=collapse, **outs))
+            except (TypeError, ValueError, RuntimeError) as e:  # a function that rejects this variant
+                print(f"\n  skipped {name} rank {rank} {dtype}: {e}", file=stream)
+        bar = "#" * (30 * i // len(jobs))
+        print(f"\r[{bar:<30}] {i}/{len(jobs)} {name} rank {rank} {str(dtype).removeprefix('torch.')}   ",
+              end="", file=stream, flush=True)
+    print(file=stream)
+    return len(written)
