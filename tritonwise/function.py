@@ -178,7 +178,7 @@ class PointwiseDynamicFunction:
         strides = iter(task.output_strides)
         out_strides = tuple(next(strides) if r is None else None for r in reductions)
         given = any(o is not None for o, r in zip(outs, reductions) if r is None)
-        extents = tuple(s and argcheck.dense_extent(task.shape, s) for s in out_strides) if given else ()
+        extents = tuple(None if s is None else argcheck.dense_extent(task.shape, s) for s in out_strides) if given else ()
         return LaunchPlan(
             name=self.__name__,
             launch=launch,

@@ -82,7 +82,11 @@ class StridedBuffer:
         return flat.set_(self._base.untyped_storage(), self.offset, (1,), (1,))
 
     def clone(self) -> "StridedBuffer":
-        return StridedBuffer(self._base.clone(), self.shape, self._strides, self.dtype, self.offset - self._base_offset())
+        """An independent buffer over a copy of the whole storage, with the same view of it."""
+        storage = self._base.untyped_storage().clone()
+        base = torch.empty(0, dtype=self._base.dtype, device=self.device)
+        base.set_(storage, self._base.storage_offset(), self._base.shape, self._base.stride())
+        return StridedBuffer(base, self.shape, self._strides, self.dtype, self.offset - self._base_offset())
 
     def _base_offset(self) -> int:
         return self._base.storage_offset() * self._base.element_size() // self.element_size()
