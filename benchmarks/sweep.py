@@ -18,7 +18,7 @@ sys.path.insert(0, "benchmarks")
 import bench  # noqa: E402
 
 VARIANTS = {
-    "flat": [((b,), w) for b in (1024, 2048, 4096, 8192) for w in (4, 8, 16)],
+    "flat": [((b,), w) for b in (512, 1024, 2048, 4096, 8192) for w in (2, 4, 8, 16)],
     "tile2d": [((bm, bn), w) for bm, bn in ((32, 32), (64, 64), (32, 128), (64, 128), (128, 64), (128, 128))
                for w in (4, 8)],
     "nd": [((bm, bn), w) for bm, bn in ((4, 1024), (8, 512), (16, 256), (2, 1024)) for w in (4, 8)],
@@ -32,6 +32,9 @@ def forced(block, warps):
             raise LookupError("variant does not fit this scheme")
         return Tiling(t.scheme, t.m_dim, block, warps)
     return choose
+
+
+TOP = 8
 
 
 def _reset():
@@ -62,7 +65,7 @@ def main():
         _reset()
         default = bench.gbps(case.nbytes, case.ours)
         print(f"== {case.name}: default {default:.0f} GB/s")
-        for got, block, warps in sorted(results, reverse=True)[:5]:
+        for got, block, warps in sorted(results, reverse=True)[:TOP]:
             print(f"   {got:7.0f} GB/s  block {block} warps {warps}", flush=True)
 
 
