@@ -54,7 +54,7 @@ def choose_tiling(task_shape: tuple, strides: Sequence[tuple], itemsize: int, co
     scheme, m_dim = choose_scheme(task_shape, strides)
     cap = _pow2_floor(config.max_tile_size)
     if scheme == "flat":
-        block = (min(cap, 1024),) if task_shape else ()
+        block = (min(cap, 4096 // itemsize),) if task_shape else ()  # 16 bytes a thread on 8 warps
         warps = max(1, min(8, math.prod(block) // 128))
     elif scheme == "nd":
         bn = min(max(_pow2_at_least(task_shape[-1]), 8), cap, 1024)

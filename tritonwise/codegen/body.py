@@ -66,9 +66,6 @@ def prologue_lines(spec: KernelSpec) -> list:
     for inp in spec.inputs:
         if not inp.is_tensor and inp.cast:
             lines.append(f"{inp.name} = tl.full([], {inp.name}, tl.{inp.cast})")
-    if spec.aligned:
-        hinted = [p for p in index_params(spec) if p.startswith("size") or "_stride" in p]
-        lines += [f"{p} = tl.multiple_of({p}, 16)" for p in hinted]
     if spec.rank:
         to64 = ".to(tl.int64)" if spec.index_bits == 64 else ""
         lines.append(f"pid = tl.program_id(0){to64}")

@@ -95,5 +95,11 @@ def _pointer_names(spec) -> list:
 
 
 def _unspecialized(spec, index: list) -> list:
-    """Scalars and integer parameters: new values must never trigger a recompile."""
-    return [i.name for i in spec.inputs if not i.is_tensor] + index
+    """Parameters whose new values must never trigger a recompile: scalars, tile counts, and
+    sizes and strides unless the file is for the aligned class. There every size and run-time
+    stride is a multiple of 16 (and never 1), so Triton's own divisibility specialization is the
+    same for every call and tells the compiler what vectorized accesses need; a
+    `tl.multiple_of` hint on a scalar argument does not reach the masks (seen in the PTX: scalar
+    2-byte loads for bf16)."""
+    counts = [p for p in index if not (p.startswith("size") or "_stride" in p)]
+    return [i.name for i in spec.inputs if not i.is_tensor] + (counts if spec.aligned else index)
