@@ -74,6 +74,8 @@ class PointwiseDynamicFunction:
         outs = self._outputs(kwargs) if kwargs else self._no_outputs
         key = argcheck.call_signature(args, outs)
         plan = self._plans.get(key)
+        if plan is not None and plan.fast is not None and outs is self._no_outputs:
+            return plan.fast(args)
         if plan is None:
             if self._complex is not None and self._complex.applies(args, outs):
                 return self._complex(self, args, outs)

@@ -43,6 +43,7 @@ class LaunchPlan:
     deterministic: bool = False
     constexprs: tuple = ()  # values of the kernel's constexpr parameters (block sizes)
     direct: Optional[Callable] = None  # set after the first GPU launch (runtime/launcher.py)
+    fast: Optional[Callable] = None  # fast(args) for calls giving no outputs, once `direct` exists
     path: object = None
     task: object = None  # the analysis' TaskPlan, for explain()
     spec: object = None  # the KernelSpec of the generated file
@@ -106,6 +107,30 @@ class LaunchPlan:
                 compiled = self.launch(self.grid, *operands, *self.index_args)
             tail = self.index_args + self.constexprs
             self.direct = direct_launcher(compiled, self.grid, tail, self.device.index)
+            self.fast = self._fast_call()
+
+    def _fast_call(self) -> Optional[Callable]:
+        """The whole hit path for calls that give no outputs, built once: allocate, launch."""
+        if self.direct is None or self.reductions or self.to_device:
+            return None
+        direct, shape, device, empty = self.direct, self.out_shape, self.device, torch.empty_strided
+        layouts = tuple(zip(self.out_strides, self.out_dtypes))
+        if len(layouts) == 1:
+            ((strides, dtype),) = layouts
+
+            def fast_one(args: tuple):
+                out = empty(shape, strides, dtype=dtype, device=device)
+                direct([*args, out])
+                return out
+
+            return fast_one
+
+        def fast_many(args: tuple):
+            outs = tuple(empty(shape, strides, dtype=dtype, device=device) for strides, dtype in layouts)
+            direct([*args, *outs])
+            return outs
+
+        return fast_many
 
 
 class PlanCache:
