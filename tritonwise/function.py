@@ -144,14 +144,18 @@ class PointwiseDynamicFunction:
             if out is not None and not argcheck.is_tensor_like(out):
                 raise TypeError(f"{name}: out{k} must be a Tensor or StridedBuffer, got {type(out).__name__}")
         given = [o for o in outs if o is not None]
-        device = argcheck.launch_device(name, tensors + given)
+        labelled = [(f"argument {i}", a) for i, a in enumerate(args) if argcheck.is_tensor_like(a)]
+        device = argcheck.launch_device(name, labelled + [(f"out{k}", o) for k, o in enumerate(outs) if o is not None])
         if device is None:
             raise TypeError(f"{name}: needs at least one tensor argument or output to know the device")
         types = resolve_types(schema, args)
         reductions = tuple(kind and reduction_of(kind, types.results[k]) for k, kind in enumerate(self._reductions))
         inputs = [(tuple(t.shape), tuple(t.stride())) for t in tensors]
         elementwise = [o for o, r in zip(outs, reductions) if r is None]
-        shape = _task_shape(inputs, [o for o in elementwise if o is not None])
+        try:
+            shape = _task_shape(inputs, [o for o in elementwise if o is not None])
+        except RuntimeError as e:
+            raise RuntimeError(f"{name}: {e}") from None
         for k, (out, r) in enumerate(zip(outs, reductions)):
             if out is not None:
                 dtype, expected = (types.results[k], shape) if r is None else (r.result, ())

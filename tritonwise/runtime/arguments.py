@@ -62,15 +62,20 @@ def check_kinds(name: str, schema, args: Sequence) -> None:
             raise TypeError(f"{name}: argument {i} is complex ({arg.dtype}); complex tensors are not supported yet")
 
 
-def launch_device(name: str, tensors: Sequence) -> Optional[torch.device]:
-    """The device every operand is on; 0-d CPU tensors beside device tensors act as scalars."""
-    devices = {t.device for t in tensors if not (t.device.type == "cpu" and t.ndim == 0)}
-    if not devices:
-        devices = {t.device for t in tensors}
-    if len(devices) > 1:
-        a, b = sorted(str(d) for d in devices)[:2]
-        raise RuntimeError(f"{name}: expected all tensors to be on the same device, but found at least two devices, {a} and {b}!")
-    return next(iter(devices), None)
+def launch_device(name: str, operands: Sequence) -> Optional[torch.device]:
+    """The device every operand ((label, tensor) pairs) is on; 0-d CPU tensors beside device
+    tensors act as scalars. Two devices: a RuntimeError naming both and an operand on each."""
+    sized = [(label, t) for label, t in operands if not (t.device.type == "cpu" and t.ndim == 0)]
+    first: dict = {}
+    for label, t in sized or operands:
+        first.setdefault(t.device, label)
+    if len(first) > 1:
+        (da, la), (db, lb) = sorted(first.items(), key=lambda item: str(item[0]))[:2]
+        raise RuntimeError(
+            f"{name}: expected all tensors to be on the same device, but found at least two devices, "
+            f"{da} and {db}! ({la} is on {da}, {lb} on {db})"
+        )
+    return next(iter(first), None)
 
 
 def check_output(name: str, k: int, out, shape: tuple, dtype: torch.dtype, device) -> None:

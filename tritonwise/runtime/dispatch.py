@@ -8,6 +8,7 @@ outputs for overlap with inputs (which depends on addresses), and launches.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import Callable, Optional
 
 import torch
 
+from ..errors import PayloadError
 from .arguments import check_partial_overlap
 from .interpret import interpreting
 from .launcher import direct_launcher
@@ -100,14 +102,29 @@ class LaunchPlan:
             self.direct(operands)
         elif self.device.type == "cpu":
             operands = [o.storage_view() if isinstance(o, StridedBuffer) else o for o in operands]
-            with INTERPRETER_LOCK, interpreting():
+            with INTERPRETER_LOCK, interpreting(), self._payload_errors("run"):
                 self.launch(self.grid, *operands, *self.index_args)
         else:
-            with torch.cuda.device(self.device.index):
+            with torch.cuda.device(self.device.index), self._payload_errors("compile"):
                 compiled = self.launch(self.grid, *operands, *self.index_args)
             tail = self.index_args + self.constexprs
             self.direct = direct_launcher(compiled, self.grid, tail, self.device.index)
             self.fast = self._fast_call()
+
+    @contextlib.contextmanager
+    def _payload_errors(self, action: str):
+        """Re-raise what Triton reports about the generated kernel as one PayloadError naming the
+        payload, the number of values it must return, and the generated file."""
+        try:
+            yield
+        except Exception as e:
+            spec = self.spec
+            count = len(spec.outputs)
+            raise PayloadError(
+                f"{self.name}: payload {spec.payload_origin} failed to {action} in its generated kernel "
+                f"{self.path} (it is called with {len(spec.inputs)} arguments and must return {count} "
+                f"value{'s' if count != 1 else ''}): {type(e).__name__}: {e}"
+            ) from e
 
     def _fast_call(self) -> Optional[Callable]:
         """The whole hit path for calls that give no outputs, built once: allocate, launch."""
