@@ -36,19 +36,46 @@ def _call_interpreted(self, *args, **kwargs):
     return interpreted(self.fn)(*args, **kwargs)
 
 
+def _index(self) -> int:
+    """A scalar interpreter tensor as a Python int (its data is a one-element array)."""
+    return int(self.handle.data.reshape(-1)[0])
+
+
+@contextlib.contextmanager
+def _scalar_index(interpreter):
+    """Triton 3.6's interpreter converts a scalar tensor to int with `int(array)`, which NumPy 2
+    refuses for a one-element 1-d array; the grid-stride loops need it (range(pid, ...)). Wrap
+    the interpreter's own tensor patching so __index__ takes the element instead."""
+    patch_tensor = getattr(interpreter, "_patch_lang_tensor", None)
+    if patch_tensor is None:
+        yield
+        return
+
+    def patched(tensor, scope, *rest):
+        patch_tensor(tensor, scope, *rest)
+        scope.set_attr(tensor, "__index__", _index)
+
+    interpreter._patch_lang_tensor = patched
+    try:
+        yield
+    finally:
+        interpreter._patch_lang_tensor = patch_tensor
+
+
 @contextlib.contextmanager
 def interpreting():
     import triton.language as tl
     from triton.runtime import interpreter
     from triton.runtime.jit import JITFunction
 
-    holder = types.SimpleNamespace(__globals__={"tl": tl, "core": tl.core})
-    scope = interpreter._patch_lang(holder)
-    original_call = JITFunction.__call__
-    JITFunction.__call__ = _call_interpreted
-    try:
-        yield
-    finally:
-        JITFunction.__call__ = original_call
-        if scope is not None:
-            scope.restore()
+    with _scalar_index(interpreter):
+        holder = types.SimpleNamespace(__globals__={"tl": tl, "core": tl.core})
+        scope = interpreter._patch_lang(holder)
+        original_call = JITFunction.__call__
+        JITFunction.__call__ = _call_interpreted
+        try:
+            yield
+        finally:
+            JITFunction.__call__ = original_call
+            if scope is not None:
+                scope.restore()
