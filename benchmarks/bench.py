@@ -11,41 +11,19 @@ from __future__ import annotations
 import argparse
 import datetime
 import math
+import os
 import sys
 from dataclasses import dataclass
 from typing import Callable
 
 import torch
 import triton
-import triton.language as tl
 
 import tritonwise
-from tritonwise import StridedBuffer, pointwise_dynamic
+from tritonwise import StridedBuffer
 
-
-@pointwise_dynamic(promotion_methods=[(0, 1, "DEFAULT")])
-@triton.jit
-def add(x, y):
-    return x + y
-
-
-@pointwise_dynamic(promotion_methods=[(0, "DEFAULT")])
-@triton.jit
-def copy(x):
-    return x
-
-
-@pointwise_dynamic(promotion_methods=[((0, 1), "DEFAULT"), ((0, 1), "DEFAULT")])
-@triton.jit
-def polar(abs, angle):
-    return abs * tl.cos(angle), abs * tl.sin(angle)
-
-
-@pointwise_dynamic(promotion_methods=[(0, 1, "DEFAULT")], reductions=["sum"])
-@triton.jit
-def squared_error_sum(x, y):
-    d = x - y
-    return d * d
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from payloads import add, copy, polar, squared_error_sum  # noqa: E402
 
 
 @dataclass

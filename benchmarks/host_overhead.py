@@ -17,35 +17,11 @@ import tempfile
 import time
 
 import torch
-import triton
-import triton.language as tl
 
-from tritonwise import pointwise_dynamic
 from tritonwise.runtime.arguments import call_signature
 
-
-@pointwise_dynamic(promotion_methods=[(0, 1, "DEFAULT")])
-@triton.jit
-def add(x, y):
-    return x + y
-
-
-@pointwise_dynamic(promotion_methods=[(0, "DEFAULT")])
-@triton.jit
-def neg(x):
-    return -x
-
-
-@pointwise_dynamic(promotion_methods=[((0, 1), "DEFAULT"), ((0, 1), "DEFAULT")])
-@triton.jit
-def polar(abs, angle):
-    return abs * tl.cos(angle), abs * tl.sin(angle)
-
-
-@pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])
-@triton.jit
-def add_alpha(x, y, alpha):
-    return x + y * alpha
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from payloads import add, add_alpha, neg, polar  # noqa: E402
 
 
 def per_call_us(fn, calls: int = 5000) -> float:
