@@ -63,27 +63,48 @@ def cases(device="cuda") -> list:
         x = torch.randn(cols, rows, device=device)
         out = torch.empty(rows, cols, device=device)
         result.append(
-            Case(f"transpose copy {rows}x{cols}", 2 * _nbytes(x), lambda x=x, out=out: copy(x.t(), out0=out),
-                 lambda x=x: x.t().contiguous())
+            Case(
+                f"transpose copy {rows}x{cols}",
+                2 * _nbytes(x),
+                lambda x=x, out=out: copy(x.t(), out0=out),
+                lambda x=x: x.t().contiguous(),
+            )
         )
     result += [
         Case("add fp16 + fp32 2^26", _nbytes(h, a, a), lambda: add(h, a), lambda: h + a),
         Case("add bf16 2^26", _nbytes(bf1, bf2, bf1), lambda: add(bf1, bf2), lambda: bf1 + bf2),
-        Case("flip dim 0 (StridedBuffer) 8192^2", 2 * _nbytes(m1), lambda: flip(flipped, out0=out_sq),
-             lambda: torch.flip(m1, [0])),
-        Case("polar, two outputs 2^26", 2 * _nbytes(a, b), lambda: polar(a, b),
-             lambda: torch.polar(a, b), lambda: torch.view_as_real(torch.polar(a, b)).unbind(-1)),
+        Case(
+            "flip dim 0 (StridedBuffer) 8192^2",
+            2 * _nbytes(m1),
+            lambda: flip(flipped, out0=out_sq),
+            lambda: torch.flip(m1, [0]),
+        ),
+        Case(
+            "polar, two outputs 2^26",
+            2 * _nbytes(a, b),
+            lambda: polar(a, b),
+            lambda: torch.polar(a, b),
+            lambda: torch.view_as_real(torch.polar(a, b)).unbind(-1),
+        ),
     ]
     result.append(
-        Case("sum((x-y)**2) fused, 2^26 (bytes read)", _nbytes(a, b), lambda: squared_error_sum(a, b),
-             lambda: ((a - b) ** 2).sum())
+        Case(
+            "sum((x-y)**2) fused, 2^26 (bytes read)",
+            _nbytes(a, b),
+            lambda: squared_error_sum(a, b),
+            lambda: ((a - b) ** 2).sum(),
+        )
     )
     p5 = torch.randn(32, 64, 16, 64, 16, device=device)
     perm = (0, 2, 4, 1, 3)
     out5 = torch.empty(p5.permute(perm).shape, device=device)
     result.append(
-        Case("permuted copy rank 5 (0,2,4,1,3)", 2 * _nbytes(p5), lambda: copy(p5.permute(perm), out0=out5),
-             lambda: p5.permute(perm).contiguous())
+        Case(
+            "permuted copy rank 5 (0,2,4,1,3)",
+            2 * _nbytes(p5),
+            lambda: copy(p5.permute(perm), out0=out5),
+            lambda: p5.permute(perm).contiguous(),
+        )
     )
     return result
 

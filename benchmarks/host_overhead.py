@@ -81,7 +81,10 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("host_overhead.py needs a CUDA GPU", file=sys.stderr)
         return 2
-    lines = ["| case | tritonwise µs/call | torch eager | torch.compile | tritonwise / eager |", "|---|---|---|---|---|"]
+    lines = [
+        "| case | tritonwise µs/call | torch eager | torch.compile | tritonwise / eager |",
+        "|---|---|---|---|---|",
+    ]
     for name, ours, eager in cases():
         t_ours, t_eager = per_call_us(ours), per_call_us(eager)
         t_compiled = float("nan")
@@ -93,7 +96,10 @@ def main() -> int:
         print(lines[-1], flush=True)
     lines += ["", "| layer of a cached add(a, b) | µs |", "|---|---|"]
     lines += [f"| {name} | {us:.2f} |" for name, us in breakdown()]
-    lines += ["", f"Cold first call (analysis + render + write + load, no Triton compile): {cold_first_call_ms():.1f} ms"]
+    lines += [
+        "",
+        f"Cold first call (analysis + render + write + load, no Triton compile): {cold_first_call_ms():.1f} ms",
+    ]
     text = "\n".join(lines) + "\n"
     print("\n" + text)
     if args.out:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 
-import torch
 
 import tritonwise.analysis.plan as plan_module
 from tritonwise.analysis.tiling import Tiling, choose_tiling
@@ -19,8 +18,9 @@ import bench  # noqa: E402
 
 VARIANTS = {
     "flat": [((b,), w) for b in (512, 1024, 2048, 4096, 8192) for w in (2, 4, 8, 16)],
-    "tile2d": [((bm, bn), w) for bm, bn in ((32, 32), (64, 64), (32, 128), (64, 128), (128, 64), (128, 128))
-               for w in (4, 8)],
+    "tile2d": [
+        ((bm, bn), w) for bm, bn in ((32, 32), (64, 64), (32, 128), (64, 128), (128, 64), (128, 128)) for w in (4, 8)
+    ],
     "nd": [((bm, bn), w) for bm, bn in ((4, 1024), (8, 512), (16, 256), (2, 1024)) for w in (4, 8)],
 }
 
@@ -31,6 +31,7 @@ def forced(block, warps):
         if len(t.block) != len(block):
             raise LookupError("variant does not fit this scheme")
         return Tiling(t.scheme, t.m_dim, block, warps)
+
     return choose
 
 
@@ -45,8 +46,16 @@ def _reset():
 
 
 def main():
-    names = sys.argv[1:] or ["add fp32 contiguous", "add bf16", "add fp16", "transpose copy 8191", "transpose copy 8192",
-                             "permuted copy", "row broadcast", "one transposed"]
+    names = sys.argv[1:] or [
+        "add fp32 contiguous",
+        "add bf16",
+        "add fp16",
+        "transpose copy 8191",
+        "transpose copy 8192",
+        "permuted copy",
+        "row broadcast",
+        "one transposed",
+    ]
     variants = sorted({v for vs in VARIANTS.values() for v in vs})
     for case in bench.cases():
         if not any(n in case.name for n in names):

@@ -27,8 +27,10 @@ def _cache_command(args) -> int:
         print(f"removed {cache.clear()} files from {cache.configured_dir()}")
     elif args.action == "stats":
         info = cache.stats()
-        print(f"{info['directory']}: {info['files']} files, {info['bytes']} bytes; "
-              f"written {info['written']} times, reused {info['reused']} times")
+        print(
+            f"{info['directory']}: {info['files']} files, {info['bytes']} bytes; "
+            f"written {info['written']} times, reused {info['reused']} times"
+        )
         for payload, count in sorted(info["per_payload"].items()):
             print(f"  {payload}: {count} files")
     return 0

@@ -43,8 +43,10 @@ def _variants(fn, rank: int, dtype: torch.dtype) -> Iterator[tuple]:
     shape = (4,) * rank
 
     def args(make):
-        return tuple(make(i) if schema.is_tensor(i) else _SCALARS.get(schema.input_type(i), 1.0)
-                     for i in range(schema.num_inputs()))
+        return tuple(
+            make(i) if schema.is_tensor(i) else _SCALARS.get(schema.input_type(i), 1.0)
+            for i in range(schema.num_inputs())
+        )
 
     dense = args(lambda i: torch.zeros(shape, dtype=dtype))
     outs = {f"out{k}": torch.zeros(shape, dtype=dtype) for k in range(schema.num_outputs())}
@@ -52,7 +54,15 @@ def _variants(fn, rank: int, dtype: torch.dtype) -> Iterator[tuple]:
     yield dense, True, {}
     if rank >= 2:
         yield args(lambda i: torch.zeros(shape[-1:] if i else shape, dtype=dtype)), True, {}
-        yield args(lambda i: torch.zeros(shape, dtype=dtype).transpose(-1, -2) if i == 0 else torch.zeros(shape, dtype=dtype)), True, {}
+        yield (
+            args(
+                lambda i: (
+                    torch.zeros(shape, dtype=dtype).transpose(-1, -2) if i == 0 else torch.zeros(shape, dtype=dtype)
+                )
+            ),
+            True,
+            {},
+        )
 
 
 def generate(target: str, ranks: list, dtypes: list, stream=sys.stderr) -> int:
@@ -65,7 +75,11 @@ def generate(target: str, ranks: list, dtypes: list, stream=sys.stderr) -> int:
             except (TypeError, ValueError, RuntimeError) as e:  # a function that rejects this variant
                 print(f"\n  skipped {name} rank {rank} {dtype}: {e}", file=stream)
         bar = "#" * (30 * i // len(jobs))
-        print(f"\r[{bar:<30}] {i}/{len(jobs)} {name} rank {rank} {str(dtype).removeprefix('torch.')}   ",
-              end="", file=stream, flush=True)
+        print(
+            f"\r[{bar:<30}] {i}/{len(jobs)} {name} rank {rank} {str(dtype).removeprefix('torch.')}   ",
+            end="",
+            file=stream,
+            flush=True,
+        )
     print(file=stream)
     return len(written)

@@ -43,9 +43,27 @@ def run_demo() -> int:
     theta = torch.randn(1000, device=device)
     flip = copy.instantiate(x.ndim)
     cases = [
-        ("add_alpha(x, y, 0.5)  (row broadcast)", lambda: add_alpha(x, y, 0.5), lambda: x + y * 0.5, add_alpha, (x, y, 0.5)),
-        ("polar(r, theta)       (two outputs)", lambda: polar(r, theta), lambda: (r * torch.cos(theta), r * torch.sin(theta)), polar, (r, theta)),
-        ("flip(x, 0)            (StridedBuffer)", lambda: flip(_flipped(x), out0=torch.empty_like(x)), lambda: x.flip(0), flip, (_flipped(x),)),
+        (
+            "add_alpha(x, y, 0.5)  (row broadcast)",
+            lambda: add_alpha(x, y, 0.5),
+            lambda: x + y * 0.5,
+            add_alpha,
+            (x, y, 0.5),
+        ),
+        (
+            "polar(r, theta)       (two outputs)",
+            lambda: polar(r, theta),
+            lambda: (r * torch.cos(theta), r * torch.sin(theta)),
+            polar,
+            (r, theta),
+        ),
+        (
+            "flip(x, 0)            (StridedBuffer)",
+            lambda: flip(_flipped(x), out0=torch.empty_like(x)),
+            lambda: x.flip(0),
+            flip,
+            (_flipped(x),),
+        ),
         ("copy(x.t())           (transpose)", lambda: copy(x.t()), lambda: x.t().contiguous(), copy, (x.t(),)),
     ]
     failures = 0
@@ -59,4 +77,3 @@ def run_demo() -> int:
         print(f"{'ok  ' if ok else 'FAIL'} {label}\n     generated: {path}")
     print("\nall match torch" if not failures else f"\n{failures} case(s) differ from torch")
     return 1 if failures else 0
-

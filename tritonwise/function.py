@@ -124,8 +124,10 @@ class PointwiseDynamicFunction:
         Works on fake and meta tensors (torch.compile's fake implementation uses it)."""
         types, reductions, task, _ = self._analyze(args, self._no_outputs, True)
         strides = iter(task.output_strides)
-        return [(task.shape, next(strides), types.results[k]) if r is None else ((), (), r.result)
-                for k, r in enumerate(reductions)]
+        return [
+            (task.shape, next(strides), types.results[k]) if r is None else ((), (), r.result)
+            for k, r in enumerate(reductions)
+        ]
 
     def as_torch_op(self, qualname: str):
         """Register this function as the PyTorch custom op `qualname` ("namespace::name") and
@@ -143,9 +145,9 @@ class PointwiseDynamicFunction:
         for k, out in enumerate(outs):
             if out is not None and not argcheck.is_tensor_like(out):
                 raise TypeError(f"{name}: out{k} must be a Tensor or StridedBuffer, got {type(out).__name__}")
-        given = [o for o in outs if o is not None]
         labelled = [(f"argument {i}", a) for i, a in enumerate(args) if argcheck.is_tensor_like(a)]
-        device = argcheck.launch_device(name, labelled + [(f"out{k}", o) for k, o in enumerate(outs) if o is not None])
+        labelled += [(f"out{k}", o) for k, o in enumerate(outs) if o is not None]
+        device = argcheck.launch_device(name, labelled)
         if device is None:
             raise TypeError(f"{name}: needs at least one tensor argument or output to know the device")
         types = resolve_types(schema, args)
@@ -184,7 +186,9 @@ class PointwiseDynamicFunction:
         strides = iter(task.output_strides)
         out_strides = tuple(next(strides) if r is None else None for r in reductions)
         given = any(o is not None for o, r in zip(outs, reductions) if r is None)
-        extents = tuple(None if s is None else argcheck.dense_extent(task.shape, s) for s in out_strides) if given else ()
+        extents = (
+            tuple(None if s is None else argcheck.dense_extent(task.shape, s) for s in out_strides) if given else ()
+        )
         return LaunchPlan(
             name=self.__name__,
             launch=launch,
@@ -249,7 +253,9 @@ class InstantiatedFunction:
     def _check(self, args: tuple, outs: tuple) -> None:
         missing = [f"out{k}" for k, o in enumerate(outs) if o is None]
         if missing:
-            raise TypeError(f"{self.__name__}: outputs {', '.join(missing)} must be given (instantiate allocates nothing)")
+            raise TypeError(
+                f"{self.__name__}: outputs {', '.join(missing)} must be given (instantiate allocates nothing)"
+            )
         operands = [(f"argument {i}", a) for i, a in enumerate(args) if argcheck.is_tensor_like(a)]
         operands += [(f"out{k}", o) for k, o in enumerate(outs)]
         shape = tuple(operands[0][1].shape)
@@ -257,7 +263,9 @@ class InstantiatedFunction:
             if t.ndim != self.rank:
                 raise ValueError(f"{self.__name__}: {label} has {t.ndim} dims, expected exactly {self.rank}")
             if tuple(t.shape) != shape:
-                raise ValueError(f"{self.__name__}: {label} has shape {tuple(t.shape)}, expected {shape} (no broadcasting)")
+                raise ValueError(
+                    f"{self.__name__}: {label} has shape {tuple(t.shape)}, expected {shape} (no broadcasting)"
+                )
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,10 @@ def register(fn, qualname: str):
     library.impl(name, lambda *args: fn(*args), "CompositeExplicitAutograd")
 
     def fake(*args):
-        outputs = [torch.empty_strided(shape, strides, dtype=dtype, device=_device(args))
-                   for shape, strides, dtype in fn.output_meta(*args)]
+        outputs = [
+            torch.empty_strided(shape, strides, dtype=dtype, device=_device(args))
+            for shape, strides, dtype in fn.output_meta(*args)
+        ]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     torch.library.register_fake(qualname, fake, lib=library)

@@ -15,7 +15,9 @@ def broadcast_shapes(shapes: Sequence[tuple]) -> tuple:
                 continue
             if result[i] != 1:
                 listed = ", ".join(str(tuple(s)) for s in shapes)
-                raise RuntimeError(f"shapes {listed} cannot be broadcast together (dimension {i}: {result[i]} vs {size})")
+                raise RuntimeError(
+                    f"shapes {listed} cannot be broadcast together (dimension {i}: {result[i]} vs {size})"
+                )
             result[i] = size
     return tuple(result)
 

@@ -77,8 +77,11 @@ def _acc(output) -> str:
     return f"acc{output.name[3:]}"
 
 
-_COMBINE = {"sum": ("{acc} + tl.sum({v})", "tl.atomic_add"), "max": ("tl.maximum({acc}, tl.max({v}))", "tl.atomic_max"),
-            "min": ("tl.minimum({acc}, tl.min({v}))", "tl.atomic_min")}
+_COMBINE = {
+    "sum": ("{acc} + tl.sum({v})", "tl.atomic_add"),
+    "max": ("tl.maximum({acc}, tl.max({v}))", "tl.atomic_max"),
+    "min": ("tl.minimum({acc}, tl.min({v}))", "tl.atomic_min"),
+}
 
 
 def _reduce(spec: KernelSpec, output) -> str:

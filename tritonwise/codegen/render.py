@@ -36,7 +36,11 @@ def template_hash() -> str:
 
 def payload_alias(payload_name: str, kernel_name: str) -> str:
     """The name the payload is bound under in the generated module."""
-    clash = payload_name in RESERVED or payload_name == kernel_name or re.fullmatch(r"(in|out|size|pid|tile|offs|mask|rows|rest|num_|i\d|BLOCK)\w*", payload_name)
+    clash = (
+        payload_name in RESERVED
+        or payload_name == kernel_name
+        or re.fullmatch(r"(in|out|size|pid|tile|offs|mask|rows|rest|num_|i\d|BLOCK)\w*", payload_name)
+    )
     return f"payload_{payload_name}" if clash else payload_name
 
 

@@ -20,8 +20,13 @@ TRITON_DTYPES = {
     torch.float32: "float32",
     torch.float64: "float64",
 }
-for _name, _tl in (("uint16", "uint16"), ("uint32", "uint32"), ("uint64", "uint64"),
-                   ("float8_e4m3fn", "float8e4nv"), ("float8_e5m2", "float8e5")):
+for _name, _tl in (
+    ("uint16", "uint16"),
+    ("uint32", "uint32"),
+    ("uint64", "uint64"),
+    ("float8_e4m3fn", "float8e4nv"),
+    ("float8_e5m2", "float8e5"),
+):
     if hasattr(torch, _name):
         TRITON_DTYPES[getattr(torch, _name)] = _tl
 

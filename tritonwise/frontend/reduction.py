@@ -46,7 +46,9 @@ def parse_reductions(reductions: Optional[Sequence], num_outputs: int) -> tuple:
         return (None,) * num_outputs
     reductions = tuple(reductions)
     if len(reductions) != num_outputs:
-        raise ValueError(f"reductions: {len(reductions)} entries for {num_outputs} outputs (use None for plain outputs)")
+        raise ValueError(
+            f"reductions: {len(reductions)} entries for {num_outputs} outputs (use None for plain outputs)"
+        )
     for k, r in enumerate(reductions):
         if r is not None and r not in KINDS:
             raise ValueError(f"reductions[{k}]: {r!r} is not one of {', '.join(KINDS)} or None")
@@ -62,7 +64,11 @@ def reduction_of(kind: str, elementwise: torch.dtype) -> Reduction:
         acc = torch.float64 if elementwise == torch.float64 else torch.float32 if floating else torch.int64
     else:
         result = elementwise
-        acc = torch.float64 if elementwise == torch.float64 else torch.float32 if floating else (
-            torch.int64 if elementwise == torch.int64 else torch.int32
+        acc = (
+            torch.float64
+            if elementwise == torch.float64
+            else torch.float32
+            if floating
+            else (torch.int64 if elementwise == torch.int64 else torch.int32)
         )
     return Reduction(kind, result, acc)

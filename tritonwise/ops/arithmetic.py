@@ -190,7 +190,7 @@ def div(input, other, *, rounding_mode=None, out=None):
         )
     result = result_category(input, other)
     if result == BOOL:
-        raise NotImplementedError(f'"div_{rounding_mode}" not implemented for \'Bool\'')
+        raise NotImplementedError(f"\"div_{rounding_mode}\" not implemented for 'Bool'")
     if result == INTEGRAL and not is_tensor_like(other) and other == 0:
         raise RuntimeError("ZeroDivisionError")
     return fn(input, other, out0=out)

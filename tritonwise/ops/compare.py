@@ -90,7 +90,9 @@ def where(condition, input, other, *, out=None):
     """
     require_tensor("where", "condition", condition)
     if condition.dtype != torch.bool:
-        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}")
+        raise RuntimeError(
+            f"where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype}"
+        )
     return WHERE(condition, input, other, out0=out)
 
 
@@ -112,4 +114,3 @@ def clamp(input, min=None, max=None, *, out=None):
     if min is None:
         return CLAMP_MAX(input, max, out0=out)
     return CLAMP(input, min, max, out0=out)
-

@@ -45,7 +45,9 @@ def _check_polar(abs, angle, out) -> torch.dtype:
     require_tensor("polar", "abs", abs)
     require_tensor("polar", "angle", angle)
     if abs.dtype != angle.dtype:
-        raise RuntimeError(f"Expected object of scalar type {abs.dtype} but got scalar type {angle.dtype} for second argument")
+        raise RuntimeError(
+            f"Expected object of scalar type {abs.dtype} but got scalar type {angle.dtype} for second argument"
+        )
     dtype = _COMPLEX_OF.get(abs.dtype)
     if dtype is None:
         raise NotImplementedError(f"polar: inputs must be float32 or float64 tensors, got {abs.dtype}")

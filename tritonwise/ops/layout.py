@@ -37,7 +37,9 @@ def _wrap_dims(dims, ndim: int) -> list:
     bound = max(ndim, 1)
     for d in dims:
         if not -bound <= d < bound:
-            raise IndexError(f"Dimension out of range (expected to be in range of [{-bound}, {bound - 1}], but got {d})")
+            raise IndexError(
+                f"Dimension out of range (expected to be in range of [{-bound}, {bound - 1}], but got {d})"
+            )
     wrapped = [d % bound for d in dims]
     for d in wrapped:
         if wrapped.count(d) > 1:

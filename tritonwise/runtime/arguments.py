@@ -57,7 +57,9 @@ def check_kinds(name: str, schema, args: Sequence) -> None:
             if not is_tensor_like(arg):
                 raise TypeError(f"{name}: argument {i} must be a Tensor or StridedBuffer, got {type(arg).__name__}")
         elif is_tensor_like(arg) or not isinstance(arg, Number):
-            raise TypeError(f"{name}: argument {i} must be a python scalar (bool, int, float), got {type(arg).__name__}")
+            raise TypeError(
+                f"{name}: argument {i} must be a python scalar (bool, int, float), got {type(arg).__name__}"
+            )
         if is_tensor_like(arg) and arg.dtype.is_complex:
             raise TypeError(f"{name}: argument {i} is complex ({arg.dtype}); complex tensors are not supported yet")
 

@@ -65,7 +65,10 @@ class LaunchPlan:
 
     def _run_reducing(self, args: tuple, outs: list):
         """Like run(), with some outputs reduced to 0-d tensors through accumulators."""
-        buffers = [self._output(k, o) if r is None else self._accumulator(r) for k, (o, r) in enumerate(zip(outs, self.reductions))]
+        buffers = [
+            self._output(k, o) if r is None else self._accumulator(r)
+            for k, (o, r) in enumerate(zip(outs, self.reductions))
+        ]
         if self.numel:
             if self.out_extents:
                 self._check_overlap(args, outs, buffers)
