@@ -16,7 +16,7 @@ from .analysis.broadcast import broadcast_shapes
 from .analysis.plan import TaskPlan, analyze
 from .codegen.body import index_arg_values
 from .codegen.build import build_spec
-from .codegen.render import payload_alias, render
+from .codegen.render import identity_marks, payload_alias, render
 from .config import CodeGenConfig
 from .frontend.dtypes import resolve_types
 from .frontend.payload import inspect_payload
@@ -168,16 +168,18 @@ class PointwiseDynamicFunction:
     def generate(self, *args, collapse: bool = True, **kwargs):
         """Write the generated file these arguments need into the cache, without loading or
         launching it (ahead-of-time generation); returns its path."""
-        args_outs = self._outputs(kwargs)
-        types, reductions, task, _ = self._analyze(args, args_outs, collapse)
-        spec = build_spec(self._payload, self._schema, args, types, task, reductions, self._deterministic)
-        return ensure_file(spec.file_name, lambda: render(spec))
+        outs = self._outputs(kwargs)
+        types, reductions, task, _ = self._analyze(args, outs, collapse)
+        return _cached_file(self._spec(args, outs, types, reductions, task))
+
+    def _spec(self, args, outs, types, reductions, task: TaskPlan):
+        return build_spec(self._payload, self._schema, args, types, task, reductions, self._deterministic, outs)
 
     def _bind(self, args, outs, types, reductions, task: TaskPlan, device) -> LaunchPlan:
-        spec = build_spec(self._payload, self._schema, args, types, task, reductions, self._deterministic)
+        spec = self._spec(args, outs, types, reductions, task)
         launch, path = None, None
         if task.numel:
-            path = ensure_file(spec.file_name, lambda: render(spec))
+            path = _cached_file(spec)
             alias = payload_alias(spec.payload_name, spec.kernel_name)
             backend = "cpu" if device.type == "cpu" else "gpu"
             launch = load(path, spec.kernel_name, alias, self._payload, backend).launch
@@ -210,6 +212,10 @@ class PointwiseDynamicFunction:
             task=task,
             spec=spec,
         )
+
+
+def _cached_file(spec):
+    return ensure_file(spec.file_name, lambda: render(spec), identity_marks(spec))
 
 
 def _task_shape(inputs: list, given: list) -> tuple:

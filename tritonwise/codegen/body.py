@@ -85,7 +85,7 @@ _COMBINE = {
 
 
 def _reduce(spec: KernelSpec, output) -> str:
-    value = f"{output.name}.to(tl.{output.dtype})"  # round as the materialized result would be
+    value = f"{output.name}{convert_to(output.dtype)}"  # round as the materialized result would be
     if output.dtype != output.acc:
         value += f".to(tl.{output.acc})"
     if spec.rank:
@@ -106,15 +106,24 @@ def epilogue_lines(spec: KernelSpec) -> list:
     return lines
 
 
+def convert_to(dtype: str) -> str:
+    """A conversion to `dtype`. 16-bit floats go through float32, as torch converts (a direct
+    float64 -> float16 rounding differs from torch's by one ulp on some values)."""
+    if dtype in ("float16", "bfloat16"):
+        return f".to(tl.float32).to(tl.{dtype})"
+    return f".to(tl.{dtype})"
+
+
 def _load(name: str, access: Access, cast) -> str:
     mask = f", mask={access.mask}" if access.mask else ""
-    convert = f".to(tl.{cast})" if cast else ""
+    convert = convert_to(cast) if cast else ""
     return f"{name} = tl.load({access.pointer}{mask}){convert}"
 
 
-def _store(name: str, access: Access, dtype: str) -> str:
+def _store(output, access: Access) -> str:
     mask = f", mask={access.mask}" if access.mask else ""
-    return f"tl.store({access.pointer}, {name}.to(tl.{dtype}){mask})"
+    value = output.name + convert_to(output.dtype) + (convert_to(output.store) if output.store else "")
+    return f"tl.store({access.pointer}, {value}{mask})"
 
 
 def body_text(spec: KernelSpec, payload_alias: str) -> str:
@@ -124,7 +133,7 @@ def body_text(spec: KernelSpec, payload_alias: str) -> str:
     results = ", ".join(o.name for o in spec.outputs)
     args = ", ".join(i.name for i in spec.inputs)
     lines.append(f"{results} = {payload_alias}({args})")
-    lines += [_store(o.name, acc[o.name], o.dtype) for o in spec.elementwise_outputs]
+    lines += [_store(o, acc[o.name]) for o in spec.elementwise_outputs]
     lines += [_reduce(spec, o) for o in spec.reduced_outputs]
     return "\n".join(lines)
 

@@ -33,12 +33,13 @@ def _tensor_spec(name: str, param: str, dtype, compute, classes: str) -> InputSp
     return InputSpec(name, param, True, triton_dtype(dtype, name), cast, None, classes)
 
 
-def _output_spec(k: int, dtype, classes, reduction) -> OutputSpec:
+def _output_spec(k: int, dtype, classes, reduction, store=None) -> OutputSpec:
     name = f"out{k}"
     if reduction is None:
-        return OutputSpec(name, triton_dtype(dtype, name), next(classes))
+        store = triton_dtype(store, name) if store is not None else None
+        return OutputSpec(name, triton_dtype(dtype, name), next(classes), store=store)
     acc = triton_dtype(reduction.acc, name)
-    return OutputSpec(name, triton_dtype(dtype, name), "", reduction.kind, acc, reduction.identity)
+    return OutputSpec(name, triton_dtype(dtype, name), "", None, reduction.kind, acc, reduction.identity)
 
 
 def build_spec(
@@ -49,8 +50,11 @@ def build_spec(
     plan: TaskPlan,
     reductions: Sequence = (),
     deterministic: bool = False,
+    outs: Sequence = (),
 ) -> KernelSpec:
-    """`reductions` holds a Reduction or None per output (empty: no reductions)."""
+    """`reductions` holds a Reduction or None per output (empty: no reductions); `outs` the given
+    outputs (None where allocated): a given output of another dtype receives the result rounded to
+    the result dtype, then converted as torch converts (through float32 for 16-bit floats)."""
     params = list(_param_names(payload, schema.num_inputs()))
     classes = iter(plan.stride_classes)
     inputs = []
@@ -61,7 +65,10 @@ def build_spec(
         else:
             inputs.append(_scalar_spec(name, params[i], arg, compute))
     reductions = tuple(reductions) or (None,) * len(types.results)
-    outputs = [_output_spec(k, dtype, classes, r) for k, (dtype, r) in enumerate(zip(types.results, reductions))]
+    outputs = [
+        _output_spec(k, dtype, classes, r, None if o is None or r is not None or o.dtype == dtype else o.dtype)
+        for k, (o, dtype, r) in enumerate(zip(_padded(outs, reductions), types.results, reductions))
+    ]
     return KernelSpec(
         payload_name=payload.name,
         payload_origin=payload.origin,
@@ -86,3 +93,7 @@ def _param_names(payload: Payload, count: int):
 
     names = list(inspect.signature(payload.fn).parameters)
     return (names + [f"arg{i}" for i in range(len(names), count)])[:count]
+
+
+def _padded(outs: Sequence, like: Sequence) -> tuple:
+    return tuple(outs) or (None,) * len(like)

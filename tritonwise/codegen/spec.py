@@ -57,8 +57,9 @@ class OutputSpec:
     accumulated in `acc` starting from `identity`."""
 
     name: str
-    dtype: str
+    dtype: str  # the result dtype
     strides: str
+    store: Optional[str] = None  # a given output's own dtype, when it differs from the result's
     reduction: Optional[str] = None  # "sum", "max", "min"
     acc: Optional[str] = None
     identity: Optional[str] = None

@@ -67,20 +67,22 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def verifies(path: Path) -> bool:
+def verifies(path: Path, marks: tuple = ()) -> bool:
+    """The file's checksum line matches its content, and each of `marks` (header text naming
+    the library version and spec key the file must be for) appears in it."""
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError):
         return False
     body, sep, tail = text.rpartition(CHECKSUM_PREFIX)
-    return bool(sep) and tail == f"{_digest(body)}\n"
+    return bool(sep) and tail == f"{_digest(body)}\n" and all(mark in body for mark in marks)
 
 
-def ensure_file(name: str, render: Callable[[], str]) -> Path:
+def ensure_file(name: str, render: Callable[[], str], marks: tuple = ()) -> Path:
     """The path of a verified cached file `name`, rendering and writing it only when needed."""
     directory = cache_dir()
     path = directory / name
-    if verifies(path):
+    if verifies(path, marks):
         _count(directory, "reused")
         return path
     logger.debug("tritonwise: generated %s", path)
