@@ -1,0 +1,87 @@
+"""The launch-plan cache: hit on a repeated signature, miss on anything a plan depends on."""
+
+import threading
+
+import torch
+import triton
+
+from tritonwise import pointwise_dynamic
+from tritonwise.runtime.arguments import call_signature
+from tritonwise.runtime.dispatch import PlanCache
+
+
+def _fresh_add():
+    @triton.jit
+    def add(x, y):
+        return x + y
+
+    return pointwise_dynamic(add, promotion_methods=[(0, 1, "DEFAULT")])
+
+
+def _counts(fn):
+    return fn.plan_cache.hits, fn.plan_cache.misses
+
+
+def test_second_call_hits_and_each_changed_property_misses():
+    fn = _fresh_add()
+    a, b = torch.randn(4, 6), torch.randn(4, 6)
+    fn(a, b)
+    fn(a, b)
+    assert _counts(fn) == (1, 1)
+    variants = {
+        "new values only (hit)": (torch.randn(4, 6), torch.randn(4, 6)),
+        "dtype": (a.double(), b),
+        "layout class (transposed)": (a, torch.randn(6, 4).t()),
+        "shape": (torch.randn(5, 6), torch.randn(5, 6)),
+        "pointer alignment": (torch.randn(25)[1:].view(4, 6), b),
+    }
+    expected_misses = 1
+    for name, args in variants.items():
+        before = _counts(fn)
+        torch.testing.assert_close(fn(*args), args[0] + args[1])
+        hit = name.endswith("(hit)")
+        expected_misses += not hit
+        assert _counts(fn)[1] == expected_misses, name
+        assert _counts(fn)[0] == before[0] + hit, name
+
+
+def test_signature_names_the_device_so_a_plan_never_serves_another():
+    cpu, meta = torch.empty(4), torch.empty(4, device="meta")
+    assert call_signature((cpu,), (None,)) != call_signature((meta,), (None,))
+
+
+def test_given_outputs_and_scalar_types_change_the_signature():
+    a = torch.randn(3)
+    assert call_signature((a, 1.0), (None,)) != call_signature((a, 1), (None,))
+    assert call_signature((a, 1.0), (None,)) != call_signature((a, 1.0), (torch.empty(3),))
+    assert call_signature((a, 1.0), (None,)) == call_signature((a, 2.5), (None,))
+
+
+def test_lru_is_bounded_and_evicts_the_least_recently_used():
+    cache = PlanCache(capacity=3)
+    for key in "abc":
+        cache.put(key, key.upper())
+    cache.get("a")  # a becomes the most recent
+    cache.put("d", "D")
+    assert len(cache) == 3 and cache.get("b") is None and cache.get("a") == "A"
+
+
+def test_plan_cache_is_thread_safe():
+    fn = _fresh_add()
+    shapes = [(n, 3) for n in range(1, 9)]
+    errors = []
+
+    def worker(shape):
+        try:
+            x = torch.randn(shape)
+            for _ in range(3):
+                torch.testing.assert_close(fn(x, x), x + x)
+        except Exception as e:  # collected and reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in shapes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and fn.plan_cache.misses == len(shapes)
