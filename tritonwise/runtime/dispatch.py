@@ -102,7 +102,7 @@ class LaunchPlan:
 
     def _launch(self, operands: list) -> None:
         if self.direct is not None:
-            self.direct(operands)
+            self.direct(operands, ())
         elif self.device.type == "cpu":
             operands = [o.storage_view() if isinstance(o, StridedBuffer) else o for o in operands]
             with INTERPRETER_LOCK, interpreting(), self._payload_errors("run"):
@@ -140,14 +140,14 @@ class LaunchPlan:
 
             def fast_one(args: tuple):
                 out = empty(shape, strides, dtype=dtype, device=device)
-                direct([*args, out])
+                direct(args, (out,))
                 return out
 
             return fast_one
 
         def fast_many(args: tuple):
             outs = tuple(empty(shape, strides, dtype=dtype, device=device) for strides, dtype in layouts)
-            direct([*args, *outs])
+            direct(args, outs)
             return outs
 
         return fast_many

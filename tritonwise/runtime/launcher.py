@@ -36,16 +36,15 @@ def _c_entry(run) -> Optional[tuple]:
     return entry, run.launch_cooperative_grid, run.launch_pdl
 
 
-def _active(hook):
-    """The hook, or None when it would do nothing (Triton 3.6+ keeps an empty HookChain there)."""
-    if hook is None or not getattr(hook, "calls", True):
-        return None
-    return hook
+def _idle(hook) -> bool:
+    """True when the hook would do nothing (Triton 3.6+ keeps an empty HookChain there)."""
+    return hook is None or not getattr(hook, "calls", True)
 
 
 def direct_launcher(compiled, grid: tuple, tail: tuple, device_index: int) -> Optional[Callable]:
-    """A function launching `compiled` over `grid` with operands followed by `tail` (index
-    arguments and constexpr values), or None when this Triton cannot be driven directly."""
+    """A function `launch(inputs, outputs)` running `compiled` over `grid` on the payload's
+    arguments, the outputs and then `tail` (index arguments and constexpr values), or None when
+    this Triton cannot be driven directly."""
     try:
         from triton import knobs
 
@@ -56,27 +55,24 @@ def direct_launcher(compiled, grid: tuple, tail: tuple, device_index: int) -> Op
     g0, g1, g2 = (tuple(grid) + (1, 1))[:3]
     raw_stream = torch._C._cuda_getCurrentRawStream
     entry = _c_entry(run)
-
-    def hooked(stream, args):
-        enter, leave = _active(hooks.launch_enter_hook), _active(hooks.launch_exit_hook)
-        if enter is None and leave is None:
-            return None, None, None
-        return compiled.launch_metadata(grid, stream, *args), enter, leave
-
     if entry is None:
+        c_launch, head = None, ()
+    else:
+        c_launch, cooperative, pdl = entry
+        head = (cooperative, pdl, None, None)  # flags, then the two (absent) scratch buffers
 
-        def launch(operands: list) -> None:
-            stream = raw_stream(device_index)
-            args = (*operands, *tail)
-            run(g0, g1, g2, stream, function, metadata, *hooked(stream, args), *args)
-
-        return launch
-
-    c_launch, cooperative, pdl = entry
-
-    def launch_c(operands: list) -> None:
+    def launch(inputs, outputs) -> None:
         stream = raw_stream(device_index)
-        args = (*operands, *tail)
-        c_launch(g0, g1, g2, stream, function, cooperative, pdl, None, None, metadata, *hooked(stream, args), *args)
+        enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
+        if _idle(enter) and _idle(leave):
+            enter = leave = launch_metadata = None
+        else:
+            launch_metadata = compiled.launch_metadata(grid, stream, *inputs, *outputs, *tail)
+        if c_launch is None:
+            run(g0, g1, g2, stream, function, metadata, launch_metadata, enter, leave, *inputs, *outputs, *tail)
+        else:
+            c_launch(
+                g0, g1, g2, stream, function, *head, metadata, launch_metadata, enter, leave, *inputs, *outputs, *tail
+            )
 
-    return launch_c
+    return launch
