@@ -3,7 +3,6 @@
 import pytest
 import torch
 import triton
-import triton.language as tl
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from tritonwise import pointwise_dynamic
