@@ -57,10 +57,10 @@ class LaunchPlan:
         if self.numel:
             if self.out_extents:
                 self._check_overlap(args, outs, outputs)
-            operands = list(args)
-            for i in self.to_device:
-                operands[i] = operands[i].to(self.device)
-            self._launch(operands + outputs)
+            inputs = args
+            if self.to_device:
+                inputs = [a.to(self.device) if i in self.to_device else a for i, a in enumerate(args)]
+            self._launch(inputs, outputs)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def _run_reducing(self, args: tuple, outs: list):
@@ -72,7 +72,7 @@ class LaunchPlan:
         if self.numel:
             if self.out_extents:
                 self._check_overlap(args, outs, buffers)
-            self._launch(list(args) + buffers)
+            self._launch(args, buffers)
         elif any(r is not None and r.kind != "sum" for r in self.reductions):
             raise RuntimeError(f"{self.name}: max/min of an empty task has no identity (numel() == 0)")
         results = [b if r is None else self._finish(b, r, o) for b, r, o in zip(buffers, self.reductions, outs)]
@@ -100,10 +100,12 @@ class LaunchPlan:
             if given is not None and extent is not None:
                 check_partial_overlap(self.name, k, given, extent, inputs, self.in_extents)
 
-    def _launch(self, operands: list) -> None:
+    def _launch(self, inputs, outputs) -> None:
         if self.direct is not None:
-            self.direct(operands, ())
-        elif self.device.type == "cpu":
+            self.direct(inputs, outputs)
+            return
+        operands = [*inputs, *outputs]
+        if self.device.type == "cpu":
             operands = [o.storage_view() if isinstance(o, StridedBuffer) else o for o in operands]
             with INTERPRETER_LOCK, interpreting(), self._payload_errors("run"):
                 self.launch(self.grid, *operands, *self.index_args)
@@ -111,7 +113,7 @@ class LaunchPlan:
             with torch.cuda.device(self.device.index), self._payload_errors("compile"):
                 compiled = self.launch(self.grid, *operands, *self.index_args)
             tail = self.index_args + self.constexprs
-            self.direct = direct_launcher(compiled, self.grid, tail, self.device.index)
+            self.direct = direct_launcher(compiled, self.grid, tail, self.device.index, len(inputs))
             self.fast = self._fast_call()
 
     @contextlib.contextmanager

@@ -1,23 +1,153 @@
-"""Launching a compiled kernel directly, without Triton's per-call argument binding.
+"""Launching a compiled kernel directly, without Triton's per-call work.
 
 `kernel[grid](...)` binds arguments, computes the specialization key and looks the compiled
 kernel up on every call. A LaunchPlan already knows all of that: its signature fixes dtypes,
-strides, pointer alignment and device, and its integer arguments never specialize (the
-generated kernels list them in do_not_specialize). So after the first launch through Triton,
-the plan calls the compiled kernel's launcher itself. Launch hooks (profilers install them)
-are honoured as Triton does.
+strides, pointer alignment, scalar widths and device, and its integer arguments never
+specialize (the generated kernels list them in do_not_specialize). So after the first launch
+through Triton, the plan launches the compiled kernel itself:
 
-Measured on an H100 host with Triton 3.6 (benchmarks/host_overhead.py): the generic
-`kernel[grid](...)` path costs ~20 us per call, `compiled.run(...)` ~8.4 us, and the C entry
-underneath it ~6.9 us. Triton always installs (empty) hook chains; calling them and building
-launch metadata for nothing cost another ~2 us, so empty chains are passed as None.
+1. `own_launcher`: launch.c, a small C function that packs the operands' data pointers and
+   scalars into the parameter block cuLaunchKernel reads, with the fixed part (index
+   arguments) packed once per plan. Triton's C launcher also parses a format string, calls
+   cuPointerGetAttribute on every pointer and checks the context on every call; a plan's
+   signature already proved what those checks prove.
+2. `triton_entry_launcher`: Triton's own compiled launcher, called with the arguments it
+   expects, when (1) cannot be built, and whenever launch hooks are installed (profilers):
+   Triton then builds the launch metadata and calls the hooks as it always does.
+
+Measured on an H100 host (benchmarks/host_overhead.py, RESULTS.md): `kernel[grid](...)`
+~20 us per call, `compiled.run(...)` ~8.4 us, Triton's C entry with empty hooks ~5.4 us.
 """
 
 from __future__ import annotations
 
+import ctypes
 from typing import Callable, Optional
 
 import torch
+
+from . import cuda_driver, native
+
+# Triton's kernel parameter types: the C type the kernel takes, and launch.c's kind letter.
+_SCALARS = {
+    "i1": (ctypes.c_int8, "b"),
+    "i8": (ctypes.c_int8, "b"),
+    "i16": (ctypes.c_int16, "h"),
+    "i32": (ctypes.c_int32, "i"),
+    "i64": (ctypes.c_int64, "l"),
+    "u1": (ctypes.c_uint8, "B"),
+    "u8": (ctypes.c_uint8, "B"),
+    "u16": (ctypes.c_uint16, "H"),
+    "u32": (ctypes.c_uint32, "I"),
+    "u64": (ctypes.c_uint64, "K"),
+    "fp32": (ctypes.c_float, "f"),
+    "f32": (ctypes.c_float, "f"),
+    "fp64": (ctypes.c_double, "d"),
+}
+_POINTER = (ctypes.c_uint64, "p")
+
+
+def direct_launcher(compiled, grid: tuple, tail: tuple, device_index: int, n_inputs: int) -> Optional[Callable]:
+    """A function `launch(inputs, outputs)` running `compiled` over `grid` on the payload's
+    `n_inputs` arguments, the outputs and then `tail` (index arguments and constexpr values),
+    or None when this Triton cannot be driven directly."""
+    fallback = triton_entry_launcher(compiled, grid, tail, device_index)
+    if fallback is None:
+        return None
+    return own_launcher(compiled, grid, tail, device_index, n_inputs, fallback) or fallback
+
+
+def _idle(hook) -> bool:
+    """True when the hook would do nothing (Triton 3.6+ keeps an empty HookChain there)."""
+    return hook is None or not getattr(hook, "calls", True)
+
+
+class KernelParameters:
+    """What the kernel takes, in order: the operands' C types, then the fixed values (index
+    arguments; constexpr values are compiled in, not passed), then the scratch pointers Triton
+    appends without listing them (two since Triton 3.5, passed as NULL). The driver's count and
+    sizes of the kernel's parameters must agree, or the kernel is left to Triton."""
+
+    def __init__(self, compiled, tail: tuple, n_inputs: int):
+        types = list(compiled.src.signature.values())
+        n_operands = len(types) - len(tail)
+        if n_operands < n_inputs or "constexpr" in types[:n_operands]:
+            raise ValueError("operands do not match the kernel signature")
+        self.operands = [self._c_type(t) for t in types[:n_operands]]  # (ctype, kind letter)
+        self.fixed = [(self._c_type(t)[0], v) for t, v in zip(types[n_operands:], tail) if t != "constexpr"]
+        listed = [c for c, _ in self.operands] + [c for c, _ in self.fixed]
+        sizes = cuda_driver.param_sizes(compiled.function)
+        if sizes is None:
+            raise ValueError("the driver cannot list kernel parameters")
+        self.n_scratch = len(sizes) - len(listed)
+        if [ctypes.sizeof(c) for c in listed] + [8] * self.n_scratch != sizes:
+            raise ValueError("kernel parameters differ from the signature")
+
+    @staticmethod
+    def _c_type(t: str) -> tuple:
+        return _POINTER if t.startswith("*") else _SCALARS[t]  # KeyError: not passed here (fp16)
+
+    def kinds(self) -> bytes:
+        return "".join(kind for _, kind in self.operands).encode()
+
+    def fixed_slots(self) -> bytes:
+        """The fixed values and scratch pointers, one little-endian 8-byte slot each."""
+        slots = [bytes(c_type(value)).ljust(8, b"\0") for c_type, value in self.fixed]
+        return b"".join(slots) + bytes(8 * self.n_scratch)
+
+
+def _launchable(compiled) -> bool:
+    """Whether cuLaunchKernel alone starts this kernel as Triton would: one CTA per cluster,
+    no cooperative or programmatic-dependent launch, no scratch memory to allocate."""
+    meta = compiled.metadata
+    return (
+        getattr(meta, "num_ctas", 1) == 1
+        and not getattr(meta, "launch_cooperative_grid", False)
+        and not getattr(meta, "launch_pdl", False)
+        and not getattr(meta, "global_scratch_size", 0)
+        and not getattr(meta, "profile_scratch_size", 0)
+        and not getattr(meta, "tensordesc_meta", None)
+    )
+
+
+def own_launcher(compiled, grid, tail, device_index, n_inputs, hooked: Callable) -> Optional[Callable]:
+    """launch.c's launcher (see the module docstring), or None where unsupported. `hooked`
+    launches through Triton while launch hooks are installed."""
+    lib, module = cuda_driver.driver(), native.launch_module()
+    if lib is None or module is None or not _launchable(compiled):
+        return None
+    try:
+        parameters = KernelParameters(compiled, tail, n_inputs)
+    except (AttributeError, KeyError, ValueError):
+        return None
+    from triton import knobs
+
+    hooks, c_launch, raw_stream = knobs.runtime, module.launch, torch._C._cuda_getCurrentRawStream
+    cu_launch_kernel = ctypes.cast(lib.cuLaunchKernel, ctypes.c_void_p).value
+    kinds, fixed, function = parameters.kinds(), parameters.fixed_slots(), compiled.function
+    g0, g1, g2 = (tuple(grid) + (1, 1))[:3]
+    threads, shared = 32 * compiled.metadata.num_warps, compiled.metadata.shared
+    # With one visible device the current device is always the plan's: nothing to check.
+    check_device = torch.cuda.device_count() > 1
+    current_device = torch._C._cuda_getDevice if check_device else None
+
+    def launch(inputs, outputs) -> None:
+        if check_device and current_device() != device_index:
+            with torch.cuda.device(device_index):
+                return launch(inputs, outputs)
+        if not (_idle(hooks.launch_enter_hook) and _idle(hooks.launch_exit_hook)):
+            return hooked(inputs, outputs)
+        stream = raw_stream(device_index)
+        code = c_launch(cu_launch_kernel, function, g0, g1, g2, threads, shared, stream, kinds, fixed, inputs, outputs)
+        if code == cuda_driver.CUDA_ERROR_INVALID_CONTEXT:  # a thread new to CUDA
+            cuda_driver.make_primary_context_current(device_index)
+            code = c_launch(
+                cu_launch_kernel, function, g0, g1, g2, threads, shared, stream, kinds, fixed, inputs, outputs
+            )
+        if code:
+            raise cuda_driver.CudaError(f"launching {compiled.name}: {cuda_driver.error_text(code)}")
+
+    return launch
 
 
 def _c_entry(run) -> Optional[tuple]:
@@ -36,15 +166,10 @@ def _c_entry(run) -> Optional[tuple]:
     return entry, run.launch_cooperative_grid, run.launch_pdl
 
 
-def _idle(hook) -> bool:
-    """True when the hook would do nothing (Triton 3.6+ keeps an empty HookChain there)."""
-    return hook is None or not getattr(hook, "calls", True)
-
-
-def direct_launcher(compiled, grid: tuple, tail: tuple, device_index: int) -> Optional[Callable]:
-    """A function `launch(inputs, outputs)` running `compiled` over `grid` on the payload's
-    arguments, the outputs and then `tail` (index arguments and constexpr values), or None when
-    this Triton cannot be driven directly."""
+def triton_entry_launcher(compiled, grid: tuple, tail: tuple, device_index: int) -> Optional[Callable]:
+    """`launch(inputs, outputs)` through Triton's compiled launcher: its C entry on Triton 3.6,
+    `compiled.run` elsewhere. Empty hook chains are passed as None: calling them and building
+    launch metadata for nothing cost ~2 us per call."""
     try:
         from triton import knobs
 

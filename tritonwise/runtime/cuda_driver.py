@@ -1,0 +1,68 @@
+"""The few CUDA driver calls the launcher makes itself, through ctypes.
+
+Loaded on first use, so importing tritonwise never needs libcuda. Functions are bound without
+argtypes: callers pass ctypes objects for pointers and python ints for 32-bit values, which
+ctypes converts with no per-argument type lookup (half the cost of declared argtypes).
+The GIL is held during these calls (PyDLL): each is a few microseconds of host work.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from functools import lru_cache
+from typing import Optional
+
+CUDA_ERROR_INVALID_VALUE = 1
+CUDA_ERROR_INVALID_CONTEXT = 201
+
+
+class CudaError(RuntimeError):
+    pass
+
+
+@lru_cache(maxsize=None)
+def driver() -> Optional[ctypes.PyDLL]:
+    """libcuda, or None where it cannot be loaded (CPU machines)."""
+    try:
+        lib = ctypes.PyDLL("libcuda.so.1")
+        lib.cuLaunchKernel  # noqa: B018 (raises AttributeError when absent)
+    except (OSError, AttributeError):
+        return None
+    return lib
+
+
+def error_text(code: int) -> str:
+    text = ctypes.c_char_p()
+    driver().cuGetErrorString(code, ctypes.byref(text))
+    return f"CUDA error {code}: {text.value.decode() if text.value else 'unknown'}"
+
+
+def param_sizes(function: int) -> Optional[list]:
+    """Byte size of each kernel parameter of `function` (cuFuncGetParamInfo, CUDA 12.4+), or
+    None when this driver cannot tell."""
+    lib = driver()
+    query = getattr(lib, "cuFuncGetParamInfo", None)
+    if query is None:
+        return None
+    sizes, offset, size = [], ctypes.c_size_t(), ctypes.c_size_t()
+    handle = ctypes.c_void_p(function)
+    while True:
+        code = query(handle, ctypes.c_size_t(len(sizes)), ctypes.byref(offset), ctypes.byref(size))
+        if code == CUDA_ERROR_INVALID_VALUE:  # past the last parameter
+            return sizes
+        if code != 0:
+            return None
+        sizes.append(size.value)
+
+
+def make_primary_context_current(device_index: int) -> None:
+    """What a thread that never touched CUDA needs before its first launch."""
+    lib, device, context = driver(), ctypes.c_int(), ctypes.c_void_p()
+    _check(lib.cuDeviceGet(ctypes.byref(device), device_index), device_index)
+    _check(lib.cuDevicePrimaryCtxRetain(ctypes.byref(context), device), device_index)
+    _check(lib.cuCtxSetCurrent(context), device_index)
+
+
+def _check(code: int, device_index: int) -> None:
+    if code != 0:
+        raise CudaError(f"making device {device_index}'s context current: {error_text(code)}")

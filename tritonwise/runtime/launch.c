@@ -1,0 +1,151 @@
+/* tritonwise's kernel launcher: one call from Python packs a launch plan's parameters and
+ * starts the kernel through cuLaunchKernel.
+ *
+ *   launch(cu_launch_kernel, function, grid_x, grid_y, grid_z, threads, shared, stream,
+ *          kinds, fixed, inputs, outputs) -> CUresult
+ *
+ * `cu_launch_kernel` is the address of the driver's cuLaunchKernel (or of a stand-in, in tests).
+ * `kinds` has one byte per value of `inputs` then `outputs` (tuples or lists):
+ *   'p' an object with data_ptr()   'b' int8   'h' int16   'i' int32   'l' int64
+ *   'B' uint8   'H' uint16   'I' uint32   'K' uint64   'f' float32   'd' float64
+ * `fixed` holds the parameters that never change for a plan (index arguments, scratch
+ * pointers), already packed by the caller as one 8-byte slot each.
+ *
+ * Every parameter lives in an 8-byte slot of this call's stack; the driver reads as many bytes
+ * as the kernel's parameter has, from the start of the slot (x86-64 and aarch64 are little
+ * endian). The GIL is held throughout, so concurrent Python threads cannot interleave.
+ * Built on first use by tritonwise/runtime/native.py; nothing here includes cuda.h.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MAX_PARAMS 128
+
+typedef int (*cu_launch_kernel_t)(void *function, unsigned grid_x, unsigned grid_y, unsigned grid_z,
+                                  unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared,
+                                  void *stream, void **params, void **extra);
+
+static PyObject *data_ptr_name = NULL;
+
+static int fits(long long value, long long low, long long high, Py_ssize_t index) {
+    if (value < low || value > high) {
+        PyErr_Format(PyExc_OverflowError, "launch: value %lld of parameter %zd does not fit its type", value, index);
+        return 0;
+    }
+    return 1;
+}
+
+/* Writes `value` into `slot` as kind `kind`; 0 with an exception set on failure. */
+static int pack(char kind, PyObject *value, uint64_t *slot, Py_ssize_t index) {
+    long long i = 0;
+    unsigned long long u = 0;
+    switch (kind) {
+    case 'p': {
+        PyObject *address = PyObject_CallMethodNoArgs(value, data_ptr_name);
+        if (address == NULL) return 0;
+        *slot = PyLong_AsUnsignedLongLong(address);
+        Py_DECREF(address);
+        return !PyErr_Occurred();
+    }
+    case 'f': {
+        float f = (float)PyFloat_AsDouble(value);
+        memcpy(slot, &f, sizeof f);
+        return !PyErr_Occurred();
+    }
+    case 'd': {
+        double d = PyFloat_AsDouble(value);
+        memcpy(slot, &d, sizeof d);
+        return !PyErr_Occurred();
+    }
+    case 'B': case 'H': case 'I': case 'K':
+        u = PyLong_AsUnsignedLongLong(value);
+        if (PyErr_Occurred()) return 0;
+        if ((kind == 'B' && u > UINT8_MAX) || (kind == 'H' && u > UINT16_MAX) || (kind == 'I' && u > UINT32_MAX)) {
+            PyErr_Format(PyExc_OverflowError, "launch: value %llu of parameter %zd does not fit its type", u, index);
+            return 0;
+        }
+        *slot = u;
+        return 1;
+    default:
+        i = PyLong_AsLongLong(value);
+        if (PyErr_Occurred()) return 0;
+        switch (kind) {
+        case 'b': { int8_t v = (int8_t)i; if (!fits(i, INT8_MIN, INT8_MAX, index)) return 0; memcpy(slot, &v, 1); return 1; }
+        case 'h': { int16_t v = (int16_t)i; if (!fits(i, INT16_MIN, INT16_MAX, index)) return 0; memcpy(slot, &v, 2); return 1; }
+        case 'i': { int32_t v = (int32_t)i; if (!fits(i, INT32_MIN, INT32_MAX, index)) return 0; memcpy(slot, &v, 4); return 1; }
+        case 'l': *slot = (uint64_t)i; return 1;
+        }
+    }
+    PyErr_Format(PyExc_ValueError, "launch: unknown parameter kind '%c'", kind);
+    return 0;
+}
+
+static PyObject *launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 12) {
+        PyErr_SetString(PyExc_TypeError, "launch() takes 12 arguments");
+        return NULL;
+    }
+    cu_launch_kernel_t cu_launch_kernel = (cu_launch_kernel_t)PyLong_AsVoidPtr(*args++);
+    if (cu_launch_kernel == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "launch: null cuLaunchKernel address");
+        return NULL;
+    }
+    void *function = PyLong_AsVoidPtr(args[0]);
+    unsigned grid_x = (unsigned)PyLong_AsUnsignedLong(args[1]);
+    unsigned grid_y = (unsigned)PyLong_AsUnsignedLong(args[2]);
+    unsigned grid_z = (unsigned)PyLong_AsUnsignedLong(args[3]);
+    unsigned threads = (unsigned)PyLong_AsUnsignedLong(args[4]);
+    unsigned shared = (unsigned)PyLong_AsUnsignedLong(args[5]);
+    void *stream = PyLong_AsVoidPtr(args[6]);
+    if (PyErr_Occurred()) return NULL;
+    PyObject *kinds = args[7], *fixed = args[8];
+    if (!PyBytes_Check(kinds) || !PyBytes_Check(fixed)) {
+        PyErr_SetString(PyExc_TypeError, "launch: kinds and fixed must be bytes");
+        return NULL;
+    }
+    PyObject *inputs = PySequence_Fast(args[9], "launch: inputs must be a sequence");
+    if (inputs == NULL) return NULL;
+    PyObject *outputs = PySequence_Fast(args[10], "launch: outputs must be a sequence");
+    if (outputs == NULL) {
+        Py_DECREF(inputs);
+        return NULL;
+    }
+    Py_ssize_t n_in = PySequence_Fast_GET_SIZE(inputs), n_out = PySequence_Fast_GET_SIZE(outputs);
+    Py_ssize_t n_var = n_in + n_out, n_fixed = PyBytes_GET_SIZE(fixed) / 8;
+    const char *kind = PyBytes_AS_STRING(kinds);
+    uint64_t slots[MAX_PARAMS];
+    void *params[MAX_PARAMS];
+    int ok = 1;
+    if (PyBytes_GET_SIZE(kinds) != n_var || n_var + n_fixed > MAX_PARAMS) {
+        PyErr_Format(PyExc_ValueError, "launch: %zd kinds for %zd values (at most %d parameters)",
+                     PyBytes_GET_SIZE(kinds), n_var, MAX_PARAMS);
+        ok = 0;
+    }
+    for (Py_ssize_t k = 0; ok && k < n_var; ++k) {
+        PyObject *value = k < n_in ? PySequence_Fast_GET_ITEM(inputs, k) : PySequence_Fast_GET_ITEM(outputs, k - n_in);
+        slots[k] = 0;
+        ok = pack(kind[k], value, &slots[k], k);
+    }
+    Py_DECREF(inputs);
+    Py_DECREF(outputs);
+    if (!ok) return NULL;
+    memcpy(&slots[n_var], PyBytes_AS_STRING(fixed), (size_t)n_fixed * 8);
+    for (Py_ssize_t k = 0; k < n_var + n_fixed; ++k) params[k] = &slots[k];
+    int code = cu_launch_kernel(function, grid_x, grid_y, grid_z, threads, 1, 1, shared, stream, params, NULL);
+    return PyLong_FromLong(code);
+}
+
+static PyMethodDef methods[] = {
+    {"launch", (PyCFunction)(void (*)(void))launch, METH_FASTCALL, "Pack parameters and launch; returns the CUresult."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_tritonwise_launch", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__tritonwise_launch(void) {
+    data_ptr_name = PyUnicode_InternFromString("data_ptr");
+    if (data_ptr_name == NULL) return NULL;
+    return PyModule_Create(&module);
+}
