@@ -85,3 +85,18 @@ def test_plan_cache_is_thread_safe():
     for t in threads:
         t.join()
     assert not errors and fn.plan_cache.misses == len(shapes)
+
+
+def test_an_int_beyond_int32_gets_its_own_plan():
+    """Triton passes such an int as i64: a plan compiled for i32 must not receive it."""
+
+    @triton.jit
+    def shift(x, n):
+        return x + n
+
+    fn = pointwise_dynamic(shift, is_tensor=[True, False], promotion_methods=[(0, 1, "DEFAULT")])
+    x = torch.arange(-5, 5)
+    for n in (3, 7, 2**40, -(2**40), -3):
+        torch.testing.assert_close(fn(x, n), x + n)
+    assert _counts(fn) == (3, 2)  # misses: the int32 class, then the int64 class (both signs)
+    assert call_signature((x, 2**63), ()) != call_signature((x, 2**62), ())

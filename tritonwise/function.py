@@ -75,7 +75,7 @@ class PointwiseDynamicFunction:
         key = argcheck.call_signature(args, outs)
         plan = self._plans.get(key)
         if plan is not None and plan.fast is not None and outs is self._no_outputs:
-            return plan.fast(args)
+            return plan.fast(args)  # the steady state: allocate and launch, nothing else
         if plan is None:
             if self._complex is not None and self._complex.applies(args, outs):
                 return self._complex(self, args, outs)

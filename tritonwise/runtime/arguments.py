@@ -18,19 +18,36 @@ def is_tensor_like(x) -> bool:
     return isinstance(x, TENSOR_TYPES)
 
 
-def call_signature(args: Sequence, outs: Sequence) -> tuple:
+def call_signature(args: Sequence, outs: Sequence = ()) -> tuple:
     """What a launch plan depends on, cheap to build: per operand its dtype, shape, strides,
     device and pointer alignment class (Triton specializes kernels on 16-byte aligned
-    pointers); per scalar its python type; which outputs are given. Built on every call."""
-    key = []
-    for a in (*args, *outs):
-        if type(a) is Tensor or isinstance(a, Tensor):
-            key.append((a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15))
-        elif isinstance(a, StridedBuffer):
-            key.append((StridedBuffer, a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15))
-        else:
-            key.append(type(a))  # a scalar, or None for an output to allocate
+    pointers); per scalar its python type and, for ints, the width Triton passes it in; which
+    outputs are given. Built on every call, so plain tensors take the shortest branch."""
+    key = [
+        (a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15) if type(a) is Tensor else _other_key(a)
+        for a in args
+    ]
+    if any(o is not None for o in outs):
+        key += [_other_key(o) for o in outs]
     return tuple(key)
+
+
+def _other_key(a):
+    if isinstance(a, Tensor):
+        return (a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15)
+    if isinstance(a, StridedBuffer):
+        return (StridedBuffer, a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15)
+    if type(a) is int:
+        return int_class(a)
+    return type(a)
+
+
+def int_class(value: int):
+    """Triton passes an int argument as i32 when it fits, else i64 (u64 at 2**63 and above):
+    a kernel compiled for one width must not receive a value of another."""
+    if -0x80000000 <= value <= 0x7FFFFFFF:
+        return int
+    return "i64" if -(2**63) <= value < 2**63 else "u64"
 
 
 _FIELDS = ("dtype", "shape", "strides", "device", "16-byte alignment")
@@ -48,7 +65,7 @@ def miss_reason(key: tuple, previous) -> str:
             changed = [f for f, a, b in zip(_FIELDS, new, old) if a != b]
             return f"operand {position}: {', '.join(changed)} changed ({old} -> {new})"
         return f"operand {position}: {old} -> {new}"
-    return "new signature"
+    return "outputs given differently" if len(key) != len(previous) else "new signature"
 
 
 def check_kinds(name: str, schema, args: Sequence) -> None:
