@@ -71,11 +71,12 @@ class PointwiseDynamicFunction:
         return f"PointwiseDynamicFunction({self._payload.origin}, {self._schema})"
 
     def __call__(self, *args, **kwargs):
-        outs = self._outputs(kwargs) if kwargs else self._no_outputs
+        outs = self._outputs(kwargs) if kwargs else ()
         key = argcheck.call_signature(args, outs)
         plan = self._plans.get(key)
-        if plan is not None and plan.fast is not None and outs is self._no_outputs:
+        if plan is not None and plan.fast is not None and not outs:
             return plan.fast(args)  # the steady state: allocate and launch, nothing else
+        outs = outs or self._no_outputs
         if plan is None:
             if self._complex is not None and self._complex.applies(args, outs):
                 return self._complex(self, args, outs)

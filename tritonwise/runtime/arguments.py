@@ -27,7 +27,7 @@ def call_signature(args: Sequence, outs: Sequence = ()) -> tuple:
         (a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15) if type(a) is Tensor else _other_key(a)
         for a in args
     ]
-    if any(o is not None for o in outs):
+    if outs and any(o is not None for o in outs):
         key += [_other_key(o) for o in outs]
     return tuple(key)
 
