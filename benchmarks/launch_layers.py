@@ -1,0 +1,113 @@
+"""The launch of a cached 1024-element add, layer by layer, timed without a GPU backlog.
+
+    python benchmarks/launch_layers.py
+
+"host only": 200 calls after a synchronize, the clock stopped before synchronizing (median of
+30), so the GPU's pace cannot enter; "back to back": 5000 calls then a synchronize. The last
+line gives each kernel's own GPU time, from replaying 100 launches captured in a CUDA graph.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+from tritonwise.runtime import cuda_driver, native
+from tritonwise.runtime.arguments import call_signature
+from tritonwise.runtime.launcher import KernelParameters, triton_entry_launcher
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from payloads import add  # noqa: E402
+
+
+def host_only_us(fn, calls: int = 200, rounds: int = 30) -> float:
+    for _ in range(50):
+        fn()
+    times = []
+    for _ in range(rounds):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        times.append((time.perf_counter() - start) / calls * 1e6)
+    torch.cuda.synchronize()
+    return statistics.median(times)
+
+
+def back_to_back_us(fn, calls: int = 5000) -> float:
+    for _ in range(100):
+        fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def gpu_us_per_kernel(fn, launches: int = 100) -> float:
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(launches):
+            fn()
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(10):
+        begin.record()
+        graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(begin.elapsed_time(end) * 1e3 / launches)
+    return statistics.median(times)
+
+
+def layers(a, b) -> list:
+    add(a, b)
+    add(a, b)
+    plan = add.plan_cache.get(call_signature((a, b)))
+    out = torch.empty(1024, device="cuda")
+    compiled = plan.launch(plan.grid, a, b, out, *plan.index_args)
+    tail = plan.index_args + plan.constexprs
+    parameters = KernelParameters(compiled, tail, 2)
+    kinds, fixed = parameters.kinds(), parameters.fixed_slots()
+    cu_launch_kernel = ctypes.cast(cuda_driver.driver().cuLaunchKernel, ctypes.c_void_p).value
+    c_launch, function, grid = native.launch_module().launch, compiled.function, plan.grid[0]
+    threads, stream = 32 * compiled.metadata.num_warps, torch.cuda.current_stream().cuda_stream
+    triton_launch = triton_entry_launcher(compiled, plan.grid, tail, 0)
+    return [
+        (
+            "launch.c alone (parameters packed, driver launch)",
+            lambda: c_launch(cu_launch_kernel, function, grid, 1, 1, threads, 0, stream, kinds, fixed, (a, b), (out,)),
+        ),
+        ("own launcher (adds the hook check and the stream)", lambda: plan.direct((a, b), (out,))),
+        ("Triton's C launcher", lambda: triton_launch((a, b), (out,))),
+        ("whole add(a, b)", lambda: add(a, b)),
+        ("torch eager a + b", lambda: a + b),
+    ]
+
+
+def main() -> int:
+    if not torch.cuda.is_available():
+        print("launch_layers.py needs a CUDA GPU", file=sys.stderr)
+        return 2
+    a, b = torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")
+    print("| µs per call | host only | back to back |\n|---|---|---|")
+    for name, fn in layers(a, b):
+        print(f"| {name} | {host_only_us(fn):.2f} | {back_to_back_us(fn):.2f} |", flush=True)
+    ours, eager = gpu_us_per_kernel(lambda: add(a, b)), gpu_us_per_kernel(lambda: a + b)
+    print(f"\nGPU time per kernel (CUDA graph replay): tritonwise add {ours:.2f} µs, eager add {eager:.2f} µs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
