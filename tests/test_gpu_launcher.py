@@ -1,6 +1,7 @@
 """The plan's own launcher (cuLaunchKernel through ctypes) against torch, call after call
 (marked `gpu`). Every test first proves the own launcher is the one in use."""
 
+import ctypes
 import threading
 
 import pytest
@@ -9,6 +10,7 @@ import triton
 import triton.language as tl
 
 from tritonwise import pointwise_dynamic
+from tritonwise.runtime import cuda_driver
 from tritonwise.runtime.arguments import call_signature
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
@@ -80,6 +82,7 @@ def test_a_new_thread_launches_a_cached_plan():
 
     def worker():
         try:
+            cuda_driver.driver().cuCtxSetCurrent(ctypes.c_void_p(0))  # as a thread new to CUDA has it
             results.append(scaled_shift(x, 5, -1.5, True))
             torch.cuda.synchronize()
         except Exception as e:  # reported below
@@ -110,3 +113,9 @@ def test_launch_hooks_still_see_every_launch():
     finally:
         knobs.runtime.launch_enter_hook.remove(hook)
     assert len(seen) == 1
+
+
+def test_a_0d_cpu_tensor_beside_cuda_tensors_acts_as_a_scalar_in_a_reduction():
+    for _ in range(2):
+        x, y = torch.randn(3000, device="cuda"), torch.tensor(0.5)
+        torch.testing.assert_close(squared_error_sum(x, y), ((x - y.cuda()) ** 2).sum(), rtol=1e-5, atol=1e-3)

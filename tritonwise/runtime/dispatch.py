@@ -57,11 +57,14 @@ class LaunchPlan:
         if self.numel:
             if self.out_extents:
                 self._check_overlap(args, outs, outputs)
-            inputs = args
-            if self.to_device:
-                inputs = [a.to(self.device) if i in self.to_device else a for i, a in enumerate(args)]
-            self._launch(inputs, outputs)
+            self._launch(self._on_device(args), outputs)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _on_device(self, args: tuple):
+        """The payload arguments, with 0-d CPU tensors (scalars beside device tensors) moved."""
+        if not self.to_device:
+            return args
+        return [a.to(self.device) if i in self.to_device else a for i, a in enumerate(args)]
 
     def _run_reducing(self, args: tuple, outs: list):
         """Like run(), with some outputs reduced to 0-d tensors through accumulators."""
@@ -72,7 +75,7 @@ class LaunchPlan:
         if self.numel:
             if self.out_extents:
                 self._check_overlap(args, outs, buffers)
-            self._launch(args, buffers)
+            self._launch(self._on_device(args), buffers)
         elif any(r is not None and r.kind != "sum" for r in self.reductions):
             raise RuntimeError(f"{self.name}: max/min of an empty task has no identity (numel() == 0)")
         results = [b if r is None else self._finish(b, r, o) for b, r, o in zip(buffers, self.reductions, outs)]

@@ -63,12 +63,36 @@ def _scalar_index(interpreter):
 
 
 @contextlib.contextmanager
+def _bool_scalars(interpreter):
+    """Triton 3.6's interpreter stores a python bool argument as 32-bit data typed int1, which
+    its own size check rejects; later versions build a 1-byte bool. Do what they do."""
+    convert = getattr(interpreter, "_implicit_cvt", None)
+    if convert is None:
+        yield
+        return
+
+    def patched(arg):
+        if isinstance(arg, bool):
+            import numpy as np
+            import triton.language as tl
+
+            return tl.tensor(interpreter.TensorHandle(np.array([arg], dtype=np.bool_), tl.int1), tl.int1)
+        return convert(arg)
+
+    interpreter._implicit_cvt = patched
+    try:
+        yield
+    finally:
+        interpreter._implicit_cvt = convert
+
+
+@contextlib.contextmanager
 def interpreting():
     import triton.language as tl
     from triton.runtime import interpreter
     from triton.runtime.jit import JITFunction
 
-    with _scalar_index(interpreter):
+    with _scalar_index(interpreter), _bool_scalars(interpreter):
         holder = types.SimpleNamespace(__globals__={"tl": tl, "core": tl.core})
         scope = interpreter._patch_lang(holder)
         original_call = JITFunction.__call__
