@@ -100,3 +100,31 @@ def test_an_int_beyond_int32_gets_its_own_plan():
         torch.testing.assert_close(fn(x, n), x + n)
     assert _counts(fn) == (3, 2)  # misses: the int32 class, then the int64 class (both signs)
     assert call_signature((x, 2**63), ()) != call_signature((x, 2**62), ())
+
+
+def _same_meta(got, want):
+    assert (got.device, got.shape, got.dtype, got.stride()) == (want.device, want.shape, want.dtype, want.stride())
+
+
+def test_a_new_device_misses_and_meta_tensors_get_meta_outputs():
+    """Meta tensors run nothing: outputs with torch's shape, dtype and strides, as torch's ops give."""
+    fn = _fresh_add()
+    a, b = torch.randn(6, 4).t(), torch.randn(4, 1, dtype=torch.float64)
+    torch.testing.assert_close(fn(a, b), a + b)
+    torch.testing.assert_close(fn(a, b), a + b)
+    assert _counts(fn) == (1, 1)
+    ma, mb = a.to("meta"), b.to("meta")
+    _same_meta(fn(ma, mb), ma + mb)
+    assert _counts(fn) == (1, 2)
+    out = torch.empty(4, 6, dtype=torch.float64, device="meta")
+    assert fn(ma, mb, out0=out) is out
+
+
+def test_a_reduction_over_meta_tensors_is_a_0d_meta_tensor():
+    @triton.jit
+    def squared(x):
+        return x * x
+
+    fn = pointwise_dynamic(squared, promotion_methods=[(0, "DEFAULT")], reductions=["sum"])
+    x = torch.empty(5, 7, dtype=torch.float16, device="meta")
+    _same_meta(fn(x), (x * x).sum())

@@ -179,7 +179,8 @@ class PointwiseDynamicFunction:
     def _bind(self, args, outs, types, reductions, task: TaskPlan, device) -> LaunchPlan:
         spec = self._spec(args, outs, types, reductions, task)
         launch, path = None, None
-        if task.numel:
+        meta = device.type == "meta"  # shapes and dtypes only: outputs are allocated, nothing runs
+        if task.numel and not meta:
             path = _cached_file(spec)
             alias = payload_alias(spec.payload_name, spec.kernel_name)
             backend = "cpu" if device.type == "cpu" else "gpu"
@@ -188,7 +189,7 @@ class PointwiseDynamicFunction:
         moved = tuple(i for i in positions if device.type != "cpu" and args[i].device != device)
         strides = iter(task.output_strides)
         out_strides = tuple(next(strides) if r is None else None for r in reductions)
-        given = any(o is not None for o, r in zip(outs, reductions) if r is None)
+        given = not meta and any(o is not None for o, r in zip(outs, reductions) if r is None)
         extents = (
             tuple(None if s is None else argcheck.dense_extent(task.shape, s) for s in out_strides) if given else ()
         )
