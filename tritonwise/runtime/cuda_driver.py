@@ -1,9 +1,8 @@
-"""The few CUDA driver calls the launcher makes itself, through ctypes.
+"""The few CUDA driver calls tritonwise makes itself, through ctypes, none of them per launch:
+cuLaunchKernel's address (launch.c calls it), the kernel's parameter sizes, error strings, and
+making a device's primary context current in a thread new to CUDA.
 
-Loaded on first use, so importing tritonwise never needs libcuda. Functions are bound without
-argtypes: callers pass ctypes objects for pointers and python ints for 32-bit values, which
-ctypes converts with no per-argument type lookup (half the cost of declared argtypes).
-The GIL is held during these calls (PyDLL): each is a few microseconds of host work.
+Loaded on first use, so importing tritonwise never needs libcuda.
 """
 
 from __future__ import annotations
@@ -21,10 +20,10 @@ class CudaError(RuntimeError):
 
 
 @lru_cache(maxsize=None)
-def driver() -> Optional[ctypes.PyDLL]:
+def driver() -> Optional[ctypes.CDLL]:
     """libcuda, or None where it cannot be loaded (CPU machines)."""
     try:
-        lib = ctypes.PyDLL("libcuda.so.1")
+        lib = ctypes.CDLL("libcuda.so.1")
         lib.cuLaunchKernel  # noqa: B018 (raises AttributeError when absent)
     except (OSError, AttributeError):
         return None

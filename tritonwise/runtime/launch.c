@@ -13,7 +13,8 @@
  *
  * Every parameter lives in an 8-byte slot of this call's stack; the driver reads as many bytes
  * as the kernel's parameter has, from the start of the slot (x86-64 and aarch64 are little
- * endian). The GIL is held throughout, so concurrent Python threads cannot interleave.
+ * endian). The slots are this call's own, packed while holding the GIL; the driver call then
+ * releases it, as Triton's launcher does, so threads driving other devices are not held up.
  * Built on first use by tritonwise/runtime/native.py; nothing here includes cuda.h.
  */
 #define PY_SSIZE_T_CLEAN
@@ -133,7 +134,10 @@ static PyObject *launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (!ok) return NULL;
     memcpy(&slots[n_var], PyBytes_AS_STRING(fixed), (size_t)n_fixed * 8);
     for (Py_ssize_t k = 0; k < n_var + n_fixed; ++k) params[k] = &slots[k];
-    int code = cu_launch_kernel(function, grid_x, grid_y, grid_z, threads, 1, 1, shared, stream, params, NULL);
+    int code;
+    Py_BEGIN_ALLOW_THREADS
+    code = cu_launch_kernel(function, grid_x, grid_y, grid_z, threads, 1, 1, shared, stream, params, NULL);
+    Py_END_ALLOW_THREADS
     return PyLong_FromLong(code);
 }
 
