@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -21,31 +20,11 @@ import time
 import torch
 
 from tritonwise.runtime.arguments import call_signature
-from tritonwise.runtime.launcher import triton_entry_launcher
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import launch_layers  # noqa: E402
 from payloads import add, add_alpha, neg, polar  # noqa: E402
-
-
-def per_call_us(fn, calls: int = 2000) -> float:
-    for _ in range(100):
-        fn()
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - start) / calls * 1e6
-
-
-def median_us(fns: list, rounds: int = 9) -> list:
-    """Median over `rounds` of per_call_us for each function, the functions interleaved in every
-    round so that drift in the host's speed reaches all of them alike."""
-    samples = [[] for _ in fns]
-    for _ in range(rounds):
-        for times, fn in zip(samples, fns):
-            times.append(per_call_us(fn))
-    return [statistics.median(times) for times in samples]
+from timing import median_us  # noqa: E402
 
 
 def cases():
@@ -60,27 +39,19 @@ def cases():
 
 
 def breakdown() -> list:
-    """Microseconds of each layer of a cached `add(a, b)` call, timed alone, beside Triton's
-    own launcher for the same compiled kernel and torch's add."""
+    """Microseconds of each layer of a cached `add(a, b)` call, timed alone, then the launch
+    layers of launch_layers.py (Triton's own launcher and torch's add among them)."""
     a, b = torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")
-    add(a, b)
-    add(a, b)
+    launch_rows = launch_layers.layers(a, b)  # warms the plan up
     key = call_signature((a, b))
-    plan = add.plan_cache.get(key)
-    out = torch.empty(1024, device="cuda")
-    compiled = plan.launch(plan.grid, a, b, out, *plan.index_args)
-    triton_entry = triton_entry_launcher(compiled, plan.grid, plan.index_args + plan.constexprs, 0)
-    layers = [
+    rows = [
         ("call_signature (dtype, shape, stride, device, alignment)", lambda: call_signature((a, b))),
         ("plan cache lookup", lambda: add.plan_cache.get(key)),
         ("output allocation (torch.empty_strided)", lambda: torch.empty_strided((1024,), (1,), device="cuda")),
-        (f"launch ({plan.direct.__qualname__.split('.')[0]})", lambda: plan.direct((a, b), (out,))),
-        ("whole call", lambda: add(a, b)),
-        ("for comparison: Triton's C launcher, same kernel", lambda: triton_entry((a, b), (out,))),
-        ("for comparison: torch eager a + b", lambda: a + b),
+        *launch_rows,
     ]
-    times = median_us([fn for _, fn in layers], rounds=5)
-    return [(name, us) for (name, _), us in zip(layers, times)]
+    times = median_us([fn for _, fn in rows], rounds=5)
+    return [(name, us) for (name, _), us in zip(rows, times)]
 
 
 def cold_first_call_ms() -> float:

@@ -3,9 +3,9 @@
     python benchmarks/launch_layers.py
 
 "host only": 200 calls after a synchronize, the clock stopped before synchronizing, so the GPU's
-pace cannot enter; "back to back": 2000 calls then a synchronize. Each figure is the median of 7
-rounds, every layer timed in each round. The last
-line gives each kernel's own GPU time, from replaying 100 launches captured in a CUDA graph.
+pace cannot enter; "back to back": 2000 calls then a synchronize (benchmarks/timing.py). Each
+figure is the median of 7 rounds, every layer timed in each round. The last line gives each
+kernel's own GPU time, from replaying 100 launches captured in a CUDA graph.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import ctypes
 import os
 import statistics
 import sys
-import time
 
 import torch
 
@@ -24,31 +23,7 @@ from tritonwise.runtime.launcher import KernelParameters, triton_entry_launcher
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from payloads import add  # noqa: E402
-
-
-def host_only_us(fn, calls: int = 200, rounds: int = 30) -> float:
-    for _ in range(50):
-        fn()
-    times = []
-    for _ in range(rounds):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        times.append((time.perf_counter() - start) / calls * 1e6)
-    torch.cuda.synchronize()
-    return statistics.median(times)
-
-
-def back_to_back_us(fn, calls: int = 5000) -> float:
-    for _ in range(100):
-        fn()
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - start) / calls * 1e6
+from timing import host_only_us, median_us, per_call_us  # noqa: E402
 
 
 def gpu_us_per_kernel(fn, launches: int = 100) -> float:
@@ -103,14 +78,11 @@ def main() -> int:
         return 2
     a, b = torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")
     rows = layers(a, b)
-    host_only, back_to_back = [[] for _ in rows], [[] for _ in rows]
-    for _ in range(7):  # rounds, every layer in each, so that drift in the host reaches all alike
-        for k, (_, fn) in enumerate(rows):
-            host_only[k].append(host_only_us(fn, rounds=5))
-            back_to_back[k].append(back_to_back_us(fn, calls=2000))
+    fns = [fn for _, fn in rows]
+    host_only, back_to_back = median_us(fns, 7, host_only_us), median_us(fns, 7, per_call_us)
     print("| µs per call (median of 7 rounds) | host only | back to back |\n|---|---|---|")
     for (name, _), ho, bb in zip(rows, host_only, back_to_back):
-        print(f"| {name} | {statistics.median(ho):.2f} | {statistics.median(bb):.2f} |")
+        print(f"| {name} | {ho:.2f} | {bb:.2f} |")
     ours, eager = gpu_us_per_kernel(lambda: add(a, b)), gpu_us_per_kernel(lambda: a + b)
     print(f"\nGPU time per kernel (CUDA graph replay): tritonwise add {ours:.2f} µs, eager add {eager:.2f} µs")
     return 0

@@ -23,20 +23,21 @@ def call_signature(args: Sequence, outs: Sequence = ()) -> tuple:
     device and pointer alignment class (Triton specializes kernels on 16-byte aligned
     pointers); per scalar its python type and, for ints, the width Triton passes it in; which
     outputs are given. Built on every call, so plain tensors take the shortest branch."""
-    key = [
-        (a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15) if type(a) is Tensor else _other_key(a)
-        for a in args
-    ]
+    key = [_tensor_key(a) if type(a) is Tensor else _other_key(a) for a in args]
     if outs and any(o is not None for o in outs):
         key += [_other_key(o) for o in outs]
     return tuple(key)
 
 
+def _tensor_key(a) -> tuple:
+    return (a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15)
+
+
 def _other_key(a):
     if isinstance(a, Tensor):
-        return (a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15)
+        return _tensor_key(a)
     if isinstance(a, StridedBuffer):
-        return (StridedBuffer, a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15)
+        return (StridedBuffer, *_tensor_key(a))
     if type(a) is int:
         return int_class(a)
     return type(a)

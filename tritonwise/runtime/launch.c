@@ -30,57 +30,59 @@ typedef int (*cu_launch_kernel_t)(void *function, unsigned grid_x, unsigned grid
 
 static PyObject *data_ptr_name = NULL;
 
-static int fits(long long value, long long low, long long high, Py_ssize_t index) {
-    if (value < low || value > high) {
-        PyErr_Format(PyExc_OverflowError, "launch: value %lld of parameter %zd does not fit its type", value, index);
-        return 0;
-    }
-    return 1;
-}
-
-/* Writes `value` into `slot` as kind `kind`; 0 with an exception set on failure. */
+/* Writes `value` into `slot` as kind `kind`; 0 with an exception set on failure. Integers are
+ * range-checked, then their low bytes copied (little endian: they are the narrow value). */
 static int pack(char kind, PyObject *value, uint64_t *slot, Py_ssize_t index) {
-    long long i = 0;
-    unsigned long long u = 0;
-    switch (kind) {
-    case 'p': {
+    if (kind == 'p') {
         PyObject *address = PyObject_CallMethodNoArgs(value, data_ptr_name);
         if (address == NULL) return 0;
         *slot = PyLong_AsUnsignedLongLong(address);
         Py_DECREF(address);
         return !PyErr_Occurred();
     }
-    case 'f': {
+    if (kind == 'f') {
         float f = (float)PyFloat_AsDouble(value);
         memcpy(slot, &f, sizeof f);
         return !PyErr_Occurred();
     }
-    case 'd': {
+    if (kind == 'd') {
         double d = PyFloat_AsDouble(value);
         memcpy(slot, &d, sizeof d);
         return !PyErr_Occurred();
     }
-    case 'B': case 'H': case 'I': case 'K':
-        u = PyLong_AsUnsignedLongLong(value);
-        if (PyErr_Occurred()) return 0;
-        if ((kind == 'B' && u > UINT8_MAX) || (kind == 'H' && u > UINT16_MAX) || (kind == 'I' && u > UINT32_MAX)) {
-            PyErr_Format(PyExc_OverflowError, "launch: value %llu of parameter %zd does not fit its type", u, index);
-            return 0;
-        }
-        *slot = u;
-        return 1;
+    long long low = 0, high = 0;
+    unsigned long long unsigned_high = 0;
+    size_t size = 0;
+    switch (kind) {
+    case 'b': low = INT8_MIN, high = INT8_MAX, size = 1; break;
+    case 'h': low = INT16_MIN, high = INT16_MAX, size = 2; break;
+    case 'i': low = INT32_MIN, high = INT32_MAX, size = 4; break;
+    case 'l': low = INT64_MIN, high = INT64_MAX, size = 8; break;
+    case 'B': unsigned_high = UINT8_MAX, size = 1; break;
+    case 'H': unsigned_high = UINT16_MAX, size = 2; break;
+    case 'I': unsigned_high = UINT32_MAX, size = 4; break;
+    case 'K': unsigned_high = UINT64_MAX, size = 8; break;
     default:
-        i = PyLong_AsLongLong(value);
-        if (PyErr_Occurred()) return 0;
-        switch (kind) {
-        case 'b': { int8_t v = (int8_t)i; if (!fits(i, INT8_MIN, INT8_MAX, index)) return 0; memcpy(slot, &v, 1); return 1; }
-        case 'h': { int16_t v = (int16_t)i; if (!fits(i, INT16_MIN, INT16_MAX, index)) return 0; memcpy(slot, &v, 2); return 1; }
-        case 'i': { int32_t v = (int32_t)i; if (!fits(i, INT32_MIN, INT32_MAX, index)) return 0; memcpy(slot, &v, 4); return 1; }
-        case 'l': *slot = (uint64_t)i; return 1;
-        }
+        PyErr_Format(PyExc_ValueError, "launch: unknown parameter kind '%c'", kind);
+        return 0;
     }
-    PyErr_Format(PyExc_ValueError, "launch: unknown parameter kind '%c'", kind);
-    return 0;
+    int in_range;
+    if (unsigned_high) {
+        unsigned long long u = PyLong_AsUnsignedLongLong(value);
+        if (PyErr_Occurred()) return 0;
+        in_range = u <= unsigned_high;
+        memcpy(slot, &u, size);
+    } else {
+        long long i = PyLong_AsLongLong(value);
+        if (PyErr_Occurred()) return 0;
+        in_range = low <= i && i <= high;
+        memcpy(slot, &i, size);
+    }
+    if (!in_range) {
+        PyErr_Format(PyExc_OverflowError, "launch: the value of parameter %zd does not fit its type", index);
+        return 0;
+    }
+    return 1;
 }
 
 static PyObject *launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {

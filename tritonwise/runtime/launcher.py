@@ -60,9 +60,12 @@ def direct_launcher(compiled, grid: tuple, tail: tuple, device_index: int, n_inp
     return own_launcher(compiled, grid, tail, device_index, n_inputs, fallback) or fallback
 
 
-def _idle(hook) -> bool:
-    """True when the hook would do nothing (Triton 3.6+ keeps an empty HookChain there)."""
-    return hook is None or not getattr(hook, "calls", True)
+def _hooks_installed(hooks) -> bool:
+    """Whether a launch hook would do something (Triton 3.6+ keeps empty HookChains there)."""
+    enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
+    return (enter is not None and getattr(enter, "calls", True)) or (
+        leave is not None and getattr(leave, "calls", True)
+    )
 
 
 class KernelParameters:
@@ -138,10 +141,7 @@ def own_launcher(compiled, grid, tail, device_index, n_inputs, hooked: Callable)
         if check_device and current_device() != device_index:
             with torch.cuda.device(device_index):
                 return launch(inputs, outputs)
-        enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook  # _idle(), inlined
-        if (enter is not None and getattr(enter, "calls", True)) or (
-            leave is not None and getattr(leave, "calls", True)
-        ):
+        if _hooks_installed(hooks):
             return hooked(inputs, outputs)
         stream = raw_stream(device_index)
         code = c_launch(cu_launch_kernel, function, g0, g1, g2, threads, shared, stream, kinds, fixed, inputs, outputs)
@@ -194,10 +194,9 @@ def triton_entry_launcher(compiled, grid: tuple, tail: tuple, device_index: int)
 
     def launch(inputs, outputs) -> None:
         stream = raw_stream(device_index)
-        enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
-        if _idle(enter) and _idle(leave):
-            enter = leave = launch_metadata = None
-        else:
+        enter = leave = launch_metadata = None
+        if _hooks_installed(hooks):
+            enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
             launch_metadata = compiled.launch_metadata(grid, stream, *inputs, *outputs, *tail)
         if c_launch is None:
             run(g0, g1, g2, stream, function, metadata, launch_metadata, enter, leave, *inputs, *outputs, *tail)
