@@ -1,0 +1,1 @@
+from tritonwise import StridedBuffer  # noqa: F401
