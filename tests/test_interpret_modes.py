@@ -22,7 +22,6 @@ TESTS_DIR = Path(__file__).resolve().parent
 SCRIPT = textwrap.dedent(
     """
     import torch
-    import triton
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
