@@ -25,6 +25,7 @@ from .frontend.schema import FunctionSchema
 from .runtime import arguments as argcheck
 from .runtime.cache import ensure_file
 from .runtime.dispatch import LaunchPlan, PlanCache
+from .runtime.interpret import runs_interpreted
 from .runtime.loader import load
 
 logger = logging.getLogger("tritonwise")
@@ -180,10 +181,11 @@ class PointwiseDynamicFunction:
         spec = self._spec(args, outs, types, reductions, task)
         launch, path = None, None
         meta = device.type == "meta"  # shapes and dtypes only: outputs are allocated, nothing runs
+        interpreted = not meta and runs_interpreted(device)
         if task.numel and not meta:
             path = _cached_file(spec)
             alias = payload_alias(spec.payload_name, spec.kernel_name)
-            backend = "cpu" if device.type == "cpu" else "gpu"
+            backend = "interpreter" if interpreted else "gpu"
             launch = load(path, spec.kernel_name, alias, self._payload, backend).launch
         positions = tuple(i for i, a in enumerate(args) if argcheck.is_tensor_like(a))
         moved = tuple(i for i in positions if device.type != "cpu" and args[i].device != device)
@@ -213,6 +215,7 @@ class PointwiseDynamicFunction:
             path=path,
             task=task,
             spec=spec,
+            interpreted=interpreted,
         )
 
 
