@@ -88,10 +88,11 @@ class PointwiseDynamicFunction:
         return plan.run(args, outs)
 
     def register_complex(self, mode, cross_kernel=None, tensorize_scalars: bool = False, fallback_target=None):
-        """Handle complex tensors by running real kernels on view_as_real data (see complex.py)."""
-        from .complex import ComplexHandler, ComplexMode
+        """Handle complex arguments by running real kernels on view_as_real data (see complex.py);
+        a registration that cannot work is an error here."""
+        from .complex import complex_handler
 
-        self._complex = ComplexHandler(ComplexMode(mode), cross_kernel, tensorize_scalars, fallback_target)
+        self._complex = complex_handler(self, mode, cross_kernel, tensorize_scalars, fallback_target)
         return self
 
     def instantiate(self, rank: int) -> "InstantiatedFunction":
