@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
+
+import torch
 
 from .analysis.broadcast import broadcast_shapes
 from .analysis.plan import TaskPlan, analyze
@@ -162,10 +164,27 @@ class PointwiseDynamicFunction:
             raise RuntimeError(f"{name}: {e}") from None
         for k, (out, r) in enumerate(zip(outs, reductions)):
             if out is not None:
+                if r is None and not torch.can_cast(types.results[k], out.dtype):
+                    types = self._payload_result(k, out.dtype, types, args)
                 dtype, expected = (types.results[k], shape) if r is None else (r.result, ())
                 argcheck.check_output(name, k, out, expected, dtype, device)
         task = analyze(inputs, [_layout(o) for o in elementwise], _itemsize(tensors, types), self._config, collapse)
         return types, reductions, task, device
+
+    def _payload_result(self, k: int, out_dtype, types, args):
+        """A given output that cannot hold its promotion's result (torch.can_cast) takes the
+        payload's own value when that one can be cast: FlagGems' frexp declares DEFAULT for its
+        int32 exponent. Otherwise the types are unchanged and check_output names the mismatch."""
+        from .runtime.probe import value_dtypes
+
+        inputs = [
+            (types.input_compute(i) or a.dtype, None) if argcheck.is_tensor_like(a) else (a, types.input_compute(i))
+            for i, a in enumerate(args)
+        ]
+        values = value_dtypes(self._payload.fn, inputs)
+        if values is None or len(values) != len(types.results) or not torch.can_cast(values[k], out_dtype):
+            return types
+        return replace(types, results=types.results[:k] + (values[k],) + types.results[k + 1 :])
 
     def generate(self, *args, collapse: bool = True, **kwargs):
         """Write the generated file these arguments need into the cache, without loading or
