@@ -285,7 +285,7 @@ def _check_fallback(name: str, schema, operands: tuple, target) -> None:
         )
     scalars = [i for i in operands if not schema.is_tensor(i) and not other.is_tensor(i)]
     if scalars:
+        which = f"argument {scalars[0]} as a scalar" if len(scalars) == 1 else f"arguments {scalars} as scalars"
         raise ValueError(
-            f"{name}: fallback_target receives scalar operands as tensors, but {target.__name__} takes "
-            f"argument{'s' if len(scalars) > 1 else ''} {scalars} as scalars"
+            f"{name}: fallback_target receives scalar operands as tensors, but {target.__name__} takes {which}"
         )
