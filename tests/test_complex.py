@@ -327,3 +327,9 @@ def test_mode_none_unregisters_and_names_are_accepted():
     f.register_complex(ComplexMode.NONE)
     with pytest.raises(TypeError, match="register_complex"):
         f(a, a)
+
+
+def test_explain_of_a_complex_call_says_what_runs():
+    a = _c((3,), torch.complex64)
+    with pytest.raises(TypeError, match=r"mul.explain: a complex call runs the real kernel over view_as_real data"):
+        mul.explain(a, a)

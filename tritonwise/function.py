@@ -107,7 +107,13 @@ class PointwiseDynamicFunction:
 
     def explain(self, *args, **kwargs) -> "Explanation":
         """The plan for these arguments, without launching."""
-        return Explanation.of(self._prepare(args, self._outputs(kwargs), collapse=True))
+        outs = self._outputs(kwargs)
+        if self._complex is not None and self._complex.applies(args, outs):
+            raise TypeError(
+                f"{self.__name__}.explain: a complex call runs the real kernel over view_as_real data "
+                "(see tritonwise/complex.py); explain that real call instead"
+            )
+        return Explanation.of(self._prepare(args, outs, collapse=True))
 
     def _outputs(self, kwargs: dict) -> tuple:
         outs = [None] * len(self._out_index)
