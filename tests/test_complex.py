@@ -280,7 +280,8 @@ def three_in_cross(ar, ai, b):
         (
             dict(mode=ComplexMode.CROSS, cross_kernel=bare_cross),
             TypeError,
-            r"cross_kernel must be a PointwiseDynamicFunction.*bare @triton.jit function: wrap it with pointwise_dynamic",
+            r"cross_kernel must be a PointwiseDynamicFunction.*"
+            r"bare @triton.jit function: wrap it with pointwise_dynamic",
         ),
         (
             dict(mode=ComplexMode.CROSS, cross_kernel=three_in_cross),
@@ -302,7 +303,16 @@ def three_in_cross(ar, ai, b):
         ),
         (dict(mode="sideways"), ValueError, r"mode must be a ComplexMode"),
     ],
-    ids=["bare-jit", "cross-arity", "no-cross", "cross-elementwise", "fallback-alone", "fallback-arity", "fallback-jit", "mode"],
+    ids=[
+        "bare-jit",
+        "cross-arity",
+        "no-cross",
+        "cross-elementwise",
+        "fallback-alone",
+        "fallback-arity",
+        "fallback-jit",
+        "mode",
+    ],
 )
 def test_registration_mistakes(kwargs, error, pattern):
     with pytest.raises(error, match=pattern):

@@ -107,7 +107,11 @@ def with_default(x, y, scale=2.0):
 @pytest.mark.parametrize(
     "payload, kwargs, pattern",
     [
-        (two_args, dict(is_tensor=[True, True, False]), r"payload two_args takes 2 positional arguments, but is_tensor=\[True, True, False\] gives it 3 inputs"),
+        (
+            two_args,
+            dict(is_tensor=[True, True, False]),
+            r"payload two_args takes 2 positional arguments, but is_tensor=\[True, True, False\] gives it 3 inputs",
+        ),
         (two_args, dict(num_inputs=1), r"takes 2 positional arguments, but num_inputs=1 gives it 1 input$"),
         (two_args, dict(dtypes=[None, float, None]), r"dtypes=\[None, <class 'float'>, None\] gives it 3 inputs"),
         (with_default, dict(num_inputs=1), r"payload with_default takes 2 to 3 positional arguments"),

@@ -260,7 +260,8 @@ def _schema_of(name: str, role: str, target):
 
 def _check_cross(name: str, schema, operands: tuple, cross_kernel) -> None:
     if schema.num_outputs() != 1:
-        raise ValueError(f"{name}: ComplexMode.CROSS needs a function with exactly one output, got {schema.num_outputs()}")
+        count = schema.num_outputs()
+        raise ValueError(f"{name}: ComplexMode.CROSS needs a function with exactly one output, got {count}")
     if cross_kernel is None:
         raise ValueError(
             f"{name}: ComplexMode.CROSS needs cross_kernel= (or tensorize_scalars=True with a fallback_target)"

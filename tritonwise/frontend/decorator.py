@@ -48,5 +48,5 @@ def pointwise_dynamic(
 
 def _described(num_inputs, is_tensor, dtypes) -> Optional[str]:
     """The decorator arguments that fix the number of inputs, as the user wrote them."""
-    given = [(k, v) for k, v in (("num_inputs", num_inputs), ("is_tensor", is_tensor), ("dtypes", dtypes)) if v is not None]
-    return ", ".join(f"{k}={v!r}" for k, v in given) or None
+    given = {"num_inputs": num_inputs, "is_tensor": is_tensor, "dtypes": dtypes}
+    return ", ".join(f"{k}={v!r}" for k, v in given.items() if v is not None) or None

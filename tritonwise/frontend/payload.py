@@ -35,7 +35,7 @@ class Payload:
             return
         from .schema import SchemaError
 
-        takes = str(self.num_params) if self.min_params == self.num_params else f"{self.min_params} to {self.num_params}"
+        takes = f"{self.min_params} to {self.num_params}" if self.min_params < self.num_params else str(self.num_params)
         raise SchemaError(
             f"pointwise_dynamic: payload {self.qualname} takes {takes} positional argument"
             f"{'s' if self.num_params != 1 else ''}, but {described} gives it {num_inputs} input"
