@@ -78,8 +78,19 @@ def check_kinds(name: str, schema, args: Sequence) -> None:
             raise TypeError(
                 f"{name}: argument {i} must be a python scalar (bool, int, float), got {type(arg).__name__}"
             )
-        if is_tensor_like(arg) and arg.dtype.is_complex:
-            raise TypeError(f"{name}: argument {i} is complex ({arg.dtype}); complex tensors are not supported yet")
+        if isinstance(arg, complex) or (is_tensor_like(arg) and arg.dtype.is_complex):
+            raise TypeError(f"{name}: argument {i} is complex ({_kind(arg)}); {needs_register_complex(name)}")
+
+
+def _kind(x) -> str:
+    return str(x.dtype) if is_tensor_like(x) else "a python complex"
+
+
+def needs_register_complex(name: str) -> str:
+    return (
+        f"the payload computes on real values: call {name}.register_complex(ComplexMode.ELEMENTWISE) (add-like) "
+        f"or {name}.register_complex(ComplexMode.CROSS, cross_kernel=...) (mul-like) to accept complex arguments"
+    )
 
 
 def launch_device(name: str, operands: Sequence) -> Optional[torch.device]:
@@ -98,9 +109,12 @@ def launch_device(name: str, operands: Sequence) -> Optional[torch.device]:
     return next(iter(first), None)
 
 
-def check_output(name: str, k: int, out, shape: tuple, dtype: torch.dtype, device) -> None:
+def check_output(name: str, k: int, out, shape: tuple, dtype: torch.dtype, device, complex_ok=False) -> None:
+    """`dtype` is the result's; a given output must accept it under torch's casting rule."""
     if not is_tensor_like(out):
         raise TypeError(f"{name}: out{k} must be a Tensor or StridedBuffer, got {type(out).__name__}")
+    if out.dtype.is_complex and not complex_ok:
+        raise TypeError(f"{name}: out{k} is complex ({out.dtype}); {needs_register_complex(name)}")
     if tuple(out.shape) != tuple(shape):
         raise RuntimeError(f"{name}: out{k} has shape {tuple(out.shape)}, but the result has shape {tuple(shape)}")
     if device is not None and out.device != device:
