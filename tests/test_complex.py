@@ -343,3 +343,15 @@ def test_explain_of_a_complex_call_says_what_runs():
     a = _c((3,), torch.complex64)
     with pytest.raises(TypeError, match=r"mul.explain: a complex call runs the real kernel over view_as_real data"):
         mul.explain(a, a)
+
+
+def test_negative_views_of_real_tensors_are_read_as_torch_reads_them():
+    z = torch.randn(6, dtype=torch.complex64)
+    imag = z.conj().imag  # a real tensor with torch's negative bit: values are -z.imag
+    assert imag.is_neg()
+    base = torch.randn(6)
+    for _ in range(2):  # the second call must not hit a plan of the unflagged signature
+        torch.testing.assert_close(mul(base, imag), base * imag)
+    torch.testing.assert_close(mul(base, imag.resolve_neg()), base * imag)
+    with pytest.raises(RuntimeError, match="out0 is a negative view"):
+        mul(base, base, out0=imag)

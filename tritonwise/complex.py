@@ -76,7 +76,7 @@ class ComplexHandler:
         if not any(is_complex(args[i]) for i in self.operands):
             return _real_into_complex(fn, args, outs)
         if self.tensorize_scalars and self.fallback_target is not None:
-            return self.fallback_target(*self._tensorized(args), **_out_kwargs(outs))
+            return self.fallback_target(*self._tensorized(args), **argcheck.output_keywords(outs))
         args = tuple(_resolved(a) for a in args)
         outputs = _outputs(fn, args, outs)
         if self.mode is ComplexMode.CROSS:
@@ -135,14 +135,14 @@ def _elementwise_pairs(fn, args: tuple, operands: tuple, outputs: list) -> None:
         torch.view_as_real(a) if i in operands else a.unsqueeze(-1) if argcheck.is_tensor_like(a) else a
         for i, a in enumerate(args)
     ]
-    fn(*real_args, **_out_kwargs([torch.view_as_real(o) for o in outputs]))
+    fn(*real_args, **argcheck.output_keywords([torch.view_as_real(o) for o in outputs]))
 
 
 def _elementwise_parts(fn, args: tuple, operands: tuple, outputs: list) -> None:
     """Two launches: real parts, then imaginary parts (zeros for real tensors and scalars)."""
     for half in (0, 1):
         parts = [_part(a, half) if i in operands else a for i, a in enumerate(args)]
-        fn(*parts, **_out_kwargs([torch.view_as_real(o)[..., half] for o in outputs]))
+        fn(*parts, **argcheck.output_keywords([torch.view_as_real(o)[..., half] for o in outputs]))
 
 
 def _part(a, half: int):
@@ -158,7 +158,7 @@ def _part(a, half: int):
 def _real_into_complex(fn, args: tuple, outs: tuple):
     """Real operands, complex given outputs: the real result, with a zero imaginary part."""
     reals = [torch.view_as_real(_resolved(o))[..., 0] if o is not None and is_complex(o) else o for o in outs]
-    result = fn(*args, **_out_kwargs(reals))
+    result = fn(*args, **argcheck.output_keywords(reals))
     for o in outs:
         if o is not None and is_complex(o):
             torch.view_as_real(o)[..., 1].zero_()
@@ -210,10 +210,6 @@ def _resolved(a):
 def _device(args: tuple):
     tensors = [(f"argument {i}", a) for i, a in enumerate(args) if argcheck.is_tensor_like(a)]
     return argcheck.launch_device("register_complex", tensors)
-
-
-def _out_kwargs(outs) -> dict:
-    return {f"out{k}": o for k, o in enumerate(outs) if o is not None}
 
 
 def complex_handler(fn, mode, cross_kernel=None, tensorize_scalars=False, fallback_target=None):

@@ -83,6 +83,9 @@ class PointwiseDynamicFunction:
         if plan is None:
             if self._complex is not None and self._complex.applies(args, outs):
                 return self._complex(self, args, outs)
+            resolved = argcheck.resolve_negative_views(self.__name__, args, outs)
+            if resolved is not None:
+                return self(*resolved, **argcheck.output_keywords(outs))
             if logger.isEnabledFor(logging.DEBUG):
                 reason = argcheck.miss_reason(key, self._plans.newest_key())
                 logger.debug("tritonwise: %s: plan-cache miss (%s)", self.__name__, reason)
@@ -277,6 +280,9 @@ class InstantiatedFunction:
         key = argcheck.call_signature(args, outs)
         plan = self._plans.get(key)
         if plan is None:
+            resolved = argcheck.resolve_negative_views(self.__name__, args, outs)
+            if resolved is not None:
+                return self(*resolved, **kwargs)
             self._check(args, outs)
             plan = self._fn._prepare(args, outs, collapse=False)
             self._plans.put(key, plan)

@@ -30,7 +30,7 @@ def call_signature(args: Sequence, outs: Sequence = ()) -> tuple:
 
 
 def _tensor_key(a) -> tuple:
-    return (a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15)
+    return (a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15, a.is_neg())
 
 
 def _other_key(a):
@@ -51,7 +51,7 @@ def int_class(value: int):
     return "i64" if -(2**63) <= value < 2**63 else "u64"
 
 
-_FIELDS = ("dtype", "shape", "strides", "device", "16-byte alignment")
+_FIELDS = ("dtype", "shape", "strides", "device", "16-byte alignment", "negative bit")
 
 
 def miss_reason(key: tuple, previous) -> str:
@@ -62,11 +62,28 @@ def miss_reason(key: tuple, previous) -> str:
         if new == old:
             continue
         if isinstance(new, tuple) and isinstance(old, tuple) and len(new) == len(old):
-            new, old = new[-5:], old[-5:]
+            new, old = new[-len(_FIELDS) :], old[-len(_FIELDS) :]
             changed = [f for f, a, b in zip(_FIELDS, new, old) if a != b]
             return f"operand {position}: {', '.join(changed)} changed ({old} -> {new})"
         return f"operand {position}: {old} -> {new}"
     return "outputs given differently" if len(key) != len(previous) else "new signature"
+
+
+def output_keywords(outs: Sequence) -> dict:
+    """The `out0=`, `out1=`, ... keywords that pass the given outputs on to another call."""
+    return {f"out{k}": o for k, o in enumerate(outs) if o is not None}
+
+
+def resolve_negative_views(name: str, args: tuple, outs: tuple) -> Optional[tuple]:
+    """Inputs with torch's negative bit (e.g. `z.conj().imag`) materialized, as torch's own kernels
+    read them; None when there are none. Kernels read raw memory, so such a view must never reach
+    a plan (its signature differs in the bit, so it never hits one)."""
+    for k, out in enumerate(outs):
+        if isinstance(out, Tensor) and out.is_neg():
+            raise RuntimeError(f"{name}: out{k} is a negative view (is_neg()); pass out{k}.resolve_neg() instead")
+    if not any(isinstance(a, Tensor) and a.is_neg() for a in args):
+        return None
+    return tuple(a.resolve_neg() if isinstance(a, Tensor) and a.is_neg() else a for a in args)
 
 
 def check_kinds(name: str, schema, args: Sequence) -> None:
