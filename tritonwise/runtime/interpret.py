@@ -17,6 +17,8 @@ from __future__ import annotations
 import contextlib
 import types
 
+from .interpreter_numerics import exact_numerics, interpreter_globals
+
 _rewritten: dict = {}
 
 
@@ -26,7 +28,8 @@ def interpreted(fn):
     if copy is None:
         from triton.runtime.interpreter import InterpretedFunction
 
-        clone = types.FunctionType(fn.__code__, dict(fn.__globals__), fn.__name__, fn.__defaults__, fn.__closure__)
+        namespace = interpreter_globals(fn.__globals__)  # captured libdevice functions made callable
+        clone = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__, fn.__closure__)
         clone.__qualname__, clone.__module__ = fn.__qualname__, fn.__module__
         copy = _rewritten[fn] = InterpretedFunction(clone).rewrite()
     return copy
@@ -92,7 +95,7 @@ def interpreting():
     from triton.runtime import interpreter
     from triton.runtime.jit import JITFunction
 
-    with _scalar_index(interpreter), _bool_scalars(interpreter):
+    with _scalar_index(interpreter), _bool_scalars(interpreter), exact_numerics():
         holder = types.SimpleNamespace(__globals__={"tl": tl, "core": tl.core})
         scope = interpreter._patch_lang(holder)
         original_call = JITFunction.__call__
