@@ -1,0 +1,143 @@
+"""Payloads computing on bf16/fp8 values and calling libdevice, shared by the CPU numerics tests
+and the GPU comparison (tests/test_gpu_numerics.py). Each entry of ARITHMETIC pairs a payload
+with the torch expression that computes the same thing: every operation in float32, rounded to
+the operands' dtype after each one (what torch does for one bf16 op, and what the GPU does)."""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+from triton.language.extra.cuda import libdevice as cuda_libdevice
+
+captured_tanh = cuda_libdevice.tanh  # as FlagGems' ops do: `erf = tl_extra_shim.erf`
+
+
+@triton.jit
+def add(x, y):
+    return x + y
+
+
+@triton.jit
+def sub(x, y):
+    return x - y
+
+
+@triton.jit
+def mul(x, y):
+    return x * y
+
+
+@triton.jit
+def times_two(x):
+    return x * 2
+
+
+@triton.jit
+def times_tenth(x):
+    return x * 0.1
+
+
+@triton.jit
+def sum_times(x, y):
+    return (x + y) * y
+
+
+@triton.jit
+def maximum(x, y):
+    return tl.maximum(x, y)
+
+
+@triton.jit
+def smaller(x, y):
+    return tl.where(x < y, x, y)
+
+
+@triton.jit
+def negate(x, y):
+    return -x
+
+
+@triton.jit
+def absolute(x, y):
+    return tl.abs(x)
+
+
+@triton.jit
+def one_minus(x, y):
+    return 1 - x
+
+
+# payload -> (arity, reference). A reference computes on float32 tensors with `r` applied after
+# each operation and `c` to each constant: rounding to the storage dtype (NO_OPMATH, fp8) or
+# nothing (DEFAULT's float32 opmath); the caller rounds the result once more to the dtype.
+ARITHMETIC = {
+    add: (2, lambda x, y, r, c: x + y),
+    sub: (2, lambda x, y, r, c: x - y),
+    mul: (2, lambda x, y, r, c: x * y),
+    times_two: (1, lambda x, r, c: x * c(2.0)),
+    times_tenth: (1, lambda x, r, c: x * c(0.1)),
+    sum_times: (2, lambda x, y, r, c: r(x + y) * y),
+    maximum: (2, lambda x, y, r, c: torch.maximum(x, y)),
+    smaller: (2, lambda x, y, r, c: torch.where(x < y, x, y)),
+    negate: (2, lambda x, y, r, c: -x),
+    absolute: (2, lambda x, y, r, c: x.abs()),
+    one_minus: (2, lambda x, y, r, c: c(1.0) - x),
+}
+
+
+def to_storage(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """float32 -> dtype as the GPU converts: like torch, except that fp8 saturates (Triton's
+    conversions to fp8 are `cvt.rn.satfinite`; torch gives NaN or inf)."""
+    if dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        largest = torch.finfo(dtype).max
+        t = torch.where(t.isnan(), t, t.clamp(-largest, largest))
+    return t.to(dtype)
+
+
+def reference(payload, args, dtype, per_op: bool):
+    """The torch result of ARITHMETIC[payload] on `args` (tensors of `dtype`), as `dtype`."""
+    _, fn = ARITHMETIC[payload]
+
+    def rounded(t):
+        return to_storage(t, dtype).float() if per_op else t
+
+    def constant(value):
+        return rounded(torch.tensor(value, dtype=torch.float32))
+
+    return to_storage(fn(*(a.float() for a in args), rounded, constant), dtype)
+
+
+@triton.jit
+def lerp_tensor_kernel(input, end, weight):  # FlagGems' ops/lerp.py, verbatim
+    return tl.where(
+        tl.abs(weight) < 0.5,
+        input + weight * (end - input),
+        end - (end - input) * (1 - weight),
+    )
+
+
+@triton.jit
+def stub_tanh(x):
+    return libdevice.tanh(x)
+
+
+@triton.jit
+def backend_tanh(x):
+    return cuda_libdevice.tanh(x)
+
+
+@triton.jit
+def tl_attribute_tanh(x):
+    return tl.extra.cuda.libdevice.tanh(x)
+
+
+@triton.jit
+def captured(x):
+    return captured_tanh(x)
+
+
+@triton.jit
+def missing_in_backend(x):
+    return libdevice.rcp64h(x)
