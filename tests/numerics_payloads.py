@@ -10,8 +10,12 @@ import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 from triton.language.extra.cuda import libdevice as cuda_libdevice
+from triton.language.semantic import TritonSemantic
 
 captured_tanh = cuda_libdevice.tanh  # as FlagGems' ops do: `erf = tl_extra_shim.erf`
+
+# Triton 3.7+ negates a float by flipping its sign bit; 3.6 computes 0 - x (so -(+0.0) is +0.0).
+NEGATION_FLIPS_SIGN = "create_fneg" in TritonSemantic.minus.__code__.co_names
 
 
 @triton.jit
@@ -81,7 +85,7 @@ ARITHMETIC = {
     sum_times: (2, lambda x, y, r, c: r(x + y) * y),
     maximum: (2, lambda x, y, r, c: torch.maximum(x, y)),
     smaller: (2, lambda x, y, r, c: torch.where(x < y, x, y)),
-    negate: (2, lambda x, y, r, c: -x),
+    negate: (2, lambda x, y, r, c: -x if NEGATION_FLIPS_SIGN else c(0.0) - x),
     absolute: (2, lambda x, y, r, c: x.abs()),
     one_minus: (2, lambda x, y, r, c: c(1.0) - x),
 }

@@ -130,15 +130,20 @@ def create_fp_to_fp(original):
     return patched
 
 
-def get_bf16(original):
-    """A bf16 constant, rounded once from the Python float (as MLIR's FloatAttr is)."""
+def constant(name: str):
+    """builder.get_<name>: a constant of an emulated format, rounded once from the Python float
+    (as MLIR's FloatAttr is). Triton 3.6 asks the builder for fp8 constants, which its
+    interpreter lacks."""
 
-    def patched(self, value):
-        import triton.language as tl
+    def make(original):
+        def patched(self, value):
+            import triton.language as tl
 
-        return _handle(FORMATS["bf16"].encode(np.array([value], dtype=np.float64)), tl.bfloat16)
+            return _handle(FORMATS[name].encode(np.array([value], dtype=np.float64)), tl.dtype(name))
 
-    return patched
+        return patched
+
+    return make
 
 
 def _float64(values: np.ndarray) -> np.ndarray:
@@ -153,5 +158,5 @@ BUILDER_PATCHES = {
     "create_fma": create_fma,
     "cast_impl": cast_impl,
     "create_fp_to_fp": create_fp_to_fp,
-    "get_bf16": get_bf16,
+    **{f"get_{name}": constant(name) for name, fmt in FORMATS.items() if fmt.emulated},
 }

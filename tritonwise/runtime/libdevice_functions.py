@@ -188,6 +188,7 @@ def _float_symbols() -> dict:
     for suffix, count in (("3d", 3), ("4d", 4)):
         table[f"__nv_norm{suffix}f"] = table[f"__nv_norm{suffix}"] = _hypot
         table[f"__nv_rnorm{suffix}f"] = table[f"__nv_rnorm{suffix}"] = lambda *a: 1.0 / _hypot(*a)
+    table["__nv_frsqrt_rn"] = lambda x: 1.0 / np.sqrt(_wide(x))
     table["__nv_saturatef"] = lambda x: np.where(np.isnan(x), 0.0, np.clip(_wide(x), 0.0, 1.0))
     table["__nv_jnf"] = table["__nv_jn"] = _mpmath("besselj")
     table["__nv_ynf"] = table["__nv_yn"] = _mpmath("bessely")
