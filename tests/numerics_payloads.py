@@ -114,6 +114,71 @@ def reference(payload, args, dtype, per_op: bool):
 
 
 @triton.jit
+def to_bf16(x):
+    return x.to(tl.bfloat16)
+
+
+@triton.jit
+def to_bf16_toward_zero(x):
+    return x.to(tl.bfloat16, fp_downcast_rounding="rtz")
+
+
+@triton.jit
+def to_fp16(x):
+    return x.to(tl.float16)
+
+
+@triton.jit
+def to_e4m3(x):
+    return x.to(tl.float8e4nv)
+
+
+@triton.jit
+def to_e5m2(x):
+    return x.to(tl.float8e5)
+
+
+def _toward_zero_bf16(t: torch.Tensor) -> torch.Tensor:
+    bits = t.float().view(torch.int32) & ~0xFFFF  # drop the low half of a float32
+    return torch.where(t.isnan(), t.float(), bits.view(torch.float32)).bfloat16()
+
+
+# payload -> the torch conversion it performs (float inputs of any width)
+CONVERSIONS = {
+    to_bf16: lambda t: t.bfloat16(),
+    to_bf16_toward_zero: _toward_zero_bf16,
+    to_fp16: lambda t: t.half(),
+    to_e4m3: lambda t: to_storage(t.float(), torch.float8_e4m3fn),
+    to_e5m2: lambda t: to_storage(t.float(), torch.float8_e5m2),
+}
+
+BITS = {
+    torch.float8_e4m3fn: torch.int8,
+    torch.float8_e5m2: torch.int8,
+    torch.bfloat16: torch.int16,
+    torch.float16: torch.int16,
+    torch.float32: torch.int32,
+    torch.float64: torch.int64,
+}
+
+
+def same_bits(got: torch.Tensor, want: torch.Tensor, zero_sign: bool = True) -> None:
+    """Equal bit patterns, any NaN equal to any NaN (and +0 equal to -0 unless `zero_sign`)."""
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
+    got, want = got.cpu(), want.cpu()
+    nan = want.float().isnan()
+    assert torch.equal(got.float().isnan(), nan), f"NaN positions differ: {got} vs {want}"
+    if want.dtype not in BITS:  # integers and bools
+        assert torch.equal(got, want), f"{got} vs {want}"
+        return
+    differ = got.view(BITS[got.dtype]) != want.view(BITS[want.dtype])
+    if not zero_sign:
+        differ &= got.float() != want.float()
+    mismatch = differ & ~nan
+    assert not mismatch.any(), f"{got[mismatch].double().tolist()} where expected {want[mismatch].double().tolist()}"
+
+
+@triton.jit
 def lerp_tensor_kernel(input, end, weight):  # FlagGems' ops/lerp.py, verbatim
     return tl.where(
         tl.abs(weight) < 0.5,

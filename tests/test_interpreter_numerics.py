@@ -23,21 +23,9 @@ from tritonwise import pointwise_dynamic
 from tritonwise.runtime.narrow_floats import FORMATS
 
 FP8 = [torch.float8_e4m3fn, torch.float8_e5m2]
-# NumPy warns where the interpreter computes masked-off lanes or overflows to inf, as the GPU does.
-pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
-
 TRITON_NAMES = {torch.bfloat16: "bf16", torch.float8_e4m3fn: "fp8e4nv", torch.float8_e5m2: "fp8e5"}
-BITS = {torch.bfloat16: torch.int16, torch.float8_e4m3fn: torch.int8, torch.float8_e5m2: torch.int8}
-
-
-def same_bits(got: torch.Tensor, want: torch.Tensor) -> None:
-    """Equal bit patterns, any NaN equal to any NaN."""
-    assert got.dtype == want.dtype and got.shape == want.shape
-    nan = want.float().isnan()
-    assert torch.equal(got.float().isnan(), nan), f"NaN positions differ: {got} vs {want}"
-    bits, want_bits = got.view(BITS[got.dtype]), want.view(BITS[want.dtype])
-    mismatch = (bits != want_bits) & ~nan
-    assert not mismatch.any(), f"{got[mismatch].float().tolist()} where torch gives {want[mismatch].float().tolist()}"
+BITS = p.BITS
+same_bits = p.same_bits
 
 
 # ---------------------------------------------------------------------------------------------
@@ -59,8 +47,10 @@ def test_rounding_to_nearest_even_matches_torch_in_range(dtype):
     exact = torch.arange(2 ** (8 * dtype.itemsize), dtype=torch.int32).to(BITS[dtype]).view(dtype).float()
     exact = exact[exact.isfinite()].unique()
     midpoints = (exact[:-1].double() + exact[1:].double()) / 2  # ties: the even neighbour wins
-    values = torch.cat([exact.double(), midpoints, torch.randn(20000, dtype=torch.float64) * fmt.max_finite / 4])
-    values = values[values.abs() <= fmt.max_finite]
+    generator = torch.Generator().manual_seed(0)
+    spread = torch.randn(20000, dtype=torch.float64, generator=generator) * fmt.max_finite / 4
+    values = torch.cat([exact.double(), midpoints, spread]).float()  # what torch converts from
+    values = values[values.abs() <= fmt.max_finite].double()
     got = torch.from_numpy(fmt.encode(values.numpy()).view(np.dtype(f"int{8 * dtype.itemsize}")))
     same_bits(got.view(dtype), values.float().to(dtype))
 
@@ -110,6 +100,21 @@ def test_arithmetic_matches_torch_bit_for_bit(payload, dtype, method):
     out = poisoned_like(want) if dtype == torch.bfloat16 else torch.zeros_like(want)
     same_bits(fn(*args, out0=out), want)
     same_bits(fn(*args), want)
+
+
+@pytest.mark.parametrize("source", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("payload", list(p.CONVERSIONS), ids=lambda f: f.__name__)
+def test_conversions_round_as_the_gpu(payload, source):
+    """Round to nearest even (or toward zero when asked), fp8 saturating, from every float type."""
+    if source == torch.float64 and payload in (p.to_e4m3, p.to_e5m2):
+        pytest.skip("the GPU has no float64 -> fp8 conversion")
+    torch.manual_seed(1)
+    values = torch.randn(200, dtype=torch.float64) * 10.0 ** torch.randint(-6, 6, (200,))
+    values[:8] = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1e6, -3e38, 1 + 2**-8])
+    x = values.to(source)
+    fn = pointwise_dynamic(payload, promotion_methods=[(0, "DEFAULT")])
+    want = p.CONVERSIONS[payload](x)
+    same_bits(fn(x).to(want.dtype), want)
 
 
 def test_the_issues_examples():
