@@ -109,11 +109,41 @@ BINARY = {
 FLOAT32_ONLY = {"fast_dividef": (torch.div, (-5, 5), False)}
 
 
+def _signed32(v: int) -> int:
+    v &= 0xFFFFFFFF
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
+def _sign_extend24(v: int) -> int:
+    v &= 0xFFFFFF
+    return v - (1 << 24) if v >= 1 << 23 else v
+
+
+def _byte_perm(x: int, y: int, s: int) -> int:
+    source = ((y & 0xFFFFFFFF) << 32) | (x & 0xFFFFFFFF)
+    return _signed32(sum(((source >> (8 * ((s >> (4 * n)) & 7))) & 0xFF) << (8 * n) for n in range(4)))
+
+
+# int32 functions: name -> (argument count, reference over Python ints)
+INTEGER = {
+    "clz": (1, lambda v: 32 - (v & 0xFFFFFFFF).bit_length()),
+    "popc": (1, lambda v: bin(v & 0xFFFFFFFF).count("1")),
+    "ffs": (1, lambda v: (v & -v & 0xFFFFFFFF).bit_length()),
+    "brev": (1, lambda v: _signed32(int(f"{v & 0xFFFFFFFF:032b}"[::-1], 2))),
+    "mulhi": (2, lambda a, b: (a * b) >> 32),
+    "mul24": (2, lambda a, b: _signed32(_sign_extend24(a) * _sign_extend24(b))),
+    "hadd": (2, lambda a, b: (a + b) >> 1),
+    "rhadd": (2, lambda a, b: (a + b + 1) >> 1),
+    "byte_perm": (3, _byte_perm),
+    "abs": (1, lambda v: _signed32(abs(v))),
+}
+
+
 def _write_payloads(directory):
     lines = ["import triton", "import triton.language as tl", "from triton.language.extra import libdevice", ""]
     for names, args, check in (
         (list(UNARY), "x", True),
-        (list(CLASSIFY), "x", False),
+        ([*CLASSIFY, "float_as_int", "int_as_float"], "x", False),
         ([*BINARY, *FLOAT32_ONLY], "x, y", True),
     ):
         for name in names:
@@ -121,6 +151,9 @@ def _write_payloads(directory):
             if check:
                 lines.append("    tl.static_assert(result.dtype == x.dtype)")
             lines += ["    return result", ""]
+    for name, (count, _) in INTEGER.items():
+        args = ", ".join("xyz"[:count])
+        lines += ["@triton.jit", f"def int_{name}(x, y, z):", f"    return libdevice.{name}({args})", ""]
     path = directory / "libdevice_payloads.py"
     path.write_text("\n".join(lines))
     spec = importlib.util.spec_from_file_location("libdevice_payloads", path)
@@ -186,6 +219,27 @@ def test_classification(payloads, name):
         if name == "ilogb":  # CUDA: ilogb(0) and ilogb(NaN) are INT_MIN, ilogb(inf) is INT_MAX
             want = torch.tensor([-(2**31), -(2**31), 0, 1, -100, 2**31 - 1, 2**31 - 1, -(2**31)], dtype=torch.int32)
         assert torch.equal(got, want), f"{name}({x.tolist()}) = {got.tolist()}, expected {want.tolist()}"
+
+
+@pytest.mark.parametrize("name", list(INTEGER))
+def test_integer_function(payloads, name):
+    count, reference = INTEGER[name]
+    generator = torch.Generator().manual_seed(5)
+    args = torch.randint(-(2**31), 2**31, (3, 40), dtype=torch.int64, generator=generator).to(torch.int32)
+    args[:, :4] = torch.tensor([0, -1, 2**31 - 1, -(2**31)], dtype=torch.int32)
+    fn = pointwise_dynamic(getattr(payloads, f"int_{name}"), promotion_methods=[(0, "DEFAULT")])
+    got = fn(*args)
+    want = [reference(*values[:count]) for values in zip(*(a.tolist() for a in args))]
+    assert got.tolist() == want, f"{name}: {got.tolist()} vs {want}"
+
+
+def test_bit_casts(payloads):
+    x = torch.tensor([1.0, -2.5, float("inf"), float("nan"), -0.0, 1e-40])
+    marker = torch.zeros(6, dtype=torch.int32)
+    bits = pointwise_dynamic(payloads.float_as_int_, promotion_methods=[(1, "DEFAULT")])(x, marker)
+    assert torch.equal(bits, x.view(torch.int32))
+    back = pointwise_dynamic(payloads.int_as_float_, promotion_methods=[(1, "DEFAULT")])(bits, x)
+    assert torch.equal(back.view(torch.int32), x.view(torch.int32))
 
 
 @pytest.mark.parametrize(

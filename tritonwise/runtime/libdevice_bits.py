@@ -27,8 +27,15 @@ def _clz(bits: int):
     return count
 
 
+def _bit_count(value: np.ndarray) -> np.ndarray:
+    """Set bits of each uint64 (np.bitwise_count where NumPy has it, 2.0 and later)."""
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(value)
+    return sum(((value >> np.uint64(i)) & np.uint64(1)) for i in range(64))
+
+
 def _popc(bits: int):
-    return lambda x: np.bitwise_count(_unsigned(x, bits)).astype(np.int32)
+    return lambda x: _bit_count(_unsigned(x, bits)).astype(np.int32)
 
 
 def _brev(bits: int):
@@ -48,7 +55,7 @@ def _ffs(bits: int):
     def find(x):
         value = _unsigned(x, bits)
         lowest = value & ((~value + np.uint64(1)) & np.uint64((1 << bits) - 1))
-        return np.where(value == 0, 0, np.bitwise_count(lowest - np.uint64(1)) + 1).astype(np.int32)
+        return np.where(value == 0, 0, _bit_count(lowest - np.uint64(1)) + 1).astype(np.int32)
 
     return find
 
