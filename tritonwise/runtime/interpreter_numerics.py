@@ -79,7 +79,8 @@ def _patch_libdevice_modules(interpreter, scope) -> None:
         if not name.startswith("_") and callable(getattr(stub, name)):
             target = getattr(backend, name, None) or interpreter_libdevice.unavailable(name)
             scope.set_attr(stub, name, target)
-    scope.set_attr(interpreter.InterpreterBuilder, "create_extern_elementwise", interpreter_libdevice.extern_elementwise)
+    builder = interpreter.InterpreterBuilder
+    scope.set_attr(builder, "create_extern_elementwise", interpreter_libdevice.extern_elementwise)
 
 
 def _patch_builder(builder_class, scope) -> None:

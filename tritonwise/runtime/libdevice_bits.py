@@ -83,6 +83,10 @@ def _sign_extend24(x) -> np.ndarray:
     return ((np.asarray(x).astype(np.int64) & 0xFFFFFF) ^ 0x800000) - 0x800000
 
 
+def _low24(x) -> np.ndarray:
+    return np.asarray(x).astype(np.int64) & 0xFFFFFF
+
+
 def _byte_perm(x, y, selector):
     """Byte n of the result is byte (selector >> 4n) & 7 of the 8 bytes y:x."""
     source = (_unsigned(y, 32) << np.uint64(32)) | _unsigned(x, 32)
@@ -128,7 +132,7 @@ def symbols() -> dict:
         "__nv_mul64hi": _high_product(signed=True),
         "__nv_umul64hi": _high_product(signed=False),
         "__nv_mul24": lambda a, b: _wrap32(_sign_extend24(a) * _sign_extend24(b)),
-        "__nv_umul24": lambda a, b: _wrap32((np.asarray(a, np.int64) & 0xFFFFFF) * (np.asarray(b, np.int64) & 0xFFFFFF)),
+        "__nv_umul24": lambda a, b: _wrap32(_low24(a) * _low24(b)),
         "__nv_hadd": lambda a, b: (np.asarray(a, np.int64) + b) >> 1,
         "__nv_uhadd": lambda a, b: (np.asarray(a, np.uint64) + b) >> np.uint64(1),
         "__nv_rhadd": lambda a, b: (np.asarray(a, np.int64) + b + 1) >> 1,

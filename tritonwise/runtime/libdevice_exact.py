@@ -70,18 +70,20 @@ def _nearest_fma(x, y, z, dtype):
     if dtype == np.float32:
         product = x.astype(np.float64) * y.astype(np.float64)
         return (product + z.astype(np.float64)).astype(np.float32)
-    flat = [
-        _fraction_fma(a, b, c) for a, b, c in zip(*(np.broadcast_arrays(x, y, z)[k].reshape(-1) for k in range(3)))
-    ]
-    return np.array(flat, dtype=np.float64).reshape(np.broadcast_shapes(x.shape, y.shape, z.shape))
+    x, y, z = np.broadcast_arrays(x, y, z)
+    flat = [_fraction_fma(a, b, c) for a, b, c in zip(x.reshape(-1), y.reshape(-1), z.reshape(-1))]
+    return np.array(flat, dtype=np.float64).reshape(x.shape)
 
 
 def _fraction_fma(a, b, c) -> float:
     if not (np.isfinite(a) and np.isfinite(b) and np.isfinite(c)):
         return float(a) * float(b) + float(c)
     exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+    if exact == 0:  # IEEE: -0 only when both the product and c are -0
+        negative_product = (a == 0 or b == 0) and np.signbit(a) != np.signbit(b)
+        return -0.0 if negative_product and c == 0 and np.signbit(c) else 0.0
     try:
-        return float(exact) if exact else float(a) * float(b) + float(c)  # signed zero as IEEE
+        return float(exact)
     except OverflowError:
         return float("inf") if exact > 0 else float("-inf")
 
