@@ -68,19 +68,50 @@ def _late_bound(name: str):
 def _patch_libdevice_modules(interpreter, scope) -> None:
     """Backend builtins get the interpreter's semantic (as triton.language's do); the stub
     module's names point at them, or at a function that says the name is unavailable."""
-    import importlib
-
     from . import interpreter_libdevice
 
-    backend = importlib.import_module(BACKEND_MODULE)
-    stub = importlib.import_module(STUB_MODULE)
-    interpreter._patch_builtin(backend, interpreter.interpreter_builder, scope)
-    for name in dir(stub):
-        if not name.startswith("_") and callable(getattr(stub, name)):
-            target = getattr(backend, name, None) or interpreter_libdevice.unavailable(name)
-            scope.set_attr(stub, name, target)
+    for module, name, value in _libdevice_bindings():
+        scope.set_attr(module, name, value)
     builder = interpreter.InterpreterBuilder
     scope.set_attr(builder, "create_extern_elementwise", interpreter_libdevice.extern_elementwise)
+
+
+_bindings: list = []
+
+
+def _libdevice_bindings() -> list:
+    """(module, name, replacement) for both libdevice modules, built once (listing ~200
+    builtins per launch would cost more than the rest of the patching)."""
+    if not _bindings:
+        import importlib
+
+        import triton.language as tl
+
+        from . import interpreter_libdevice
+
+        backend = importlib.import_module(BACKEND_MODULE)
+        stub = importlib.import_module(STUB_MODULE)
+        bound = {
+            name: _bound(member) for name, member in vars(backend).items() if tl.core.is_builtin(member)
+        }
+        _bindings.extend((backend, name, value) for name, value in bound.items())
+        for name, member in vars(stub).items():
+            if not name.startswith("_") and callable(member):
+                _bindings.append((stub, name, bound.get(name) or interpreter_libdevice.unavailable(name)))
+    return _bindings
+
+
+def _bound(builtin):
+    """The builtin, called with the interpreter's semantic (what the interpreter's own
+    _patch_builtin does for triton.language)."""
+
+    def call(*args, _semantic=None, **kwargs):
+        from triton.runtime.interpreter import interpreter_semantic
+
+        return builtin(*args, _semantic=interpreter_semantic, **kwargs)
+
+    call.__name__ = call.__qualname__ = builtin.__name__
+    return call
 
 
 def _patch_builder(builder_class, scope) -> None:
