@@ -276,7 +276,7 @@ def _rounds_correctly(got: float, exact: Fraction, mode: str, dtype) -> bool:
 @pytest.mark.parametrize("mode", ["rz", "rd", "ru"])
 def test_directed_rounding(tmp_path, op, mode, dtype):
     source = (
-        "import triton\nfrom triton.language.extra import libdevice\n\n@triton.jit\n"
+        "import triton\nimport triton.language as tl\nfrom triton.language.extra import libdevice\n\n@triton.jit\n"
         f"def f(x, y):\n    return libdevice.{op}_{mode}(x, y)\n"
     )
     path = tmp_path / f"directed_{op}_{mode}.py"
