@@ -117,6 +117,15 @@ def test_conversions_round_as_the_gpu(payload, source):
     same_bits(fn(x).to(want.dtype), want)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_maximum_prefers_numbers_over_nan_as_the_gpu(dtype):
+    """tl.maximum's default (no NaN propagation) is the GPU's max: the non-NaN operand wins."""
+    maximum = pointwise_dynamic(p.maximum, promotion_methods=[(0, 1, "NO_OPMATH")])
+    x = torch.tensor([float("nan"), 1.0, float("nan"), -2.0], dtype=dtype)
+    y = torch.tensor([3.0, float("nan"), float("nan"), 5.0], dtype=dtype)
+    same_bits(maximum(x, y), torch.fmax(x, y))
+
+
 def test_the_issues_examples():
     times_two = pointwise_dynamic(p.times_two, promotion_methods=[(0, "NO_OPMATH")])
     x = torch.tensor([0.1, 0.7, 0.3, -0.9], dtype=torch.bfloat16)

@@ -146,12 +146,24 @@ def constant(name: str):
     return make
 
 
+def number_preferring(op):
+    """maxnumf/minnumf return the non-NaN operand, as the GPU's max/min do; Triton 3.6's
+    interpreter maps them to np.maximum/np.minimum, which propagate NaN."""
+
+    def make(original):
+        return lambda self, lhs, rhs: self.binary_op(lhs, rhs, op)
+
+    return make
+
+
 def _float64(values: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):
         return np.asarray(values).astype(np.float64)
 
 
 BUILDER_PATCHES = {
+    "create_maxnumf": number_preferring(np.fmax),
+    "create_minnumf": number_preferring(np.fmin),
     "binary_op": binary_op,
     "unary_op": unary_op,
     "ternary_op": ternary_op,
