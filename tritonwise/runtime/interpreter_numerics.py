@@ -59,7 +59,10 @@ def _late_bound(name: str):
     def call(*args, **kwargs):
         import importlib
 
-        return getattr(importlib.import_module(BACKEND_MODULE), name)(*args, **kwargs)
+        from .interpreter_libdevice import unavailable
+
+        backend = importlib.import_module(BACKEND_MODULE)
+        return (getattr(backend, name, None) or unavailable(name))(*args, **kwargs)
 
     call.__name__ = call.__qualname__ = name
     return call
