@@ -21,6 +21,8 @@ import contextlib
 import os
 import types
 
+from .interpreter_numerics import exact_numerics, interpreter_globals
+
 _rewritten: dict = {}
 
 
@@ -43,7 +45,8 @@ def interpreted(fn):
     if copy is None:
         from triton.runtime.interpreter import InterpretedFunction
 
-        clone = types.FunctionType(fn.__code__, dict(fn.__globals__), fn.__name__, fn.__defaults__, fn.__closure__)
+        namespace = interpreter_globals(fn.__globals__)  # captured libdevice functions made callable
+        clone = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__, fn.__closure__)
         clone.__qualname__, clone.__module__ = fn.__qualname__, fn.__module__
         copy = _rewritten[fn] = InterpretedFunction(clone).rewrite()
     return copy
@@ -131,7 +134,7 @@ def interpreting():
     import triton.language as tl
     from triton.runtime import interpreter
 
-    with _scalar_index(interpreter), _bool_scalars(interpreter):
+    with _scalar_index(interpreter), _bool_scalars(interpreter), exact_numerics():
         holder = types.SimpleNamespace(__globals__={"tl": tl, "core": tl.core})
         scope = interpreter._patch_lang(holder)
         try:
