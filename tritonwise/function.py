@@ -265,7 +265,8 @@ class InstantiatedFunction:
                 f"{self.__name__}: outputs {', '.join(missing)} must be given (instantiate allocates nothing)"
             )
         operands = [(f"argument {i}", a) for i, a in enumerate(args) if argcheck.is_tensor_like(a)]
-        operands += [(f"out{k}", o) for k, o in enumerate(outs)]
+        # a reduced output is 0-d whatever the rank; _analyze checks it against ()
+        operands += [(f"out{k}", o) for k, (o, r) in enumerate(zip(outs, self._fn._reductions)) if r is None]
         shape = tuple(operands[0][1].shape)
         for label, t in operands:
             if t.ndim != self.rank:

@@ -78,20 +78,22 @@ def _acc(output) -> str:
 
 
 _COMBINE = {
-    "sum": ("{acc} + tl.sum({v})", "tl.atomic_add"),
-    "max": ("tl.maximum({acc}, tl.max({v}))", "tl.atomic_max"),
-    "min": ("tl.minimum({acc}, tl.min({v}))", "tl.atomic_min"),
+    "sum": ("{acc} + {v}", "tl.sum", "tl.atomic_add"),
+    "max": ("tl.maximum({acc}, {v})", "tl.max", "tl.atomic_max"),
+    "min": ("tl.minimum({acc}, {v})", "tl.min", "tl.atomic_min"),
 }
 
 
 def _reduce(spec: KernelSpec, output) -> str:
+    """Fold a tile's values into the accumulator. A rank-0 task has one 0-d value and no tile:
+    it is combined as it is (`tl.sum` and friends reduce blocks; the compiler rejects a 0-d one)."""
     value = f"{output.name}{convert_to(output.dtype)}"  # round as the materialized result would be
     if output.dtype != output.acc:
         value += f".to(tl.{output.acc})"
+    combine, block_reduce, _ = _COMBINE[output.reduction]
     if spec.rank:
-        value = f"tl.where(mask, {value}, {output.identity})"
-    combine = _COMBINE[output.reduction][0].format(acc=_acc(output), v=value)
-    return f"{_acc(output)} = {combine}"
+        value = f"{block_reduce}(tl.where(mask, {value}, {output.identity}))"
+    return f"{_acc(output)} = {combine.format(acc=_acc(output), v=value)}"
 
 
 def epilogue_lines(spec: KernelSpec) -> list:
@@ -102,7 +104,7 @@ def epilogue_lines(spec: KernelSpec) -> list:
             target = f"{o.name}_ptr + pid" if spec.rank else f"{o.name}_ptr"
             lines.append(f"tl.store({target}, {_acc(o)})")
         else:
-            lines.append(f'{_COMBINE[o.reduction][1]}({o.name}_ptr, {_acc(o)}, sem="relaxed")')
+            lines.append(f'{_COMBINE[o.reduction][2]}({o.name}_ptr, {_acc(o)}, sem="relaxed")')
     return lines
 
 
