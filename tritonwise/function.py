@@ -209,7 +209,8 @@ class PointwiseDynamicFunction:
             in_extents=tuple(argcheck.dense_extent(args[i].shape, args[i].stride()) for i in positions),
             reductions=reductions if any(reductions) else (),
             deterministic=spec.deterministic,
-            constexprs=tuple(spec.block),
+            constexprs=tuple(task.tiling.block),
+            num_warps=task.tiling.num_warps,
             path=path,
             task=task,
             spec=spec,
@@ -292,6 +293,7 @@ class Explanation:
     aligned: bool
     path: Optional[str]
     kernel: str
+    block_choices: tuple = ()  # every block the file may launch with; `block` is this call's
 
     @classmethod
     def of(cls, plan: LaunchPlan) -> "Explanation":
@@ -308,6 +310,7 @@ class Explanation:
             aligned=task.aligned,
             path=None if plan.path is None else str(plan.path),
             kernel=spec.kernel_name,
+            block_choices=task.tiling.choices,
         )
 
     def __str__(self) -> str:
@@ -315,9 +318,18 @@ class Explanation:
             ("kernel", self.kernel),
             ("shape", f"{self.shape} -> task {self.task_shape} (after collapsing)"),
             ("strides", ", ".join(str(s) for s in self.strides) + "  (inputs, then outputs)"),
-            ("scheme", f"{self.scheme}, block {self.block}, num_warps {self.num_warps}, aligned {self.aligned}"),
+            ("scheme", f"{self.scheme}, aligned {self.aligned}"),
+            ("block", f"{self.block} on {self.num_warps} warps: {self._block_rank()}"),
             ("index", f"int{self.index_bits}"),
             ("grid", f"{self.grid} programs ({math.prod(self.grid)} total)"),
             ("file", self.path or "(none: nothing to launch)"),
         ]
         return "\n".join(f"{k:>8}: {v}" for k, v in rows)
+
+    def _block_rank(self) -> str:
+        """Which of the file's compiled kernels this shape takes."""
+        if len(self.block_choices) <= 1:
+            return "the file's only block"
+        listed = ", ".join(str(b) for b in self.block_choices)
+        position = self.block_choices.index(self.block) + 1
+        return f"block {position} of the file's {len(self.block_choices)} ({listed}), one compiled kernel each"

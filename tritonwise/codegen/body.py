@@ -160,7 +160,7 @@ def index_arg_values(spec: KernelSpec, plan) -> tuple:
     operand_strides = dict(zip((op.name for op in spec.tensors), plan.strides))
     counts = {"num_tiles": plan.num_tiles}
     if spec.scheme != "flat":
-        bm, bn = spec.block
+        bm, bn = plan.tiling.block
         counts["num_rows"] = _prod(shape[:-1])
         counts["tiles_n"] = -(-shape[-1] // bn)
         if spec.m_dim is not None:

@@ -11,7 +11,7 @@ from ..analysis.plan import TaskPlan
 from ..frontend.dtypes import CallTypes
 from ..frontend.payload import Payload
 from ..frontend.schema import FunctionSchema
-from .render import template_hash
+from .key import generator_digest, triton_version
 from .spec import InputSpec, KernelSpec, OutputSpec, triton_dtype
 
 
@@ -78,12 +78,12 @@ def build_spec(
         rank=plan.rank,
         scheme=plan.tiling.scheme,
         m_dim=plan.tiling.m_dim,
-        block=plan.tiling.block,
-        num_warps=plan.tiling.num_warps,
+        blocks=plan.tiling.choices,
         index_bits=plan.index_bits,
         aligned=plan.aligned,
         version=__version__,
-        template_hash=template_hash(),
+        generator=generator_digest(),
+        triton_version=triton_version(),
         deterministic=deterministic and any(r is not None for r in reductions),
     )
 

@@ -43,7 +43,8 @@ class LaunchPlan:
     in_extents: tuple  # dense extent of each tensor input
     reductions: tuple = ()  # per output: a Reduction, or None for an elementwise output
     deterministic: bool = False
-    constexprs: tuple = ()  # values of the kernel's constexpr parameters (block sizes)
+    constexprs: tuple = ()  # values of the kernel's constexpr parameters (the block this shape takes)
+    num_warps: int = 4
     direct: Optional[Callable] = None  # set after the first GPU launch (runtime/launcher.py)
     fast: Optional[Callable] = None  # fast(args) for calls giving no outputs, once `direct` exists
     path: object = None
@@ -113,10 +114,10 @@ class LaunchPlan:
         if self.device.type == "cpu":
             operands = [o.storage_view() if isinstance(o, StridedBuffer) else o for o in operands]
             with INTERPRETER_LOCK, interpreting(), self._payload_errors("run"):
-                self.launch(self.grid, *operands, *self.index_args)
+                self.launch(self.grid, *operands, *self.index_args, *self.constexprs, self.num_warps)
         else:
             with torch.cuda.device(self.device.index), self._payload_errors("compile"):
-                compiled = self.launch(self.grid, *operands, *self.index_args)
+                compiled = self.launch(self.grid, *operands, *self.index_args, *self.constexprs, self.num_warps)
             tail = self.index_args + self.constexprs
             self.direct = direct_launcher(compiled, self.grid, tail, self.device.index, len(inputs))
             self.fast = self._fast_call()
