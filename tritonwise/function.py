@@ -151,7 +151,7 @@ class PointwiseDynamicFunction:
         device = argcheck.launch_device(name, labelled)
         if device is None:
             raise TypeError(f"{name}: needs at least one tensor argument or output to know the device")
-        types = resolve_types(schema, args)
+        types = resolve_types(schema, args, widen_bools=not self._payload.uses_invert)
         reductions = tuple(kind and reduction_of(kind, types.results[k]) for k, kind in enumerate(self._reductions))
         inputs = [(tuple(t.shape), tuple(t.stride())) for t in tensors]
         elementwise = [o for o, r in zip(outs, reductions) if r is None]

@@ -64,13 +64,32 @@ def decompose_lines(spec: KernelSpec) -> list:
 def prologue_lines(spec: KernelSpec) -> list:
     lines = []
     for inp in spec.inputs:
-        if not inp.is_tensor and inp.cast:
-            lines.append(f"{inp.name} = tl.full([], {inp.name}, tl.{inp.cast})")
+        if not inp.is_tensor:
+            lines += [f"{name} = {_scalar_value(inp, chain)}" for name, chain in _conversions(spec, inp) if chain]
     if spec.rank:
         to64 = ".to(tl.int64)" if spec.index_bits == 64 else ""
         lines.append(f"pid = tl.program_id(0){to64}")
     lines += [f"{_acc(o)} = tl.full([], {o.identity}, tl.{o.acc})" for o in spec.reduced_outputs]
     return lines
+
+
+def _scalar_value(inp, chain: tuple) -> str:
+    """A scalar parameter converted along `chain`; 16-bit floats are reached through float32."""
+    first = "float32" if chain[0] in HALF_FLOATS else chain[0]
+    return f"tl.full([], {inp.name}, tl.{first})" + conversion_text(chain, start=first)
+
+
+def _conversions(spec: KernelSpec, inp) -> list:
+    """(name, chain) of each converted copy of input `inp` the payload calls take: the input's own
+    name when there is one call, `in0_for_out1` (as out1's call needs it) when there are several."""
+    i = spec.inputs.index(inp)
+    if len(spec.calls) == 1:
+        return [(inp.name, spec.calls[0].converts[i])]
+    return [(_argument(inp.name, call), call.converts[i]) for call in spec.calls]
+
+
+def _argument(name: str, call) -> str:
+    return f"{name}_for_{call.outputs[0]}" if call.converts[int(name[2:])] else name
 
 
 def _acc(output) -> str:
@@ -108,18 +127,31 @@ def epilogue_lines(spec: KernelSpec) -> list:
     return lines
 
 
+HALF_FLOATS = ("float16", "bfloat16")
+
+
+def conversion_text(chain: tuple, start=None) -> str:
+    """`.to(...)` conversions along `chain`. 16-bit floats are reached through float32, as torch
+    converts (a direct float64 -> float16 rounding differs from torch's by one ulp on some
+    values, and integers reach them through float)."""
+    text, current = "", start
+    for dtype in chain:
+        if dtype == current:
+            continue
+        if dtype in HALF_FLOATS and current != "float32":
+            text += ".to(tl.float32)"
+        text += f".to(tl.{dtype})"
+        current = dtype
+    return text
+
+
 def convert_to(dtype: str) -> str:
-    """A conversion to `dtype`. 16-bit floats go through float32, as torch converts (a direct
-    float64 -> float16 rounding differs from torch's by one ulp on some values)."""
-    if dtype in ("float16", "bfloat16"):
-        return f".to(tl.float32).to(tl.{dtype})"
-    return f".to(tl.{dtype})"
+    return conversion_text((dtype,))
 
 
-def _load(name: str, access: Access, cast) -> str:
+def _load(name: str, access: Access, chain: tuple) -> str:
     mask = f", mask={access.mask}" if access.mask else ""
-    convert = convert_to(cast) if cast else ""
-    return f"{name} = tl.load({access.pointer}{mask}){convert}"
+    return f"{name} = tl.load({access.pointer}{mask}){conversion_text(chain)}"
 
 
 def _store(output, access: Access) -> str:
@@ -129,12 +161,18 @@ def _store(output, access: Access) -> str:
 
 
 def body_text(spec: KernelSpec, payload_alias: str) -> str:
-    """Loads, the payload call and the stores, one statement a line."""
+    """Loads, the payload call(s) and the stores, one statement a line."""
     acc = accesses(spec)
-    lines = [_load(i.name, acc[i.name], i.cast) for i in spec.inputs if i.is_tensor]
-    results = ", ".join(o.name for o in spec.outputs)
-    args = ", ".join(i.name for i in spec.inputs)
-    lines.append(f"{results} = {payload_alias}({args})")
+    tensors = [i for i in spec.inputs if i.is_tensor]
+    if len(spec.calls) == 1:
+        lines = [_load(i.name, acc[i.name], spec.calls[0].converts[spec.inputs.index(i)]) for i in tensors]
+    else:  # load once, convert once per call that needs it
+        lines = [_load(i.name, acc[i.name], ()) for i in tensors]
+        lines += [f"{n} = {i.name}{conversion_text(c)}" for i in tensors for n, c in _conversions(spec, i) if c]
+    for call in spec.calls:
+        taken = ", ".join(o.name if o.name in call.outputs else "_" for o in spec.outputs)
+        args = ", ".join(_argument(i.name, call) if len(spec.calls) > 1 else i.name for i in spec.inputs)
+        lines.append(f"{taken} = {payload_alias}({args})")
     lines += [_store(o, acc[o.name]) for o in spec.elementwise_outputs]
     lines += [_reduce(spec, o) for o in spec.reduced_outputs]
     return "\n".join(lines)

@@ -39,8 +39,7 @@ def _operand_lines(spec) -> list:
     lines = []
     for i in spec.inputs:
         kind = f"strides [{', '.join(i.strides)}]" if i.is_tensor else "scalar"
-        cast = f", computed as {i.cast}" if i.cast else ""
-        lines.append(f"{i.name:<8} {i.param}: {i.dtype} {kind}{cast}")
+        lines.append(f"{i.name:<8} {i.param}: {i.dtype} {kind}")
     for o in spec.outputs:
         if o.reduction:
             mode = "one partial per program" if spec.deterministic else "atomic"
@@ -48,6 +47,9 @@ def _operand_lines(spec) -> list:
         else:
             stored = f", stored as {o.store}" if o.store else ""
             lines.append(f"{o.name:<8} {o.dtype}{stored} strides [{', '.join(o.strides)}]")
+    for call in spec.calls:
+        converted = [f"{i.name} as {' -> '.join(c)}" for i, c in zip(spec.inputs, call.converts) if c]
+        lines.append(f"{'call':<8} {', '.join(call.outputs)} from {', '.join(converted) or 'the inputs as loaded'}")
     return lines
 
 

@@ -46,9 +46,18 @@ class InputSpec:
     param: str  # the payload's own parameter name, for the header
     is_tensor: bool
     dtype: str  # triton dtype of a tensor, python type name of a scalar
-    cast: Optional[str]  # computation dtype to convert to before the payload, if it differs
     annotation: Optional[str] = None  # kernel parameter type of a scalar (e.g. "float64")
     strides: str = ""  # per task dim: '0' broadcast, '1' unit, 's' run-time stride
+
+
+@dataclass(frozen=True)
+class PayloadCall:
+    """One call of the payload: the outputs taken from it, and per input the triton dtypes the
+    loaded value is converted through first (empty: as loaded). Outputs whose conversions
+    agree share a call; most kernels have exactly one."""
+
+    outputs: tuple  # output names
+    converts: tuple  # per input: a tuple of triton dtype names
 
 
 @dataclass(frozen=True)
@@ -88,6 +97,7 @@ class KernelSpec:
     payload_hash: str
     inputs: tuple
     outputs: tuple
+    calls: tuple  # PayloadCall per distinct set of input conversions
     rank: int
     scheme: str
     m_dim: Optional[int]

@@ -25,6 +25,7 @@ class Payload:
     source: str
     source_hash: str
     num_params: int
+    uses_invert: bool = False  # `~` in its source: bool operands stay int1 (see frontend/dtypes.py)
 
     @property
     def origin(self) -> str:
@@ -53,7 +54,18 @@ def inspect_payload(obj) -> Payload:
         source=source,
         source_hash=hashlib.sha256(source.encode()).hexdigest()[:16],
         num_params=sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params),
+        uses_invert=_uses_invert(source),
     )
+
+
+def _uses_invert(source: str) -> bool:
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    return any(isinstance(node, ast.Invert) for node in ast.walk(tree))
 
 
 def _is_triton_jit(obj) -> bool:

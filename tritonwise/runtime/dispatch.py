@@ -131,10 +131,17 @@ class LaunchPlan:
         except Exception as e:
             spec = self.spec
             count = len(spec.outputs)
+            calls = len(spec.calls)
+            per_dtype = (
+                f"; it is called {calls} times, once per computation dtype of its outputs, and each "
+                "call must run on its inputs' dtypes"
+                if calls > 1
+                else ""
+            )
             raise PayloadError(
                 f"{self.name}: payload {spec.payload_origin} failed to {action} in its generated kernel "
                 f"{self.path} (it is called with {len(spec.inputs)} arguments and must return {count} "
-                f"value{'s' if count != 1 else ''}): {type(e).__name__}: {e}"
+                f"value{'s' if count != 1 else ''}{per_dtype}): {type(e).__name__}: {e}"
             ) from e
 
     def _fast_call(self) -> Optional[Callable]:
