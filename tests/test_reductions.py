@@ -188,3 +188,33 @@ def test_rank_0_reductions_on_the_gpu(kind, shape):
     x, y = torch.randn(shape, device="cuda"), torch.randn(shape, device="cuda")
     fn = {"sum": SUM, "max": MAX, "min": MIN}[kind]
     torch.testing.assert_close(fn(x, y), TORCH[kind]((x - y) ** 2))
+
+
+@triton.jit
+def absolute(x):
+    return tl.abs(x)
+
+
+@pytest.mark.parametrize("kind", ["sum", "max", "min"])
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16])
+def test_narrow_int_reductions_of_abs_match_torch(kind, dtype):
+    """abs of the most negative value is itself, as in torch; tiles of 8/16-bit results are
+    reduced in float so the GPU never widens a value ptxas thinks it knows (body.py, NARROW_SIGNED)."""
+    fn = pointwise_dynamic(absolute, promotion_methods=[(0, "DEFAULT")], reductions=[kind])
+    low = torch.iinfo(dtype).min
+    x = torch.tensor([low, 5, -7, low + 1], dtype=dtype)
+    want = TORCH[kind](torch.abs(x))
+    out = torch.full((), 77, dtype=want.dtype)
+    assert fn(x, out0=out) is out and torch.equal(out, want)
+    assert ".to(tl.float" in open(fn.explain(x).path).read()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["sum", "max", "min"])
+def test_int16_abs_reductions_on_the_gpu(kind):
+    fn = pointwise_dynamic(absolute, promotion_methods=[(0, "DEFAULT")], reductions=[kind])
+    x = torch.tensor([-32768, 5, -7], dtype=torch.int16, device="cuda")
+    assert torch.equal(fn(x), TORCH[kind](torch.abs(x)))
+    y = torch.randint(-32768, 32767, (5000,), dtype=torch.int16, device="cuda")
+    y[::97] = -32768
+    assert torch.equal(fn(y), TORCH[kind](torch.abs(y)))

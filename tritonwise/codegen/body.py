@@ -107,12 +107,32 @@ def _reduce(spec: KernelSpec, output) -> str:
     """Fold a tile's values into the accumulator. A rank-0 task has one 0-d value and no tile:
     it is combined as it is (`tl.sum` and friends reduce blocks; the compiler rejects a 0-d one)."""
     value = f"{output.name}{convert_to(output.dtype)}"  # round as the materialized result would be
-    if output.dtype != output.acc:
-        value += f".to(tl.{output.acc})"
     combine, block_reduce, _ = _COMBINE[output.reduction]
-    if spec.rank:
-        value = f"{block_reduce}(tl.where(mask, {value}, {output.identity}))"
+    if spec.rank and output.dtype in NARROW_SIGNED:
+        via = "float64" if output.reduction == "sum" else "float32"
+        tile = f"tl.where(mask, {value}.to(tl.{via}), {_float_identity(output.reduction)})"
+        value = f"{block_reduce}({tile}).to(tl.{output.acc})"
+    else:
+        if output.dtype != output.acc:
+            value += f".to(tl.{output.acc})"
+        if spec.rank:
+            value = f"{block_reduce}(tl.where(mask, {value}, {output.identity}))"
     return f"{_acc(output)} = {combine.format(acc=_acc(output), v=value)}"
+
+
+# Tiles of 8- and 16-bit signed results are reduced in float (exact for them: float32 for
+# max/min, float64 for sums), then converted to the accumulator. Widening them to int directly
+# is not safe on the GPU: Triton 3.6 lowers tl.abs of int16 to PTX `abs.s16`, undefined for
+# -32768; ptxas computes it on the sign-extended 32-bit register (IABS gives 32768) and drops the
+# following `cvt.s32.s16`, so max(|[-32768, 5, -7]|) came out 32768 (-32768 once cast back),
+# where torch gives 7. LLVM folds any integer re-sign-extension back into the dropped one; an
+# int-to-float conversion reads the 16-bit field itself (SASS I2F.S16) and is not folded away
+# before the reduction.
+NARROW_SIGNED = ("int8", "int16")
+
+
+def _float_identity(kind: str) -> str:
+    return {"sum": "0.0", "max": 'float("-inf")', "min": 'float("inf")'}[kind]
 
 
 def epilogue_lines(spec: KernelSpec) -> list:
