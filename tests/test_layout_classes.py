@@ -55,7 +55,7 @@ def test_every_shape_of_a_layout_class_uses_one_file_and_few_blocks(scheme, tmp_
             blocks.add(plan.block)
     assert len(_files(tmp_path)) == 1, _files(tmp_path)
     assert len(blocks) == count  # the shapes above reach every block of the class
-    assert f"of the file's {count}" in str(plan) or count == 1
+    assert f"of this file's {count} blocks" in str(plan) or count == 1
 
 
 @pytest.mark.parametrize("scheme", list(SCHEMES))

@@ -319,7 +319,7 @@ class Explanation:
             ("shape", f"{self.shape} -> task {self.task_shape} (after collapsing)"),
             ("strides", ", ".join(str(s) for s in self.strides) + "  (inputs, then outputs)"),
             ("scheme", f"{self.scheme}, aligned {self.aligned}"),
-            ("block", f"{self.block} on {self.num_warps} warps: {self._block_rank()}"),
+            ("block", f"{self.block} on {self.num_warps} warps ({self._block_rank()})"),
             ("index", f"int{self.index_bits}"),
             ("grid", f"{self.grid} programs ({math.prod(self.grid)} total)"),
             ("file", self.path or "(none: nothing to launch)"),
@@ -332,4 +332,4 @@ class Explanation:
             return "the file's only block"
         listed = ", ".join(str(b) for b in self.block_choices)
         position = self.block_choices.index(self.block) + 1
-        return f"block {position} of the file's {len(self.block_choices)} ({listed}), one compiled kernel each"
+        return f"{position} of this file's {len(self.block_choices)} blocks: {listed}; one compiled kernel each"
