@@ -8,6 +8,7 @@ import shutil
 import pytest
 import torch
 import triton
+import triton.language as tl  # noqa: F401  (as a payload's module usually does; see payload_no_tl for one that does not)
 
 from conftest import poisoned_like
 from tritonwise import pointwise_dynamic
