@@ -188,7 +188,7 @@ class PointwiseDynamicFunction:
         from .runtime.probe import value_dtypes
 
         inputs = [
-            (types.input_compute(i) or a.dtype, None) if argcheck.is_tensor_like(a) else (a, types.input_compute(i))
+            (types.computed_as(k, i) or a.dtype, None) if argcheck.is_tensor_like(a) else (a, types.computed_as(k, i))
             for i, a in enumerate(args)
         ]
         values = value_dtypes(self._payload.fn, inputs)

@@ -37,6 +37,11 @@ class CallTypes:
     computes: tuple  # computation ("opmath") dtype of each output
     conversions: tuple  # per output, per input: the dtypes it is converted through, or None if not named
 
+    def computed_as(self, k: int, i: int) -> Optional[torch.dtype]:
+        """The dtype input `i` reaches the payload in for output `k` (None: as it comes)."""
+        chain = self.conversions[k][i]
+        return chain[-1] if chain else None
+
     def input_conversions(self, i: int) -> list:
         """Every chain input `i` is converted through, over the outputs that name it."""
         return [c[i] for c in self.conversions if c[i] is not None]
