@@ -62,6 +62,12 @@ def _where(condition, a, b):
     return torch.where(condition, a, b)
 
 
+def _isclose(a, b, *tolerances):
+    """torch.isclose in float64: FlagGems compares fp16/bf16 in fp32, torch in the input dtype,
+    so values on the tolerance's edge may differ; float64 is the exact answer for both."""
+    return torch.isclose(a.double(), b.double(), *tolerances)
+
+
 CASES = (
     # arithmetic
     unary("abs", dtypes=FLOATS_INT),
@@ -77,7 +83,9 @@ CASES = (
                           (T(), T(), T("nonzero"), 0.5)),), FLOATS),
     Case("lerp", (Call("lerp_tensor", torch.lerp, (T(), T(), T("unit"))),
                   Call("lerp_scalar", torch.lerp, (T(), T(), 0.3)),
-                  Call("lerp_scalar", torch.lerp, (T(), T(), 0.8))), FLOATS),
+                  Call("lerp_scalar", torch.lerp, (T(), T(), 0.8))), FLOATS,
+         cpu_issue="its bf16 weight is not named by the promotion, so it is multiplied as bf16, "
+                   "which Triton's interpreter cannot do"),
     unary("reciprocal", domain="nonzero"),
     unary("square", dtypes=FLOATS_INT),
     unary("rad2deg"),
@@ -94,8 +102,7 @@ CASES = (
     # comparisons and logic
     *(binary(op, dtypes=FLOATS_INT, domain="ties") for op in ("eq", "ne", "gt", "ge", "lt", "le")),
     *(binary(op, dtypes=(F32, I32, BOOL), domain="ties") for op in ("logical_and", "logical_or", "logical_xor")),
-    Case("logical_not", (Call("logical_not", torch.logical_not, (T(),)),), (F32, I32, BOOL), "ties",
-         cpu_issue="Triton's interpreter runs the payload's `not x` as Python's not of the whole block"),
+    unary("logical_not", dtypes=(F32, I32, BOOL), domain="ties"),
     unary("signbit", domain="special"),
     # bitwise
     *(binary(op, f"{op}_tensor", dtypes=INTS) for op in ("bitwise_and", "bitwise_or", "bitwise_xor")),
@@ -140,9 +147,9 @@ CASES = (
     unary("isinf", domain="special"),
     unary("isfinite", domain="special"),
     Case("nan_to_num", (Call("nan_to_num", torch.nan_to_num, (T(), 0.5, 100.0, -100.0)),), FLOATS, "special"),
-    Case("isclose", (Call("isclose", torch.isclose, (T("ties"), T("ties"))),
-                     Call("isclose", torch.isclose, (T(), T(), 0.5, 0.3)),
-                     Call("isclose", torch.isclose, (T("special"), T("special"), 1e-2, 1e-3, True)))),
+    Case("isclose", (Call("isclose", _isclose, (T("ties"), T("ties"))),
+                     Call("isclose", _isclose, (T(), T(), 0.5, 0.3)),
+                     Call("isclose", _isclose, (T("special"), T("special"), 1e-2, 1e-3, True)))),
     Case("div", (Call("true_divide", torch.true_divide, (T(), T("nonzero"))),
                  Call("div_mode", lambda a, b, rounding_mode: torch.div(a, b, rounding_mode=rounding_mode),
                       (T(), T("nonzero")), {"rounding_mode": "floor"}),
