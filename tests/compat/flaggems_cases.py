@@ -37,6 +37,7 @@ class Call:
     args: tuple
     kwargs: dict = field(default_factory=dict)
     devices: tuple = ("cpu", "cuda")  # where the entry runs: FlagGems' where_self refuses CPU tensors
+    out: str = ""  # the keyword of a given output: the harness passes a poisoned one and checks it
 
 
 @dataclass(frozen=True)
@@ -48,14 +49,19 @@ class Case:
     cpu_issue: str = ""  # why the CPU path computes it wrong today, where known
 
 
-def unary(op, entry=None, reference=None, dtypes=FLOATS, domain="normal"):
+def unary(op, entry=None, reference=None, dtypes=FLOATS, domain="normal", out_entry=None):
+    """The op's entry on one tensor; with `out_entry`, also that entry with a given `out=`."""
     reference = reference or getattr(torch, op)
-    return Case(op, (Call(entry or op, reference, (T(),)),), dtypes, domain)
+    calls = (Call(entry or op, reference, (T(),)),)
+    calls += (Call(out_entry, reference, (T(),), out="out"),) if out_entry else ()
+    return Case(op, calls, dtypes, domain)
 
 
-def binary(op, entry=None, reference=None, dtypes=FLOATS, domain="normal"):
+def binary(op, entry=None, reference=None, dtypes=FLOATS, domain="normal", out_entry=None):
     reference = reference or getattr(torch, op)
-    return Case(op, (Call(entry or op, reference, (T(), T())),), dtypes, domain)
+    calls = (Call(entry or op, reference, (T(), T())),)
+    calls += (Call(out_entry, reference, (T(), T()), out="out"),) if out_entry else ()
+    return Case(op, calls, dtypes, domain)
 
 
 def _where(condition, a, b):
@@ -77,8 +83,8 @@ CASES = (
     Case("sub", (Call("sub", torch.sub, (T(), T()), {"alpha": 2}),
                  Call("sub", torch.sub, (T(), 1.5))), FLOATS_INT),
     Case("rsub", (Call("rsub_tensor", torch.rsub, (T(), T()), {"alpha": 2}),), FLOATS_INT),
-    Case("addcmul", (Call("addcmul", lambda x, a, b, value: torch.addcmul(x, a, b, value=value), (T(), T(), T()),
-                          {"value": 0.5}),), FLOATS),
+    Case("addcmul", (Call("addcmul", torch.addcmul, (T(), T(), T()), {"value": 0.5}),
+                     Call("addcmul_out", torch.addcmul, (T(), T(), T()), {"value": 0.5}, out="out")), FLOATS),
     Case("addcdiv", (Call("addcdiv", lambda x, a, b, value: torch.addcdiv(x, a, b, value=value),
                           (T(), T(), T("nonzero"), 0.5)),), FLOATS),
     Case("lerp", (Call("lerp_tensor", torch.lerp, (T(), T(), T("unit"))),
@@ -87,14 +93,14 @@ CASES = (
          cpu_issue="its bf16 weight is not named by the promotion, so it is multiplied as bf16, "
                    "which Triton's interpreter cannot do"),
     unary("reciprocal", domain="nonzero"),
-    unary("square", dtypes=FLOATS_INT),
+    unary("square", dtypes=FLOATS_INT, out_entry="square_out"),
     unary("rad2deg"),
-    unary("floor"),
-    unary("ceil"),
+    unary("floor", out_entry="floor_out"),
+    unary("ceil", out_entry="ceil_out"),
     binary("maximum", dtypes=FLOATS_INT, domain="ties"),
     binary("minimum", dtypes=FLOATS_INT, domain="ties"),
-    binary("copysign", domain="special"),
-    binary("heaviside", domain="ties"),
+    binary("copysign", domain="special", out_entry="copysign_out"),
+    binary("heaviside", domain="ties", out_entry="heaviside_out"),
     Case("clamp", (Call("clamp", torch.clamp, (T(), -0.5, 0.7)),
                    Call("clamp_tensor", torch.clamp, (T(), T(), T()))), FLOATS_INT),
     Case("where", (Call("where_inner", _where, (T("bool", BOOL), T(), T())),
@@ -103,7 +109,7 @@ CASES = (
     *(binary(op, dtypes=FLOATS_INT, domain="ties") for op in ("eq", "ne", "gt", "ge", "lt", "le")),
     *(binary(op, dtypes=(F32, I32, BOOL), domain="ties") for op in ("logical_and", "logical_or", "logical_xor")),
     unary("logical_not", dtypes=(F32, I32, BOOL), domain="ties"),
-    unary("signbit", domain="special"),
+    unary("signbit", domain="special", out_entry="signbit_out"),
     # bitwise
     *(binary(op, f"{op}_tensor", dtypes=INTS) for op in ("bitwise_and", "bitwise_or", "bitwise_xor")),
     unary("bitwise_not", dtypes=INTS),
@@ -112,15 +118,15 @@ CASES = (
     # math
     unary("sin"),
     unary("cos"),
-    unary("exp"),
+    unary("exp", out_entry="exp_out"),
     unary("exp2"),
     unary("log", domain="positive"),
-    unary("log1p", domain="positive"),
+    unary("log1p", domain="positive", out_entry="log1p_out"),
     unary("sqrt", domain="positive"),
     unary("rsqrt", domain="positive"),
     unary("erf"),
     unary("sinc"),
-    binary("logaddexp"),
+    binary("logaddexp", out_entry="logaddexp_out"),
     Case("polar", (Call("polar", torch.polar, (T("positive"), T())),), (F32,)),
     # activations
     unary("relu"),
@@ -139,7 +145,7 @@ CASES = (
     Case("pow", (Call("pow_tensor_tensor", torch.pow, (T("positive"), T())),
                  Call("pow_tensor_scalar", torch.pow, (T("positive"), 2.5)),
                  Call("pow_scalar", torch.pow, (1.7, T())))),
-    binary("atan2"),
+    binary("atan2", out_entry="atan2_out"),
     unary("acos", domain="unit"),
     unary("asin", domain="unit"),
     unary("atan"),
@@ -151,6 +157,7 @@ CASES = (
                      Call("isclose", _isclose, (T(), T(), 0.5, 0.3)),
                      Call("isclose", _isclose, (T("special"), T("special"), 1e-2, 1e-3, True)))),
     Case("div", (Call("true_divide", torch.true_divide, (T(), T("nonzero"))),
+                 Call("true_divide_out", torch.true_divide, (T(), T("nonzero")), out="out"),
                  Call("div_mode", lambda a, b, rounding_mode: torch.div(a, b, rounding_mode=rounding_mode),
                       (T(), T("nonzero")), {"rounding_mode": "floor"}),
                  Call("div_mode", lambda a, b, rounding_mode: torch.div(a, b, rounding_mode=rounding_mode),

@@ -87,8 +87,9 @@ def draw(domain: str, shape: tuple, dtype: torch.dtype, generator: torch.Generat
 
 
 def lay_out(values: torch.Tensor, layout: str, position: int) -> torch.Tensor:
-    """`values` (of SHAPE) as an operand of `layout`: contiguous; broadcast (a (1, n) or (m, 1)
-    slice, expanded when it is the only operand); strided (a transposed, stepped view)."""
+    """`values` (of SHAPE) as operand `position` of `layout`: contiguous; broadcast (a (1, n) or
+    (m, 1) slice, the first operand expanded back to SHAPE, stride 0); strided (even positions a
+    transposed, stepped view, odd ones contiguous, so operands disagree on their fastest dim)."""
     if layout == "broadcast":
         part = values[:1] if position % 2 == 0 else values[:, :1]
         return part if position > 0 else part.expand(values.shape)
@@ -126,12 +127,26 @@ def compare(ours, expected) -> None:
                                msg=lambda m: f"{m.splitlines()[0]} {m.splitlines()[-1]}")
 
 
+def poisoned_output(expected: torch.Tensor, layout: str) -> torch.Tensor:
+    """A given output for `out=`: every element a value no op writes (NaN, the dtype's minimum,
+    True), strided in the strided layout."""
+    dtype = expected.dtype
+    fill = float("nan") if dtype.is_floating_point else True if dtype == BOOL else torch.iinfo(dtype).min
+    return lay_out(torch.full_like(expected, fill), "strided" if layout == "strided" else "contiguous", 0)
+
+
 def run_variant(module, call, dtype, layout, device, default_domain) -> None:
     generator = torch.Generator().manual_seed(0)
     args = build_args(call, dtype, layout, device, generator, default_domain)
-    ours = getattr(module, call.entry)(*args, **call.kwargs)
     expected = call.reference(*args, **call.kwargs)
-    compare(ours, expected)
+    if not call.out:
+        compare(getattr(module, call.entry)(*args, **call.kwargs), expected)
+        return
+    given = poisoned_output(expected, layout)
+    returned = getattr(module, call.entry)(*args, **call.kwargs, **{call.out: given})
+    if returned is not None and returned is not given:
+        raise AssertionError(f"returned a new tensor, not the given {call.out}=")
+    compare(given, expected)
 
 
 # ---- CPU capabilities -------------------------------------------------------------------------
