@@ -112,7 +112,8 @@ CASES = (
     unary("signbit", domain="special", out_entry="signbit_out"),
     # bitwise
     *(binary(op, f"{op}_tensor", dtypes=INTS) for op in ("bitwise_and", "bitwise_or", "bitwise_xor")),
-    unary("bitwise_not", dtypes=INTS),
+    Case("bitwise_not", (Call("bitwise_not", torch.bitwise_not, (T(),)),), INTS,
+         cpu_issue="Triton 3.6's interpreter inverts uint8 with a -1 NumPy 2 refuses; 3.9's does not"),
     binary("bitwise_left_shift", dtypes=(I32, I16, U8), domain="shift"),
     binary("bitwise_right_shift", dtypes=(I32, I16, U8), domain="shift"),
     # math
