@@ -249,7 +249,7 @@ def run_all(flaggems: str, device: str, ops=None, jobs: int = 1) -> list:
 
 def table(rows: list, device: str) -> str:
     lines = [f"FlagGems ops on tritonwise, device {device} (torch {torch.__version__})", "",
-             "| op | result | FlagGems helpers (tritonwise.libdevice) | variants | note |",
+             "| op | result | FlagGems helpers (tritonwise.libdevice) | variants passed | note |",
              "|---|---|---|---|---|"]
     for row in rows:
         helpers = ", ".join(row.helpers) or "-"
