@@ -75,7 +75,6 @@ def draw(domain: str, shape: tuple, dtype: torch.dtype, generator: torch.Generat
         "unit": uniform * 1.8 - 0.9,
         "nonzero": (uniform * 2 + 0.5) * torch.sign(torch.rand(shape, generator=generator) - 0.5),
         "ties": torch.randint(-3, 4, shape, generator=generator).float(),
-        "bool": uniform < 0.5,
     }.get(domain)
     if values is None:
         values = torch.randn(shape, generator=generator) * 2
@@ -138,15 +137,19 @@ def poisoned_output(expected: torch.Tensor, layout: str) -> torch.Tensor:
 def run_variant(module, call, dtype, layout, device, default_domain) -> None:
     generator = torch.Generator().manual_seed(0)
     args = build_args(call, dtype, layout, device, generator, default_domain)
+    inputs = [(a, a.clone()) for a in args if isinstance(a, torch.Tensor)]
     expected = call.reference(*args, **call.kwargs)
-    if not call.out:
-        compare(getattr(module, call.entry)(*args, **call.kwargs), expected)
-        return
-    given = poisoned_output(expected, layout)
-    returned = getattr(module, call.entry)(*args, **call.kwargs, **{call.out: given})
-    if returned is not None and returned is not given:
-        raise AssertionError(f"returned a new tensor, not the given {call.out}=")
-    compare(given, expected)
+    entry = getattr(module, call.entry)
+    if call.out:
+        given = poisoned_output(expected, layout)
+        returned = entry(*args, **call.kwargs, **{call.out: given})
+        if returned is not None and returned is not given:
+            raise AssertionError(f"returned a new tensor, not the given {call.out}=")
+        compare(given, expected)
+    else:
+        compare(entry(*args, **call.kwargs), expected)
+    for after, before in inputs:
+        torch.testing.assert_close(after, before, rtol=0, atol=0, equal_nan=True, msg="an input was changed")
 
 
 # ---- CPU capabilities -------------------------------------------------------------------------
@@ -266,13 +269,16 @@ def main(argv=None) -> int:
     parser.add_argument("--flaggems", default=os.environ.get("TRITONWISE_FLAGGEMS"), required=False,
                         help="FlagGems checkout, bare git dir, installed package or wheel")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=("cuda", "cpu"))
-    parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: 8 on cuda, 1 on cpu)")
+    parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: up to 8 on cuda, 1 on cpu)")
     parser.add_argument("--ops", default=None, help="comma-separated op names (default: all)")
     options = parser.parse_args(argv)
     if not options.flaggems:
         parser.error("--flaggems PATH (or TRITONWISE_FLAGGEMS) is required")
     jobs = options.jobs or (min(8, os.cpu_count() or 1) if options.device == "cuda" else 1)
     ops = set(options.ops.split(",")) if options.ops else None
+    unknown = sorted((ops or set()) - {case.op for case in CASES})
+    if unknown:
+        parser.error(f"--ops: unknown {', '.join(unknown)}; known: {', '.join(c.op for c in CASES)}")
     rows = run_all(options.flaggems, options.device, ops, jobs)
     print(table(rows, options.device))
     return 0 if all(r.ok or r.status == "skipped" for r in rows) else 1
