@@ -89,9 +89,7 @@ CASES = (
                           (T(), T(), T("nonzero"), 0.5)),), FLOATS),
     Case("lerp", (Call("lerp_tensor", torch.lerp, (T(), T(), T("unit"))),
                   Call("lerp_scalar", torch.lerp, (T(), T(), 0.3)),
-                  Call("lerp_scalar", torch.lerp, (T(), T(), 0.8))), FLOATS,
-         cpu_issue="its bf16 weight is not named by the promotion, so it is multiplied as bf16, "
-                   "which Triton's interpreter cannot do"),
+                  Call("lerp_scalar", torch.lerp, (T(), T(), 0.8))), FLOATS),
     unary("reciprocal", domain="nonzero"),
     unary("square", dtypes=FLOATS_INT, out_entry="square_out"),
     unary("rad2deg"),
