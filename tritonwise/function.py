@@ -120,9 +120,13 @@ class PointwiseDynamicFunction:
         return Explanation.of(self._prepare(args, outs, collapse=True))
 
     def _outputs(self, kwargs: dict) -> tuple:
+        """The given outputs. An unknown keyword is an error unless its value is None: FlagGems'
+        wrappers pass `out=None` through (e.g. its bitwise_left_shift), which asks for nothing."""
         outs = [None] * len(self._out_index)
         for name, value in kwargs.items():
             k = self._out_index.get(name)
+            if k is None and value is None:
+                continue
             if k is None:
                 expected = ", ".join(self._out_index)
                 raise TypeError(f"{self.__name__}() got an unexpected keyword argument '{name}' (outputs: {expected})")
