@@ -64,6 +64,11 @@ class PointwiseDynamicFunction:
         return self._payload.jit
 
     @property
+    def reduction_kinds(self) -> tuple:
+        """Per output: None, or the kind of its fused reduction ("sum", "max", "min")."""
+        return self._reductions
+
+    @property
     def plan_cache(self) -> PlanCache:
         return self._plans
 
@@ -80,6 +85,10 @@ class PointwiseDynamicFunction:
         if plan is None:
             if self._complex is not None and self._complex.applies(args, outs):
                 return self._complex(self, args, outs)
+            if argcheck.has_dtensor(args, outs):
+                from . import dtensor  # imports torch.distributed.tensor, which the caller has already
+
+                return dtensor.call(self, args, outs)
             if logger.isEnabledFor(logging.DEBUG):
                 reason = argcheck.miss_reason(key, self._plans.newest_key())
                 logger.debug("tritonwise: %s: plan-cache miss (%s)", self.__name__, reason)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from numbers import Number
 from typing import Optional, Sequence
 
@@ -34,8 +35,8 @@ def _tensor_key(a) -> tuple:
 
 
 def _other_key(a):
-    if isinstance(a, Tensor):
-        return _tensor_key(a)
+    if isinstance(a, Tensor):  # a subclass (DTensor, Parameter, ...): never shares a plain tensor's plan
+        return (type(a), *_tensor_key(a))
     if isinstance(a, StridedBuffer):
         return (StridedBuffer, *_tensor_key(a))
     if type(a) is int:
@@ -80,6 +81,13 @@ def check_kinds(name: str, schema, args: Sequence) -> None:
             )
         if is_tensor_like(arg) and arg.dtype.is_complex:
             raise TypeError(f"{name}: argument {i} is complex ({arg.dtype}); complex tensors are not supported yet")
+
+
+def has_dtensor(args: Sequence, outs: Sequence) -> bool:
+    """Whether any operand is a DTensor. torch.distributed.tensor is not imported for this: a
+    program holding a DTensor has imported it already (and importing it costs start-up time)."""
+    cls = getattr(sys.modules.get("torch.distributed.tensor"), "DTensor", None)
+    return cls is not None and any(isinstance(a, cls) for a in (*args, *outs))
 
 
 def launch_device(name: str, operands: Sequence) -> Optional[torch.device]:
