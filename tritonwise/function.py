@@ -67,6 +67,11 @@ class PointwiseDynamicFunction:
         return self._payload.jit
 
     @property
+    def reduction_kinds(self) -> tuple:
+        """Per output: None, or the kind of its fused reduction ("sum", "max", "min")."""
+        return self._reductions
+
+    @property
     def plan_cache(self) -> PlanCache:
         return self._plans
 
@@ -83,6 +88,10 @@ class PointwiseDynamicFunction:
         if plan is None:
             if self._complex is not None and self._complex.applies(args, outs):
                 return self._complex(self, args, outs)
+            if argcheck.has_dtensor(args, outs):
+                from . import dtensor  # imports torch.distributed.tensor, which the caller has already
+
+                return dtensor.call(self, args, outs)
             resolved = argcheck.resolve_negative_views(self.__name__, args, outs)
             if resolved is not None:
                 return self(*resolved, **argcheck.output_keywords(outs))

@@ -44,7 +44,20 @@ def register(fn, qualname: str):
 
     torch.library.register_fake(qualname, fake, lib=library)
     _libraries[qualname] = library
-    return getattr(getattr(torch.ops, namespace), name)
+    op = getattr(getattr(torch.ops, namespace), name)
+    _register_sharding(fn, op.default)
+    return op
+
+
+def _register_sharding(fn, overload) -> None:
+    """Give DTensor the op's sharding rule, derived from broadcasting (tritonwise/dtensor.py)."""
+    if not torch.distributed.is_available():
+        return
+    from torch.distributed.tensor.experimental import register_sharding
+
+    from .dtensor import sharding_strategies
+
+    register_sharding(overload)(lambda *args: sharding_strategies(fn, args))
 
 
 def _device(args) -> torch.device:
