@@ -18,7 +18,7 @@ import torch
 
 from ..errors import PayloadError
 from .arguments import check_partial_overlap
-from .interpret import interpreting
+from .interpret import int64_scalars, interpreting
 from .launcher import direct_launcher
 from .strided_buffer import StridedBuffer
 
@@ -112,8 +112,9 @@ class LaunchPlan:
         operands = [*inputs, *outputs]
         if self.device.type == "cpu":
             operands = [o.storage_view() if isinstance(o, StridedBuffer) else o for o in operands]
+            index_args = int64_scalars(self.index_args) if self.spec.index_bits == 64 else self.index_args
             with INTERPRETER_LOCK, interpreting(), self._payload_errors("run"):
-                self.launch(self.grid, *operands, *self.index_args)
+                self.launch(self.grid, *operands, *index_args)
         else:
             with torch.cuda.device(self.device.index), self._payload_errors("compile"):
                 compiled = self.launch(self.grid, *operands, *self.index_args)
