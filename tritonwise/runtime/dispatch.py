@@ -64,7 +64,7 @@ class LaunchPlan:
         """The payload arguments, with 0-d CPU tensors (scalars beside device tensors) moved."""
         if not self.to_device:
             return args
-        return [a.to(self.device) if i in self.to_device else a for i, a in enumerate(args)]
+        return [_moved(a, self.device) if i in self.to_device else a for i, a in enumerate(args)]
 
     def _run_reducing(self, args: tuple, outs: list):
         """Like run(), with some outputs reduced to 0-d tensors through accumulators."""
@@ -159,6 +159,13 @@ class LaunchPlan:
             return outs
 
         return fast_many
+
+
+def _moved(operand, device: torch.device) -> torch.Tensor:
+    """A 0-d CPU operand copied to `device`; a StridedBuffer through a tensor of its one element."""
+    if isinstance(operand, StridedBuffer):
+        operand = operand.storage_view().view(())
+    return operand.to(device)
 
 
 class PlanCache:
