@@ -1,8 +1,9 @@
 """Property tests: tritonwise against torch on random shapes, layouts, dtypes and scalars.
 
 Every example builds operands (ranks 0-6, sizes including 0 and 1, broadcasting, slices with
-steps and storage offsets, permutes, expands, channels_last, python scalars, 0-d tensors) and
-runs one payload through tritonwise and its twin body through torch. The torch side follows
+steps and storage offsets, permutes, expands, channels_last, python scalars, 0-d tensors), picks
+per output a fused reduction or none, and runs one payload through tritonwise and its twin body
+through torch. The CPU and the GPU tests draw from this one strategy (the GPU adds bfloat16). The torch side follows
 tritonwise's documented semantics: each input is converted to the computation dtype of the
 first output whose promotion method names it, the body runs, and each result is cast to the
 output's result dtype (`torch._prims_common.elementwise_dtypes`). Outputs are poisoned first
