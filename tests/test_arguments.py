@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 import triton
+import triton.language as tl  # noqa: F401  (TRITON_INTERPRET=1 before issue 11 item 2 wants it here)
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from conftest import poisoned_like
