@@ -449,7 +449,9 @@ def draw_call(data, case: Case, dtypes: list, device: str = "cpu"):
         pattern[0] = True
     shape = data.draw(shapes(), label="shape")
     config = data.draw(st.sampled_from(sorted(CONFIGS)), label="config")
-    reductions = tuple(data.draw(st.sampled_from(REDUCTIONS), label=f"out{k} reduction") for k in range(len(case.methods)))
+    reductions = tuple(
+        data.draw(st.sampled_from(REDUCTIONS), label=f"out{k} reduction") for k in range(len(case.methods))
+    )
     fn = function_for(case, tuple(pattern), config, reductions if any(reductions) else None)
     args, operands = [], []
     for i, is_tensor in enumerate(pattern):
@@ -522,7 +524,9 @@ def check_call(data, case: Case, dtypes: list, device: str = "cpu", exact: bool 
             fn(*args)
         return
     elementwise = expected_outputs(case, [a.cpu() if isinstance(a, torch.Tensor) else a for a in args], shape)
-    expected = [Expected(r, v) if kind is None else reduced(kind, r, v) for kind, (r, v) in zip(reductions, elementwise)]
+    expected = [
+        Expected(r, v) if kind is None else reduced(kind, r, v) for kind, (r, v) in zip(reductions, elementwise)
+    ]
     outs = {}
     for k, exp in enumerate(expected):
         if not data.draw(st.booleans(), label=f"give out{k}?"):
