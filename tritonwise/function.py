@@ -20,7 +20,7 @@ from .codegen.body import index_arg_values
 from .codegen.build import build_spec
 from .codegen.render import identity_marks, payload_alias, render
 from .config import CodeGenConfig
-from .frontend.dtypes import resolve_types
+from .frontend.dtypes import check_unsigned_scalars, resolve_types
 from .frontend.payload import inspect_payload
 from .frontend.reduction import parse_reductions, reduction_of
 from .frontend.schema import FunctionSchema
@@ -86,6 +86,9 @@ class PointwiseDynamicFunction:
             return plan.fast(args)  # the steady state: allocate and launch, nothing else
         outs = outs or self._no_outputs
         if plan is None:
+            scalars = argcheck.python_scalars(args)
+            if scalars is not args:  # NumPy scalars: plans are keyed on the python scalars torch reads
+                return self(*scalars, **kwargs)
             if self._complex is not None and self._complex.applies(args, outs):
                 return self._complex(self, args, outs)
             if argcheck.has_dtensor(args, outs):
@@ -143,6 +146,7 @@ class PointwiseDynamicFunction:
         return tuple(outs)
 
     def _prepare(self, args: tuple, outs: tuple, collapse: bool) -> LaunchPlan:
+        args = argcheck.python_scalars(args)
         types, reductions, task, device = self._analyze(args, outs, collapse)
         return self._bind(args, outs, types, reductions, task, device)
 
@@ -156,6 +160,19 @@ class PointwiseDynamicFunction:
             for k, r in enumerate(reductions)
         ]
 
+    def output_device(self, *args, **kwargs):
+        """The device a call with these arguments (and given outputs) runs on and allocates its
+        outputs on: the real call's own rule (0-d CPU tensors beside others act as scalars)."""
+        return self._device(argcheck.python_scalars(args), self._outputs(kwargs))
+
+    def _device(self, args: tuple, outs: tuple):
+        labelled = [(f"argument {i}", a) for i, a in enumerate(args) if argcheck.is_tensor_like(a)]
+        labelled += [(f"out{k}", o) for k, o in enumerate(outs) if o is not None]
+        device = argcheck.launch_device(self.__name__, labelled)
+        if device is None:
+            raise TypeError(f"{self.__name__}: needs at least one tensor argument or output to know the device")
+        return device
+
     def as_torch_op(self, qualname: str):
         """Register this function as the PyTorch custom op `qualname` ("namespace::name") and
         return it (`torch.ops.namespace.name`): usable in torch.compile(fullgraph=True)."""
@@ -164,19 +181,16 @@ class PointwiseDynamicFunction:
         return register(self, qualname)
 
     def _analyze(self, args: tuple, outs: tuple, collapse: bool) -> tuple:
-        name, schema = self.__name__, self._schema
+        name, schema, args = self.__name__, self._schema, argcheck.python_scalars(args)
         if len(args) != schema.num_inputs():
             raise TypeError(f"{name}() takes {schema.num_inputs()} positional inputs but {len(args)} were given")
         argcheck.check_kinds(name, schema, args)
+        check_unsigned_scalars(name, schema, args)
         tensors = [a for a in args if argcheck.is_tensor_like(a)]
         for k, out in enumerate(outs):
             if out is not None and not argcheck.is_tensor_like(out):
                 raise TypeError(f"{name}: out{k} must be a Tensor or StridedBuffer, got {type(out).__name__}")
-        labelled = [(f"argument {i}", a) for i, a in enumerate(args) if argcheck.is_tensor_like(a)]
-        labelled += [(f"out{k}", o) for k, o in enumerate(outs) if o is not None]
-        device = argcheck.launch_device(name, labelled)
-        if device is None:
-            raise TypeError(f"{name}: needs at least one tensor argument or output to know the device")
+        device = self._device(args, outs)
         types = resolve_types(schema, args, widen_bools=not self._payload.uses_invert)
         reductions = tuple(kind and reduction_of(kind, types.results[k]) for k, kind in enumerate(self._reductions))
         inputs = [(tuple(t.shape), tuple(t.stride())) for t in tensors]
@@ -294,6 +308,9 @@ class InstantiatedFunction:
         key = argcheck.call_signature(args, outs)
         plan = self._plans.get(key)
         if plan is None:
+            scalars = argcheck.python_scalars(args)
+            if scalars is not args:
+                return self(*scalars, **kwargs)
             resolved = argcheck.resolve_negative_views(self.__name__, args, outs)
             if resolved is not None:
                 return self(*resolved, **kwargs)

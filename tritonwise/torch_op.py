@@ -36,8 +36,9 @@ def register(fn, qualname: str):
     library.impl(name, lambda *args: fn(*args), "CompositeExplicitAutograd")
 
     def fake(*args):
+        device = fn.output_device(*args)  # the real call's own device rule
         outputs = [
-            torch.empty_strided(shape, strides, dtype=dtype, device=_device(args))
+            torch.empty_strided(shape, strides, dtype=dtype, device=device)
             for shape, strides, dtype in fn.output_meta(*args)
         ]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
@@ -59,8 +60,3 @@ def _register_sharding(fn, overload) -> None:
 
     register_sharding(overload)(lambda *args: sharding_strategies(fn, args))
 
-
-def _device(args) -> torch.device:
-    tensors = [a for a in args if isinstance(a, torch.Tensor)]
-    sized = [t for t in tensors if t.ndim or t.device.type != "cpu"]
-    return (sized or tensors)[0].device

@@ -46,10 +46,13 @@ def _other_key(a):
 
 def int_class(value: int):
     """Triton passes an int argument as i32 when it fits, else i64 (u64 at 2**63 and above):
-    a kernel compiled for one width must not receive a value of another."""
+    a kernel compiled for one width must not receive a value of another. Values beyond 64 bits
+    get a class of their own, so they never reach a cached plan (the generic path rejects them)."""
     if -0x80000000 <= value <= 0x7FFFFFFF:
         return int
-    return "i64" if -(2**63) <= value < 2**63 else "u64"
+    if -(2**63) <= value < 2**63:
+        return "i64"
+    return "u64" if 2**63 <= value < 2**64 else "beyond 64 bits"
 
 
 _FIELDS = ("dtype", "shape", "strides", "device", "16-byte alignment", "negative bit")
@@ -68,6 +71,29 @@ def miss_reason(key: tuple, previous) -> str:
             return f"operand {position}: {', '.join(changed)} changed ({old} -> {new})"
         return f"operand {position}: {old} -> {new}"
     return "outputs given differently" if len(key) != len(previous) else "new signature"
+
+
+def python_scalars(args: tuple) -> tuple:
+    """`args` with NumPy scalars replaced by the python scalars torch's argument parser reads
+    them as: integers as int, floating as float, complex as complex, and `np.bool_` as float
+    (torch has no numpy-bool case there: `torch.mul(int_tensor, np.bool_(True))` is float32).
+    Returns `args` itself when there is none (the common case costs one pass of type checks)."""
+    if not any(type(a).__module__ == "numpy" for a in args):
+        return args
+    import numpy as np
+
+    def convert(a):
+        if not isinstance(a, np.generic):
+            return a
+        if isinstance(a, np.integer):
+            return int(a)
+        if isinstance(a, np.complexfloating):
+            return complex(a)
+        if isinstance(a, (np.floating, np.bool_)):
+            return float(a)
+        return a
+
+    return tuple(convert(a) for a in args)
 
 
 def output_keywords(outs: Sequence) -> dict:
@@ -95,6 +121,11 @@ def check_kinds(name: str, schema, args: Sequence) -> None:
         elif is_tensor_like(arg) or not isinstance(arg, Number):
             raise TypeError(
                 f"{name}: argument {i} must be a python scalar (bool, int, float), got {type(arg).__name__}"
+            )
+        elif type(arg) is int and not -(2**63) <= arg < 2**64:
+            raise OverflowError(
+                f"{name}: argument {i} = {arg} is out of range: a python int argument must fit in int64 or "
+                "uint64 ([-2**63, 2**64)), as in torch"
             )
         if isinstance(arg, complex) or (is_tensor_like(arg) and arg.dtype.is_complex):
             raise TypeError(f"{name}: argument {i} is complex ({_kind(arg)}); {needs_register_complex(name)}")

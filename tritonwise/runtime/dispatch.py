@@ -18,7 +18,7 @@ import torch
 
 from ..errors import PayloadError
 from .arguments import check_partial_overlap
-from .interpret import interpreting
+from .interpret import int64_scalars, interpreting
 from .launcher import direct_launcher
 from .strided_buffer import StridedBuffer
 
@@ -66,7 +66,7 @@ class LaunchPlan:
         """The payload arguments, with 0-d CPU tensors (scalars beside device tensors) moved."""
         if not self.to_device:
             return args
-        return [a.to(self.device) if i in self.to_device else a for i, a in enumerate(args)]
+        return [_moved(a, self.device) if i in self.to_device else a for i, a in enumerate(args)]
 
     def _run_reducing(self, args: tuple, outs: list):
         """Like run(), with some outputs reduced to 0-d tensors through accumulators."""
@@ -114,8 +114,9 @@ class LaunchPlan:
         operands = [*inputs, *outputs]
         if self.interpreted:
             operands = [o.storage_view() if isinstance(o, StridedBuffer) else o for o in operands]
+            index_args = int64_scalars(self.index_args) if self.spec.index_bits == 64 else self.index_args
             with INTERPRETER_LOCK, interpreting(), self._payload_errors("run"):
-                self.launch(self.grid, *operands, *self.index_args, *self.constexprs, self.num_warps)
+                self.launch(self.grid, *operands, *index_args, *self.constexprs, self.num_warps)
         else:
             with torch.cuda.device(self.device.index), self._payload_errors("compile"):
                 compiled = self.launch(self.grid, *operands, *self.index_args, *self.constexprs, self.num_warps)
@@ -167,6 +168,13 @@ class LaunchPlan:
             return outs
 
         return fast_many
+
+
+def _moved(operand, device: torch.device) -> torch.Tensor:
+    """A 0-d CPU operand copied to `device`; a StridedBuffer through a tensor of its one element."""
+    if isinstance(operand, StridedBuffer):
+        operand = operand.storage_view().view(())
+    return operand.to(device)
 
 
 class PlanCache:

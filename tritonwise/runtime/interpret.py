@@ -58,6 +58,21 @@ def _call_interpreted(self, *args, **kwargs):
     return interpreted(self.fn)(*args, **kwargs)
 
 
+def int64_scalars(values) -> tuple:
+    """Python ints as the interpreter's int64 scalars, for the index arguments of an int64 kernel.
+
+    The interpreter types an int argument by its value (int32 when it fits) and ignores the
+    kernel's `tl.int64` annotations, which the GPU honours. A stride below 2**31 would then stay
+    int32, `row * stride` would wrap around, and the load would read outside the tensor (a
+    segmentation fault, not an error). The interpreter (3.6 and later) passes an argument that
+    is already one of its tensors through unchanged, so these keep their type."""
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    return tuple(tl.tensor(TensorHandle(np.array([v], dtype=np.int64), tl.int64), tl.int64) for v in values)
+
+
 def _index(self) -> int:
     """A scalar interpreter tensor as a Python int (its data is a one-element array)."""
     return int(self.handle.data.reshape(-1)[0])
