@@ -22,7 +22,9 @@ def call_signature(args: Sequence, outs: Sequence = ()) -> tuple:
     """What a launch plan depends on, cheap to build: per operand its dtype, shape, strides,
     device and pointer alignment class (Triton specializes kernels on 16-byte aligned
     pointers); per scalar its python type and, for ints, the width Triton passes it in; which
-    outputs are given. Built on every call, so plain tensors take the shortest branch."""
+    outputs are given; per plain tensor whether it requires grad (such calls record themselves
+    for autograd and never reach a cached plan). Built on every call, so plain tensors take the
+    shortest branch."""
     key = [_tensor_key(a) if type(a) is Tensor else _other_key(a) for a in args]
     if outs and any(o is not None for o in outs):
         key += [_other_key(o) for o in outs]
@@ -30,14 +32,14 @@ def call_signature(args: Sequence, outs: Sequence = ()) -> tuple:
 
 
 def _tensor_key(a) -> tuple:
-    return (a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15)
+    return (a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15, a.requires_grad)
 
 
 def _other_key(a):
     if isinstance(a, Tensor):
         return _tensor_key(a)
     if isinstance(a, StridedBuffer):
-        return (StridedBuffer, *_tensor_key(a))
+        return (StridedBuffer, a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15)
     if type(a) is int:
         return int_class(a)
     return type(a)
@@ -51,7 +53,7 @@ def int_class(value: int):
     return "i64" if -(2**63) <= value < 2**63 else "u64"
 
 
-_FIELDS = ("dtype", "shape", "strides", "device", "16-byte alignment")
+_FIELDS = ("dtype", "shape", "strides", "device", "16-byte alignment", "requires_grad")
 
 
 def miss_reason(key: tuple, previous) -> str:
@@ -62,7 +64,8 @@ def miss_reason(key: tuple, previous) -> str:
         if new == old:
             continue
         if isinstance(new, tuple) and isinstance(old, tuple) and len(new) == len(old):
-            new, old = new[-5:], old[-5:]
+            if new[0] is StridedBuffer:
+                new, old = new[1:], old[1:]
             changed = [f for f, a, b in zip(_FIELDS, new, old) if a != b]
             return f"operand {position}: {', '.join(changed)} changed ({old} -> {new})"
         return f"operand {position}: {old} -> {new}"
