@@ -171,6 +171,8 @@ def call(fn, args: tuple, outs: tuple):
             f"{fn.__name__}: given outputs (out0=...) do not support automatic differentiation, "
             "but an argument requires grad; drop the output arguments or call under torch.no_grad()"
         )
+    needs = tuple(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+    fn.backward_functions().for_inputs(wanted_inputs(fn, args, needs))  # a construct it cannot derive fails here
     results = _Record.apply(fn, plain, *args)
     return results[0] if len(results) == 1 else results
 
@@ -223,23 +225,26 @@ class _Record(torch.autograd.Function):
 
 def input_gradients(fn, args: tuple, grads: tuple, extremes: list, wrt: tuple) -> list:
     """One entry per argument of `fn`: its gradient, or None."""
-    result = [None] * len(args)
     functions = fn.backward_functions()
     backward = functions.for_inputs(wrt)
-    if backward.function is None:
+    return gradients(fn._reductions, args, grads, extremes, wrt, backward.function, backward.wrt, functions.ties)
+
+
+def gradients(reductions, args, grads, extremes, wanted, run, computed: tuple, ties) -> list:
+    """Per argument its gradient or None: `run(*args, *grads, *extremes)` returns the gradients
+    of the inputs at `computed` over the task shape, `ties(k)(*args, extreme)` counts the
+    elements equal to the max/min of output k (torch shares its gradient among them)."""
+    result = [None] * len(args)
+    if run is None:
         return result
     device = next(a.device for a in args if isinstance(a, torch.Tensor))
-    grads = list(grads)
-    for k, g in enumerate(grads):
-        if g is None:
-            grads[k] = torch.zeros((), dtype=torch.float32, device=device)
-    for position, (k, kind) in enumerate((k, r) for k, r in enumerate(fn._reductions) if r in ("max", "min")):
-        count = functions.ties(k)(*args, extremes[position])
-        grads[k] = grads[k] / count
-    values = backward.function(*args, *grads, *extremes)
+    grads = [torch.zeros((), dtype=torch.float32, device=device) if g is None else g for g in grads]
+    for position, k in enumerate(k for k, r in enumerate(reductions) if r in ("max", "min")):
+        grads[k] = grads[k] / ties(k)(*args, extremes[position])
+    values = run(*args, *grads, *extremes)
     values = values if isinstance(values, tuple) else (values,)
-    for i, g in zip(backward.wrt, values):
-        if i in wrt:
+    for i, g in zip(computed, values):
+        if i in wanted:
             result[i] = reduce_to(g, args[i])
     return result
 
