@@ -166,6 +166,8 @@ def call(fn, args: tuple, outs: tuple):
     plain = tuple(a.detach() if isinstance(a, torch.Tensor) else a for a in args)
     if not torch.is_grad_enabled():
         return fn(*plain, **_given(outs))
+    if any(isinstance(a, torch.Tensor) and a.is_complex() and a.requires_grad for a in args):
+        raise RuntimeError(f"{fn.__name__}: autograd of complex inputs is not supported (an argument requires grad)")
     if any(o is not None for o in outs):
         raise RuntimeError(
             f"{fn.__name__}: given outputs (out0=...) do not support automatic differentiation, "
@@ -190,7 +192,7 @@ def wanted_inputs(fn, args: tuple, needs: tuple) -> tuple:
     return tuple(
         i
         for i, (a, need) in enumerate(zip(args, needs))
-        if need and isinstance(a, torch.Tensor) and (a.is_floating_point() or a.is_complex())
+        if need and isinstance(a, torch.Tensor) and a.is_floating_point()
     )
 
 
