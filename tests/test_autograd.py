@@ -145,6 +145,16 @@ def times_int(x, n):
     return x * n
 
 
+def test_bf16_backward_matches_torch_in_fp32():
+    x, y = _leaves(t.to(torch.bfloat16) for t in LAYOUTS["broadcast"]())
+    FUNCTIONS["sigmoid_abs"](x, y).sum().backward()
+    xt, yt = _leaves(t.float() for t in (x, y))
+    CONSTRUCTS["sigmoid_abs"][1](xt, yt).sum().backward()
+    assert x.grad.dtype == y.grad.dtype == torch.bfloat16
+    torch.testing.assert_close(x.grad, xt.grad.to(torch.bfloat16))
+    torch.testing.assert_close(y.grad, yt.grad.to(torch.bfloat16))
+
+
 def test_bool_mask_and_scalar_get_no_gradient():
     x = torch.randn(3, 4, **F64, requires_grad=True)
     mask = torch.rand(4) > 0.5
@@ -158,6 +168,20 @@ def test_integer_tensor_gets_no_gradient():
     n = torch.randint(-3, 4, (3, 4), dtype=torch.int32)
     times_int(x, n).sum().backward()
     torch.testing.assert_close(x.grad, n.float())
+
+
+@pointwise_dynamic(promotion_methods=[(0, 1, "DEFAULT")])
+@triton.jit
+def select_by_sign(x, s):
+    return tl.where(s > 0, x, 2.0 * x)
+
+
+def test_float_input_used_only_in_a_condition_gets_no_gradient():
+    x, s = _leaves(LAYOUTS["broadcast"]())
+    select_by_sign(x, s).sum().backward()
+    assert s.grad is None
+    torch.testing.assert_close(x.grad, torch.where(s > 0, 1.0, 2.0).to(x.dtype).expand(2, 4, 3).sum_to_size(x.shape))
+    assert select_by_sign.explain_backward(x, s).wrt == (0,)
 
 
 def _reducing(kind):

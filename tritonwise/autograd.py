@@ -55,7 +55,7 @@ class Backward:
         self.given = None if payload is None else inspect_payload(payload)
         self._functions: dict = {}
         self._ties: dict = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # _build asks again for a smaller set of inputs
 
     def for_inputs(self, wrt: tuple) -> BackwardFunction:
         found = self._functions.get(wrt)
