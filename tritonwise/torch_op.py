@@ -64,7 +64,7 @@ def _device(args) -> torch.device:
 
 def _register_autograd(fn, qualname: str, library) -> None:
     from .autograd import gradients
-    from .frontend.derivative import NotDifferentiable
+    from .errors import NotDifferentiable
 
     schema, reductions = fn.schema, fn._reductions
     tensors = tuple(i for i in range(schema.num_inputs()) if schema.is_tensor(i))

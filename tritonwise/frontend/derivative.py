@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from . import rules
-from .linearize import NotDifferentiable, Program, Step, linearize
+from ..errors import NotDifferentiable
+from .linearize import Program, Step, linearize, not_differentiable
 
 
 @dataclass(frozen=True)
@@ -202,10 +203,7 @@ class _Deriver:
         return None
 
     def fail(self, step: Step, what: str):
-        raise NotDifferentiable(
-            f"{self.where}, line {step.line} of the payload: {what} cannot be differentiated automatically; "
-            "give the backward payload by hand (pointwise_dynamic(..., backward=...) or fn.register_backward(...))"
-        )
+        raise not_differentiable(self.where, step.line, what)
 
 
 def _operand_names(value: ast.expr) -> set:

@@ -14,13 +14,7 @@ import ast
 import itertools
 from dataclasses import dataclass
 
-from ..errors import PayloadError
-
-
-class NotDifferentiable(PayloadError):
-    """The payload uses a construct tritonwise cannot derive a backward for. The message names
-    the construct and its line; give the backward payload by hand instead
-    (`pointwise_dynamic(..., backward=...)` or `fn.register_backward(...)`)."""
+from ..errors import NotDifferentiable
 
 
 @dataclass(frozen=True)
@@ -39,6 +33,13 @@ class Program:
     steps: tuple  # Step, in execution order
     results: tuple  # one atom (ast.Name or ast.Constant) per returned value
     names: frozenset  # every name the program uses, to draw fresh names from
+
+
+def not_differentiable(where: str, line, what: str) -> NotDifferentiable:
+    return NotDifferentiable(
+        f"{where}, line {line} of the payload: {what} cannot be differentiated automatically; "
+        "give the backward payload by hand (pointwise_dynamic(..., backward=...) or fn.register_backward(...))"
+    )
 
 
 def linearize(source: str, where: str) -> Program:
@@ -78,11 +79,7 @@ class _Builder:
         self._temps = itertools.count(1)
 
     def fail(self, node, what: str):
-        line = getattr(node, "lineno", "?")
-        raise NotDifferentiable(
-            f"{self.where}, line {line} of the payload: {what} cannot be differentiated automatically; "
-            "give the backward payload by hand (pointwise_dynamic(..., backward=...) or fn.register_backward(...))"
-        )
+        raise not_differentiable(self.where, getattr(node, "lineno", "?"), what)
 
     def fresh(self, base: str) -> str:
         """An unused name: `base_2`, `base_3`, ... for a name assigned again."""
