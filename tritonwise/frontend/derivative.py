@@ -46,14 +46,15 @@ def derive(
     return _Deriver(program, globals_, where).run(name, tuple(wrt), tuple(reductions))
 
 
-def ties_source(source: str, name: str, output: int) -> str:
-    """A payload returning, per element, whether output `output` equals its max/min: summed by a
+def ties_source(source: str, name: str, output: int) -> tuple:
+    """(name, source) of a payload returning, per element, whether output `output` equals its max/min: summed by a
     fused "sum" reduction it counts the ties torch's amax/amin backward shares the gradient among."""
     program = linearize(source, f"payload {name}")
     extreme = _fresh(program, "extreme")
     value = ast.unparse(program.results[output])
     lines = _primal_lines(program) + [f"return {value}.to({extreme}.dtype) == {extreme}"]
-    return _function(f"{name}_ties{output}", list(program.params) + [extreme], lines)
+    ties_name = f"{name}_ties{output}"
+    return ties_name, _function(ties_name, list(program.params) + [extreme], lines)
 
 
 def _primal_lines(program: Program) -> list:
