@@ -18,6 +18,9 @@ from __future__ import annotations
 import argparse
 import math
 
+import sys
+from pathlib import Path
+
 import torch
 import triton
 import triton.language as tl
@@ -25,6 +28,8 @@ from triton.language.extra import libdevice
 from triton.testing import do_bench
 
 from tritonwise import pointwise_dynamic
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # timing.py beside this file
 
 
 @pointwise_dynamic(promotion_methods=[(0, "DEFAULT")])
@@ -121,6 +126,21 @@ def bandwidth_rows(numel: int, dtype: torch.dtype, compile_too: bool) -> list:
     return rows
 
 
+def recording_overhead_rows() -> list:
+    """Host µs per forward call of a small tensor: plain, and recording for autograd."""
+    from timing import host_only_us
+
+    x = torch.randn(1024, device="cuda")
+    w = x.clone().requires_grad_()
+    calls = {
+        "tritonwise silu, no grad": lambda: silu(x),
+        "tritonwise silu, recording": lambda: silu(w),
+        "torch silu, no grad": lambda: torch.nn.functional.silu(x),
+        "torch silu, recording": lambda: torch.nn.functional.silu(w),
+    }
+    return [(label, host_only_us(call)) for label, call in calls.items()]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--numel", type=int, default=1 << 26)
@@ -134,6 +154,9 @@ def main() -> None:
     print("| expression | backward | µs | GB/s |\n|---|---|---|---|")
     for name, label, us, gbs in bandwidth_rows(args.numel, dtype, not args.no_compile):
         print(f"| {name} | {label} | {us:.1f} | {gbs:.0f} |")
+    print("\nhost µs per forward call, 1024 elements:")
+    for label, us in recording_overhead_rows():
+        print(f"  {label:<28} {us:6.1f}")
 
 
 if __name__ == "__main__":
