@@ -118,9 +118,11 @@ class PointwiseDynamicFunction:
             self._backward = Backward(self, self._backward_payload)
         return self._backward
 
-    def explain_backward(self, *args, wrt=None) -> "Explanation":
-        """The plan of the backward kernel for a call with `args` (gradients of the inputs at `wrt`,
-        default: every floating tensor input); its `backward_payload` names the derived payload's file."""
+    def explain_backward(self, *args, wrt=None):
+        """What the backward of a call with `args` runs, without launching: an
+        autograd.BackwardExplanation with the derived payload's file (`payload_path`) and the
+        Explanation of its kernel (`kernel`); gradients of the inputs at `wrt` (default: every
+        floating tensor input)."""
         from . import autograd
 
         return autograd.explain(self, args, wrt)
