@@ -5,7 +5,9 @@ import torch
 import triton
 import triton.language as tl
 
-from tritonwise import pointwise_dynamic
+from triton.language.extra import libdevice
+
+from tritonwise import PayloadError, pointwise_dynamic
 from tritonwise.frontend.derivative import NotDifferentiable
 
 from payload_helpers import twice
@@ -62,6 +64,16 @@ def local_names(x, y):
     return b - c
 
 
+@triton.jit
+def exp2_log2_fma_clamp(x, y):
+    return tl.exp2(x) + tl.log2(y * y + 1.0) + tl.fma(x, y, x) + tl.clamp(x, -0.5, 0.5)
+
+
+@triton.jit
+def casts(x, y):
+    return x.to(tl.float64) * y + tl.floor(y)
+
+
 CONSTRUCTS = {
     "arith": (arith, lambda x, y: (x + y) * x - y / (x * x + 1.0) + -x),
     "compare_where": (
@@ -73,6 +85,11 @@ CONSTRUCTS = {
     "trig": (trig, lambda x, y: torch.sin(x) * torch.cos(y)),
     "sigmoid_abs": (sigmoid_abs, lambda x, y: x * torch.sigmoid(y) + torch.abs(x) * y),
     "max_min": (max_min, lambda x, y: torch.maximum(x, y) + torch.minimum(x, 0.5 * y)),
+    "exp2_log2_fma_clamp": (
+        exp2_log2_fma_clamp,
+        lambda x, y: torch.exp2(x) + torch.log2(y * y + 1.0) + (x * y + x) + torch.clamp(x, -0.5, 0.5),
+    ),
+    "casts": (casts, lambda x, y: x.double() * y + torch.floor(y)),
     "local_names": (local_names, lambda x, y: (((x * y + x) + y) ** 2) - ((x * y + x) + y - x)),
 }
 FUNCTIONS = {name: _binary(payload) for name, (payload, _) in CONSTRUCTS.items()}
@@ -282,6 +299,28 @@ def branches(x, y):
 @pytest.mark.parametrize(
     "payload, construct", [(calls_a_helper, r"the call `twice\(x\)`"), (branches, r"the statement `if")]
 )
+@triton.jit
+def tanh_erf_pow(x, y):
+    return libdevice.tanh(x) * y + libdevice.erf(x * y) + libdevice.pow(x * x + 1.0, 1.5)
+
+
+def _libdevice_runs_on_cpu() -> bool:
+    try:
+        _binary(tanh_erf_pow)(torch.ones(1), torch.ones(1))
+    except PayloadError:
+        return False
+    return True
+
+
+def test_gradcheck_libdevice():
+    """libdevice on CPU needs the interpreter's libdevice (tests/test_derivative.py checks these
+    rules without it; tests/test_gpu_autograd.py on the GPU)."""
+    if not _libdevice_runs_on_cpu():
+        pytest.skip("this Triton interpreter has no libdevice tanh/erf/pow")
+    x, y = _leaves(LAYOUTS["broadcast"]())
+    assert torch.autograd.gradcheck(_binary(tanh_erf_pow), (x, y), fast_mode=True)
+
+
 def test_underivable_construct_is_named(payload, construct):
     fn = _binary(payload)
     x, y = _leaves(LAYOUTS["same"]())
