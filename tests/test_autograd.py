@@ -168,8 +168,10 @@ def test_bf16_backward_matches_torch_in_fp32():
     xt, yt = _leaves(t.float() for t in (x, y))
     CONSTRUCTS["sigmoid_abs"][1](xt, yt).sum().backward()
     assert x.grad.dtype == y.grad.dtype == torch.bfloat16
-    torch.testing.assert_close(x.grad, xt.grad.to(torch.bfloat16))
-    torch.testing.assert_close(y.grad, yt.grad.to(torch.bfloat16))
+    # both are broadcast: gradients are rounded to bf16 per element, then summed over the
+    # broadcast dims, as torch's bf16 autograd does: two roundings, against one in fp32
+    torch.testing.assert_close(x.grad.float(), xt.grad, rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(y.grad.float(), yt.grad, rtol=2e-2, atol=2e-2)
 
 
 def test_bool_mask_and_scalar_get_no_gradient():
@@ -296,9 +298,6 @@ def branches(x, y):
     return x + y
 
 
-@pytest.mark.parametrize(
-    "payload, construct", [(calls_a_helper, r"the call `twice\(x\)`"), (branches, r"the statement `if")]
-)
 @triton.jit
 def tanh_erf_pow(x, y):
     return libdevice.tanh(x) * y + libdevice.erf(x * y) + libdevice.pow(x * x + 1.0, 1.5)
@@ -321,6 +320,9 @@ def test_gradcheck_libdevice():
     assert torch.autograd.gradcheck(_binary(tanh_erf_pow), (x, y), fast_mode=True)
 
 
+@pytest.mark.parametrize(
+    "payload, construct", [(calls_a_helper, r"the call `twice\(x\)`"), (branches, r"the statement `if")]
+)
 def test_underivable_construct_is_named(payload, construct):
     fn = _binary(payload)
     x, y = _leaves(LAYOUTS["same"]())

@@ -109,7 +109,7 @@ class _Builder:
 
     def assign(self, target, value, stmt) -> None:
         if isinstance(target, ast.Name):
-            self.bind(target.id, self.expression(value, top=True), stmt)
+            self.bind(target.id, self.expression(value), stmt)
         elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
             atoms = [self.atom(v) for v in value.elts]  # every right-hand side before any binding
             for t, a in zip(target.elts, atoms):
@@ -132,14 +132,14 @@ class _Builder:
 
     def atom(self, node) -> ast.expr:
         """`node` as an atom, emitting steps for whatever it computes."""
-        value = self.expression(node, top=False)
+        value = self.expression(node)
         if isinstance(value, (ast.Name, ast.Constant)) or _is_dtype_like(value):
             return value
         temp = self.temp()
         self.steps.append(Step(temp, value, getattr(node, "lineno", 0)))
         return ast.Name(id=temp, ctx=ast.Load())
 
-    def expression(self, node, top: bool) -> ast.expr:
+    def expression(self, node) -> ast.expr:
         """`node` with its operands made atoms: one operation over atoms (or an atom)."""
         if isinstance(node, ast.Name):
             if node.id in self.current:
@@ -178,7 +178,7 @@ class _Builder:
         else:
             self.fail(node, f"the call `{ast.unparse(node)}`")
         args = [self.atom(a) for a in node.args]
-        keywords = [ast.keyword(arg=k.arg, value=self.expression(k.value, top=False)) for k in node.keywords]
+        keywords = [ast.keyword(arg=k.arg, value=self.expression(k.value)) for k in node.keywords]
         return ast.Call(func=func, args=args, keywords=keywords)
 
 
