@@ -10,6 +10,7 @@ from triton.language.extra import libdevice
 from tritonwise import PayloadError, pointwise_dynamic
 from tritonwise.frontend.derivative import NotDifferentiable
 
+import payload_no_tl
 from payload_helpers import twice
 
 F64 = dict(dtype=torch.float64)
@@ -259,6 +260,11 @@ def test_activations_fp32_match_torch(payload, reference):
     xt = x.detach().requires_grad_()
     reference(xt).backward(g)
     torch.testing.assert_close(x.grad, xt.grad)
+
+
+def test_payload_from_a_module_without_triton_language():
+    x, y = _leaves(LAYOUTS["broadcast"]())
+    assert torch.autograd.gradcheck(_binary(payload_no_tl.add), (x, y), fast_mode=True)
 
 
 def test_no_grad_calls_record_nothing_and_reuse_plans():
