@@ -29,6 +29,7 @@ from ._version import __version__
 from .frontend.derivative import derive, ties_source
 from .frontend.payload import inspect_payload
 from .frontend.schema import FunctionSchema
+from .runtime.arguments import output_keywords
 from .runtime.cache import ensure_file
 
 DOUBLE_BACKWARD = (
@@ -159,7 +160,7 @@ def call(fn, args: tuple, outs: tuple):
     """A call of `fn` some of whose tensor arguments require grad."""
     plain = tuple(a.detach() if isinstance(a, torch.Tensor) else a for a in args)
     if not torch.is_grad_enabled():
-        return fn(*plain, **_given(outs))
+        return fn(*plain, **output_keywords(outs))
     if any(isinstance(a, torch.Tensor) and a.is_complex() and a.requires_grad for a in args):
         raise RuntimeError(f"{fn.__name__}: autograd of complex inputs is not supported (an argument requires grad)")
     if any(o is not None for o in outs):
@@ -175,10 +176,6 @@ def call(fn, args: tuple, outs: tuple):
 
 def needs_grad(args: tuple) -> bool:
     return torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
-
-
-def _given(outs: tuple) -> dict:
-    return {f"out{k}": o for k, o in enumerate(outs) if o is not None}
 
 
 def wanted_inputs(fn, args: tuple, needs: tuple) -> tuple:

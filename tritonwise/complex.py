@@ -1,16 +1,27 @@
-"""Complex tensors, by running real kernels over `torch.view_as_real` data.
+"""Complex arguments, by running real kernels over `torch.view_as_real` data.
 
-`fn.register_complex(mode, cross_kernel=None, tensorize_scalars=False, fallback_target=None)`:
-- ELEMENTWISE (add-like): the payload applies to real and imaginary parts alike. Each complex
-  operand is viewed as real with a trailing dim of 2; a real tensor beside complex ones is
-  first converted to complex (zero imaginary part), as torch does.
-- CROSS (mul-like): `cross_kernel`, a PointwiseDynamicFunction, receives (real, imag) for
-  every tensor input (an imaginary part of zeros, broadcast without memory, for real
-  tensors) followed by the scalars, and returns (real, imag) of the one output, written
-  straight into the complex result through strided views.
-Complex python scalars are accepted only with `tensorize_scalars=True` (they become 0-d
-complex tensors). Calls without complex operands take the ordinary path. `fallback_target`,
-when given, handles what neither mode covers (e.g. a complex scalar without tensorization).
+`fn.register_complex(mode, cross_kernel=None, tensorize_scalars=False, fallback_target=None)`
+(FlagGems' API; mistakes are reported when registering, see `complex_handler`). The operands
+are the arguments fn's promotion methods name; a call takes this path when an operand or a
+given output is complex (a complex tensor or a python `complex`).
+
+- `tensorize_scalars=True` with `fallback_target` (FlagGems' form for tensor-scalar functions):
+  every python scalar operand becomes a 0-d tensor of the call's complex dtype (torch converts a
+  scalar to the common dtype the same way, so values round as torch rounds them), and the call
+  goes to `fallback_target`, the tensor-tensor function, with the other arguments unchanged.
+- ELEMENTWISE (add-like): the payload applies to real and imaginary parts alike. When every
+  operand is a complex tensor, one launch over the `view_as_real` views (a trailing dim of 2).
+  Otherwise two launches, one over the real parts and one over the imaginary parts: a real
+  tensor's imaginary part is zeros broadcast without memory, a scalar's parts are python numbers
+  (so `complex_tensor + 2.0` adds 2 to the real part only, as torch does).
+- CROSS (mul-like): `cross_kernel`, a PointwiseDynamicFunction with 2 outputs, receives
+  (real, imag) of every operand in order -- 0-d tensors for scalars, or python floats where the
+  cross kernel takes scalars -- then the other arguments, and writes (real, imag) of the one
+  output straight into the complex result through strided views.
+
+Conjugate views are resolved (`resolve_conj`) before their data is read. Results are complex
+(a promotion that gives a real dtype for complex operands, e.g. ALWAYS_BOOL, is refused);
+allocated results are C-contiguous.
 """
 
 from __future__ import annotations
@@ -22,6 +33,8 @@ from typing import Callable, Optional
 import torch
 
 from .frontend.dtypes import resolve_types
+from .frontend.promotion import ELEMENTWISE_TYPE_PROMOTION_KIND, promote
+from .runtime import arguments as argcheck
 
 
 class ComplexMode(enum.Enum):
@@ -30,68 +43,246 @@ class ComplexMode(enum.Enum):
     CROSS = 2
 
 
+_REAL_OF = {torch.complex32: torch.float16, torch.complex64: torch.float32, torch.complex128: torch.float64}
+
+
+def is_complex(a) -> bool:
+    return isinstance(a, complex) or (argcheck.is_tensor_like(a) and a.dtype.is_complex)
+
+
 @dataclass(frozen=True)
 class ComplexHandler:
+    """How one function handles complex calls; built (and validated) by `complex_handler`."""
+
     mode: ComplexMode
+    operands: tuple  # positions the promotion methods name, ascending
     cross_kernel: Optional[Callable] = None
     tensorize_scalars: bool = False
     fallback_target: Optional[Callable] = None
 
     def applies(self, args: tuple, outs: tuple) -> bool:
-        operands = [a for a in (*args, *outs) if isinstance(a, torch.Tensor)]
-        return any(t.dtype.is_complex for t in operands) or any(isinstance(a, complex) for a in args)
+        return any(is_complex(a) for a in args) or any(o is not None and is_complex(o) for o in outs)
 
     def __call__(self, fn, args: tuple, outs: tuple):
-        converted = self._scalars(args)
-        if converted is None or self.mode is ComplexMode.NONE:
-            if self.fallback_target is None:
+        name = fn.__name__
+        if len(args) != fn.schema.num_inputs():
+            raise TypeError(f"{name}() takes {fn.schema.num_inputs()} positional inputs but {len(args)} were given")
+        for i, a in enumerate(args):
+            if is_complex(a) and i not in self.operands:
                 raise TypeError(
-                    f"{fn.__name__}: complex arguments need register_complex(ELEMENTWISE or CROSS), and complex "
-                    "python scalars need tensorize_scalars=True"
+                    f"{name}: argument {i} is complex, but no promotion method names it: only operands "
+                    f"(arguments {list(self.operands)}) may be complex"
                 )
-            return self.fallback_target(*args, **{f"out{k}": o for k, o in enumerate(outs) if o is not None})
-        args = converted
-        results = [dtype for dtype in resolve_types(fn.schema, args).results]
-        device = next(a.device for a in args if isinstance(a, torch.Tensor))
-        shape = torch.broadcast_shapes(*[a.shape for a in args if isinstance(a, torch.Tensor)])
-        outputs = [o if o is not None else torch.empty(shape, dtype=d, device=device) for o, d in zip(outs, results)]
-        if self.mode is ComplexMode.ELEMENTWISE:
-            _elementwise(fn, args, outputs)
+        if not any(is_complex(args[i]) for i in self.operands):
+            return _real_into_complex(fn, args, outs)
+        if self.tensorize_scalars and self.fallback_target is not None:
+            return self.fallback_target(*self._tensorized(args), **argcheck.output_keywords(outs))
+        args = tuple(_resolved(a) for a in args)
+        outputs = _outputs(fn, args, outs)
+        if self.mode is ComplexMode.CROSS:
+            self._cross(args, outputs[0])
+        elif all(argcheck.is_tensor_like(args[i]) and args[i].dtype.is_complex for i in self.operands):
+            _elementwise_pairs(fn, args, self.operands, outputs)
         else:
-            _cross(fn, self.cross_kernel, args, outputs)
+            _elementwise_parts(fn, args, self.operands, outputs)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
-    def _scalars(self, args: tuple):
-        if not any(isinstance(a, complex) for a in args):
-            return args
-        if not self.tensorize_scalars:
-            return None
-        device = next(a.device for a in args if isinstance(a, torch.Tensor))
-        return tuple(torch.tensor(a, device=device) if isinstance(a, complex) else a for a in args)
+    def _tensorized(self, args: tuple) -> tuple:
+        dtype = promote((*self.operands, ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT), args)[1]
+        device = _device(args)
+        return tuple(
+            torch.tensor(a, dtype=dtype, device=device) if i in self.operands and not argcheck.is_tensor_like(a) else a
+            for i, a in enumerate(args)
+        )
+
+    def _cross(self, args: tuple, out: torch.Tensor) -> None:
+        real = _REAL_OF[out.dtype]
+        takes_tensor = self.cross_kernel.schema.is_tensor
+        parts = []
+        for i in self.operands:
+            for part in _parts(args[i], real, out.device):
+                wanted = takes_tensor(len(parts))
+                if wanted and not argcheck.is_tensor_like(part):
+                    part = torch.tensor(part, dtype=real, device=out.device)
+                elif not wanted and argcheck.is_tensor_like(part):
+                    if part.ndim:
+                        raise TypeError(
+                            f"{self.cross_kernel.__name__}: argument {len(parts)} is a scalar in the cross kernel, "
+                            f"but operand {i} is a tensor"
+                        )
+                    part = part.item()
+                parts.append(part)
+        parts += [a for i, a in enumerate(args) if i not in self.operands]
+        pair = torch.view_as_real(out)
+        self.cross_kernel(*parts, out0=pair[..., 0], out1=pair[..., 1])
 
 
-def _elementwise(fn, args: tuple, outputs: list) -> None:
-    complex_dtype = next(o.dtype for o in outputs if o.dtype.is_complex)
-    real_args = []
-    for a in args:
-        if isinstance(a, torch.Tensor):
-            a = torch.view_as_real(a if a.dtype.is_complex else a.to(complex_dtype))
-        real_args.append(a)
-    fn(*real_args, **{f"out{k}": torch.view_as_real(o) for k, o in enumerate(outputs)})
+def _parts(a, real: torch.dtype, device) -> tuple:
+    """(real, imaginary) of one operand: views of a complex tensor, zeros broadcast for a real
+    tensor, 0-d tensors of `real` for a python scalar (converted as torch converts it)."""
+    if argcheck.is_tensor_like(a):
+        if a.dtype.is_complex:
+            pair = torch.view_as_real(a)
+            return pair[..., 0], pair[..., 1]
+        return a, torch.zeros((), dtype=a.dtype, device=a.device).expand(a.shape)
+    z = complex(a)
+    return torch.tensor(z.real, dtype=real, device=device), torch.tensor(z.imag, dtype=real, device=device)
 
 
-def _cross(fn, cross_kernel, args: tuple, outputs: list) -> None:
-    if cross_kernel is None or len(outputs) != 1:
-        raise TypeError(f"{fn.__name__}: ComplexMode.CROSS needs a cross_kernel and exactly one output")
-    parts = []
-    for a in args:
-        if isinstance(a, torch.Tensor):
-            if a.dtype.is_complex:
-                pair = torch.view_as_real(a)
-                parts += [pair[..., 0], pair[..., 1]]
-            else:
-                parts += [a, torch.zeros((), dtype=a.dtype, device=a.device).expand(a.shape)]
+def _elementwise_pairs(fn, args: tuple, operands: tuple, outputs: list) -> None:
+    """One launch over view_as_real data; real non-operand tensors get a trailing dim of 1."""
+    real_args = [
+        torch.view_as_real(a) if i in operands else a.unsqueeze(-1) if argcheck.is_tensor_like(a) else a
+        for i, a in enumerate(args)
+    ]
+    fn(*real_args, **argcheck.output_keywords([torch.view_as_real(o) for o in outputs]))
+
+
+def _elementwise_parts(fn, args: tuple, operands: tuple, outputs: list) -> None:
+    """Two launches: real parts, then imaginary parts (zeros for real tensors and scalars)."""
+    for half in (0, 1):
+        parts = [_part(a, half) if i in operands else a for i, a in enumerate(args)]
+        fn(*parts, **argcheck.output_keywords([torch.view_as_real(o)[..., half] for o in outputs]))
+
+
+def _part(a, half: int):
+    if argcheck.is_tensor_like(a):
+        if a.dtype.is_complex:
+            return torch.view_as_real(a)[..., half]
+        return a if half == 0 else torch.zeros((), dtype=a.dtype, device=a.device).expand(a.shape)
+    if isinstance(a, complex):
+        return a.imag if half else a.real
+    return a if half == 0 else type(a)(0)
+
+
+def _real_into_complex(fn, args: tuple, outs: tuple):
+    """Real operands, complex given outputs: the real result, with a zero imaginary part."""
+    reals = [torch.view_as_real(_resolved(o))[..., 0] if o is not None and is_complex(o) else o for o in outs]
+    result = fn(*args, **argcheck.output_keywords(reals))
+    for o in outs:
+        if o is not None and is_complex(o):
+            torch.view_as_real(o)[..., 1].zero_()
+    return _given_or(result, outs)
+
+
+def _given_or(result, outs: tuple):
+    results = result if isinstance(result, tuple) else (result,)
+    merged = tuple(o if o is not None else r for o, r in zip(outs, results))
+    return merged[0] if len(merged) == 1 else merged
+
+
+def _outputs(fn, args: tuple, outs: tuple) -> list:
+    """The complex outputs of a call: given ones checked, the others allocated C-contiguous."""
+    name = fn.__name__
+    results = resolve_types(fn.schema, args).results
+    tensors = [(f"argument {i}", a) for i, a in enumerate(args) if argcheck.is_tensor_like(a)]
+    device = argcheck.launch_device(name, tensors + [(f"out{k}", o) for k, o in enumerate(outs) if o is not None])
+    try:
+        shape = torch.broadcast_shapes(*[a.shape for _, a in tensors])
+    except RuntimeError as e:
+        raise RuntimeError(f"{name}: {e}") from None
+    outputs = []
+    for k, (out, dtype) in enumerate(zip(outs, results)):
+        if not dtype.is_complex:
+            raise TypeError(
+                f"{name}: out{k}'s promotion gives {dtype} for complex operands; register_complex computes "
+                "complex results only"
+            )
+        if out is None:
+            out = torch.empty(shape, dtype=dtype, device=device)
         else:
-            parts.append(a)
-    out = torch.view_as_real(outputs[0])
-    cross_kernel(*parts, out0=out[..., 0], out1=out[..., 1])
+            argcheck.check_output(name, k, out, shape, dtype, device, complex_ok=True)
+            if out.is_conj():
+                raise RuntimeError(f"{name}: out{k} is a conjugate view; give a tensor without the conjugate bit")
+        outputs.append(out)
+    return outputs
+
+
+def _resolved(a):
+    if isinstance(a, torch.Tensor):
+        if a.is_conj():
+            return a.resolve_conj()
+        if a.is_neg():
+            return a.resolve_neg()
+    return a
+
+
+def _device(args: tuple):
+    tensors = [(f"argument {i}", a) for i, a in enumerate(args) if argcheck.is_tensor_like(a)]
+    return argcheck.launch_device("register_complex", tensors)
+
+
+def complex_handler(fn, mode, cross_kernel=None, tensorize_scalars=False, fallback_target=None):
+    """The handler `fn.register_complex(...)` installs (None for ComplexMode.NONE), after checking
+    the registration against fn's schema: a mistake is an error here, not at the first call."""
+    mode = _mode(mode)
+    name = f"{fn.__name__}.register_complex"
+    if cross_kernel is not None and mode is not ComplexMode.CROSS:
+        raise ValueError(f"{name}: cross_kernel is used by ComplexMode.CROSS only, got mode {mode}")
+    if fallback_target is not None and not tensorize_scalars:
+        raise ValueError(
+            f"{name}: fallback_target is used only with tensorize_scalars=True (the tensorized call goes to it)"
+        )
+    if mode is ComplexMode.NONE:
+        return None
+    schema = fn.schema
+    operands = tuple(sorted({i for k in range(schema.num_outputs()) for i in schema.output_type(k)[:-1]}))
+    if fallback_target is not None:
+        _check_fallback(name, schema, operands, fallback_target)
+    elif mode is ComplexMode.CROSS:
+        _check_cross(name, schema, operands, cross_kernel)
+    return ComplexHandler(mode, operands, cross_kernel, bool(tensorize_scalars), fallback_target)
+
+
+def _mode(mode) -> ComplexMode:
+    if isinstance(mode, ComplexMode):
+        return mode
+    if isinstance(mode, enum.Enum):
+        mode = mode.name  # a look-alike enum (e.g. FlagGems' own ComplexMode)
+    if isinstance(mode, str) and mode.upper() in ComplexMode.__members__:
+        return ComplexMode[mode.upper()]
+    raise ValueError(f"register_complex: mode must be a ComplexMode (NONE, ELEMENTWISE, CROSS), got {mode!r}")
+
+
+def _schema_of(name: str, role: str, target):
+    schema = getattr(target, "schema", None)
+    if schema is None or not callable(target):
+        hint = ""
+        if hasattr(target, "fn") and hasattr(target, "run"):
+            hint = "; it is a bare @triton.jit function: wrap it with pointwise_dynamic(promotion_methods=[...])"
+        raise TypeError(f"{name}: {role} must be a PointwiseDynamicFunction, got {target!r}{hint}")
+    return schema
+
+
+def _check_cross(name: str, schema, operands: tuple, cross_kernel) -> None:
+    if schema.num_outputs() != 1:
+        count = schema.num_outputs()
+        raise ValueError(f"{name}: ComplexMode.CROSS needs a function with exactly one output, got {count}")
+    if cross_kernel is None:
+        raise ValueError(
+            f"{name}: ComplexMode.CROSS needs cross_kernel= (or tensorize_scalars=True with a fallback_target)"
+        )
+    cross = _schema_of(name, "cross_kernel", cross_kernel)
+    others = schema.num_inputs() - len(operands)
+    expected = 2 * len(operands) + others
+    if cross.num_inputs() != expected or cross.num_outputs() != 2:
+        raise ValueError(
+            f"{name}: cross_kernel must take {expected} inputs (real, imag of each of the {len(operands)} operands, "
+            f"then the {others} other arguments) and return 2 outputs (real, imag); "
+            f"{cross_kernel.__name__} takes {cross.num_inputs()} and returns {cross.num_outputs()}"
+        )
+
+
+def _check_fallback(name: str, schema, operands: tuple, target) -> None:
+    other = _schema_of(name, "fallback_target", target)
+    if (other.num_inputs(), other.num_outputs()) != (schema.num_inputs(), schema.num_outputs()):
+        raise ValueError(
+            f"{name}: fallback_target must take the same {schema.num_inputs()} inputs and {schema.num_outputs()} "
+            f"outputs; {target.__name__} takes {other.num_inputs()} and returns {other.num_outputs()}"
+        )
+    scalars = [i for i in operands if not schema.is_tensor(i) and not other.is_tensor(i)]
+    if scalars:
+        which = f"argument {scalars[0]} as a scalar" if len(scalars) == 1 else f"arguments {scalars} as scalars"
+        raise ValueError(
+            f"{name}: fallback_target receives scalar operands as tensors, but {target.__name__} takes {which}"
+        )

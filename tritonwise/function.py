@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import torch
@@ -27,6 +27,7 @@ from .frontend.schema import FunctionSchema
 from .runtime import arguments as argcheck
 from .runtime.cache import ensure_file
 from .runtime.dispatch import LaunchPlan, PlanCache
+from .runtime.interpret import runs_interpreted
 from .runtime.loader import load
 
 logger = logging.getLogger("tritonwise")
@@ -89,6 +90,9 @@ class PointwiseDynamicFunction:
                 return autograd.call(self, args, outs)
             if self._complex is not None and self._complex.applies(args, outs):
                 return self._complex(self, args, outs)
+            resolved = argcheck.resolve_negative_views(self.__name__, args, outs)
+            if resolved is not None:
+                return self(*resolved, **argcheck.output_keywords(outs))
             if logger.isEnabledFor(logging.DEBUG):
                 reason = argcheck.miss_reason(key, self._plans.newest_key())
                 logger.debug("tritonwise: %s: plan-cache miss (%s)", self.__name__, reason)
@@ -97,10 +101,11 @@ class PointwiseDynamicFunction:
         return plan.run(args, outs)
 
     def register_complex(self, mode, cross_kernel=None, tensorize_scalars: bool = False, fallback_target=None):
-        """Handle complex tensors by running real kernels on view_as_real data (see complex.py)."""
-        from .complex import ComplexHandler, ComplexMode
+        """Handle complex arguments by running real kernels on view_as_real data (see complex.py);
+        a registration that cannot work is an error here."""
+        from .complex import complex_handler
 
-        self._complex = ComplexHandler(ComplexMode(mode), cross_kernel, tensorize_scalars, fallback_target)
+        self._complex = complex_handler(self, mode, cross_kernel, tensorize_scalars, fallback_target)
         return self
 
     def register_backward(self, payload):
@@ -137,7 +142,13 @@ class PointwiseDynamicFunction:
 
     def explain(self, *args, **kwargs) -> "Explanation":
         """The plan for these arguments, without launching."""
-        return Explanation.of(self._prepare(args, self._outputs(kwargs), collapse=True))
+        outs = self._outputs(kwargs)
+        if self._complex is not None and self._complex.applies(args, outs):
+            raise TypeError(
+                f"{self.__name__}.explain: a complex call runs the real kernel over view_as_real data "
+                "(see tritonwise/complex.py); explain that real call instead"
+            )
+        return Explanation.of(self._prepare(args, outs, collapse=True))
 
     def _outputs(self, kwargs: dict) -> tuple:
         outs = [None] * len(self._out_index)
@@ -194,10 +205,27 @@ class PointwiseDynamicFunction:
             raise RuntimeError(f"{name}: {e}") from None
         for k, (out, r) in enumerate(zip(outs, reductions)):
             if out is not None:
+                if r is None and not torch.can_cast(types.results[k], out.dtype):
+                    types = self._payload_result(k, out.dtype, types, args)
                 dtype, expected = (types.results[k], shape) if r is None else (r.result, ())
                 argcheck.check_output(name, k, out, expected, dtype, device)
         task = analyze(inputs, [_layout(o) for o in elementwise], _itemsize(tensors, types), self._config, collapse)
         return types, reductions, task, device
+
+    def _payload_result(self, k: int, out_dtype, types, args):
+        """A given output that cannot hold its promotion's result (torch.can_cast) takes the
+        payload's own value when that one can be cast: FlagGems' frexp declares DEFAULT for its
+        int32 exponent. Otherwise the types are unchanged and check_output names the mismatch."""
+        from .runtime.probe import value_dtypes
+
+        inputs = [
+            (types.input_compute(i) or a.dtype, None) if argcheck.is_tensor_like(a) else (a, types.input_compute(i))
+            for i, a in enumerate(args)
+        ]
+        values = value_dtypes(self._payload.fn, inputs)
+        if values is None or len(values) != len(types.results) or not torch.can_cast(values[k], out_dtype):
+            return types
+        return replace(types, results=types.results[:k] + (values[k],) + types.results[k + 1 :])
 
     def generate(self, *args, collapse: bool = True, **kwargs):
         """Write the generated file these arguments need into the cache, without loading or
@@ -213,10 +241,11 @@ class PointwiseDynamicFunction:
         spec = self._spec(args, outs, types, reductions, task)
         launch, path = None, None
         meta = device.type == "meta"  # shapes and dtypes only: outputs are allocated, nothing runs
+        interpreted = not meta and runs_interpreted(device)
         if task.numel and not meta:
             path = _cached_file(spec)
             alias = payload_alias(spec.payload_name, spec.kernel_name)
-            backend = "cpu" if device.type == "cpu" else "gpu"
+            backend = "interpreter" if interpreted else "gpu"
             launch = load(path, spec.kernel_name, alias, self._payload, backend).launch
         positions = tuple(i for i, a in enumerate(args) if argcheck.is_tensor_like(a))
         moved = tuple(i for i in positions if device.type != "cpu" and args[i].device != device)
@@ -246,6 +275,7 @@ class PointwiseDynamicFunction:
             path=path,
             task=task,
             spec=spec,
+            interpreted=interpreted,
         )
 
 
@@ -281,6 +311,9 @@ class InstantiatedFunction:
         key = argcheck.call_signature(args, outs)
         plan = self._plans.get(key)
         if plan is None:
+            resolved = argcheck.resolve_negative_views(self.__name__, args, outs)
+            if resolved is not None:
+                return self(*resolved, **kwargs)
             self._check(args, outs)
             plan = self._fn._prepare(args, outs, collapse=False)
             self._plans.put(key, plan)

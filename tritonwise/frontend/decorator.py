@@ -33,16 +33,23 @@ def pointwise_dynamic(
     from .schema import FunctionSchema
 
     def decorate(payload):
-        count = num_inputs
-        if count is None and is_tensor is None and dtypes is None:
-            count = inspect_payload(payload).num_params
+        info = inspect_payload(payload)
+        described = _described(num_inputs, is_tensor, dtypes)
         schema = FunctionSchema(
-            num_inputs=count,
+            num_inputs=info.num_params if described is None else num_inputs,
             is_tensor=is_tensor,
             dtypes=dtypes,
             num_outputs=num_outputs,
             promotion_methods=promotion_methods,
         )
+        if described is not None:
+            info.check_arity(schema.num_inputs(), described)
         return PointwiseDynamicFunction(payload, schema, config, reductions, deterministic, backward)
 
     return decorate if f is None else decorate(f)
+
+
+def _described(num_inputs, is_tensor, dtypes) -> Optional[str]:
+    """The decorator arguments that fix the number of inputs, as the user wrote them."""
+    given = {"num_inputs": num_inputs, "is_tensor": is_tensor, "dtypes": dtypes}
+    return ", ".join(f"{k}={v!r}" for k, v in given.items() if v is not None) or None

@@ -24,7 +24,23 @@ class Payload:
     module: str
     source: str
     source_hash: str
-    num_params: int
+    num_params: int  # positional parameters
+    min_params: int  # those without a default
+    variadic: bool  # takes *args
+
+    def check_arity(self, num_inputs: int, described: str) -> None:
+        """A schema with `num_inputs` inputs calls the payload with that many arguments: report a
+        payload that cannot take them now (at decoration), not when its kernel first compiles."""
+        if self.min_params <= num_inputs and (num_inputs <= self.num_params or self.variadic):
+            return
+        from .schema import SchemaError
+
+        takes = f"{self.min_params} to {self.num_params}" if self.min_params < self.num_params else str(self.num_params)
+        raise SchemaError(
+            f"pointwise_dynamic: payload {self.qualname} takes {takes} positional argument"
+            f"{'s' if self.num_params != 1 else ''}, but {described} gives it {num_inputs} input"
+            f"{'s' if num_inputs != 1 else ''}"
+        )
 
     @property
     def origin(self) -> str:
@@ -43,7 +59,8 @@ def inspect_payload(obj) -> Payload:
         source = textwrap.dedent(inspect.getsource(fn))
     except (OSError, TypeError) as e:
         raise TypeError(f"payload {fn.__qualname__}: its source is not available ({e})") from e
-    params = inspect.signature(fn).parameters.values()
+    params = list(inspect.signature(fn).parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     return Payload(
         jit=obj,
         fn=fn,
@@ -52,7 +69,9 @@ def inspect_payload(obj) -> Payload:
         module=fn.__module__,
         source=source,
         source_hash=hashlib.sha256(source.encode()).hexdigest()[:16],
-        num_params=sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params),
+        num_params=len(positional),
+        min_params=sum(p.default is p.empty for p in positional),
+        variadic=any(p.kind is p.VAR_POSITIONAL for p in params),
     )
 
 

@@ -32,14 +32,14 @@ def call_signature(args: Sequence, outs: Sequence = ()) -> tuple:
 
 
 def _tensor_key(a) -> tuple:
-    return (a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15, a.requires_grad)
+    return (a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15, a.is_neg(), a.requires_grad)
 
 
 def _other_key(a):
     if isinstance(a, Tensor):
         return _tensor_key(a)
     if isinstance(a, StridedBuffer):
-        return (StridedBuffer, a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15)
+        return (StridedBuffer, a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15, a.is_neg(), False)
     if type(a) is int:
         return int_class(a)
     return type(a)
@@ -53,7 +53,7 @@ def int_class(value: int):
     return "i64" if -(2**63) <= value < 2**63 else "u64"
 
 
-_FIELDS = ("dtype", "shape", "strides", "device", "16-byte alignment", "requires_grad")
+_FIELDS = ("dtype", "shape", "strides", "device", "16-byte alignment", "negative bit", "requires_grad")
 
 
 def miss_reason(key: tuple, previous) -> str:
@@ -64,12 +64,28 @@ def miss_reason(key: tuple, previous) -> str:
         if new == old:
             continue
         if isinstance(new, tuple) and isinstance(old, tuple) and len(new) == len(old):
-            if new[0] is StridedBuffer:
-                new, old = new[1:], old[1:]
+            new, old = new[-len(_FIELDS) :], old[-len(_FIELDS) :]
             changed = [f for f, a, b in zip(_FIELDS, new, old) if a != b]
             return f"operand {position}: {', '.join(changed)} changed ({old} -> {new})"
         return f"operand {position}: {old} -> {new}"
     return "outputs given differently" if len(key) != len(previous) else "new signature"
+
+
+def output_keywords(outs: Sequence) -> dict:
+    """The `out0=`, `out1=`, ... keywords that pass the given outputs on to another call."""
+    return {f"out{k}": o for k, o in enumerate(outs) if o is not None}
+
+
+def resolve_negative_views(name: str, args: tuple, outs: tuple) -> Optional[tuple]:
+    """Inputs with torch's negative bit (e.g. `z.conj().imag`) materialized, as torch's own kernels
+    read them; None when there are none. Kernels read raw memory, so such a view must never reach
+    a plan (its signature differs in the bit, so it never hits one)."""
+    for k, out in enumerate(outs):
+        if isinstance(out, Tensor) and out.is_neg():
+            raise RuntimeError(f"{name}: out{k} is a negative view (is_neg()); pass out{k}.resolve_neg() instead")
+    if not any(isinstance(a, Tensor) and a.is_neg() for a in args):
+        return None
+    return tuple(a.resolve_neg() if isinstance(a, Tensor) and a.is_neg() else a for a in args)
 
 
 def check_kinds(name: str, schema, args: Sequence) -> None:
@@ -81,8 +97,19 @@ def check_kinds(name: str, schema, args: Sequence) -> None:
             raise TypeError(
                 f"{name}: argument {i} must be a python scalar (bool, int, float), got {type(arg).__name__}"
             )
-        if is_tensor_like(arg) and arg.dtype.is_complex:
-            raise TypeError(f"{name}: argument {i} is complex ({arg.dtype}); complex tensors are not supported yet")
+        if isinstance(arg, complex) or (is_tensor_like(arg) and arg.dtype.is_complex):
+            raise TypeError(f"{name}: argument {i} is complex ({_kind(arg)}); {needs_register_complex(name)}")
+
+
+def _kind(x) -> str:
+    return str(x.dtype) if is_tensor_like(x) else "a python complex"
+
+
+def needs_register_complex(name: str) -> str:
+    return (
+        f"the payload computes on real values: call {name}.register_complex(ComplexMode.ELEMENTWISE) (add-like) "
+        f"or {name}.register_complex(ComplexMode.CROSS, cross_kernel=...) (mul-like) to accept complex arguments"
+    )
 
 
 def launch_device(name: str, operands: Sequence) -> Optional[torch.device]:
@@ -101,9 +128,12 @@ def launch_device(name: str, operands: Sequence) -> Optional[torch.device]:
     return next(iter(first), None)
 
 
-def check_output(name: str, k: int, out, shape: tuple, dtype: torch.dtype, device) -> None:
+def check_output(name: str, k: int, out, shape: tuple, dtype: torch.dtype, device, complex_ok=False) -> None:
+    """`dtype` is the result's; a given output must accept it under torch's casting rule."""
     if not is_tensor_like(out):
         raise TypeError(f"{name}: out{k} must be a Tensor or StridedBuffer, got {type(out).__name__}")
+    if out.dtype.is_complex and not complex_ok:
+        raise TypeError(f"{name}: out{k} is complex ({out.dtype}); {needs_register_complex(name)}")
     if tuple(out.shape) != tuple(shape):
         raise RuntimeError(f"{name}: out{k} has shape {tuple(out.shape)}, but the result has shape {tuple(shape)}")
     if device is not None and out.device != device:

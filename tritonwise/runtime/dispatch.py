@@ -49,6 +49,7 @@ class LaunchPlan:
     path: object = None
     task: object = None  # the analysis' TaskPlan, for explain()
     spec: object = None  # the KernelSpec of the generated file
+    interpreted: bool = False  # runs in Triton's interpreter (runtime/interpret.py), not compiled
 
     def run(self, args: tuple, outs: list):
         if self.reductions:
@@ -110,7 +111,7 @@ class LaunchPlan:
         if self.device.type == "meta":
             return
         operands = [*inputs, *outputs]
-        if self.device.type == "cpu":
+        if self.interpreted:
             operands = [o.storage_view() if isinstance(o, StridedBuffer) else o for o in operands]
             with INTERPRETER_LOCK, interpreting(), self._payload_errors("run"):
                 self.launch(self.grid, *operands, *self.index_args)

@@ -1,23 +1,42 @@
-"""Running generated kernels on CPU tensors in Triton's interpreter, without TRITON_INTERPRET.
+"""Running generated kernels on CPU tensors in Triton's interpreter, in both CPU modes.
 
-With TRITON_INTERPRET=1 set before import, every @triton.jit function (the user's payload, the
-helpers it calls, triton.language's own `sum`, `max`, ...) is an InterpretedFunction. Without
-it they are compiled-kernel JITFunctions, which refuse to be called from Python. So for the
-duration of a CPU launch, `interpreting()`:
+Without TRITON_INTERPRET every @triton.jit function (the user's payload, the helpers it calls,
+triton.language's own `sum`, `max`, ...) is a compiled-kernel JITFunction, which refuses to be
+called from Python. With TRITON_INTERPRET=1 set before import they are InterpretedFunctions,
+whose own device-call path asserts that the callee's module imported triton.language, and
+rewrites the function into that module's globals. Both modes launch through `interpreting()`,
+which for the duration of a CPU launch:
 - patches triton.language and triton.language.core to their interpreter implementations, as
   the interpreter does for a kernel's own module (and restores them afterwards, so later GPU
   compilation in the same process sees the real language), and
-- lets JITFunction objects be called, running an interpreter-rewritten copy of their Python
-  function. The copy gets its own globals dict, so rewriting never writes into user modules.
+- routes a call of either kind of function to an interpreter-rewritten copy of its Python
+  function. The copy gets its own globals dict, so rewriting never writes into user modules,
+  and the payload's module may import whatever it likes.
 Callers hold runtime.dispatch.INTERPRETER_LOCK: the interpreter's state is process-wide.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import types
 
+from .interpreter_numerics import exact_numerics, interpreter_globals
+
 _rewritten: dict = {}
+
+
+def runs_interpreted(device) -> bool:
+    """Whether a launch on `device` runs in Triton's interpreter: always for CPU tensors, and for
+    every device when the user set TRITON_INTERPRET=1 (Triton then interprets CUDA tensors' kernels
+    too, copying their storage to the host and back, and compiles nothing)."""
+    if device.type == "cpu":
+        return True
+    try:
+        from triton import knobs
+    except ImportError:  # Triton before 3.4 read the variable directly
+        return os.environ.get("TRITON_INTERPRET", "0") == "1"
+    return bool(knobs.runtime.interpret)
 
 
 def interpreted(fn):
@@ -26,7 +45,8 @@ def interpreted(fn):
     if copy is None:
         from triton.runtime.interpreter import InterpretedFunction
 
-        clone = types.FunctionType(fn.__code__, dict(fn.__globals__), fn.__name__, fn.__defaults__, fn.__closure__)
+        namespace = interpreter_globals(fn.__globals__)  # captured libdevice functions made callable
+        clone = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__, fn.__closure__)
         clone.__qualname__, clone.__module__ = fn.__qualname__, fn.__module__
         copy = _rewritten[fn] = InterpretedFunction(clone).rewrite()
     return copy
@@ -87,19 +107,39 @@ def _bool_scalars(interpreter):
 
 
 @contextlib.contextmanager
-def interpreting():
-    import triton.language as tl
-    from triton.runtime import interpreter
+def _device_calls_interpreted():
+    """Route every call of a @triton.jit function from inside a kernel to its interpreted copy.
+
+    Without TRITON_INTERPRET such functions are JITFunctions, which refuse to be called from
+    Python. With it they are InterpretedFunctions, whose own __call__ first looks for
+    triton.language in the callee's module globals and asserts when the module never imported
+    it (FlagGems' tests define payloads in such modules); the language is already patched
+    process-wide by `interpreting()`, so the copy is called directly in both modes."""
+    from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
-    with _scalar_index(interpreter), _bool_scalars(interpreter):
+    originals = [(cls, cls.__dict__["__call__"]) for cls in (JITFunction, InterpretedFunction)]
+    for cls, _ in originals:
+        cls.__call__ = _call_interpreted
+    try:
+        yield
+    finally:
+        for cls, original in originals:
+            cls.__call__ = original
+
+
+@contextlib.contextmanager
+def interpreting():
+    """The one entry point of every CPU launch, in both CPU modes (TRITON_INTERPRET set or not)."""
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    with _scalar_index(interpreter), _bool_scalars(interpreter), exact_numerics():
         holder = types.SimpleNamespace(__globals__={"tl": tl, "core": tl.core})
         scope = interpreter._patch_lang(holder)
-        original_call = JITFunction.__call__
-        JITFunction.__call__ = _call_interpreted
         try:
-            yield
+            with _device_calls_interpreted():
+                yield
         finally:
-            JITFunction.__call__ = original_call
             if scope is not None:
                 scope.restore()

@@ -1,9 +1,10 @@
 """Loading a generated file as a module, with the payload bound into its namespace.
 
 Each file is loaded once per backend, with the user's @triton.jit payload bound under its
-alias. On GPU Triton compiles the kernel. On CPU the kernel is wrapped as an
-InterpretedFunction and runs in Triton's interpreter (see runtime/interpret.py for how the
-payload is called there without TRITON_INTERPRET being set).
+alias. For the "gpu" backend Triton compiles the kernel. For the "interpreter" backend (CPU
+tensors, or any under TRITON_INTERPRET=1) the kernel is an InterpretedFunction (made one here
+unless TRITON_INTERPRET=1 already did) and runs in Triton's interpreter; see
+runtime/interpret.py for how the payload is called there in either mode.
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ def _exec(path: Path, alias: str, payload, backend: str, kernel_name: str) -> ty
     module.__dict__[alias] = payload.jit
     sys.modules[name] = module  # Triton resolves the kernel's source and globals through it
     spec.loader.exec_module(module)
-    if backend == "cpu":
+    if backend == "interpreter":
         from triton.runtime.interpreter import InterpretedFunction
 
         kernel = getattr(module, kernel_name)
-        setattr(module, kernel_name, InterpretedFunction(kernel.fn))
+        if not isinstance(kernel, InterpretedFunction):
+            setattr(module, kernel_name, InterpretedFunction(kernel.fn))
     return module

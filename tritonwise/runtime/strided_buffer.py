@@ -73,6 +73,10 @@ class StridedBuffer:
     def untyped_storage(self):
         return self._base.untyped_storage()
 
+    def is_neg(self) -> bool:
+        """Always False: a StridedBuffer views raw storage, and its values are what memory holds."""
+        return False
+
     def data_ptr(self) -> int:
         return self._base.untyped_storage().data_ptr() + self.offset * self.element_size()
 

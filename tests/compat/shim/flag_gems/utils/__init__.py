@@ -2,7 +2,9 @@
 
 import torch
 
-from tritonwise import ComplexMode, PointwiseDynamicFunction, pointwise_dynamic
+# As in FlagGems: import the submodule here, so that `flag_gems.utils.pointwise_dynamic` stays the
+# decorator (a later `import flag_gems.utils.pointwise_dynamic` would otherwise rebind the name).
+from .pointwise_dynamic import ComplexMode, PointwiseDynamicFunction, pointwise_dynamic
 
 
 def get_device_properties(index: int = 0):

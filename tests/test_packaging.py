@@ -1,0 +1,39 @@
+"""The package declares what it imports: a bare venv with README's install must run it."""
+
+import ast
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# Distribution names where they differ from the import name.
+DISTRIBUTION = {"jinja2": "jinja2"}
+
+
+def _imported_top_level_modules() -> set:
+    names = set()
+    for path in (ROOT / "tritonwise").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    return names
+
+
+def _declared_dependencies() -> set:
+    text = (ROOT / "pyproject.toml").read_text()
+    block = re.search(r"^dependencies = \[(.*?)^\]", text, re.S | re.M).group(1)
+    return {re.match(r"[A-Za-z0-9_.-]+", s).group(0).lower() for s in re.findall(r'"([^"]+)"', block)}
+
+
+def test_every_third_party_import_is_a_declared_dependency():
+    third_party = _imported_top_level_modules() - set(sys.stdlib_module_names) - {"tritonwise", "__future__"}
+    declared = _declared_dependencies()
+    missing = {m for m in third_party if DISTRIBUTION.get(m, m).lower() not in declared}
+    assert not missing, f"imported at run time but not in pyproject's dependencies: {sorted(missing)}"
+
+
+def test_numpy_is_declared_for_tritons_interpreter():
+    # Triton's interpreter (our CPU path) imports numpy; torch's CPU wheel no longer brings it.
+    assert "numpy" in _declared_dependencies()

@@ -1,0 +1,72 @@
+"""libdevice for Triton's interpreter: the CUDA backend's symbols (`__nv_tanhf`, `__nv_pow`, ...)
+computed with NumPy, torch's special functions and mpmath.
+
+The backend module's functions already pick the symbol and the result dtype from the argument
+dtypes (float32 in, float32 out; float64 in, float64 out) and broadcast the arguments; the
+interpreter then calls its builder's create_extern_elementwise, which this module implements.
+float32 arguments are computed in float64 and rounded once to float32. The GPU's libdevice is
+not correctly rounded everywhere (tanhf, powf, ... have errors of a few ulp), so transcendental
+results can differ from the GPU's in the last bits; the correctly rounded operations
+(`div_rn`, `add_rz`, `sqrt_ru`, `fma`, conversions, rint, floor, ...) agree bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import libdevice_exact as exact
+from . import libdevice_functions as functions
+
+_SYMBOLS: dict = {}
+
+
+def _table() -> dict:
+    if not _SYMBOLS:
+        _SYMBOLS.update(functions.symbols())
+        _SYMBOLS.update(exact.symbols())
+    return _SYMBOLS
+
+
+def extern_elementwise(self, lib_name, lib_path, symbol, args, ret_type, is_pure):
+    """InterpreterBuilder.create_extern_elementwise: one libdevice symbol over NumPy arrays."""
+    from triton.runtime.interpreter import TensorHandle, _get_np_dtype
+
+    implementation = _table().get(symbol)
+    if implementation is None:
+        raise NotImplementedError(
+            f"libdevice function {_python_name(symbol)} ({symbol}) is not implemented for CPU tensors "
+            "(Triton's interpreter); run it on a GPU or use a triton.language equivalent"
+        )
+    arrays = [a.data for a in args]
+    with np.errstate(all="ignore"):
+        result = np.asarray(implementation(*arrays))
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    result = np.broadcast_to(result, shape).astype(_get_np_dtype(ret_type))
+    return TensorHandle(result, ret_type.scalar)
+
+
+def unavailable(name: str):
+    """A stand-in for a triton.language.extra.libdevice name that the CUDA backend lacks."""
+
+    def call(*args, **kwargs):
+        raise NotImplementedError(
+            f"libdevice function {name} has no CUDA libdevice implementation, so none for CPU tensors either"
+        )
+
+    call.__name__ = name
+    return call
+
+
+def _python_name(symbol: str) -> str:
+    """The triton.language.extra.libdevice function that dispatches to `symbol` (error messages)."""
+    import importlib
+    import inspect
+    import re
+
+    from .interpreter_numerics import BACKEND_MODULE
+
+    source = inspect.getsource(importlib.import_module(BACKEND_MODULE))
+    position = source.find(f'"{symbol}"')
+    names = re.findall(r"^def (\w+)\(", source[: max(position, 0)], flags=re.M)
+    return f"libdevice.{names[-1]}" if position >= 0 and names else symbol
+

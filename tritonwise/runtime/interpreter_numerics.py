@@ -1,0 +1,125 @@
+"""Triton's interpreter, made to compute what the GPU computes, for the duration of a CPU launch.
+
+Out of the box the interpreter (Triton 3.6 to 3.9) is silently wrong in three places:
+- bf16 and fp8 values are raw bits in uint16/uint8 arrays, and NumPy does integer arithmetic
+  and comparisons on those bits (`x * 2` on bf16 0.1 gives 2.0);
+- conversions to bf16 truncate instead of rounding, fp64 -> bf16 reinterprets integers, and
+  fp8 conversions round ties upwards and mishandle overflow;
+- libdevice functions are stubs returning None (triton.language.extra.libdevice) or raise
+  (the backend module, triton.language.extra.cuda.libdevice, FlagGems' `tl_extra_shim`).
+
+`exact_numerics()` patches the interpreter's builder class and the libdevice modules, and undoes
+it on exit, like the interpreter's own language patching:
+- an operation on bf16/fp8 decodes to float32, computes there, and rounds back once to nearest
+  even, as the GPU's bf16 instructions (or its compute-in-fp32-and-round lowering) do: both
+  give the correctly rounded result, since float32 holds more than twice the digits;
+- every conversion between float formats rounds once, in the requested mode, with the GPU's
+  overflow rule (runtime/narrow_floats.py);
+- libdevice calls run NumPy implementations of the same symbols (runtime/interpreter_libdevice.py).
+`interpreter_globals()` does the same for libdevice functions a payload's module captured in a
+global (`erf = tl_extra_shim.erf`, as FlagGems' ops do), in the globals of the interpreted copy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+STUB_MODULE = "triton.language.extra.libdevice"
+BACKEND_MODULE = "triton.language.extra.cuda.libdevice"
+
+
+@contextlib.contextmanager
+def exact_numerics():
+    """Patch the interpreter so that bf16/fp8 arithmetic, float conversions and libdevice calls
+    give the GPU's results; restore everything on exit. Callers hold the interpreter lock."""
+    from triton.runtime import interpreter
+
+    scope = interpreter._LangPatchScope()
+    try:
+        _patch_builder(interpreter.InterpreterBuilder, scope)
+        _patch_libdevice_modules(interpreter, scope)
+        yield
+    finally:
+        scope.restore()
+
+
+def interpreter_globals(module_globals: dict) -> dict:
+    """A copy of a payload's globals for its interpreted copy, with every captured libdevice
+    function (a stub, or a backend builtin that needs a `_semantic`) replaced by a function that
+    calls the backend's, bound to the interpreter, at call time."""
+    copy = dict(module_globals)
+    for name, value in module_globals.items():
+        module = getattr(value, "__module__", None)
+        if module in (STUB_MODULE, BACKEND_MODULE) and callable(value):
+            copy[name] = _late_bound(getattr(value, "__name__", name))
+    return copy
+
+
+def _late_bound(name: str):
+    def call(*args, **kwargs):
+        import importlib
+
+        from .interpreter_libdevice import unavailable
+
+        backend = importlib.import_module(BACKEND_MODULE)
+        return (getattr(backend, name, None) or unavailable(name))(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+def _patch_libdevice_modules(interpreter, scope) -> None:
+    """Backend builtins get the interpreter's semantic (as triton.language's do); the stub
+    module's names point at them, or at a function that says the name is unavailable."""
+    from . import interpreter_libdevice
+
+    for module, name, value in _libdevice_bindings():
+        scope.set_attr(module, name, value)
+    builder = interpreter.InterpreterBuilder
+    scope.set_attr(builder, "create_extern_elementwise", interpreter_libdevice.extern_elementwise)
+
+
+_bindings: list = []
+
+
+def _libdevice_bindings() -> list:
+    """(module, name, replacement) for both libdevice modules, built once (listing ~200
+    builtins per launch would cost more than the rest of the patching)."""
+    if not _bindings:
+        import importlib
+
+        import triton.language as tl
+
+        from . import interpreter_libdevice
+
+        backend = importlib.import_module(BACKEND_MODULE)
+        stub = importlib.import_module(STUB_MODULE)
+        bound = {
+            name: _bound(member) for name, member in vars(backend).items() if tl.core.is_builtin(member)
+        }
+        _bindings.extend((backend, name, value) for name, value in bound.items())
+        for name, member in vars(stub).items():
+            if not name.startswith("_") and callable(member):
+                _bindings.append((stub, name, bound.get(name) or interpreter_libdevice.unavailable(name)))
+    return _bindings
+
+
+def _bound(builtin):
+    """The builtin, called with the interpreter's semantic (what the interpreter's own
+    _patch_builtin does for triton.language)."""
+
+    def call(*args, _semantic=None, **kwargs):
+        from triton.runtime.interpreter import interpreter_semantic
+
+        return builtin(*args, _semantic=interpreter_semantic, **kwargs)
+
+    call.__name__ = call.__qualname__ = builtin.__name__
+    return call
+
+
+def _patch_builder(builder_class, scope) -> None:
+    from . import interpreter_floats as floats
+
+    for name, make in floats.BUILDER_PATCHES.items():
+        original = builder_class.__dict__.get(name)
+        scope.set_attr(builder_class, name, make(original))
