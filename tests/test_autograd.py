@@ -306,7 +306,9 @@ def branches(x, y):
 
 @triton.jit
 def tanh_erf_pow(x, y):
-    return libdevice.tanh(x) * y + libdevice.erf(x * y) + libdevice.pow(x * x + 1.0, 1.5)
+    # a tensor exponent: the interpreter's libdevice.pow takes no fp64 tensor with a python float
+    # (the GPU promotes the constant); tests/test_derivative.py covers constant exponents
+    return libdevice.tanh(x) * y + libdevice.erf(x * y) + libdevice.pow(x * x + 1.0, y)
 
 
 def _libdevice_runs_on_cpu() -> bool:
