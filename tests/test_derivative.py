@@ -21,7 +21,8 @@ TORCH_TL = types.SimpleNamespace(
     exp=torch.exp, exp2=torch.exp2, log=torch.log, log2=torch.log2, sqrt=torch.sqrt, rsqrt=torch.rsqrt,
     sin=torch.sin, cos=torch.cos, sigmoid=torch.sigmoid, abs=torch.abs, maximum=torch.maximum,
     minimum=torch.minimum, where=torch.where, zeros_like=torch.zeros_like, fma=lambda a, b, c: a * b + c,
-    clamp=lambda x, lo, hi: torch.minimum(torch.maximum(x, torch.as_tensor(lo, dtype=x.dtype)), hi), floor=torch.floor, float32=torch.float32, float64=torch.float64,
+    clamp=lambda x, lo, hi: torch.minimum(torch.maximum(x, torch.as_tensor(lo, dtype=x.dtype)), hi),
+    floor=torch.floor, float32=torch.float32, float64=torch.float64,
 )  # fmt: skip
 TORCH_LIBDEVICE = types.SimpleNamespace(tanh=torch.tanh, erf=torch.erf, pow=torch.pow, log1p=torch.log1p)
 GLOBALS = {"tl": tl, "libdevice": libdevice}

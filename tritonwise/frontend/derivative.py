@@ -95,7 +95,9 @@ class _Deriver:
         params = self.program.params
         active = self.activity({params[i] for i in wrt})
         grads = tuple(self.fresh(f"grad_out{k}") for k in range(len(reductions)))
-        extremes = tuple(self.fresh(f"extreme_out{k}") if r in ("max", "min") else None for k, r in enumerate(reductions))
+        extremes = tuple(
+            self.fresh(f"extreme_out{k}") if r in ("max", "min") else None for k, r in enumerate(reductions)
+        )
         adjoints: dict = {}
         for k, result in enumerate(self.program.results):
             if isinstance(result, ast.Name) and result.id in active:
