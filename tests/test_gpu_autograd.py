@@ -3,7 +3,6 @@
 import pytest
 import torch
 import triton
-import triton.language as tl
 from triton.language.extra import libdevice
 
 from tritonwise import pointwise_dynamic
