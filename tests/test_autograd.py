@@ -358,6 +358,13 @@ def test_backward_given_by_hand():
     torch.testing.assert_close(y.grad, torch.full_like(y, 2.0))  # summed over the broadcast dim
 
 
+def test_backward_given_by_hand_with_the_wrong_arity_is_named():
+    fn = _binary(calls_a_helper).register_backward(silu_payload)
+    x, y = _leaves(LAYOUTS["same"]())
+    with pytest.raises(ValueError, match=r"silu_payload takes 1 positional argument, but the backward of calls_a"):
+        fn(x, y)
+
+
 def test_explain_backward_names_a_readable_file():
     x, y = _leaves(LAYOUTS["transposed"]())
     explained = FUNCTIONS["sigmoid_abs"].explain_backward(x, y)

@@ -55,6 +55,11 @@ class Backward:
     def __init__(self, forward, payload=None):
         self.forward = forward
         self.given = None if payload is None else inspect_payload(payload)
+        if self.given is not None:
+            schema, extremes = forward.schema, sum(r in ("max", "min") for r in forward._reductions)
+            count = schema.num_inputs() + schema.num_outputs() + extremes
+            what = f"the backward of {forward.__name__} ({schema.num_inputs()} arguments, then one gradient per output"
+            self.given.check_arity(count, what + (", then each max/min result)" if extremes else ")"))
         self._functions: dict = {}
         self._ties: dict = {}
         self._lock = threading.RLock()  # _build asks again for a smaller set of inputs
