@@ -23,6 +23,7 @@ import tritonwise
 from conftest import poisoned_like
 from tritonwise import ELEMENTWISE_TYPE_PROMOTION_KIND as KIND
 from tritonwise import CodeGenConfig, pointwise_dynamic
+from tritonwise.errors import PayloadError
 
 
 # ---------------------------------------------------------------------------------------------
@@ -493,25 +494,39 @@ def test_two_outputs_one_given(given):
 
 @pointwise_dynamic(promotion_methods=[(0, "INT_TO_FLOAT"), (0, "DEFAULT")])
 @triton.jit
+def halve_and_identity(x):
+    return x / 2, x
+
+
+@pointwise_dynamic(promotion_methods=[(0, "INT_TO_FLOAT"), (0, "DEFAULT")])
+@triton.jit
 def sin_and_identity(x):
     return tl.sin(x), x
 
 
 def test_two_outputs_with_different_kinds_over_one_input():
     x = torch.tensor([-3, 0, 7], dtype=torch.int32)
-    s, same = sin_and_identity(x)
-    assert_same(s, torch.sin(x), exact=False)
+    half, same = halve_and_identity(x)
+    assert_same(half, x / 2)
     assert_same(same, x.clone())
 
 
 def test_input_shared_by_float_and_int_outputs_keeps_int_precision():
-    """Outputs disagreeing on an input's computation dtype (float32 for sin, int32 for the copy)
-    get it as float64, which holds both exactly (frontend/dtypes.py): the int output is exact, and
-    sin sees the exact integer where torch would first round it to float32."""
+    """Each output computes in its own dtype, as torch would for each alone (frontend/dtypes.py):
+    the payload is called once with the float32 input for out0 and once with the int32 input for
+    out1, so the int output is exact and the float one rounds where torch rounds."""
     x = torch.tensor([2**24 + 1, 2**30 + 3, -(2**25) - 1], dtype=torch.int32)
-    s, same = sin_and_identity(x)
-    assert_same(s, torch.sin(x.double()).float(), exact=False)
+    half, same = halve_and_identity(x)
+    assert_same(half, x / 2)
     assert_same(same, x.clone())
+
+
+def test_a_payload_that_cannot_run_on_an_outputs_dtype_is_named():
+    """`tl.sin` of int32 is no Triton program: the call for the int output says so."""
+    with pytest.raises(PayloadError, match="once per computation dtype of its outputs"):
+        sin_and_identity(torch.tensor([1, 2], dtype=torch.int32))
+    s, same = sin_and_identity(torch.tensor([1.0, 2.0]))  # one dtype, one call
+    assert_same(s, torch.sin(torch.tensor([1.0, 2.0])), exact=False)
 
 
 def test_in_place_returns_the_input_object():

@@ -152,3 +152,70 @@ def test_grid_stride_loop_accumulates_every_tile():
 def test_bad_reduction_names_are_rejected():
     with pytest.raises(ValueError, match="reductions"):
         _squared_error("mean")
+
+
+@pytest.mark.parametrize("fn", [SUM, MAX, MIN, SUM_DET], ids=["sum", "max", "min", "sum-deterministic"])
+@pytest.mark.parametrize("shape", [(), (1,), (1, 1)], ids=["0d", "size1", "size1x1"])
+def test_a_task_collapsed_to_rank_0_compiles_for_the_gpu(fn, shape):
+    """Size-1 operands collapse to a rank-0 task; its kernel has no tile to reduce. The CPU
+    interpreter accepted `tl.sum` of a 0-d value, the GPU compiler does not: compile for sm_90."""
+    from sm90_compile import compile_for_sm90
+
+    x, y = torch.randn(shape), torch.randn(shape)
+    out = torch.full((), float("nan"))
+    got = fn(x, y, out0=out)
+    kind = {SUM: "sum", MAX: "max", MIN: "min", SUM_DET: "sum"}[fn]
+    assert got is out
+    torch.testing.assert_close(got, TORCH[kind]((x - y) ** 2))
+    assert fn.explain(x, y).task_shape == ()
+    assert "cubin" in compile_for_sm90(fn, x, y).asm
+
+
+@pytest.mark.parametrize("rank", [0, 1, 2])
+def test_instantiated_reductions_take_a_zero_dim_output_at_any_rank(rank):
+    x, y = torch.randn((3,) * rank), torch.randn((3,) * rank)
+    out = torch.full((), float("nan"))
+    got = SUM.instantiate(rank)(x, y, out0=out)
+    assert got is out
+    torch.testing.assert_close(out, ((x - y) ** 2).sum())
+    with pytest.raises(ValueError, match="argument 1"):
+        SUM.instantiate(rank)(x, y[None], out0=out)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["sum", "max", "min"])
+@pytest.mark.parametrize("shape", [(), (1,), (1, 1)])
+def test_rank_0_reductions_on_the_gpu(kind, shape):
+    x, y = torch.randn(shape, device="cuda"), torch.randn(shape, device="cuda")
+    fn = {"sum": SUM, "max": MAX, "min": MIN}[kind]
+    torch.testing.assert_close(fn(x, y), TORCH[kind]((x - y) ** 2))
+
+
+@triton.jit
+def absolute(x):
+    return tl.abs(x)
+
+
+@pytest.mark.parametrize("kind", ["sum", "max", "min"])
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16])
+def test_narrow_int_reductions_of_abs_match_torch(kind, dtype):
+    """abs of the most negative value is itself, as in torch; tiles of 8/16-bit results are
+    reduced in float so the GPU never widens a value ptxas thinks it knows (body.py, NARROW_SIGNED)."""
+    fn = pointwise_dynamic(absolute, promotion_methods=[(0, "DEFAULT")], reductions=[kind])
+    low = torch.iinfo(dtype).min
+    x = torch.tensor([low, 5, -7, low + 1], dtype=dtype)
+    want = TORCH[kind](torch.abs(x))
+    out = torch.full((), 77, dtype=want.dtype)
+    assert fn(x, out0=out) is out and torch.equal(out, want)
+    assert ".to(tl.float" in open(fn.explain(x).path).read()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["sum", "max", "min"])
+def test_int16_abs_reductions_on_the_gpu(kind):
+    fn = pointwise_dynamic(absolute, promotion_methods=[(0, "DEFAULT")], reductions=[kind])
+    x = torch.tensor([-32768, 5, -7], dtype=torch.int16, device="cuda")
+    assert torch.equal(fn(x), TORCH[kind](torch.abs(x)))
+    y = torch.randint(-32768, 32767, (5000,), dtype=torch.int16, device="cuda")
+    y[::97] = -32768
+    assert torch.equal(fn(y), TORCH[kind](torch.abs(y)))

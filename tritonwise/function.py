@@ -70,6 +70,11 @@ class PointwiseDynamicFunction:
         return self._payload.jit
 
     @property
+    def reduction_kinds(self) -> tuple:
+        """Per output: None, or the kind of its fused reduction ("sum", "max", "min")."""
+        return self._reductions
+
+    @property
     def plan_cache(self) -> PlanCache:
         return self._plans
 
@@ -90,6 +95,10 @@ class PointwiseDynamicFunction:
                 return autograd.call(self, args, outs)
             if self._complex is not None and self._complex.applies(args, outs):
                 return self._complex(self, args, outs)
+            if argcheck.has_dtensor(args, outs):
+                from . import dtensor  # imports torch.distributed.tensor, which the caller has already
+
+                return dtensor.call(self, args, outs)
             resolved = argcheck.resolve_negative_views(self.__name__, args, outs)
             if resolved is not None:
                 return self(*resolved, **argcheck.output_keywords(outs))
@@ -151,9 +160,13 @@ class PointwiseDynamicFunction:
         return Explanation.of(self._prepare(args, outs, collapse=True))
 
     def _outputs(self, kwargs: dict) -> tuple:
+        """The given outputs. An unknown keyword is an error unless its value is None: FlagGems'
+        wrappers pass `out=None` through (e.g. its bitwise_left_shift), which asks for nothing."""
         outs = [None] * len(self._out_index)
         for name, value in kwargs.items():
             k = self._out_index.get(name)
+            if k is None and value is None:
+                continue
             if k is None:
                 expected = ", ".join(self._out_index)
                 raise TypeError(f"{self.__name__}() got an unexpected keyword argument '{name}' (outputs: {expected})")
@@ -195,7 +208,7 @@ class PointwiseDynamicFunction:
         device = argcheck.launch_device(name, labelled)
         if device is None:
             raise TypeError(f"{name}: needs at least one tensor argument or output to know the device")
-        types = resolve_types(schema, args)
+        types = resolve_types(schema, args, widen_bools=not self._payload.uses_invert)
         reductions = tuple(kind and reduction_of(kind, types.results[k]) for k, kind in enumerate(self._reductions))
         inputs = [(tuple(t.shape), tuple(t.stride())) for t in tensors]
         elementwise = [o for o, r in zip(outs, reductions) if r is None]
@@ -219,7 +232,7 @@ class PointwiseDynamicFunction:
         from .runtime.probe import value_dtypes
 
         inputs = [
-            (types.input_compute(i) or a.dtype, None) if argcheck.is_tensor_like(a) else (a, types.input_compute(i))
+            (types.computed_as(k, i) or a.dtype, None) if argcheck.is_tensor_like(a) else (a, types.computed_as(k, i))
             for i, a in enumerate(args)
         ]
         values = value_dtypes(self._payload.fn, inputs)
@@ -271,7 +284,8 @@ class PointwiseDynamicFunction:
             in_extents=tuple(argcheck.dense_extent(args[i].shape, args[i].stride()) for i in positions),
             reductions=reductions if any(reductions) else (),
             deterministic=spec.deterministic,
-            constexprs=tuple(spec.block),
+            constexprs=tuple(task.tiling.block),
+            num_warps=task.tiling.num_warps,
             path=path,
             task=task,
             spec=spec,
@@ -331,7 +345,8 @@ class InstantiatedFunction:
                 f"{self.__name__}: outputs {', '.join(missing)} must be given (instantiate allocates nothing)"
             )
         operands = [(f"argument {i}", a) for i, a in enumerate(args) if argcheck.is_tensor_like(a)]
-        operands += [(f"out{k}", o) for k, o in enumerate(outs)]
+        # a reduced output is 0-d whatever the rank; _analyze checks it against ()
+        operands += [(f"out{k}", o) for k, (o, r) in enumerate(zip(outs, self._fn._reductions)) if r is None]
         shape = tuple(operands[0][1].shape)
         for label, t in operands:
             if t.ndim != self.rank:
@@ -357,6 +372,7 @@ class Explanation:
     aligned: bool
     path: Optional[str]
     kernel: str
+    block_choices: tuple = ()  # every block the file may launch with; `block` is this call's
 
     @classmethod
     def of(cls, plan: LaunchPlan) -> "Explanation":
@@ -373,6 +389,7 @@ class Explanation:
             aligned=task.aligned,
             path=None if plan.path is None else str(plan.path),
             kernel=spec.kernel_name,
+            block_choices=task.tiling.choices,
         )
 
     def __str__(self) -> str:
@@ -380,9 +397,18 @@ class Explanation:
             ("kernel", self.kernel),
             ("shape", f"{self.shape} -> task {self.task_shape} (after collapsing)"),
             ("strides", ", ".join(str(s) for s in self.strides) + "  (inputs, then outputs)"),
-            ("scheme", f"{self.scheme}, block {self.block}, num_warps {self.num_warps}, aligned {self.aligned}"),
+            ("scheme", f"{self.scheme}, aligned {self.aligned}"),
+            ("block", f"{self.block} on {self.num_warps} warps ({self._block_rank()})"),
             ("index", f"int{self.index_bits}"),
             ("grid", f"{self.grid} programs ({math.prod(self.grid)} total)"),
             ("file", self.path or "(none: nothing to launch)"),
         ]
         return "\n".join(f"{k:>8}: {v}" for k, v in rows)
+
+    def _block_rank(self) -> str:
+        """Which of the file's compiled kernels this shape takes."""
+        if len(self.block_choices) <= 1:
+            return "the file's only block"
+        listed = ", ".join(str(b) for b in self.block_choices)
+        position = self.block_choices.index(self.block) + 1
+        return f"{position} of this file's {len(self.block_choices)} blocks: {listed}; one compiled kernel each"

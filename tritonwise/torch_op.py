@@ -53,7 +53,20 @@ def register(fn, qualname: str, differentiable: bool = True):
         _register_autograd(fn, qualname, library)
     else:
         torch.library.register_autograd(qualname, _no_double_backward, lib=library)
-    return getattr(getattr(torch.ops, namespace), name)
+    op = getattr(getattr(torch.ops, namespace), name)
+    _register_sharding(fn, op.default)
+    return op
+
+
+def _register_sharding(fn, overload) -> None:
+    """Give DTensor the op's sharding rule, derived from broadcasting (tritonwise/dtensor.py)."""
+    if not torch.distributed.is_available():
+        return
+    from torch.distributed.tensor.experimental import register_sharding
+
+    from .dtensor import sharding_strategies
+
+    register_sharding(overload)(lambda *args: sharding_strategies(fn, args))
 
 
 def _device(args) -> torch.device:

@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 from ..config import CodeGenConfig
 from .broadcast import broadcast_shapes, broadcast_strides
 from .layout import collapse, dense_strides, dim_order
-from .tiling import Tiling, choose_tiling, index_bits, is_aligned, num_tiles, stride_class
+from .tiling import Tiling, choose_tiling, index_bits, num_tiles, stride_class
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def _tile(shape, out_strides, task_shape, strides, itemsize, config) -> TaskPlan
         strides=strides,
         tiling=tiling,
         index_bits=index_bits(task_shape, strides, tiling.block),
-        aligned=is_aligned(task_shape, strides, tiling),
+        aligned=tiling.aligned,
         num_tiles=tiles,
         grid=(min(tiles, config.max_grid_size[0]),),
     )

@@ -64,8 +64,8 @@ def decompose_lines(spec: KernelSpec) -> list:
 def prologue_lines(spec: KernelSpec) -> list:
     lines = []
     for inp in spec.inputs:
-        if not inp.is_tensor and inp.cast:
-            lines.append(f"{inp.name} = tl.full([], {inp.name}, tl.{inp.cast})")
+        if not inp.is_tensor:
+            lines += [f"{name} = {_scalar_value(inp, chain)}" for name, chain in _conversions(spec, inp) if chain]
     if spec.rank:
         to64 = ".to(tl.int64)" if spec.index_bits == 64 else ""
         lines.append(f"pid = tl.program_id(0){to64}")
@@ -73,25 +73,66 @@ def prologue_lines(spec: KernelSpec) -> list:
     return lines
 
 
+def _scalar_value(inp, chain: tuple) -> str:
+    """A scalar parameter converted along `chain`; 16-bit floats are reached through float32."""
+    first = "float32" if chain[0] in HALF_FLOATS else chain[0]
+    return f"tl.full([], {inp.name}, tl.{first})" + conversion_text(chain, start=first)
+
+
+def _conversions(spec: KernelSpec, inp) -> list:
+    """(name, chain) of each converted copy of input `inp` the payload calls take: the input's own
+    name when there is one call, `in0_for_out1` (as out1's call needs it) when there are several."""
+    i = spec.inputs.index(inp)
+    if len(spec.calls) == 1:
+        return [(inp.name, spec.calls[0].converts[i])]
+    return [(_argument(inp.name, call), call.converts[i]) for call in spec.calls]
+
+
+def _argument(name: str, call) -> str:
+    return f"{name}_for_{call.outputs[0]}" if call.converts[int(name[2:])] else name
+
+
 def _acc(output) -> str:
     return f"acc{output.name[3:]}"
 
 
 _COMBINE = {
-    "sum": ("{acc} + tl.sum({v})", "tl.atomic_add"),
-    "max": ("tl.maximum({acc}, tl.max({v}))", "tl.atomic_max"),
-    "min": ("tl.minimum({acc}, tl.min({v}))", "tl.atomic_min"),
+    "sum": ("{acc} + {v}", "tl.sum", "tl.atomic_add"),
+    "max": ("tl.maximum({acc}, {v})", "tl.max", "tl.atomic_max"),
+    "min": ("tl.minimum({acc}, {v})", "tl.min", "tl.atomic_min"),
 }
 
 
 def _reduce(spec: KernelSpec, output) -> str:
+    """Fold a tile's values into the accumulator. A rank-0 task has one 0-d value and no tile:
+    it is combined as it is (`tl.sum` and friends reduce blocks; the compiler rejects a 0-d one)."""
     value = f"{output.name}{convert_to(output.dtype)}"  # round as the materialized result would be
-    if output.dtype != output.acc:
-        value += f".to(tl.{output.acc})"
-    if spec.rank:
-        value = f"tl.where(mask, {value}, {output.identity})"
-    combine = _COMBINE[output.reduction][0].format(acc=_acc(output), v=value)
-    return f"{_acc(output)} = {combine}"
+    combine, block_reduce, _ = _COMBINE[output.reduction]
+    if spec.rank and output.dtype in NARROW_SIGNED:
+        via = "float64" if output.reduction == "sum" else "float32"
+        tile = f"tl.where(mask, {value}.to(tl.{via}), {_float_identity(output.reduction)})"
+        value = f"{block_reduce}({tile}).to(tl.{output.acc})"
+    else:
+        if output.dtype != output.acc:
+            value += f".to(tl.{output.acc})"
+        if spec.rank:
+            value = f"{block_reduce}(tl.where(mask, {value}, {output.identity}))"
+    return f"{_acc(output)} = {combine.format(acc=_acc(output), v=value)}"
+
+
+# Tiles of 8- and 16-bit signed results are reduced in float (exact for them: float32 for
+# max/min, float64 for sums), then converted to the accumulator. Widening them to int directly
+# is not safe on the GPU: Triton 3.6 lowers tl.abs of int16 to PTX `abs.s16`, undefined for
+# -32768; ptxas computes it on the sign-extended 32-bit register (IABS gives 32768) and drops the
+# following `cvt.s32.s16`, so max(|[-32768, 5, -7]|) came out 32768 (-32768 once cast back),
+# where torch gives 7. LLVM folds any integer re-sign-extension back into the dropped one; an
+# int-to-float conversion reads the 16-bit field itself (SASS I2F.S16) and is not folded away
+# before the reduction.
+NARROW_SIGNED = ("int8", "int16")
+
+
+def _float_identity(kind: str) -> str:
+    return {"sum": "0.0", "max": 'float("-inf")', "min": 'float("inf")'}[kind]
 
 
 def epilogue_lines(spec: KernelSpec) -> list:
@@ -102,22 +143,35 @@ def epilogue_lines(spec: KernelSpec) -> list:
             target = f"{o.name}_ptr + pid" if spec.rank else f"{o.name}_ptr"
             lines.append(f"tl.store({target}, {_acc(o)})")
         else:
-            lines.append(f'{_COMBINE[o.reduction][1]}({o.name}_ptr, {_acc(o)}, sem="relaxed")')
+            lines.append(f'{_COMBINE[o.reduction][2]}({o.name}_ptr, {_acc(o)}, sem="relaxed")')
     return lines
 
 
+HALF_FLOATS = ("float16", "bfloat16")
+
+
+def conversion_text(chain: tuple, start=None) -> str:
+    """`.to(...)` conversions along `chain`. 16-bit floats are reached through float32, as torch
+    converts (a direct float64 -> float16 rounding differs from torch's by one ulp on some
+    values, and integers reach them through float)."""
+    text, current = "", start
+    for dtype in chain:
+        if dtype == current:
+            continue
+        if dtype in HALF_FLOATS and current != "float32":
+            text += ".to(tl.float32)"
+        text += f".to(tl.{dtype})"
+        current = dtype
+    return text
+
+
 def convert_to(dtype: str) -> str:
-    """A conversion to `dtype`. 16-bit floats go through float32, as torch converts (a direct
-    float64 -> float16 rounding differs from torch's by one ulp on some values)."""
-    if dtype in ("float16", "bfloat16"):
-        return f".to(tl.float32).to(tl.{dtype})"
-    return f".to(tl.{dtype})"
+    return conversion_text((dtype,))
 
 
-def _load(name: str, access: Access, cast) -> str:
+def _load(name: str, access: Access, chain: tuple) -> str:
     mask = f", mask={access.mask}" if access.mask else ""
-    convert = convert_to(cast) if cast else ""
-    return f"{name} = tl.load({access.pointer}{mask}){convert}"
+    return f"{name} = tl.load({access.pointer}{mask}){conversion_text(chain)}"
 
 
 def _store(output, access: Access) -> str:
@@ -127,12 +181,18 @@ def _store(output, access: Access) -> str:
 
 
 def body_text(spec: KernelSpec, payload_alias: str) -> str:
-    """Loads, the payload call and the stores, one statement a line."""
+    """Loads, the payload call(s) and the stores, one statement a line."""
     acc = accesses(spec)
-    lines = [_load(i.name, acc[i.name], i.cast) for i in spec.inputs if i.is_tensor]
-    results = ", ".join(o.name for o in spec.outputs)
-    args = ", ".join(i.name for i in spec.inputs)
-    lines.append(f"{results} = {payload_alias}({args})")
+    tensors = [i for i in spec.inputs if i.is_tensor]
+    if len(spec.calls) == 1:
+        lines = [_load(i.name, acc[i.name], spec.calls[0].converts[spec.inputs.index(i)]) for i in tensors]
+    else:  # load once, convert once per call that needs it
+        lines = [_load(i.name, acc[i.name], ()) for i in tensors]
+        lines += [f"{n} = {i.name}{conversion_text(c)}" for i in tensors for n, c in _conversions(spec, i) if c]
+    for call in spec.calls:
+        taken = ", ".join(o.name if o.name in call.outputs else "_" for o in spec.outputs)
+        args = ", ".join(_argument(i.name, call) if len(spec.calls) > 1 else i.name for i in spec.inputs)
+        lines.append(f"{taken} = {payload_alias}({args})")
     lines += [_store(o, acc[o.name]) for o in spec.elementwise_outputs]
     lines += [_reduce(spec, o) for o in spec.reduced_outputs]
     return "\n".join(lines)
@@ -158,7 +218,7 @@ def index_arg_values(spec: KernelSpec, plan) -> tuple:
     operand_strides = dict(zip((op.name for op in spec.tensors), plan.strides))
     counts = {"num_tiles": plan.num_tiles}
     if spec.scheme != "flat":
-        bm, bn = spec.block
+        bm, bn = plan.tiling.block
         counts["num_rows"] = _prod(shape[:-1])
         counts["tiles_n"] = -(-shape[-1] // bn)
         if spec.m_dim is not None:

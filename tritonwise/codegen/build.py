@@ -11,26 +11,47 @@ from ..analysis.plan import TaskPlan
 from ..frontend.dtypes import CallTypes
 from ..frontend.payload import Payload
 from ..frontend.schema import FunctionSchema
-from .render import template_hash
-from .spec import InputSpec, KernelSpec, OutputSpec, triton_dtype
+from .key import generator_digest, triton_version
+from .spec import InputSpec, KernelSpec, OutputSpec, PayloadCall, triton_dtype
 
 
-def _scalar_spec(name: str, param: str, value, compute) -> InputSpec:
+def _scalar_spec(name: str, param: str, value, chains: list) -> InputSpec:
+    """A scalar parameter; typed when some output converts it (float64 when one computes in it)."""
     kind = type(value)
     if kind not in (bool, int, float):
         raise TypeError(f"argument {name} ({param}): scalars must be bool, int or float, got {kind.__name__}")
-    if compute is None:
-        return InputSpec(name, param, False, kind.__name__, None)
+    if not chains:
+        return InputSpec(name, param, False, kind.__name__)
     if kind is float:
-        annotation = "float64" if compute == torch.float64 else "float32"
+        annotation = "float64" if any(torch.float64 in chain for chain in chains) else "float32"
     else:
         annotation = "int64" if kind is int else None
-    return InputSpec(name, param, False, kind.__name__, triton_dtype(compute, name), annotation)
+    return InputSpec(name, param, False, kind.__name__, annotation)
 
 
-def _tensor_spec(name: str, param: str, dtype, compute, classes: str) -> InputSpec:
-    cast = triton_dtype(compute, name) if compute is not None and compute != dtype else None
-    return InputSpec(name, param, True, triton_dtype(dtype, name), cast, None, classes)
+def _tensor_spec(name: str, param: str, dtype, classes: str) -> InputSpec:
+    return InputSpec(name, param, True, triton_dtype(dtype, name), None, classes)
+
+
+def payload_calls(types: CallTypes) -> tuple:
+    """Outputs grouped into payload calls: an output joins the first call whose conversions agree
+    with its own on every input both name (an input neither names is passed as loaded)."""
+    groups: list = []  # [output indices, merged chains]
+    for k, chains in enumerate(types.conversions):
+        for members, merged in groups:
+            if all(a is None or b is None or a == b for a, b in zip(merged, chains)):
+                members.append(k)
+                merged[:] = [a if a is not None else b for a, b in zip(merged, chains)]
+                break
+        else:
+            groups.append(([k], list(chains)))
+    return tuple(
+        PayloadCall(
+            tuple(f"out{k}" for k in members),
+            tuple(tuple(triton_dtype(d, f"in{i}") for d in (chain or ())) for i, chain in enumerate(merged)),
+        )
+        for members, merged in groups
+    )
 
 
 def _output_spec(k: int, dtype, classes, reduction, store=None) -> OutputSpec:
@@ -59,11 +80,11 @@ def build_spec(
     classes = iter(plan.stride_classes)
     inputs = []
     for i, arg in enumerate(args):
-        name, compute = f"in{i}", types.input_compute(i)
+        name = f"in{i}"
         if schema.is_tensor(i):
-            inputs.append(_tensor_spec(name, params[i], arg.dtype, compute, next(classes)))
+            inputs.append(_tensor_spec(name, params[i], arg.dtype, next(classes)))
         else:
-            inputs.append(_scalar_spec(name, params[i], arg, compute))
+            inputs.append(_scalar_spec(name, params[i], arg, types.input_conversions(i)))
     reductions = tuple(reductions) or (None,) * len(types.results)
     outputs = [
         _output_spec(k, dtype, classes, r, None if o is None or r is not None or o.dtype == dtype else o.dtype)
@@ -75,15 +96,16 @@ def build_spec(
         payload_hash=payload.source_hash,
         inputs=tuple(inputs),
         outputs=tuple(outputs),
+        calls=payload_calls(types),
         rank=plan.rank,
         scheme=plan.tiling.scheme,
         m_dim=plan.tiling.m_dim,
-        block=plan.tiling.block,
-        num_warps=plan.tiling.num_warps,
+        blocks=plan.tiling.choices,
         index_bits=plan.index_bits,
         aligned=plan.aligned,
         version=__version__,
-        template_hash=template_hash(),
+        generator=generator_digest(),
+        triton_version=triton_version(),
         deterministic=deterministic and any(r is not None for r in reductions),
     )
 

@@ -46,9 +46,18 @@ class InputSpec:
     param: str  # the payload's own parameter name, for the header
     is_tensor: bool
     dtype: str  # triton dtype of a tensor, python type name of a scalar
-    cast: Optional[str]  # computation dtype to convert to before the payload, if it differs
     annotation: Optional[str] = None  # kernel parameter type of a scalar (e.g. "float64")
     strides: str = ""  # per task dim: '0' broadcast, '1' unit, 's' run-time stride
+
+
+@dataclass(frozen=True)
+class PayloadCall:
+    """One call of the payload: the outputs taken from it, and per input the triton dtypes the
+    loaded value is converted through first (empty: as loaded). Outputs whose conversions
+    agree share a call; most kernels have exactly one."""
+
+    outputs: tuple  # output names
+    converts: tuple  # per input: a tuple of triton dtype names
 
 
 @dataclass(frozen=True)
@@ -67,20 +76,37 @@ class OutputSpec:
 
 @dataclass(frozen=True)
 class KernelSpec:
+    """Exactly what changes a generated file's text; `key` hashes all of it and names the file.
+
+    What the key holds, and why:
+    - the payload: its name, module path and source hash (its code is bound into the file);
+    - per input and output: dtype, scalar kind and parameter type, conversions before the
+      payload, stride classes per task dim ('0', '1' or 's'), the store dtype of a given
+      output, the reduction and its accumulator;
+    - the task's rank, scheme (flat, nd, tile2d), tiled dim, index width (int32/int64),
+      alignment class, and `blocks`: the block shapes calls of this class may launch with;
+    - `version` (tritonwise), `generator` (a hash of the templates and of codegen/ and
+      analysis/, which write the text) and `triton_version` (the same text compiles to
+      other code under another Triton; the compiled-kernel store keys binaries by this key).
+    Never exact shapes, strides or the block a call picks: those are launch arguments, so a new
+    shape of a layout class reuses the file and one of its few compiled kernels.
+    """
+
     payload_name: str
     payload_origin: str
     payload_hash: str
     inputs: tuple
     outputs: tuple
+    calls: tuple  # PayloadCall per distinct set of input conversions
     rank: int
     scheme: str
     m_dim: Optional[int]
-    block: tuple
-    num_warps: int
+    blocks: tuple  # the block shapes (constexpr values) this file may be launched with
     index_bits: int
     aligned: bool
     version: str
-    template_hash: str
+    generator: str
+    triton_version: str
     deterministic: bool = False  # reductions: one partial per program instead of atomics
 
     @property

@@ -1,4 +1,22 @@
-"""Per-call dtypes: each output's result and computation dtype, and what each input converts to."""
+"""Per-call dtypes: each output's result and computation dtype, and how each input reaches it.
+
+Torch computes an output in three steps, and so do the kernels:
+1. operands are cast to the output's *common* dtype (TensorIterator's common dtype: the result
+   dtype, or for ALWAYS_BOOL the dtype the operands promote to): int32 2049 times an fp16
+   tensor is 2048 * 3, and 100000 becomes inf. Python scalars and 0-d tensors skip this step
+   for arithmetic (torch's kernels read CPU scalars at opmath precision: fp16 1000 * 1.0004
+   is 1000.5), but not for comparisons (bf16 3.140625 == 3.14159 is True);
+2. the payload runs in the *computation* dtype (opmath: fp32 for 16-bit floats);
+3. the result is rounded to the result dtype when stored.
+Each output gets its own conversions (`conversions[k][i]`: the dtypes input i passes through
+for output k), so a DEFAULT int output beside an INT_TO_FLOAT one computes in ints while the
+other computes in floats; codegen calls the payload once per distinct set.
+
+Bool arithmetic as torch defines it: where an output computes in bool, bool operands are
+widened to int32 and the result converted with `!= 0`, so True + True is True (Triton's int1
+add wraps to False). A payload that uses `~` keeps int1 operands, because `~` on a widened
+True is -2, which is not False; `~` on int1 is logical not, as torch's bitwise_not of bools.
+"""
 
 from __future__ import annotations
 
@@ -7,47 +25,71 @@ from typing import Optional, Sequence
 
 import torch
 
-from .promotion import promote
+from .promotion import ELEMENTWISE_TYPE_PROMOTION_KIND, promote
 from .schema import FunctionSchema
+
+BOOL_ARITHMETIC_DTYPE = torch.int32
 
 
 @dataclass(frozen=True)
 class CallTypes:
     results: tuple  # torch dtype of each output
     computes: tuple  # computation ("opmath") dtype of each output
-    input_computes: tuple  # per input: the computation dtype it is converted to, or None
+    conversions: tuple  # per output, per input: the dtypes it is converted through, or None if not named
 
-    def input_compute(self, i: int) -> Optional[torch.dtype]:
-        return self.input_computes[i]
+    def computed_as(self, k: int, i: int) -> Optional[torch.dtype]:
+        """The dtype input `i` reaches the payload in for output `k` (None: as it comes)."""
+        chain = self.conversions[k][i]
+        return chain[-1] if chain else None
+
+    def input_conversions(self, i: int) -> list:
+        """Every chain input `i` is converted through, over the outputs that name it."""
+        return [c[i] for c in self.conversions if c[i] is not None]
 
 
-def resolve_types(schema: FunctionSchema, args: Sequence) -> CallTypes:
-    """Torch's promotion for every output. An input is converted to the computation dtype of the
-    outputs whose promotion names it; inputs no method names reach the payload as they are.
-    When outputs disagree on an input's computation dtype (say INT_TO_FLOAT beside DEFAULT on
-    ints), it is converted to one that holds every value of each: the wider of them, or float64
-    when integers meet floats (exact for integers up to 2**53)."""
-    pairs = [promote(schema.output_type(k), args) for k in range(schema.num_outputs())]
-    wanted: dict = {}
+def resolve_types(schema: FunctionSchema, args: Sequence, widen_bools: bool = True) -> CallTypes:
+    """Torch's promotion for every output, and the conversions of each input it names."""
+    results, computes, conversions = [], [], []
     for k in range(schema.num_outputs()):
-        for i in schema.output_type(k)[:-1]:
-            wanted.setdefault(i, set()).add(pairs[k][0])
-    input_computes = [None] * schema.num_inputs()
-    for i, dtypes in wanted.items():
-        input_computes[i] = _common(dtypes)
-    return CallTypes(
-        results=tuple(r for _, r in pairs),
-        computes=tuple(c for c, _ in pairs),
-        input_computes=tuple(input_computes),
-    )
+        method = schema.output_type(k)
+        compute, result = promote(method, args)
+        common = _common_dtype(method, args, result)
+        if widen_bools and compute == torch.bool:
+            compute = BOOL_ARITHMETIC_DTYPE
+        chains = [None] * schema.num_inputs()
+        for i in method[:-1]:
+            chains[i] = _chain(_dtype_of(args[i]), _rounds(args[i], method[-1]) and common, compute)
+        results.append(result)
+        computes.append(compute)
+        conversions.append(tuple(chains))
+    return CallTypes(tuple(results), tuple(computes), tuple(conversions))
 
 
-def _common(dtypes: set) -> torch.dtype:
-    if len(dtypes) == 1:
-        return next(iter(dtypes))
-    if any(d.is_floating_point for d in dtypes) and not all(d.is_floating_point for d in dtypes):
-        return torch.float64
-    result = next(iter(dtypes))
-    for d in dtypes:
-        result = torch.promote_types(result, d)
+def _common_dtype(method: tuple, args: Sequence, result: torch.dtype) -> torch.dtype:
+    if method[-1] == ELEMENTWISE_TYPE_PROMOTION_KIND.ALWAYS_BOOL:
+        return promote((*method[:-1], ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT), args)[1]
     return result
+
+
+def _rounds(arg, kind) -> bool:
+    """Whether the operand is cast to the common dtype before the computation (see the module doc)."""
+    scalar_like = not isinstance(getattr(arg, "dtype", None), torch.dtype) or arg.ndim == 0
+    return not scalar_like or kind == ELEMENTWISE_TYPE_PROMOTION_KIND.ALWAYS_BOOL
+
+
+def _dtype_of(arg) -> Optional[torch.dtype]:
+    """A tensor's dtype; for a python scalar, the dtype it reaches the kernel as (None: any)."""
+    dtype = getattr(arg, "dtype", None)
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    return torch.bool if isinstance(arg, bool) else None
+
+
+def _chain(dtype: Optional[torch.dtype], common, compute: torch.dtype) -> tuple:
+    """The conversions from `dtype` to `compute`, through `common` where that rounds the value."""
+    steps = []
+    if common and common != compute and common != dtype:
+        steps.append(common)
+    if compute != dtype or steps:
+        steps.append(compute)
+    return tuple(steps)

@@ -27,6 +27,7 @@ class Payload:
     num_params: int  # positional parameters
     min_params: int  # those without a default
     variadic: bool  # takes *args
+    uses_invert: bool = False  # `~` in its source: bool operands stay int1 (see frontend/dtypes.py)
 
     def check_arity(self, num_inputs: int, described: str) -> None:
         """A schema with `num_inputs` inputs calls the payload with that many arguments: report a
@@ -72,7 +73,18 @@ def inspect_payload(obj) -> Payload:
         num_params=len(positional),
         min_params=sum(p.default is p.empty for p in positional),
         variadic=any(p.kind is p.VAR_POSITIONAL for p in params),
+        uses_invert=_uses_invert(source),
     )
+
+
+def _uses_invert(source: str) -> bool:
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    return any(isinstance(node, ast.Invert) for node in ast.walk(tree))
 
 
 def _is_triton_jit(obj) -> bool:

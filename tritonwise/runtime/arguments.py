@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from numbers import Number
 from typing import Optional, Sequence
 
@@ -36,8 +37,8 @@ def _tensor_key(a) -> tuple:
 
 
 def _other_key(a):
-    if isinstance(a, Tensor):
-        return _tensor_key(a)
+    if isinstance(a, Tensor):  # a subclass (DTensor, Parameter, ...): never shares a plain tensor's plan
+        return (type(a), *_tensor_key(a))
     if isinstance(a, StridedBuffer):
         return (StridedBuffer, a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15, a.is_neg(), False)
     if type(a) is int:
@@ -110,6 +111,13 @@ def needs_register_complex(name: str) -> str:
         f"the payload computes on real values: call {name}.register_complex(ComplexMode.ELEMENTWISE) (add-like) "
         f"or {name}.register_complex(ComplexMode.CROSS, cross_kernel=...) (mul-like) to accept complex arguments"
     )
+
+
+def has_dtensor(args: Sequence, outs: Sequence) -> bool:
+    """Whether any operand is a DTensor. torch.distributed.tensor is not imported for this: a
+    program holding a DTensor has imported it already (and importing it costs start-up time)."""
+    cls = getattr(sys.modules.get("torch.distributed.tensor"), "DTensor", None)
+    return cls is not None and any(isinstance(a, cls) for a in (*args, *outs))
 
 
 def launch_device(name: str, operands: Sequence) -> Optional[torch.device]:

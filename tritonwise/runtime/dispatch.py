@@ -43,7 +43,8 @@ class LaunchPlan:
     in_extents: tuple  # dense extent of each tensor input
     reductions: tuple = ()  # per output: a Reduction, or None for an elementwise output
     deterministic: bool = False
-    constexprs: tuple = ()  # values of the kernel's constexpr parameters (block sizes)
+    constexprs: tuple = ()  # values of the kernel's constexpr parameters (the block this shape takes)
+    num_warps: int = 4
     direct: Optional[Callable] = None  # set after the first GPU launch (runtime/launcher.py)
     fast: Optional[Callable] = None  # fast(args) for calls giving no outputs, once `direct` exists
     path: object = None
@@ -114,10 +115,10 @@ class LaunchPlan:
         if self.interpreted:
             operands = [o.storage_view() if isinstance(o, StridedBuffer) else o for o in operands]
             with INTERPRETER_LOCK, interpreting(), self._payload_errors("run"):
-                self.launch(self.grid, *operands, *self.index_args)
+                self.launch(self.grid, *operands, *self.index_args, *self.constexprs, self.num_warps)
         else:
             with torch.cuda.device(self.device.index), self._payload_errors("compile"):
-                compiled = self.launch(self.grid, *operands, *self.index_args)
+                compiled = self.launch(self.grid, *operands, *self.index_args, *self.constexprs, self.num_warps)
             tail = self.index_args + self.constexprs
             self.direct = direct_launcher(compiled, self.grid, tail, self.device.index, len(inputs))
             self.fast = self._fast_call()
@@ -131,10 +132,17 @@ class LaunchPlan:
         except Exception as e:
             spec = self.spec
             count = len(spec.outputs)
+            calls = len(spec.calls)
+            per_dtype = (
+                f"; it is called {calls} times, once per computation dtype of its outputs, and each "
+                "call must run on its inputs' dtypes"
+                if calls > 1
+                else ""
+            )
             raise PayloadError(
                 f"{self.name}: payload {spec.payload_origin} failed to {action} in its generated kernel "
                 f"{self.path} (it is called with {len(spec.inputs)} arguments and must return {count} "
-                f"value{'s' if count != 1 else ''}): {type(e).__name__}: {e}"
+                f"value{'s' if count != 1 else ''}{per_dtype}): {type(e).__name__}: {e}"
             ) from e
 
     def _fast_call(self) -> Optional[Callable]:

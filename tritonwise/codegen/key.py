@@ -1,0 +1,44 @@
+"""The part of a generated file's key that comes from the generator itself, not from the call.
+
+A KernelSpec's fields say what the call asks for; the text written for them also depends on the
+code that writes it. `generator_digest()` hashes every source that turns a spec into text or
+decides a spec's fields -- the templates, codegen/ and analysis/ -- so an edit to any of them
+gives new keys, and an old file is never reused for code that would now be written differently.
+Triton's version is in the key beside it (`triton_version()`): the same text can mean other
+code under another Triton, and the compiled-kernel store keys binaries by the file key.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from pathlib import Path
+from typing import Iterable
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+GENERATOR_SOURCES = ("templates/*.py.j2", "codegen/*.py", "analysis/*.py")
+
+
+def generator_files() -> list:
+    """Every file whose content can change a generated file, in a stable order."""
+    return sorted(p for pattern in GENERATOR_SOURCES for p in PACKAGE_DIR.glob(pattern))
+
+
+def digest_of(files: Iterable[Path]) -> str:
+    """A short hash of the files' names (relative to the package) and contents."""
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(str(Path(path).relative_to(PACKAGE_DIR)).encode() + b"\0" + Path(path).read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
+@functools.lru_cache(maxsize=1)
+def generator_digest() -> str:
+    return digest_of(generator_files())
+
+
+@functools.lru_cache(maxsize=1)
+def triton_version() -> str:
+    import triton  # already imported: the payload is a @triton.jit function
+
+    return triton.__version__
