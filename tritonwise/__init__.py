@@ -3,7 +3,7 @@
 from ._version import __version__
 from .complex import ComplexMode
 from .config import CodeGenConfig
-from .errors import PayloadError
+from .errors import NotDifferentiable, PayloadError
 from .frontend.decorator import pointwise_dynamic
 from .frontend.promotion import ELEMENTWISE_TYPE_PROMOTION_KIND
 from .frontend.schema import FunctionSchema, SchemaError
@@ -18,6 +18,7 @@ __all__ = [
     "Explanation",
     "FunctionSchema",
     "InstantiatedFunction",
+    "NotDifferentiable",
     "PayloadError",
     "PointwiseDynamicFunction",
     "SchemaError",

@@ -43,6 +43,7 @@ class PointwiseDynamicFunction:
         config: Optional[CodeGenConfig] = None,
         reductions=None,
         deterministic: bool = False,
+        backward=None,
     ):
         self._payload = inspect_payload(payload)
         self._schema = schema
@@ -52,6 +53,8 @@ class PointwiseDynamicFunction:
         self._plans = PlanCache()
         self._instances: dict = {}
         self._complex = None  # a complex.ComplexHandler once register_complex is called
+        self._backward_payload = backward  # a hand-written backward payload, else None (derived)
+        self._backward = None  # an autograd.Backward, built on the first call that records
         self._out_index = {f"out{k}": k for k in range(schema.num_outputs())}
         self._no_outputs = (None,) * schema.num_outputs()
         self.__name__ = self._payload.name
@@ -89,6 +92,10 @@ class PointwiseDynamicFunction:
             scalars = argcheck.python_scalars(args)
             if scalars is not args:  # NumPy scalars: plans are keyed on the python scalars torch reads
                 return self(*scalars, **kwargs)
+            if any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):  # record for autograd
+                from . import autograd
+
+                return autograd.call(self, args, outs)
             if self._complex is not None and self._complex.applies(args, outs):
                 return self._complex(self, args, outs)
             if argcheck.has_dtensor(args, outs):
@@ -112,6 +119,30 @@ class PointwiseDynamicFunction:
 
         self._complex = complex_handler(self, mode, cross_kernel, tensorize_scalars, fallback_target)
         return self
+
+    def register_backward(self, payload):
+        """Use the @triton.jit `payload` as this function's backward instead of deriving one. It
+        takes this function's arguments, then one gradient per output (then the reduced value of
+        each max/min output) and returns the gradient of every tensor input, in order."""
+        self._backward_payload, self._backward = payload, None
+        return self
+
+    def backward_functions(self):
+        """The autograd.Backward holding this function's backward functions (built once)."""
+        if self._backward is None:
+            from .autograd import Backward
+
+            self._backward = Backward(self, self._backward_payload)
+        return self._backward
+
+    def explain_backward(self, *args, wrt=None):
+        """What the backward of a call with `args` runs, without launching: an
+        autograd.BackwardExplanation with the derived payload's file (`payload_path`) and the
+        Explanation of its kernel (`kernel`); gradients of the inputs at `wrt` (default: every
+        floating tensor input)."""
+        from . import autograd
+
+        return autograd.explain(self, args, wrt)
 
     def instantiate(self, rank: int) -> "InstantiatedFunction":
         """The rank-`rank` function: no broadcasting, no allocation, no dimension collapsing."""

@@ -23,7 +23,9 @@ def call_signature(args: Sequence, outs: Sequence = ()) -> tuple:
     """What a launch plan depends on, cheap to build: per operand its dtype, shape, strides,
     device and pointer alignment class (Triton specializes kernels on 16-byte aligned
     pointers); per scalar its python type and, for ints, the width Triton passes it in; which
-    outputs are given. Built on every call, so plain tensors take the shortest branch."""
+    outputs are given; per plain tensor whether it requires grad (such calls record themselves
+    for autograd and never reach a cached plan). Built on every call, so plain tensors take the
+    shortest branch."""
     key = [_tensor_key(a) if type(a) is Tensor else _other_key(a) for a in args]
     if outs and any(o is not None for o in outs):
         key += [_other_key(o) for o in outs]
@@ -31,14 +33,14 @@ def call_signature(args: Sequence, outs: Sequence = ()) -> tuple:
 
 
 def _tensor_key(a) -> tuple:
-    return (a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15, a.is_neg())
+    return (a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15, a.is_neg(), a.requires_grad)
 
 
 def _other_key(a):
     if isinstance(a, Tensor):  # a subclass (DTensor, Parameter, ...): never shares a plain tensor's plan
         return (type(a), *_tensor_key(a))
     if isinstance(a, StridedBuffer):
-        return (StridedBuffer, *_tensor_key(a))
+        return (StridedBuffer, a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15, a.is_neg(), False)
     if type(a) is int:
         return int_class(a)
     return type(a)
@@ -55,7 +57,7 @@ def int_class(value: int):
     return "u64" if 2**63 <= value < 2**64 else "beyond 64 bits"
 
 
-_FIELDS = ("dtype", "shape", "strides", "device", "16-byte alignment", "negative bit")
+_FIELDS = ("dtype", "shape", "strides", "device", "16-byte alignment", "negative bit", "requires_grad")
 
 
 def miss_reason(key: tuple, previous) -> str:
