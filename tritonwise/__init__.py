@@ -8,6 +8,7 @@ from .frontend.decorator import pointwise_dynamic
 from .frontend.promotion import ELEMENTWISE_TYPE_PROMOTION_KIND
 from .frontend.schema import FunctionSchema, SchemaError
 from .function import Explanation, InstantiatedFunction, PointwiseDynamicFunction
+from .runtime.freeze import FrozenError, freeze, frozen, unfreeze
 from .runtime.strided_buffer import StridedBuffer
 
 __all__ = [
@@ -16,11 +17,15 @@ __all__ = [
     "ComplexMode",
     "ELEMENTWISE_TYPE_PROMOTION_KIND",
     "Explanation",
+    "FrozenError",
     "FunctionSchema",
     "InstantiatedFunction",
     "PayloadError",
     "PointwiseDynamicFunction",
     "SchemaError",
     "StridedBuffer",
+    "freeze",
+    "frozen",
     "pointwise_dynamic",
+    "unfreeze",
 ]

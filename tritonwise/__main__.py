@@ -1,4 +1,4 @@
-"""Command line: `python -m tritonwise demo | cache path|list|show NAME|clear|stats | generate MODULE[:NAME]`."""
+"""Command line: `python -m tritonwise demo | cache path|list|show NAME|clear|stats | generate MODULE[:NAME] [--compile --arch sm_90,...]`."""
 
 from __future__ import annotations
 
@@ -41,10 +41,30 @@ def _generate_command(args) -> int:
 
     from .aot import generate, parse_ranks
 
+    try:
+        directory = cache.require_writable()
+        targets = _targets(args.arch) if args.compile else []
+    except (cache.CacheNotWritable, ValueError) as e:
+        print(f"generate: {e}", file=sys.stderr)
+        return 1
     dtypes = [getattr(torch, name) for name in args.dtypes.split(",")]
-    count = generate(args.target, parse_ranks(args.ranks), dtypes)
-    print(f"{count} files in {cache.cache_dir()}")
+    count = generate(args.target, parse_ranks(args.ranks), dtypes, targets=targets)
+    kernels = f" and {len(cache.list_kernels())} compiled kernels" if targets else ""
+    print(f"{count} files{kernels} in {directory}")
     return 0
+
+
+def _targets(arch: str) -> list:
+    """--arch as targets; this machine's GPU when none are named."""
+    import torch
+
+    from .runtime.kernels import device_target, parse_target
+
+    if arch:
+        return [parse_target(a) for a in arch.split(",")]
+    if torch.cuda.is_available():
+        return [device_target(torch.cuda.current_device())]
+    raise ValueError("--compile: there is no GPU here; name the targets with --arch (e.g. sm_90,sm_100)")
 
 
 def _demo_command(args) -> int:
@@ -64,6 +84,8 @@ def main(argv=None) -> int:
     g.add_argument("target", help="MODULE or MODULE:NAME")
     g.add_argument("--ranks", default="0-4", help="a rank or a range such as 0-4")
     g.add_argument("--dtypes", default="float32", help="comma-separated torch dtype names")
+    g.add_argument("--compile", action="store_true", help="also compile every kernel into the kernel store")
+    g.add_argument("--arch", default="", help="--compile targets, e.g. sm_90,sm_100,gfx942 (default: this GPU)")
     args = parser.parse_args(argv)
     commands = {"demo": _demo_command, "cache": _cache_command, "generate": _generate_command}
     return commands[args.command](args)

@@ -1,17 +1,19 @@
-"""Ahead-of-time generation: `python -m tritonwise generate MODULE[:NAME] --ranks 0-4`.
+"""Ahead-of-time generation: `python -m tritonwise generate MODULE[:NAME] --ranks 0-4 [--compile --arch sm_90,sm_100]`.
 
 For each pointwise function found, writes into the cache the files that common calls need,
 so a deployment starts warm: for every rank r, the `instantiate(r)` kernel over contiguous
 operands (no collapsing) and the call-path kernels for contiguous operands (flat), a row
-broadcast (nd) and a transposed first operand (tile2d), for each requested dtype. Only files
-are written; Triton compiles each kernel on its first launch.
+broadcast (nd) and a transposed first operand (tile2d), for each requested dtype. With
+targets (`--compile --arch`), each file's kernel is also compiled for every target into the
+kernel store, specialized as a launch on freshly allocated tensors is (16-byte aligned), so a
+deployment on those GPUs loads it without compiling. Compiling needs no GPU.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import torch
 
@@ -65,21 +67,22 @@ def _variants(fn, rank: int, dtype: torch.dtype) -> Iterator[tuple]:
         )
 
 
-def generate(target: str, ranks: list, dtypes: list, stream=sys.stderr) -> int:
+def generate(target: str, ranks: list, dtypes: list, stream=sys.stderr, targets: Sequence = ()) -> int:
+    """Write the files (and, for `targets`, the compiled kernels) for every function in
+    `target`; returns the number of distinct files. Progress goes to `stream`."""
     jobs = [(name, fn, r, d) for name, fn in find_functions(target) for r in ranks for d in dtypes]
     written = set()
     for i, (name, fn, rank, dtype) in enumerate(jobs, 1):
         for args, collapse, outs in _variants(fn, rank, dtype):
             try:
-                written.add(fn.generate(*args, collapse=collapse, **outs))
+                written.add(fn.generate(*args, collapse=collapse, targets=targets, **outs))
             except (TypeError, ValueError, RuntimeError) as e:  # a function that rejects this variant
                 print(f"\n  skipped {name} rank {rank} {dtype}: {e}", file=stream)
-        bar = "#" * (30 * i // len(jobs))
-        print(
-            f"\r[{bar:<30}] {i}/{len(jobs)} {name} rank {rank} {str(dtype).removeprefix('torch.')}   ",
-            end="",
-            file=stream,
-            flush=True,
-        )
+        _progress(stream, i, len(jobs), f"{name} rank {rank} {str(dtype).removeprefix('torch.')}")
     print(file=stream)
     return len(written)
+
+
+def _progress(stream, done: int, total: int, what: str) -> None:
+    bar = "#" * (30 * done // total)
+    print(f"\r[{bar:<30}] {done}/{total} {what}   ", end="", file=stream, flush=True)

@@ -68,8 +68,10 @@ def cache_dir() -> Path:
     """Where new files are written: the configured directory when it is writable, else the
     overlay ($TRITONWISE_CACHE_OVERLAY, or a temporary directory, with a warning)."""
     path = configured_dir()
-    if _usable(path):
-        return path
+    return path if _usable(path) else _overlay_dir(path)
+
+
+def _overlay_dir(unwritable: Path) -> Path:
     for overlay in _overlay_candidates():
         if _usable(overlay):
             return overlay
@@ -78,12 +80,26 @@ def cache_dir() -> Path:
         if _fallback_dir is None:
             _fallback_dir = Path(tempfile.mkdtemp(prefix="tritonwise-cache-"))
             warnings.warn(
-                f"tritonwise: cache directory {path} is not writable; files it lacks go to {_fallback_dir} "
+                f"tritonwise: cache directory {unwritable} is not writable; files it lacks go to {_fallback_dir} "
                 f"for this process (set TRITONWISE_CACHE_OVERLAY to choose the directory)",
                 RuntimeWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         return _fallback_dir
+
+
+def write(name: str, data) -> Path:
+    """Write `data` as the file `name` (a path relative to a cache directory) into cache_dir();
+    into the overlay when the configured directory refuses the write after all."""
+    directory = cache_dir()
+    try:
+        atomic_write(directory / name, data)
+    except OSError:
+        if directory != configured_dir():
+            raise
+        directory = _overlay_dir(directory)
+        atomic_write(directory / name, data)
+    return directory / name
 
 
 def require_writable() -> Path:
@@ -134,11 +150,9 @@ def ensure_file(name: str, render: Callable[[], str], marks: tuple = ()) -> Path
         _count(path.parent, "reused")
         return path
     freeze.check(f"the generated file {name}, which no cache directory holds")
-    directory = cache_dir()
-    path = directory / name
+    path = write(name, seal(render()))
     logger.debug("tritonwise: generated %s", path)
-    atomic_write(path, seal(render()))
-    _count(directory, "written")
+    _count(path.parent, "written")
     return path
 
 
