@@ -5,8 +5,8 @@ store for GPUs this machine does not have. Compiling for a GPUTarget needs no de
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
-import json
 import os
 import subprocess
 import sys
@@ -18,6 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
+import tritonwise
 from tritonwise import pointwise_dynamic
 from tritonwise.codegen.render import payload_alias
 from tritonwise.runtime import cache, kernel_store, kernels, loader
@@ -31,9 +32,8 @@ def store_axpby(x, y, a, n, flag):
     return tl.where(flag, x * a + y, y - n)
 
 
-AXPBY = pointwise_dynamic(
-    store_axpby, is_tensor=[True, True, False, False, False], promotion_methods=[(0, 1, 2, "DEFAULT")]
-)
+AXPBY_KINDS = [True, True, False, False, False]
+AXPBY = pointwise_dynamic(store_axpby, is_tensor=AXPBY_KINDS, promotion_methods=[(0, 1, 2, "DEFAULT")])
 CALLS = {
     "nd aligned": lambda: (torch.randn(64, 32), torch.randn(32), 2.0, 3, True),
     "flat, a misaligned pointer, an i64": lambda: (torch.randn(65)[1:], torch.randn(64), 2.0, 2**40, False),
@@ -219,6 +219,7 @@ def test_concurrent_writers_and_readers_see_whole_entries(store_dir):
 
 PAYLOAD_MODULE = '''
 import triton
+import tritonwise
 from tritonwise import pointwise_dynamic
 
 
@@ -290,3 +291,90 @@ def test_targets_parse_from_their_usual_names():
     ]
     with pytest.raises(ValueError, match="unknown GPU architecture 'ampere'"):
         kernels.parse_target("ampere")
+
+
+# ---------------------------------------------------------------------------------------------
+# A plan's first launch, with a stand-in for the CUDA driver: compiled and stored once, then
+# (in what stands for a new process) loaded from the store without triton.compile.
+
+LAUNCH_KERNEL = ctypes.CFUNCTYPE(
+    ctypes.c_int, *[ctypes.c_void_p] + [ctypes.c_uint] * 7, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p
+)
+
+
+class StandInDriver:
+    """cuLaunchKernel recording (function, grid, threads, shared) and loads recording binaries."""
+
+    def __init__(self):
+        self.launches, self.loaded = [], []
+        self.cuLaunchKernel = LAUNCH_KERNEL(self._launch)
+
+    def _launch(self, function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        self.launches.append((function, (gx, gy, gz), bx, shared))
+        return 0
+
+    def load_function(self, binary, name, device_index):
+        self.loaded.append((binary[:4], name, device_index))
+        return 0xF00D
+
+
+@pytest.fixture
+def stand_in_gpu(monkeypatch, store_dir):
+    from tritonwise.runtime import cuda_driver, native
+
+    if native.launch_module() is None:
+        pytest.skip("no C compiler or Python headers: launch.c cannot be built here")
+    fake = StandInDriver()
+    sizes = {"*": 8, "i32": 4, "i64": 8, "fp32": 4, "u1": 1}
+
+    def param_sizes(function):
+        signature = kernels._loaded[next(iter(kernels._loaded))].src.signature.values()
+        return [sizes[t[0] if t.startswith("*") else t] for t in signature if t != "constexpr"] + [8, 8]
+
+    monkeypatch.setattr(cuda_driver, "driver", lambda: fake)
+    monkeypatch.setattr(cuda_driver, "param_sizes", param_sizes)
+    monkeypatch.setattr(cuda_driver, "load_function", fake.load_function)
+    monkeypatch.setattr(kernels, "device_target", lambda index: SM90)
+    monkeypatch.setattr(kernels, "_loaded", {})
+    monkeypatch.setattr(torch.version, "hip", None)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 0, raising=False)
+    return fake
+
+
+def gpu_plan(fn, *args):
+    """The plan of a call as it would be on cuda:0, built from CPU tensors."""
+    outs = fn._outputs({})
+    plan = fn._prepare(args, outs, True)
+    alias = payload_alias(plan.spec.payload_name, plan.spec.kernel_name)
+    module = loader.load(plan.path, plan.spec.kernel_name, alias, fn._payload, "gpu")
+    plan = dataclasses.replace(plan, launch=module.launch, device=torch.device("cuda", 0))
+    return plan, list(args), [torch.empty(plan.out_shape)]
+
+
+def test_first_launch_compiles_stores_then_loads_without_compiling(stand_in_gpu, monkeypatch):
+    plan, inputs, outputs = gpu_plan(AXPBY, *CALLS["nd aligned"]())
+    launch = kernels.first_launch(plan, inputs, outputs)
+    assert launch.__qualname__.startswith("own_launcher")
+    assert len(cache.list_kernels()) == 1 and stand_in_gpu.loaded[0][0] == b"\x7fELF"
+    launch(inputs, outputs)
+    threads = 32 * plan.spec.num_warps
+    assert stand_in_gpu.launches == [(0xF00D, (plan.grid[0], 1, 1), threads, 0)] * 2
+
+    def no_compiling(*args, **kwargs):
+        raise AssertionError("triton.compile was called")
+
+    monkeypatch.setattr(triton, "compile", no_compiling)
+    monkeypatch.setattr(kernels, "_loaded", {})  # as a new process: nothing loaded yet
+    fresh = pointwise_dynamic(store_axpby, is_tensor=AXPBY_KINDS, promotion_methods=[(0, 1, 2, "DEFAULT")])
+    plan, inputs, outputs = gpu_plan(fresh, *CALLS["nd aligned"]())
+    assert kernels.first_launch(plan, inputs, outputs).__qualname__.startswith("own_launcher")
+    assert len(stand_in_gpu.loaded) == 2 and len(stand_in_gpu.launches) == 3
+
+
+def test_first_launch_frozen_compiles_nothing_and_names_the_call(stand_in_gpu):
+    plan, inputs, outputs = gpu_plan(AXPBY, *CALLS["tile2d, n == 1"]())
+    frozen_call = r"store_axpby\(float32\[7, 5\] strides \(1, 7\), float32\[7, 5\]"
+    with tritonwise.frozen(), pytest.raises(tritonwise.FrozenError, match=frozen_call):
+        kernels.first_launch(plan, inputs, outputs)
+    assert not cache.list_kernels() and not stand_in_gpu.launches
