@@ -267,6 +267,18 @@ def test_generate_compile_cross_builds_what_a_deployment_looks_up(store_dir, pay
         assert kernels.compile_ahead(spec, kernel, values, [SM90, SM100]) == 0
 
 
+def test_generate_shapes_builds_the_kernels_of_deployment_sized_calls(store_dir, payload_module):
+    result = generate(payload_module, store_dir, "--shapes", "48x80", "--compile", "--arch", "sm_90")
+    assert result.returncode == 0, result.stderr[-3000:]
+    import aot_store_payload
+
+    y = torch.randn(64, 80)
+    for x, other in [(torch.randn(64, 80), y), (torch.randn(64, 80), y[0]), (torch.randn(80, 64).t(), y)]:
+        kernel, values, spec = launch_of(aot_store_payload.aot_axpy, x, other, 0.5)
+        ident = kernels.identity(spec.file_name, kernel, values, spec.num_warps, SM90)
+        assert kernel_store.load(ident) is not None, spec.file_name
+
+
 def test_generate_into_an_unwritable_directory_fails_loudly(tmp_path, payload_module):
     blocker = tmp_path / "a_file"
     blocker.write_text("no directory can be made below a file\n")

@@ -39,7 +39,7 @@ def _cache_command(args) -> int:
 def _generate_command(args) -> int:
     import torch
 
-    from .aot import generate, parse_ranks
+    from .aot import generate, parse_ranks, parse_shapes
 
     try:
         directory = cache.require_writable()
@@ -48,7 +48,8 @@ def _generate_command(args) -> int:
         print(f"generate: {e}", file=sys.stderr)
         return 1
     dtypes = [getattr(torch, name) for name in args.dtypes.split(",")]
-    count = generate(args.target, parse_ranks(args.ranks), dtypes, targets=targets)
+    shapes = parse_shapes(args.shapes) if args.shapes else [(4,) * r for r in parse_ranks(args.ranks)]
+    count = generate(args.target, shapes, dtypes, targets=targets)
     kernels = f" and {len(cache.list_kernels())} compiled kernels" if targets else ""
     print(f"{count} files{kernels} in {directory}")
     return 0
@@ -83,6 +84,7 @@ def main(argv=None) -> int:
     g = sub.add_parser("generate", help="write the files a module's pointwise functions need, ahead of time")
     g.add_argument("target", help="MODULE or MODULE:NAME")
     g.add_argument("--ranks", default="0-4", help="a rank or a range such as 0-4")
+    g.add_argument("--shapes", default="", help="shapes such as 4096x4096,8x1024 (instead of 4x...x4 per rank)")
     g.add_argument("--dtypes", default="float32", help="comma-separated torch dtype names")
     g.add_argument("--compile", action="store_true", help="also compile every kernel into the kernel store")
     g.add_argument("--arch", default="", help="--compile targets, e.g. sm_90,sm_100,gfx942 (default: this GPU)")

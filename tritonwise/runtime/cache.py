@@ -80,8 +80,8 @@ def _overlay_dir(unwritable: Path) -> Path:
         if _fallback_dir is None:
             _fallback_dir = Path(tempfile.mkdtemp(prefix="tritonwise-cache-"))
             warnings.warn(
-                f"tritonwise: cache directory {unwritable} is not writable; files it lacks go to {_fallback_dir} "
-                f"for this process (set TRITONWISE_CACHE_OVERLAY to choose the directory)",
+                f"tritonwise: cache directory {unwritable} is not writable; using {_fallback_dir} for the files it "
+                f"lacks in this process (set TRITONWISE_CACHE_OVERLAY to choose the directory)",
                 RuntimeWarning,
                 stacklevel=4,
             )

@@ -147,4 +147,5 @@ def _tuples(value):
 
 
 def _canonical(value) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    """Stable JSON; values JSON lacks (a backend's enum option) by their text."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)

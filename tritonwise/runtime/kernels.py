@@ -14,6 +14,7 @@ A stored entry is loaded with the CUDA driver; otherwise `triton.compile` builds
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import threading
 from types import SimpleNamespace
@@ -24,6 +25,7 @@ from .arguments import describe_values
 from .kernel_store import KernelIdentity, StoredKernel
 from .launcher import direct_launcher, own_launcher
 
+logger = logging.getLogger("tritonwise")
 _loaded_lock = threading.Lock()
 _loaded: dict = {}  # (identity key, device index) -> LoadedKernel
 
@@ -183,7 +185,10 @@ def compile_and_store(kernel, ident: KernelIdentity) -> StoredKernel:
         shared=meta.shared,
         launch={field: _plain(getattr(meta, field, None)) for field in LAUNCH_FIELDS},
     )
-    kernel_store.save(stored)
+    try:
+        logger.debug("tritonwise: compiled %s into %s", ident.describe(), kernel_store.save(stored))
+    except OSError as e:  # no writable directory at all: run it anyway, compile again next process
+        logger.warning("tritonwise: could not store the compiled %s: %s", ident.describe(), e)
     return stored
 
 
