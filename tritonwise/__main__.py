@@ -28,7 +28,7 @@ def _cache_command(args) -> int:
     elif args.action == "stats":
         info = cache.stats()
         print(
-            f"{info['directory']}: {info['files']} files, {info['bytes']} bytes; "
+            f"{info['directory']}: {info['files']} files, {info['bytes']} bytes, {info['kernels']} compiled kernels; "
             f"written {info['written']} times, reused {info['reused']} times"
         )
         for payload, count in sorted(info["per_payload"].items()):
@@ -78,7 +78,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tritonwise", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="run a few payloads on GPU (or CPU) and check them against torch")
-    c = sub.add_parser("cache", help="inspect or clear the generated-file cache")
+    c = sub.add_parser("cache", help="inspect or clear the generated files and compiled kernels")
     c.add_argument("action", choices=["path", "list", "show", "clear", "stats"])
     c.add_argument("name", nargs="?", help="file name (or prefix) for `show`")
     g = sub.add_parser("generate", help="write the files a module's pointwise functions need, ahead of time")
