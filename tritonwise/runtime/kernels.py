@@ -272,7 +272,7 @@ def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
         return plan.launch(grid, *inputs, *outputs, *plan.index_args, *plan.constexprs, plan.num_warps)
 
     try:
-        if _drivable():
+        if _drivable() and hasattr(kernel, "params"):  # a JITFunction (not interpreted: TRITON_INTERPRET)
             found = loaded(plan.spec.file_name, kernel, (*inputs, *outputs, *tail), plan.num_warps, device)
             launch = found and own_launcher(found, grid, tail, device, len(inputs), through_triton)
             if launch:
