@@ -52,17 +52,17 @@ def store_dir(tmp_path, monkeypatch):
 
 
 def launch_of(fn, *args, **outs):
-    """(GPU-module kernel, every value a launch passes it, spec) for a call, built on the CPU."""
+    """(GPU-module kernel, every value a launch passes it, plan) for a call, built on the CPU."""
     outs = fn._outputs(outs)
     plan = fn._prepare(args, outs, True)
     alias = payload_alias(plan.spec.payload_name, plan.spec.kernel_name)
     module = loader.load(plan.path, plan.spec.kernel_name, alias, fn._payload, "gpu")
-    return getattr(module, plan.spec.kernel_name), plan.kernel_values(args, outs), plan.spec
+    return getattr(module, plan.spec.kernel_name), plan.kernel_values(args, outs), plan
 
 
 def identity_of(call: str, target=SM90):
-    kernel, values, spec = launch_of(AXPBY, *CALLS[call]())
-    return kernel, kernels.identity(spec.file_name, kernel, values, spec.num_warps, target)
+    kernel, values, plan = launch_of(AXPBY, *CALLS[call]())
+    return kernel, kernels.identity(plan.spec.file_name, kernel, values, plan.num_warps, target)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -74,9 +74,9 @@ def test_specialization_and_options_are_what_tritons_jit_compiles(store_dir, cal
     jit = pytest.importorskip("triton.runtime.jit")
     if not hasattr(jit, "create_function_from_signature"):
         pytest.skip("this Triton binds arguments differently")
-    kernel, values, spec = launch_of(AXPBY, *CALLS[call]())
+    kernel, values, plan = launch_of(AXPBY, *CALLS[call]())
     backend = kernels._backend(SM90)
-    jit_kwargs = kernels.jit_options(kernel, spec.num_warps)
+    jit_kwargs = kernels.jit_options(kernel, plan.num_warps)
     binder = jit.create_function_from_signature(kernel.signature, kernel.params, backend)
     bound, specialization, options = binder(*values, **jit_kwargs)
     options, signature, constexprs, attrs = kernel._pack_args(backend, jit_kwargs, bound, specialization, options)
@@ -111,14 +111,14 @@ def test_identity_names_everything_that_changes_the_binary(store_dir):
 
 def test_other_values_of_one_class_share_the_identity_and_misalignment_does_not(store_dir):
     _, first = identity_of("nd aligned")
-    kernel, values, spec = launch_of(AXPBY, torch.randn(96, 32), torch.randn(32), -1.0, 7, False)
-    assert kernels.identity(spec.file_name, kernel, values, spec.num_warps, SM90) == first
+    kernel, values, plan = launch_of(AXPBY, torch.randn(96, 32), torch.randn(32), -1.0, 7, False)
+    assert kernels.identity(plan.spec.file_name, kernel, values, plan.num_warps, SM90) == first
     x = torch.randn(64 * 32 + 4)[4:].view(64, 32)  # 16 bytes off: still aligned
-    kernel, values, spec = launch_of(AXPBY, x, torch.randn(32), 2.0, 3, True)
-    assert kernels.identity(spec.file_name, kernel, values, spec.num_warps, SM90) == first
+    kernel, values, plan = launch_of(AXPBY, x, torch.randn(32), 2.0, 3, True)
+    assert kernels.identity(plan.spec.file_name, kernel, values, plan.num_warps, SM90) == first
     x = torch.randn(64 * 32 + 1)[1:].view(64, 32)  # 4 bytes off
-    kernel, values, spec = launch_of(AXPBY, x, torch.randn(32), 2.0, 3, True)
-    assert kernels.identity(spec.file_name, kernel, values, spec.num_warps, SM90).key != first.key
+    kernel, values, plan = launch_of(AXPBY, x, torch.randn(32), 2.0, 3, True)
+    assert kernels.identity(plan.spec.file_name, kernel, values, plan.num_warps, SM90).key != first.key
 
 
 IDENTITY_CHILD = r"""
@@ -263,11 +263,11 @@ def test_generate_compile_cross_builds_what_a_deployment_looks_up(store_dir, pay
     monkeypatch.setattr(triton, "compile", no_compiling)
     # New shapes of the classes generated for rank 2 (flat; tile2d with extents of 3 to 4).
     for x, y in [(torch.randn(40, 24), torch.randn(40, 24)), (torch.randn(4, 3).t(), torch.randn(3, 4))]:
-        kernel, values, spec = launch_of(aot_store_payload.aot_axpy, x, y, 0.5)
+        kernel, values, plan = launch_of(aot_store_payload.aot_axpy, x, y, 0.5)
         for target in (SM90, SM100):
-            stored = kernel_store.load(kernels.identity(spec.file_name, kernel, values, spec.num_warps, target))
-            assert stored is not None and stored.binary.startswith(b"\x7fELF"), (spec.file_name, target)
-        assert kernels.compile_ahead(spec, kernel, values, [SM90, SM100]) == 0
+            stored = kernel_store.load(kernels.identity(plan.spec.file_name, kernel, values, plan.num_warps, target))
+            assert stored is not None and stored.binary.startswith(b"\x7fELF"), (plan.spec.file_name, target)
+        assert kernels.compile_ahead(plan.spec.file_name, kernel, values, plan.num_warps, [SM90, SM100]) == 0
 
 
 def test_generate_shapes_builds_the_kernels_of_deployment_sized_calls(store_dir, payload_module):
@@ -277,9 +277,9 @@ def test_generate_shapes_builds_the_kernels_of_deployment_sized_calls(store_dir,
 
     y = torch.randn(64, 80)
     for x, other in [(torch.randn(64, 80), y), (torch.randn(64, 80), y[0]), (torch.randn(80, 64).t(), y)]:
-        kernel, values, spec = launch_of(aot_store_payload.aot_axpy, x, other, 0.5)
-        ident = kernels.identity(spec.file_name, kernel, values, spec.num_warps, SM90)
-        assert kernel_store.load(ident) is not None, spec.file_name
+        kernel, values, plan = launch_of(aot_store_payload.aot_axpy, x, other, 0.5)
+        ident = kernels.identity(plan.spec.file_name, kernel, values, plan.num_warps, SM90)
+        assert kernel_store.load(ident) is not None, plan.spec.file_name
 
 
 def test_generate_into_an_unwritable_directory_fails_loudly(tmp_path, payload_module):
@@ -373,7 +373,7 @@ def test_first_launch_compiles_stores_then_loads_without_compiling(stand_in_gpu,
     assert launch.__qualname__.startswith("own_launcher")
     assert len(cache.list_kernels()) == 1 and stand_in_gpu.loaded[0][0] == b"\x7fELF"
     launch(inputs, outputs)
-    threads = 32 * plan.spec.num_warps
+    threads = 32 * plan.num_warps
     assert stand_in_gpu.launches == [(0xF00D, (plan.grid[0], 1, 1), threads, 0)] * 2
 
     def no_compiling(*args, **kwargs):
