@@ -8,6 +8,7 @@ from .frontend.decorator import pointwise_dynamic
 from .frontend.promotion import ELEMENTWISE_TYPE_PROMOTION_KIND
 from .frontend.schema import FunctionSchema, SchemaError
 from .function import Explanation, InstantiatedFunction, PointwiseDynamicFunction
+from .runtime.freeze import FrozenError, freeze, frozen, unfreeze
 from .runtime.strided_buffer import StridedBuffer
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "ComplexMode",
     "ELEMENTWISE_TYPE_PROMOTION_KIND",
     "Explanation",
+    "FrozenError",
     "FunctionSchema",
     "InstantiatedFunction",
     "NotDifferentiable",
@@ -23,5 +25,8 @@ __all__ = [
     "PointwiseDynamicFunction",
     "SchemaError",
     "StridedBuffer",
+    "freeze",
+    "frozen",
     "pointwise_dynamic",
+    "unfreeze",
 ]

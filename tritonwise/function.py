@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, replace
-from typing import Optional
+from typing import Optional, Sequence
 
 import torch
 
@@ -27,7 +27,9 @@ from .frontend.schema import FunctionSchema
 from .runtime import arguments as argcheck
 from .runtime.cache import ensure_file
 from .runtime.dispatch import LaunchPlan, PlanCache
+from .runtime.freeze import FrozenError
 from .runtime.interpret import runs_interpreted
+from .runtime.kernels import compile_ahead
 from .runtime.loader import load
 
 logger = logging.getLogger("tritonwise")
@@ -254,12 +256,22 @@ class PointwiseDynamicFunction:
             return types
         return replace(types, results=types.results[:k] + (values[k],) + types.results[k + 1 :])
 
-    def generate(self, *args, collapse: bool = True, **kwargs):
-        """Write the generated file these arguments need into the cache, without loading or
-        launching it (ahead-of-time generation); returns its path."""
+    def generate(self, *args, collapse: bool = True, targets: Sequence = (), **kwargs):
+        """Write the generated file these arguments need into the cache, without launching it
+        (ahead-of-time generation), and its kernel compiled for each of `targets` into the
+        kernel store (targets as runtime.kernels.parse_target gives them; no GPU needed);
+        returns the file's path."""
         outs = self._outputs(kwargs)
-        types, reductions, task, _ = self._analyze(args, outs, collapse)
-        return _cached_file(self._spec(args, outs, types, reductions, task))
+        types, reductions, task, device = self._analyze(args, outs, collapse)
+        if not targets:
+            return _cached_file(self._spec(args, outs, types, reductions, task))
+        plan = self._bind(args, outs, types, reductions, task, device)
+        if plan.path is not None:
+            alias = payload_alias(plan.spec.payload_name, plan.spec.kernel_name)
+            module = load(plan.path, plan.spec.kernel_name, alias, self._payload, "gpu")
+            kernel = getattr(module, plan.spec.kernel_name)
+            compile_ahead(plan.spec.file_name, kernel, plan.kernel_values(args, outs), plan.num_warps, targets)
+        return plan.path
 
     def _spec(self, args, outs, types, reductions, task: TaskPlan):
         return build_spec(self._payload, self._schema, args, types, task, reductions, self._deterministic, outs)
@@ -270,7 +282,10 @@ class PointwiseDynamicFunction:
         meta = device.type == "meta"  # shapes and dtypes only: outputs are allocated, nothing runs
         interpreted = not meta and runs_interpreted(device)
         if task.numel and not meta:
-            path = _cached_file(spec)
+            try:
+                path = _cached_file(spec)
+            except FrozenError as e:
+                raise FrozenError(f"{self.__name__}({argcheck.describe_values(args)}): {e}") from None
             alias = payload_alias(spec.payload_name, spec.kernel_name)
             backend = "interpreter" if interpreted else "gpu"
             launch = load(path, spec.kernel_name, alias, self._payload, backend).launch

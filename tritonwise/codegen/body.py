@@ -1,14 +1,26 @@
-"""The lines of a kernel body and its parameter list, derived from a KernelSpec."""
+"""The lines of a kernel body and its parameter list, derived from a KernelSpec.
+
+The parameter list and its values (index_params, index_arg_values) are needed on every plan
+miss, also when the file is already cached; they come from the stride classes alone, so sympy
+(indexing.py, imported on first use) runs only when a body is written.
+"""
 
 from __future__ import annotations
 
-from .indexing import Access, operand_access
 from .spec import KernelSpec
 
 
 def accesses(spec: KernelSpec) -> dict:
     """Name -> Access for every tensor operand."""
+    from .indexing import operand_access
+
     return {op.name: operand_access(op.name, op.strides, spec.scheme, spec.m_dim) for op in spec.tensors}
+
+
+def stride_params(name: str, classes: str) -> list:
+    """The run-time stride parameters of operand `name`: one per dim of class 's', in the order
+    the index expressions list them (sorted by name, as indexing.operand_access does)."""
+    return sorted(f"{name}_stride{d}" for d, c in enumerate(classes) if c == "s")
 
 
 def index_params(spec: KernelSpec) -> list:
@@ -24,7 +36,7 @@ def index_params(spec: KernelSpec) -> list:
         batch = _batch_dims(spec)
         sizes = sorted(batch[1:] + [spec.m_dim, r - 1])
         counts = ["tiles_m", "tiles_n", "num_tiles"]
-    strides = [s for a in accesses(spec).values() for s in a.stride_params]
+    strides = [s for op in spec.tensors for s in stride_params(op.name, op.strides)]
     return [f"size{d}" for d in sizes] + strides + counts
 
 
@@ -169,12 +181,12 @@ def convert_to(dtype: str) -> str:
     return conversion_text((dtype,))
 
 
-def _load(name: str, access: Access, chain: tuple) -> str:
+def _load(name: str, access, chain: tuple) -> str:
     mask = f", mask={access.mask}" if access.mask else ""
     return f"{name} = tl.load({access.pointer}{mask}){conversion_text(chain)}"
 
 
-def _store(output, access: Access) -> str:
+def _store(output, access) -> str:
     mask = f", mask={access.mask}" if access.mask else ""
     value = output.name + convert_to(output.dtype) + (convert_to(output.store) if output.store else "")
     return f"tl.store({access.pointer}, {value}{mask})"

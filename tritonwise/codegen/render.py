@@ -1,12 +1,14 @@
-"""render(): a KernelSpec to the source of one generated module, through the Jinja templates."""
+"""render(): a KernelSpec to the source of one generated module, through the Jinja templates.
+
+jinja2 is imported on the first render, not with tritonwise: a process whose files are all
+cached never needs it.
+"""
 
 from __future__ import annotations
 
 import functools
 import re
 from pathlib import Path
-
-import jinja2
 
 from . import body
 
@@ -15,7 +17,9 @@ RESERVED = {"triton", "tl", "launch", "grid"}
 
 
 @functools.lru_cache(maxsize=1)
-def _environment() -> jinja2.Environment:
+def _environment():
+    import jinja2
+
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
         undefined=jinja2.StrictUndefined,

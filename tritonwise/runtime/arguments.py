@@ -60,6 +60,17 @@ def int_class(value: int):
 _FIELDS = ("dtype", "shape", "strides", "device", "16-byte alignment", "negative bit", "requires_grad")
 
 
+def describe_values(values: Sequence) -> str:
+    """Operands as a readable signature: `float32[5, 3] strides (3, 1)` for a tensor, the type
+    name for a scalar."""
+    return ", ".join(
+        f"{str(v.dtype).removeprefix('torch.')}[{', '.join(map(str, v.shape))}] strides {tuple(v.stride())}"
+        if is_tensor_like(v)
+        else type(v).__name__
+        for v in values
+    )
+
+
 def miss_reason(key: tuple, previous) -> str:
     """Why `key` missed the plan cache, compared with the most recent plan's key."""
     if previous is None:

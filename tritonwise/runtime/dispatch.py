@@ -18,8 +18,9 @@ import torch
 
 from ..errors import PayloadError
 from .arguments import check_partial_overlap
+from .freeze import FrozenError
 from .interpret import int64_scalars, interpreting
-from .launcher import direct_launcher
+from .kernels import first_launch
 from .strided_buffer import StridedBuffer
 
 # The Triton interpreter keeps global state (patched language functions, grid indices).
@@ -61,6 +62,14 @@ class LaunchPlan:
                 self._check_overlap(args, outs, outputs)
             self._launch(self._on_device(args), outputs)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def kernel_values(self, args: tuple, outs: tuple) -> tuple:
+        """Every argument the kernel receives for a call (payload arguments, outputs or
+        accumulators, index arguments, constexpr values), with outputs allocated as a launch
+        would: what ahead-of-time compilation specializes on."""
+        reductions = self.reductions or (None,) * len(outs)
+        buffers = [self._output(k, o) if r is None else self._accumulator(r) for k, (o, r) in enumerate(zip(outs, reductions))]
+        return (*self._on_device(args), *buffers, *self.index_args, *self.constexprs)
 
     def _on_device(self, args: tuple):
         """The payload arguments, with 0-d CPU tensors (scalars beside device tensors) moved."""
@@ -119,9 +128,7 @@ class LaunchPlan:
                 self.launch(self.grid, *operands, *index_args, *self.constexprs, self.num_warps)
         else:
             with torch.cuda.device(self.device.index), self._payload_errors("compile"):
-                compiled = self.launch(self.grid, *operands, *self.index_args, *self.constexprs, self.num_warps)
-            tail = self.index_args + self.constexprs
-            self.direct = direct_launcher(compiled, self.grid, tail, self.device.index, len(inputs))
+                self.direct = first_launch(self, inputs, outputs)  # runtime/kernels.py
             self.fast = self._fast_call()
 
     @contextlib.contextmanager
@@ -130,6 +137,8 @@ class LaunchPlan:
         payload, the number of values it must return, and the generated file."""
         try:
             yield
+        except FrozenError:
+            raise
         except Exception as e:
             spec = self.spec
             count = len(spec.outputs)
