@@ -339,6 +339,7 @@ def stand_in_gpu(monkeypatch, store_dir):
 
     if native.launch_module() is None:
         pytest.skip("no C compiler or Python headers: launch.c cannot be built here")
+    monkeypatch.setenv("TRITONWISE_KERNEL_STORE", "1")
     fake = StandInDriver()
     sizes = {"*": 8, "i32": 4, "i64": 8, "fp32": 4, "u1": 1}
 

@@ -253,6 +253,14 @@ def compile_ahead(file_name: str, kernel, values: Sequence, num_warps: int, targ
     return missing
 
 
+def store_enabled() -> bool:
+    """Whether first launches go through the store: opt-in (TRITONWISE_KERNEL_STORE=1) until the
+    store has run on a GPU. Its CPU tests (a stand-in driver, cross-builds, Triton's own binder
+    as the oracle of the specialization) pass, but no GPU was lent to the session that wrote it;
+    without it, the first launch compiles through Triton's JIT as before."""
+    return os.environ.get("TRITONWISE_KERNEL_STORE", "0") == "1"
+
+
 def _drivable() -> bool:
     """Whether this process can load and launch binaries itself (CUDA driver, launch.c)."""
     import torch
@@ -272,7 +280,7 @@ def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
         return plan.launch(grid, *inputs, *outputs, *plan.index_args, *plan.constexprs, plan.num_warps)
 
     try:
-        if _drivable() and hasattr(kernel, "params"):  # a JITFunction (not interpreted: TRITON_INTERPRET)
+        if store_enabled() and _drivable() and hasattr(kernel, "params"):  # a JITFunction, not interpreted
             found = loaded(plan.spec.file_name, kernel, (*inputs, *outputs, *tail), plan.num_warps, device)
             launch = found and own_launcher(found, grid, tail, device, len(inputs), through_triton)
             if launch:
