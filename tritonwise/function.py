@@ -16,7 +16,7 @@ import torch
 
 from .analysis.broadcast import broadcast_shapes
 from .analysis.plan import TaskPlan, analyze
-from .codegen.body import index_arg_values
+from .codegen.params import index_arg_values
 from .codegen.build import build_spec
 from .codegen.render import identity_marks, payload_alias, render
 from .config import CodeGenConfig

@@ -2,63 +2,20 @@
 
 from __future__ import annotations
 
+from ..schemes import get_scheme
 from .indexing import Access, operand_access
+from .params import constexpr_params, index_params
 from .spec import KernelSpec
 
 
 def accesses(spec: KernelSpec) -> dict:
     """Name -> Access for every tensor operand."""
-    return {op.name: operand_access(op.name, op.strides, spec.scheme, spec.m_dim) for op in spec.tensors}
-
-
-def index_params(spec: KernelSpec) -> list:
-    """The integer parameters after the operands: sizes, run-time strides, tile counts."""
-    r = spec.rank
-    if spec.scheme == "flat":
-        sizes = [0] if r else []
-        counts = ["num_tiles"] if r else []
-    elif spec.scheme == "nd":
-        sizes = list(range(1, r))
-        counts = ["num_rows", "tiles_n", "num_tiles"]
-    else:
-        batch = _batch_dims(spec)
-        sizes = sorted(batch[1:] + [spec.m_dim, r - 1])
-        counts = ["tiles_m", "tiles_n", "num_tiles"]
-    strides = [s for a in accesses(spec).values() for s in a.stride_params]
-    return [f"size{d}" for d in sizes] + strides + counts
-
-
-def constexpr_params(spec: KernelSpec) -> list:
-    if spec.scheme == "flat":
-        return ["BLOCK"] if spec.rank else []
-    return ["BLOCK_M", "BLOCK_N"]
-
-
-def _batch_dims(spec: KernelSpec) -> list:
-    return [d for d in range(spec.rank - 1) if d != spec.m_dim]
-
-
-def _decompose(dims: list, source: str) -> list:
-    """Lines splitting `source` into per-dim indices, innermost of `dims` fastest."""
-    lines = []
-    for pos in range(len(dims) - 1, 0, -1):
-        d = dims[pos]
-        lines.append(f"i{d} = {source} % size{d}")
-        quotient = f"i{dims[0]}" if pos == 1 else "rest"
-        lines.append(f"{quotient} = {source} // size{d}")
-        source = "rest"
-    if len(dims) == 1:
-        lines.append(f"i{dims[0]} = {source}")
-    return lines
+    scheme = get_scheme(spec.scheme)
+    return {op.name: operand_access(op.name, op.strides, scheme, spec.m_dim) for op in spec.tensors}
 
 
 def decompose_lines(spec: KernelSpec) -> list:
-    if spec.scheme == "nd":
-        return _decompose(list(range(spec.rank - 1)), "rows")
-    if spec.scheme == "tile2d":
-        batch = _batch_dims(spec)
-        return ["rest = rest // tiles_m"] + _decompose(batch, "rest") if batch else []
-    return []
+    return get_scheme(spec.scheme).decompose_lines(spec.rank, spec.m_dim)
 
 
 def prologue_lines(spec: KernelSpec) -> list:
@@ -210,33 +167,3 @@ def kernel_params(spec: KernelSpec) -> list:
     params += [f"{p}: {int_type}" for p in index_params(spec)]
     params += [f"{p}: tl.constexpr" for p in constexpr_params(spec)]
     return params
-
-
-def index_arg_values(spec: KernelSpec, plan) -> tuple:
-    """Values of index_params(spec) for one task plan, in order."""
-    shape = plan.task_shape
-    operand_strides = dict(zip((op.name for op in spec.tensors), plan.strides))
-    counts = {"num_tiles": plan.num_tiles}
-    if spec.scheme != "flat":
-        bm, bn = plan.tiling.block
-        counts["num_rows"] = _prod(shape[:-1])
-        counts["tiles_n"] = -(-shape[-1] // bn)
-        if spec.m_dim is not None:
-            counts["tiles_m"] = -(-shape[spec.m_dim] // bm)
-    values = []
-    for name in index_params(spec):
-        if name.startswith("size"):
-            values.append(shape[int(name[4:])])
-        elif "_stride" in name:
-            operand, dim = name.split("_stride")
-            values.append(operand_strides[operand][int(dim)])
-        else:
-            values.append(counts[name])
-    return tuple(values)
-
-
-def _prod(values) -> int:
-    result = 1
-    for v in values:
-        result *= v
-    return result

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import jinja2
 
+from ..schemes import get_scheme
 from . import body
 
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
@@ -76,7 +77,7 @@ def render(spec) -> str:
         "no_specialize": ", ".join(f'"{p}"' for p in _unspecialized(spec, index)),
         "params": body.kernel_params(spec),
         "prologue": body.prologue_lines(spec),
-        "scheme_template": f"{spec.scheme}.py.j2",
+        "scheme_template": get_scheme(spec.scheme).template,
         "decompose": body.decompose_lines(spec),
         "body": body.body_text(spec, alias),
         "epilogue": body.epilogue_lines(spec),
