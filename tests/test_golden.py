@@ -4,6 +4,8 @@ A template or codegen change shows here as a diff; refresh with `python tests/go
 """
 
 import difflib
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -30,3 +32,20 @@ def test_generated_file_matches_golden(name, texts):
 def test_no_stale_golden_files(texts):
     checked_in = {p.name for p in golden_cases.FILES.glob("*.py")}
     assert checked_in == set(texts)
+
+
+def test_readme_sample_is_a_golden_file(texts):
+    assert golden_cases.readme_sample(golden_cases.README.read_text()) == texts[golden_cases.README_SAMPLE]
+
+
+@pytest.mark.parametrize("name", ["nd_scalar_f32", "sum_f16", "tile2d_batch_f32"])
+def test_generated_file_runs_alone(name, texts, tmp_path):
+    """`python FILE` builds operands of the file's layout class, launches and prints a time."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(texts[f"{name}.py"])
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    kernel = next(line.split()[2] for line in texts[f"{name}.py"].splitlines() if line.startswith("#   kernel"))
+    assert done.stdout.startswith(f"{kernel}: ran on ") and done.stdout.rstrip().endswith(" ms")

@@ -51,6 +51,7 @@ class PointwiseDynamicFunction:
         self._deterministic = bool(deterministic)
         self._plans = PlanCache()
         self._instances: dict = {}
+        self._probed: dict = {}  # payload value dtypes per probe inputs (codegen elides agreeing casts)
         self._complex = None  # a complex.ComplexHandler once register_complex is called
         self._out_index = {f"out{k}": k for k in range(schema.num_outputs())}
         self._no_outputs = (None,) * schema.num_outputs()
@@ -204,7 +205,17 @@ class PointwiseDynamicFunction:
         return _cached_file(self._spec(args, outs, types, reductions, task))
 
     def _spec(self, args, outs, types, reductions, task: TaskPlan):
-        return build_spec(self._payload, self._schema, args, types, task, reductions, self._deterministic, outs)
+        return build_spec(
+            self._payload, self._schema, args, types, task, reductions, self._deterministic, outs, self._probe
+        )
+
+    def _probe(self, inputs: tuple):
+        """The dtypes the payload returns for `inputs` (see runtime/probe.py), once per input types."""
+        if inputs not in self._probed:
+            from .runtime.probe import value_dtypes
+
+            self._probed[inputs] = value_dtypes(self._payload.fn, inputs)
+        return self._probed[inputs]
 
     def _bind(self, args, outs, types, reductions, task: TaskPlan, device) -> LaunchPlan:
         spec = self._spec(args, outs, types, reductions, task)

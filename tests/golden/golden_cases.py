@@ -18,6 +18,8 @@ import triton.language as tl
 from tritonwise import pointwise_dynamic
 
 FILES = Path(__file__).resolve().parent / "files"
+README = Path(__file__).resolve().parents[2] / "README.md"
+README_SAMPLE = "nd_scalar_f32.py"  # the file README's "Reading a generated file" shows
 
 
 @triton.jit
@@ -97,3 +99,16 @@ def generated() -> dict:
         path = fn.generate(*args, **outs)
         out[f"{name}.py"] = masked(Path(path).read_text())
     return out
+
+
+def readme_sample(readme: str) -> str:
+    """The python block that follows the mention of the README sample's golden file."""
+    after = readme[readme.index(f"tests/golden/files/{README_SAMPLE}") :]
+    start = after.index("```python\n") + len("```python\n")
+    return after[start : after.index("```\n", start)]
+
+
+def with_readme_sample(readme: str, texts: dict) -> str:
+    old = readme_sample(readme)
+    at = readme.index(f"tests/golden/files/{README_SAMPLE}")
+    return readme[:at] + readme[at:].replace(old, texts[README_SAMPLE], 1)

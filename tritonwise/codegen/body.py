@@ -63,7 +63,7 @@ _COMBINE = {
 def _reduce(spec: KernelSpec, output) -> str:
     """Fold a tile's values into the accumulator. A rank-0 task has one 0-d value and no tile:
     it is combined as it is (`tl.sum` and friends reduce blocks; the compiler rejects a 0-d one)."""
-    value = f"{output.name}{convert_to(output.dtype)}"  # round as the materialized result would be
+    value = output.name + _as_result(output)  # round as the materialized result would be
     combine, block_reduce, _ = _COMBINE[output.reduction]
     if spec.rank and output.dtype in NARROW_SIGNED:
         via = "float64" if output.reduction == "sum" else "float32"
@@ -133,8 +133,14 @@ def _load(name: str, access: Access, chain: tuple) -> str:
 
 def _store(output, access: Access) -> str:
     mask = f", mask={access.mask}" if access.mask else ""
-    value = output.name + convert_to(output.dtype) + (convert_to(output.store) if output.store else "")
+    stored = conversion_text((output.store,), start=output.dtype) if output.store else ""
+    value = output.name + _as_result(output) + stored
     return f"tl.store({access.pointer}, {value}{mask})"
+
+
+def _as_result(output) -> str:
+    """The payload's value converted to the result dtype, unless it already has it."""
+    return "" if output.value == output.dtype else convert_to(output.dtype)
 
 
 def body_text(spec: KernelSpec, payload_alias: str) -> str:

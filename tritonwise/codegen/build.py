@@ -12,7 +12,7 @@ from ..frontend.dtypes import CallTypes
 from ..frontend.payload import Payload
 from ..frontend.schema import FunctionSchema
 from .key import generator_digest, triton_version
-from .spec import InputSpec, KernelSpec, OutputSpec, PayloadCall, triton_dtype
+from .spec import TRITON_DTYPES, InputSpec, KernelSpec, OutputSpec, PayloadCall, triton_dtype
 
 
 def _scalar_spec(name: str, param: str, value, chains: list) -> InputSpec:
@@ -34,8 +34,19 @@ def _tensor_spec(name: str, param: str, dtype, classes: str) -> InputSpec:
 
 
 def payload_calls(types: CallTypes) -> tuple:
+    return tuple(
+        PayloadCall(
+            tuple(f"out{k}" for k in members),
+            tuple(tuple(triton_dtype(d, f"in{i}") for d in (chain or ())) for i, chain in enumerate(merged)),
+        )
+        for members, merged in _call_groups(types)
+    )
+
+
+def _call_groups(types: CallTypes) -> list:
     """Outputs grouped into payload calls: an output joins the first call whose conversions agree
-    with its own on every input both name (an input neither names is passed as loaded)."""
+    with its own on every input both name (an input neither names is passed as loaded).
+    Returns (output indices, torch dtype chain per input) per call."""
     groups: list = []  # [output indices, merged chains]
     for k, chains in enumerate(types.conversions):
         for members, merged in groups:
@@ -45,22 +56,38 @@ def payload_calls(types: CallTypes) -> tuple:
                 break
         else:
             groups.append(([k], list(chains)))
-    return tuple(
-        PayloadCall(
-            tuple(f"out{k}" for k in members),
-            tuple(tuple(triton_dtype(d, f"in{i}") for d in (chain or ())) for i, chain in enumerate(merged)),
-        )
-        for members, merged in groups
-    )
+    return groups
 
 
-def _output_spec(k: int, dtype, classes, reduction, store=None) -> OutputSpec:
+def payload_values(schema: FunctionSchema, args: Sequence, types: CallTypes, probe) -> tuple:
+    """Per output, the triton dtype the payload returns for it (None when `probe` cannot tell).
+    `probe(inputs)` runs the payload on 0-d values: per argument (torch dtype, None) for a tensor,
+    (a value of the scalar's kind, its computation dtype or None) for a scalar."""
+    values = [None] * len(types.results)
+    for members, chains in _call_groups(types) if probe else ():
+        inputs = tuple(_probe_input(schema.is_tensor(i), a, c) for i, (a, c) in enumerate(zip(args, chains)))
+        found = probe(inputs)
+        for k in members if found and len(found) == len(values) else ():
+            values[k] = TRITON_DTYPES.get(found[k])
+    return tuple(values)
+
+
+def _probe_input(is_tensor: bool, arg, chain) -> tuple:
+    last = chain[-1] if chain else None
+    if is_tensor:
+        return (last or arg.dtype, None)
+    if isinstance(arg, bool) or not isinstance(arg, int):
+        return (type(arg)(1), last)
+    return (1 if -(2**31) <= arg < 2**31 else 2**40, last)  # the width Triton passes it at
+
+
+def _output_spec(k: int, dtype, classes, reduction, store=None, value=None) -> OutputSpec:
     name = f"out{k}"
     if reduction is None:
         store = triton_dtype(store, name) if store is not None else None
-        return OutputSpec(name, triton_dtype(dtype, name), next(classes), store=store)
+        return OutputSpec(name, triton_dtype(dtype, name), next(classes), store=store, value=value)
     acc = triton_dtype(reduction.acc, name)
-    return OutputSpec(name, triton_dtype(dtype, name), "", None, reduction.kind, acc, reduction.identity)
+    return OutputSpec(name, triton_dtype(dtype, name), "", None, reduction.kind, acc, reduction.identity, value)
 
 
 def build_spec(
@@ -72,10 +99,12 @@ def build_spec(
     reductions: Sequence = (),
     deterministic: bool = False,
     outs: Sequence = (),
+    probe=None,
 ) -> KernelSpec:
     """`reductions` holds a Reduction or None per output (empty: no reductions); `outs` the given
     outputs (None where allocated): a given output of another dtype receives the result rounded to
-    the result dtype, then converted as torch converts (through float32 for 16-bit floats)."""
+    the result dtype, then converted as torch converts (through float32 for 16-bit floats).
+    `probe` (see payload_values) tells the dtypes the payload returns, so agreeing ones are not cast."""
     params = list(_param_names(payload, schema.num_inputs()))
     classes = iter(plan.stride_classes)
     inputs = []
@@ -86,9 +115,10 @@ def build_spec(
         else:
             inputs.append(_scalar_spec(name, params[i], arg, types.input_conversions(i)))
     reductions = tuple(reductions) or (None,) * len(types.results)
+    values = payload_values(schema, args, types, probe)
     outputs = [
-        _output_spec(k, dtype, classes, r, None if o is None or r is not None or o.dtype == dtype else o.dtype)
-        for k, (o, dtype, r) in enumerate(zip(_padded(outs, reductions), types.results, reductions))
+        _output_spec(k, dtype, classes, r, None if o is None or r is not None or o.dtype == dtype else o.dtype, v)
+        for k, (o, dtype, r, v) in enumerate(zip(_padded(outs, reductions), types.results, reductions, values))
     ]
     return KernelSpec(
         payload_name=payload.name,
@@ -107,6 +137,7 @@ def build_spec(
         generator=generator_digest(),
         triton_version=triton_version(),
         deterministic=deterministic and any(r is not None for r in reductions),
+        payload_source=payload.source,
     )
 
 

@@ -41,6 +41,12 @@ class CallTypes:
         """Every chain input `i` is converted through, over the outputs that name it."""
         return [c[i] for c in self.conversions if c[i] is not None]
 
+    def input_compute(self, i: int):
+        """The dtype input `i` reaches the payload in (its first naming output's last conversion),
+        or None when it is passed as loaded."""
+        chain = next(iter(self.input_conversions(i)), None)
+        return chain[-1] if chain else None
+
 
 def resolve_types(schema: FunctionSchema, args: Sequence, widen_bools: bool = True) -> CallTypes:
     """Torch's promotion for every output, and the conversions of each input it names."""
