@@ -24,6 +24,8 @@ from .frontend.dtypes import resolve_types
 from .frontend.payload import inspect_payload
 from .frontend.reduction import parse_reductions, reduction_of
 from .frontend.schema import FunctionSchema
+from .frontend.summary import summarize
+from .frontend import validation
 from .runtime import arguments as argcheck
 from .runtime.cache import ensure_file
 from .runtime.dispatch import LaunchPlan, PlanCache
@@ -84,9 +86,9 @@ class PointwiseDynamicFunction:
         if plan is None:
             if self._complex is not None and self._complex.applies(args, outs):
                 return self._complex(self, args, outs)
-            resolved = argcheck.resolve_negative_views(self.__name__, args, outs)
+            resolved = validation.resolve_negative_views(self.__name__, args, outs)
             if resolved is not None:
-                return self(*resolved, **argcheck.output_keywords(outs))
+                return self(*resolved, **validation.output_keywords(outs))
             if logger.isEnabledFor(logging.DEBUG):
                 reason = argcheck.miss_reason(key, self._plans.newest_key())
                 logger.debug("tritonwise: %s: plan-cache miss (%s)", self.__name__, reason)
@@ -155,14 +157,14 @@ class PointwiseDynamicFunction:
         name, schema = self.__name__, self._schema
         if len(args) != schema.num_inputs():
             raise TypeError(f"{name}() takes {schema.num_inputs()} positional inputs but {len(args)} were given")
-        argcheck.check_kinds(name, schema, args)
+        validation.check_kinds(name, schema, args)
         tensors = [a for a in args if argcheck.is_tensor_like(a)]
         for k, out in enumerate(outs):
             if out is not None and not argcheck.is_tensor_like(out):
                 raise TypeError(f"{name}: out{k} must be a Tensor or StridedBuffer, got {type(out).__name__}")
         labelled = [(f"argument {i}", a) for i, a in enumerate(args) if argcheck.is_tensor_like(a)]
         labelled += [(f"out{k}", o) for k, o in enumerate(outs) if o is not None]
-        device = argcheck.launch_device(name, labelled)
+        device = validation.launch_device(name, labelled)
         if device is None:
             raise TypeError(f"{name}: needs at least one tensor argument or output to know the device")
         types = resolve_types(schema, args, widen_bools=not self._payload.uses_invert)
@@ -178,7 +180,7 @@ class PointwiseDynamicFunction:
                 if r is None and not torch.can_cast(types.results[k], out.dtype):
                     types = self._payload_result(k, out.dtype, types, args)
                 dtype, expected = (types.results[k], shape) if r is None else (r.result, ())
-                argcheck.check_output(name, k, out, expected, dtype, device)
+                validation.check_output(name, k, out, expected, dtype, device)
         task = analyze(inputs, [_layout(o) for o in elementwise], _itemsize(tensors, types), self._config, collapse)
         return types, reductions, task, device
 
@@ -205,9 +207,8 @@ class PointwiseDynamicFunction:
         return _cached_file(self._spec(args, outs, types, reductions, task))
 
     def _spec(self, args, outs, types, reductions, task: TaskPlan):
-        return build_spec(
-            self._payload, self._schema, args, types, task, reductions, self._deterministic, outs, self._probe
-        )
+        call = summarize(self._schema, args, outs or self._no_outputs)
+        return build_spec(self._payload, call, types, task, reductions, self._deterministic, self._probe)
 
     def _probe(self, inputs: tuple):
         """The dtypes the payload returns for `inputs` (see runtime/probe.py), once per input types."""
@@ -292,7 +293,7 @@ class InstantiatedFunction:
         key = argcheck.call_signature(args, outs)
         plan = self._plans.get(key)
         if plan is None:
-            resolved = argcheck.resolve_negative_views(self.__name__, args, outs)
+            resolved = validation.resolve_negative_views(self.__name__, args, outs)
             if resolved is not None:
                 return self(*resolved, **kwargs)
             self._check(args, outs)

@@ -1,4 +1,4 @@
-"""build_spec(): the KernelSpec for a payload, its call types and a task plan."""
+"""build_spec(): the KernelSpec for a payload, a summary of the call, its types and a task plan."""
 
 from __future__ import annotations
 
@@ -10,16 +10,13 @@ from .._version import __version__
 from ..analysis.plan import TaskPlan
 from ..frontend.dtypes import CallTypes
 from ..frontend.payload import Payload
-from ..frontend.schema import FunctionSchema
+from ..frontend.summary import CallSummary, OperandSummary
 from .key import generator_digest, triton_version
 from .spec import TRITON_DTYPES, InputSpec, KernelSpec, OutputSpec, PayloadCall, triton_dtype
 
 
-def _scalar_spec(name: str, param: str, value, chains: list) -> InputSpec:
+def _scalar_spec(name: str, param: str, kind: type, chains: list) -> InputSpec:
     """A scalar parameter; typed when some output converts it (float64 when one computes in it)."""
-    kind = type(value)
-    if kind not in (bool, int, float):
-        raise TypeError(f"argument {name} ({param}): scalars must be bool, int or float, got {kind.__name__}")
     if not chains:
         return InputSpec(name, param, False, kind.__name__)
     if kind is float:
@@ -59,26 +56,24 @@ def _call_groups(types: CallTypes) -> list:
     return groups
 
 
-def payload_values(schema: FunctionSchema, args: Sequence, types: CallTypes, probe) -> tuple:
+def payload_values(call: CallSummary, types: CallTypes, probe) -> tuple:
     """Per output, the triton dtype the payload returns for it (None when `probe` cannot tell).
     `probe(inputs)` runs the payload on 0-d values: per argument (torch dtype, None) for a tensor,
     (a value of the scalar's kind, its computation dtype or None) for a scalar."""
     values = [None] * len(types.results)
     for members, chains in _call_groups(types) if probe else ():
-        inputs = tuple(_probe_input(schema.is_tensor(i), a, c) for i, (a, c) in enumerate(zip(args, chains)))
+        inputs = tuple(_probe_input(operand, chain) for operand, chain in zip(call.inputs, chains))
         found = probe(inputs)
         for k in members if found and len(found) == len(values) else ():
             values[k] = TRITON_DTYPES.get(found[k])
     return tuple(values)
 
 
-def _probe_input(is_tensor: bool, arg, chain) -> tuple:
+def _probe_input(operand: OperandSummary, chain) -> tuple:
     last = chain[-1] if chain else None
-    if is_tensor:
-        return (last or arg.dtype, None)
-    if isinstance(arg, bool) or not isinstance(arg, int):
-        return (type(arg)(1), last)
-    return (1 if -(2**31) <= arg < 2**31 else 2**40, last)  # the width Triton passes it at
+    if operand.is_tensor:
+        return (last or operand.dtype, None)
+    return (2**40 if operand.wide else operand.kind(1), last)  # an int at the width Triton passes it
 
 
 def _output_spec(k: int, dtype, classes, reduction, store=None, value=None) -> OutputSpec:
@@ -92,33 +87,31 @@ def _output_spec(k: int, dtype, classes, reduction, store=None, value=None) -> O
 
 def build_spec(
     payload: Payload,
-    schema: FunctionSchema,
-    args: Sequence,
+    call: CallSummary,
     types: CallTypes,
     plan: TaskPlan,
     reductions: Sequence = (),
     deterministic: bool = False,
-    outs: Sequence = (),
     probe=None,
 ) -> KernelSpec:
-    """`reductions` holds a Reduction or None per output (empty: no reductions); `outs` the given
-    outputs (None where allocated): a given output of another dtype receives the result rounded to
+    """`call` summarizes the arguments (frontend/summary.py); `reductions` holds a Reduction or None
+    per output (empty: no reductions). A given output of another dtype receives the result rounded to
     the result dtype, then converted as torch converts (through float32 for 16-bit floats).
     `probe` (see payload_values) tells the dtypes the payload returns, so agreeing ones are not cast."""
-    params = list(_param_names(payload, schema.num_inputs()))
+    params = list(_param_names(payload, len(call.inputs)))
     classes = iter(plan.stride_classes)
     inputs = []
-    for i, arg in enumerate(args):
+    for i, operand in enumerate(call.inputs):
         name = f"in{i}"
-        if schema.is_tensor(i):
-            inputs.append(_tensor_spec(name, params[i], arg.dtype, next(classes)))
+        if operand.is_tensor:
+            inputs.append(_tensor_spec(name, params[i], operand.dtype, next(classes)))
         else:
-            inputs.append(_scalar_spec(name, params[i], arg, types.input_conversions(i)))
+            inputs.append(_scalar_spec(name, params[i], operand.kind, types.input_conversions(i)))
     reductions = tuple(reductions) or (None,) * len(types.results)
-    values = payload_values(schema, args, types, probe)
+    values = payload_values(call, types, probe)
     outputs = [
-        _output_spec(k, dtype, classes, r, None if o is None or r is not None or o.dtype == dtype else o.dtype, v)
-        for k, (o, dtype, r, v) in enumerate(zip(_padded(outs, reductions), types.results, reductions, values))
+        _output_spec(k, dtype, classes, r, None if o is None or r is not None or o == dtype else o, v)
+        for k, (o, dtype, r, v) in enumerate(zip(call.out_dtypes, types.results, reductions, values))
     ]
     return KernelSpec(
         payload_name=payload.name,
@@ -146,7 +139,3 @@ def _param_names(payload: Payload, count: int):
 
     names = list(inspect.signature(payload.fn).parameters)
     return (names + [f"arg{i}" for i in range(len(names), count)])[:count]
-
-
-def _padded(outs: Sequence, like: Sequence) -> tuple:
-    return tuple(outs) or (None,) * len(like)

@@ -6,17 +6,16 @@ import functools
 import re
 from pathlib import Path
 
-import jinja2
-
 from ..schemes import get_scheme
-from . import body
 
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 RESERVED = {"triton", "tl", "launch", "grid"}
 
 
 @functools.lru_cache(maxsize=1)
-def _environment() -> jinja2.Environment:
+def _environment():
+    import jinja2  # only when a file is written: importing it costs a cold start milliseconds
+
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
         undefined=jinja2.StrictUndefined,
@@ -55,6 +54,7 @@ def _operand_lines(spec) -> list:
 
 
 def render(spec) -> str:
+    from . import body  # sympy, through indexing: only when a file is written
     alias = payload_alias(spec.payload_name, spec.kernel_name)
     index = body.index_params(spec)
     constexprs = body.constexpr_params(spec)
