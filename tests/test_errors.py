@@ -94,6 +94,12 @@ def test_unknown_keyword():
         add(x4(), x4(), out1=x4())
 
 
+def test_unknown_keyword_given_none_is_ignored():
+    """FlagGems' op wrappers pass `out=None` through to the function; it asks for nothing."""
+    a, b = torch.arange(4.0), torch.ones(4)
+    torch.testing.assert_close(add(a, b, out=None), a + b)
+
+
 @pytest.mark.parametrize("shapes", [[(2, 3), (4,)], [(3, 2), (2, 1, 3)], [(0,), (2,)]], ids=str)
 def test_shapes_that_do_not_broadcast(shapes):
     a, b = (torch.zeros(s) for s in shapes)

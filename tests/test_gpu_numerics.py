@@ -16,7 +16,7 @@ import torch
 
 import numerics_payloads as p
 from test_libdevice_cpu import BINARY, UNARY, _write_payloads
-from tritonwise import pointwise_dynamic
+from tritonwise import PayloadError, pointwise_dynamic
 
 pytestmark = [
     pytest.mark.gpu,
@@ -74,6 +74,12 @@ def test_arithmetic_cpu_equals_gpu(seed):
     shape = _shape(rng)
     args = [_operand(rng, shape, dtype) for _ in range(arity)]
     fn = pointwise_dynamic(payload, promotion_methods=[(0, method)])
+    if dtype in FP8 and method == "NO_OPMATH":
+        # Triton 3.6 cannot compile arithmetic on fp8 values for sm_90 ('llvm.fadd' on i8); the
+        # CPU emulates it, and DEFAULT (which converts fp8 to fp32 first) works on both.
+        with pytest.raises(PayloadError, match="failed to compile"):
+            fn(*(a.cuda() for a in args))
+        return
     cpu, gpu = _both(fn, args)
     p.same_bits(gpu, cpu, zero_sign=payload is not p.maximum)
 
@@ -83,8 +89,8 @@ def test_conversions_cpu_equal_gpu(seed):
     rng = random.Random(1000 + seed)
     payload = rng.choice(list(p.CONVERSIONS))
     sources = [torch.float32, torch.bfloat16, torch.float16]
-    if payload not in (p.to_e4m3, p.to_e5m2):
-        sources.append(torch.float64)  # Triton has no float64 -> fp8 conversion
+    if payload not in (p.to_e4m3, p.to_e5m2, p.to_bf16_toward_zero):
+        sources.append(torch.float64)  # Triton has no float64 -> fp8, nor float64 -> bf16 toward zero
     x = _values(rng, _shape(rng), rng.choice(sources))
     fn = pointwise_dynamic(payload, promotion_methods=[(0, "DEFAULT")])
     cpu, gpu = _both(fn, [x])

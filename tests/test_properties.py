@@ -1,8 +1,9 @@
 """Property tests: tritonwise against torch on random shapes, layouts, dtypes and scalars.
 
 Every example builds operands (ranks 0-6, sizes including 0 and 1, broadcasting, slices with
-steps and storage offsets, permutes, expands, channels_last, python scalars, 0-d tensors) and
-runs one payload through tritonwise and its twin body through torch. The torch side follows
+steps and storage offsets, permutes, expands, channels_last, python scalars, 0-d tensors), picks
+per output a fused reduction or none, and runs one payload through tritonwise and its twin body
+through torch. The CPU and the GPU tests draw from this one strategy (the GPU adds bfloat16). The torch side follows
 tritonwise's documented semantics: each input is converted to the computation dtype of the
 first output whose promotion method names it, the body runs, and each result is cast to the
 output's result dtype (`torch._prims_common.elementwise_dtypes`). Outputs are poisoned first
@@ -51,6 +52,7 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore:overflow encountered:RuntimeWarning",
     "ignore:invalid value encountered:RuntimeWarning",
     "ignore:divide by zero encountered:RuntimeWarning",
+    "ignore:All-NaN slice encountered:RuntimeWarning",
 )
 
 CPU_DTYPES = [
@@ -191,10 +193,15 @@ CASES = [
 
 
 @functools.lru_cache(maxsize=None)
-def function_for(case: Case, is_tensor: tuple, config_name: str):
-    """One PointwiseDynamicFunction per (payload, tensor/scalar pattern, config), reused across examples."""
+def function_for(case: Case, is_tensor: tuple, config_name: str, reductions: Optional[tuple] = None):
+    """One PointwiseDynamicFunction per (payload, tensor/scalar pattern, config, reductions),
+    reused across examples."""
     return pointwise_dynamic(
-        case.payload, is_tensor=list(is_tensor), promotion_methods=list(case.methods), config=CONFIGS[config_name]
+        case.payload,
+        is_tensor=list(is_tensor),
+        promotion_methods=list(case.methods),
+        config=CONFIGS[config_name],
+        reductions=None if reductions is None else list(reductions),
     )
 
 
@@ -442,7 +449,9 @@ def assert_strides_like_torch(got: torch.Tensor, tensors: list):
 
 
 def draw_call(data, case: Case, dtypes: list, device: str = "cpu"):
-    """Draw one call of `case`: (function, args, operands (None for scalars), broadcast shape)."""
+    """Draw one call of `case`: (function, args, operands (None for scalars), broadcast shape,
+    reductions). The one strategy of the CPU and the GPU property tests: only the dtypes and the
+    device differ."""
     pattern = [True] * case.arity
     for i in range(case.arity):
         if i not in case.tensor_only:
@@ -451,7 +460,10 @@ def draw_call(data, case: Case, dtypes: list, device: str = "cpu"):
         pattern[0] = True
     shape = data.draw(shapes(), label="shape")
     config = data.draw(st.sampled_from(sorted(CONFIGS)), label="config")
-    fn = function_for(case, tuple(pattern), config)
+    reductions = tuple(
+        data.draw(st.sampled_from(REDUCTIONS), label=f"out{k} reduction") for k in range(len(case.methods))
+    )
+    fn = function_for(case, tuple(pattern), config, reductions if any(reductions) else None)
     args, operands = [], []
     for i, is_tensor in enumerate(pattern):
         if not is_tensor:
@@ -464,22 +476,78 @@ def draw_call(data, case: Case, dtypes: list, device: str = "cpu"):
         operand = make_operand(op_shape, dtype, layout, data.draw(st.integers(0, 2**31), label="seed"), device)
         operands.append(operand)
         args.append(operand.tensor)
-    return fn, args, operands, torch.broadcast_shapes(*[a.shape for a in args if isinstance(a, torch.Tensor)])
+    shape = torch.broadcast_shapes(*[a.shape for a in args if isinstance(a, torch.Tensor)])
+    return fn, args, operands, shape, reductions
+
+
+# Per output: elementwise (None, twice as likely) or reduced over every element.
+REDUCTIONS = [None, None, "sum", "max", "min"]
+
+
+
+
+@dataclass(frozen=True)
+class Expected:
+    """One output as torch computes it: dtype and value; for a float sum also the sum of the
+    terms' magnitudes (the summation order differs, so it is compared within a bound)."""
+
+    dtype: torch.dtype
+    value: torch.Tensor
+    magnitude: Optional[float] = None
+
+
+def reduced(kind: str, result: torch.dtype, value: torch.Tensor) -> Expected:
+    """A fused reduction of an elementwise result, as documented: sums of bools and integers in
+    int64 (torch's rule), 16-bit floats accumulated in float32, max/min ignoring NaN (Triton's
+    semantics; all-NaN gives the identity, -inf for max)."""
+    if kind == "sum":
+        dtype = result if result.is_floating_point else torch.int64
+        acc = torch.float32 if result in (torch.float16, torch.bfloat16) else dtype
+        magnitude = value.double().abs().sum().item() if dtype.is_floating_point else None
+        return Expected(dtype, value.to(acc).sum().to(dtype), magnitude)
+    wide = value.double() if result.is_floating_point else value.to(torch.int64)
+    if result.is_floating_point:
+        wide = torch.where(wide.isnan(), float("-inf") if kind == "max" else float("inf"), wide)
+    return Expected(result, (wide.max() if kind == "max" else wide.min()).to(result))
+
+
+def assert_sum_close(got: torch.Tensor, expected: Expected, numel: int, exact: bool, what: str):
+    """A float sum in another order: within the accumulation's rounding bound (terms times eps
+    times the sum of magnitudes), plus the GPU's elementwise tolerance when `exact` is False."""
+    assert got.dtype == expected.dtype and got.shape == (), f"{what}: {got.dtype} {tuple(got.shape)}"
+    g, e = got.item(), expected.value.item()
+    if math.isnan(e) or math.isinf(e):
+        assert (math.isnan(g) and math.isnan(e)) or g == e, f"{what}: {g}, expected {e}"
+        return
+    acc = torch.float32 if got.dtype in (torch.float16, torch.bfloat16) else got.dtype
+    bound = 4 * numel * torch.finfo(acc).eps * expected.magnitude + torch.finfo(got.dtype).eps * abs(e)
+    if not exact:
+        bound += (1e-2 if got.dtype in (torch.float16, torch.bfloat16) else 1e-5) * expected.magnitude
+    assert abs(g - e) <= bound, f"{what}: {g}, expected {e} (bound {bound})"
 
 
 def check_call(data, case: Case, dtypes: list, device: str = "cpu", exact: bool = True):
-    fn, args, operands, shape = draw_call(data, case, dtypes, device)
+    fn, args, operands, shape, reductions = draw_call(data, case, dtypes, device)
     if not case.bool_compute_ok:
         assume(torch.bool not in computation_dtypes(case, args))
-    expected = expected_outputs(case, [a.cpu() if isinstance(a, torch.Tensor) else a for a in args], shape)
+    if math.prod(shape) == 0 and any(kind in ("max", "min") for kind in reductions):
+        with pytest.raises(RuntimeError, match="no identity"):  # as torch.amax of an empty tensor
+            fn(*args)
+        return
+    elementwise = expected_outputs(case, [a.cpu() if isinstance(a, torch.Tensor) else a for a in args], shape)
+    expected = [
+        Expected(r, v) if kind is None else reduced(kind, r, v) for kind, (r, v) in zip(reductions, elementwise)
+    ]
     outs = {}
-    for k, (result, _) in enumerate(expected):
+    for k, exp in enumerate(expected):
         if not data.draw(st.booleans(), label=f"give out{k}?"):
             continue
-        dtype = data.draw(st.sampled_from([result] + [d for d in WIDER[result] if d in dtypes]), label=f"out{k} dtype")
-        layout = data.draw(layouts(shape, allow_expand=False), label=f"out{k} layout")
+        out_shape = shape if reductions[k] is None else ()
+        choices = [exp.dtype] + [d for d in WIDER[exp.dtype] if d in dtypes]
+        dtype = data.draw(st.sampled_from(choices), label=f"out{k} dtype")
+        layout = data.draw(layouts(out_shape, allow_expand=False), label=f"out{k} layout")
         fill = data.draw(st.sampled_from(poison_fills(dtype)), label=f"out{k} poison")
-        outs[k] = make_output(shape, dtype, layout, fill, device)
+        outs[k] = make_output(out_shape, dtype, layout, fill, device)
     before = [op.base.clone() if op else None for op in operands]
 
     with poisoned_allocations():
@@ -487,13 +555,18 @@ def check_call(data, case: Case, dtypes: list, device: str = "cpu", exact: bool 
 
     got = got if isinstance(got, tuple) else (got,)
     assert len(got) == len(expected)
-    for k, ((result, value), tensor) in enumerate(zip(expected, got)):
+    for k, (exp, tensor) in enumerate(zip(expected, got)):
+        value = exp.value
+        if exp.magnitude is not None:  # checked within a bound; the storage around a given output exactly
+            assert_sum_close(tensor.cpu().to(exp.dtype), exp, math.prod(shape), exact, f"out{k} sum")
+            value = tensor.cpu().to(exp.dtype)
         if k in outs:
             assert tensor.data_ptr() == outs[k].tensor.data_ptr() and tensor.stride() == outs[k].tensor.stride()
-            assert_equal(outs[k].base, expected_storage(outs[k], value.to(outs[k].base.dtype)), exact, f"out{k} storage")
+            want = expected_storage(outs[k], value.to(outs[k].base.dtype))
+            assert_equal(outs[k].base, want, exact, f"out{k} storage")
         else:
             assert_equal(tensor, value, exact, f"out{k}")
-            if not outs:  # a given output takes part in choosing the order; torch ops here have none
+            if not outs and reductions[k] is None:  # a given output takes part in choosing the order
                 assert_strides_like_torch(tensor, [a for a in args if isinstance(a, torch.Tensor)])
     for i, (op, old) in enumerate(zip(operands, before)):
         if op is not None:
@@ -513,6 +586,51 @@ def test_matches_torch(case, data):
 @given(data=st.data())
 def test_matches_torch_on_gpu_with_bf16(case, data):
     check_call(data, case, GPU_DTYPES, device="cuda", exact=False)
+
+
+# The corners a few random examples may miss, every one on both devices: fused reductions over
+# tasks that collapse to rank 0 (0-d, all size-1 dims) or are empty, beside a tensor or a scalar.
+EDGE_SHAPES = [(), (1,), (1, 1, 1), (0,), (2, 0), (3, 1)]
+TWO_OUTPUTS = CASES[6]  # x * y (DEFAULT) and x == y (ALWAYS_BOOL)
+
+
+def check_edge(shape, kind, dtype, second, device, exact):
+    x = random_values(math.prod(shape), dtype, 7).view(shape)
+    y = {"tensor": random_values(math.prod(shape), dtype, 8).view(shape), "scalar": 2.5, "bool": False}[second]
+    fn = function_for(TWO_OUTPUTS, (True, second == "tensor"), "default", (kind, None))
+    args = [x.to(device), y.to(device) if isinstance(y, torch.Tensor) else y]
+    if math.prod(shape) == 0 and kind != "sum":
+        with pytest.raises(RuntimeError, match="no identity"):
+            fn(*args)
+        return
+    (result, value), (_, equal) = expected_outputs(TWO_OUTPUTS, [x, y], shape)
+    expected = reduced(kind, result, value)
+    got, got_equal = fn(*args)
+    if expected.magnitude is None:
+        assert_equal(got, expected.value, exact, f"{kind}")
+    else:
+        assert_sum_close(got.cpu(), expected, math.prod(shape), exact, f"{kind}")
+    assert_equal(got_equal, equal, True, "x == y")
+
+
+EDGE_CPU_DTYPES = [torch.bool, torch.int16, torch.int64, torch.float16, torch.float32]
+
+
+@pytest.mark.parametrize("second", ["tensor", "scalar", "bool"])
+@pytest.mark.parametrize("dtype", EDGE_CPU_DTYPES, ids=str)
+@pytest.mark.parametrize("kind", ["sum", "max", "min"])
+@pytest.mark.parametrize("shape", EDGE_SHAPES, ids=str)
+def test_reductions_over_edge_shapes(shape, kind, dtype, second):
+    check_edge(shape, kind, dtype, second, "cpu", exact=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("second", ["tensor", "scalar", "bool"])
+@pytest.mark.parametrize("dtype", GPU_DTYPES, ids=str)
+@pytest.mark.parametrize("kind", ["sum", "max", "min"])
+@pytest.mark.parametrize("shape", EDGE_SHAPES, ids=str)
+def test_reductions_over_edge_shapes_on_gpu(shape, kind, dtype, second):
+    check_edge(shape, kind, dtype, second, "cuda", exact=False)
 
 
 def test_given_zero_dim_output():

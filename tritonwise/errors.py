@@ -6,3 +6,9 @@ from __future__ import annotations
 class PayloadError(RuntimeError):
     """The payload failed to compile or run inside its generated kernel. The message names the
     payload, the generated file and what Triton reported; the original exception is chained."""
+
+
+class NotDifferentiable(PayloadError):
+    """The payload uses a construct tritonwise cannot derive a backward for. The message names
+    the construct and its line; give the backward payload by hand instead
+    (`pointwise_dynamic(..., backward=...)` or `fn.register_backward(...)`)."""

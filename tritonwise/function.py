@@ -10,26 +10,28 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, replace
-from typing import Optional
+from typing import Optional, Sequence
 
 import torch
 
 from .analysis.broadcast import broadcast_shapes
 from .analysis.plan import TaskPlan, analyze
-from .codegen.params import index_arg_values
 from .codegen.build import build_spec
+from .codegen.params import index_arg_values
 from .codegen.render import identity_marks, payload_alias, render
 from .config import CodeGenConfig
-from .frontend.dtypes import resolve_types
+from .frontend import validation
+from .frontend.dtypes import check_unsigned_scalars, resolve_types
 from .frontend.payload import inspect_payload
 from .frontend.reduction import parse_reductions, reduction_of
 from .frontend.schema import FunctionSchema
 from .frontend.summary import summarize
-from .frontend import validation
 from .runtime import arguments as argcheck
 from .runtime.cache import ensure_file
 from .runtime.dispatch import LaunchPlan, PlanCache
+from .runtime.freeze import FrozenError
 from .runtime.interpret import runs_interpreted
+from .runtime.kernels import compile_ahead
 from .runtime.loader import load
 
 logger = logging.getLogger("tritonwise")
@@ -45,6 +47,7 @@ class PointwiseDynamicFunction:
         config: Optional[CodeGenConfig] = None,
         reductions=None,
         deterministic: bool = False,
+        backward=None,
     ):
         self._payload = inspect_payload(payload)
         self._schema = schema
@@ -55,6 +58,8 @@ class PointwiseDynamicFunction:
         self._instances: dict = {}
         self._probed: dict = {}  # payload value dtypes per probe inputs (codegen elides agreeing casts)
         self._complex = None  # a complex.ComplexHandler once register_complex is called
+        self._backward_payload = backward  # a hand-written backward payload, else None (derived)
+        self._backward = None  # an autograd.Backward, built on the first call that records
         self._out_index = {f"out{k}": k for k in range(schema.num_outputs())}
         self._no_outputs = (None,) * schema.num_outputs()
         self.__name__ = self._payload.name
@@ -68,6 +73,11 @@ class PointwiseDynamicFunction:
     @property
     def payload(self):
         return self._payload.jit
+
+    @property
+    def reduction_kinds(self) -> tuple:
+        """Per output: None, or the kind of its fused reduction ("sum", "max", "min")."""
+        return self._reductions
 
     @property
     def plan_cache(self) -> PlanCache:
@@ -84,8 +94,19 @@ class PointwiseDynamicFunction:
             return plan.fast(args)  # the steady state: allocate and launch, nothing else
         outs = outs or self._no_outputs
         if plan is None:
+            scalars = validation.python_scalars(args)
+            if scalars is not args:  # NumPy scalars: plans are keyed on the python scalars torch reads
+                return self(*scalars, **kwargs)
+            if any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):  # record for autograd
+                from . import autograd
+
+                return autograd.call(self, args, outs)
             if self._complex is not None and self._complex.applies(args, outs):
                 return self._complex(self, args, outs)
+            if validation.has_dtensor(args, outs):
+                from . import dtensor  # imports torch.distributed.tensor, which the caller has already
+
+                return dtensor.call(self, args, outs)
             resolved = validation.resolve_negative_views(self.__name__, args, outs)
             if resolved is not None:
                 return self(*resolved, **validation.output_keywords(outs))
@@ -103,6 +124,30 @@ class PointwiseDynamicFunction:
 
         self._complex = complex_handler(self, mode, cross_kernel, tensorize_scalars, fallback_target)
         return self
+
+    def register_backward(self, payload):
+        """Use the @triton.jit `payload` as this function's backward instead of deriving one. It
+        takes this function's arguments, then one gradient per output (then the reduced value of
+        each max/min output) and returns the gradient of every tensor input, in order."""
+        self._backward_payload, self._backward = payload, None
+        return self
+
+    def backward_functions(self):
+        """The autograd.Backward holding this function's backward functions (built once)."""
+        if self._backward is None:
+            from .autograd import Backward
+
+            self._backward = Backward(self, self._backward_payload)
+        return self._backward
+
+    def explain_backward(self, *args, wrt=None):
+        """What the backward of a call with `args` runs, without launching: an
+        autograd.BackwardExplanation with the derived payload's file (`payload_path`) and the
+        Explanation of its kernel (`kernel`); gradients of the inputs at `wrt` (default: every
+        floating tensor input)."""
+        from . import autograd
+
+        return autograd.explain(self, args, wrt)
 
     def instantiate(self, rank: int) -> "InstantiatedFunction":
         """The rank-`rank` function: no broadcasting, no allocation, no dimension collapsing."""
@@ -123,9 +168,13 @@ class PointwiseDynamicFunction:
         return Explanation.of(self._prepare(args, outs, collapse=True))
 
     def _outputs(self, kwargs: dict) -> tuple:
+        """The given outputs. An unknown keyword is an error unless its value is None: FlagGems'
+        wrappers pass `out=None` through (e.g. its bitwise_left_shift), which asks for nothing."""
         outs = [None] * len(self._out_index)
         for name, value in kwargs.items():
             k = self._out_index.get(name)
+            if k is None and value is None:
+                continue
             if k is None:
                 expected = ", ".join(self._out_index)
                 raise TypeError(f"{self.__name__}() got an unexpected keyword argument '{name}' (outputs: {expected})")
@@ -133,6 +182,7 @@ class PointwiseDynamicFunction:
         return tuple(outs)
 
     def _prepare(self, args: tuple, outs: tuple, collapse: bool) -> LaunchPlan:
+        args = validation.python_scalars(args)
         types, reductions, task, device = self._analyze(args, outs, collapse)
         return self._bind(args, outs, types, reductions, task, device)
 
@@ -146,6 +196,19 @@ class PointwiseDynamicFunction:
             for k, r in enumerate(reductions)
         ]
 
+    def output_device(self, *args, **kwargs):
+        """The device a call with these arguments (and given outputs) runs on and allocates its
+        outputs on: the real call's own rule (0-d CPU tensors beside others act as scalars)."""
+        return self._device(validation.python_scalars(args), self._outputs(kwargs))
+
+    def _device(self, args: tuple, outs: tuple):
+        labelled = [(f"argument {i}", a) for i, a in enumerate(args) if argcheck.is_tensor_like(a)]
+        labelled += [(f"out{k}", o) for k, o in enumerate(outs) if o is not None]
+        device = validation.launch_device(self.__name__, labelled)
+        if device is None:
+            raise TypeError(f"{self.__name__}: needs at least one tensor argument or output to know the device")
+        return device
+
     def as_torch_op(self, qualname: str):
         """Register this function as the PyTorch custom op `qualname` ("namespace::name") and
         return it (`torch.ops.namespace.name`): usable in torch.compile(fullgraph=True)."""
@@ -154,19 +217,16 @@ class PointwiseDynamicFunction:
         return register(self, qualname)
 
     def _analyze(self, args: tuple, outs: tuple, collapse: bool) -> tuple:
-        name, schema = self.__name__, self._schema
+        name, schema, args = self.__name__, self._schema, validation.python_scalars(args)
         if len(args) != schema.num_inputs():
             raise TypeError(f"{name}() takes {schema.num_inputs()} positional inputs but {len(args)} were given")
         validation.check_kinds(name, schema, args)
+        check_unsigned_scalars(name, schema, args)
         tensors = [a for a in args if argcheck.is_tensor_like(a)]
         for k, out in enumerate(outs):
             if out is not None and not argcheck.is_tensor_like(out):
                 raise TypeError(f"{name}: out{k} must be a Tensor or StridedBuffer, got {type(out).__name__}")
-        labelled = [(f"argument {i}", a) for i, a in enumerate(args) if argcheck.is_tensor_like(a)]
-        labelled += [(f"out{k}", o) for k, o in enumerate(outs) if o is not None]
-        device = validation.launch_device(name, labelled)
-        if device is None:
-            raise TypeError(f"{name}: needs at least one tensor argument or output to know the device")
+        device = self._device(args, outs)
         types = resolve_types(schema, args, widen_bools=not self._payload.uses_invert)
         reductions = tuple(kind and reduction_of(kind, types.results[k]) for k, kind in enumerate(self._reductions))
         inputs = [(tuple(t.shape), tuple(t.stride())) for t in tensors]
@@ -191,7 +251,7 @@ class PointwiseDynamicFunction:
         from .runtime.probe import value_dtypes
 
         inputs = [
-            (types.input_compute(i) or a.dtype, None) if argcheck.is_tensor_like(a) else (a, types.input_compute(i))
+            (types.computed_as(k, i) or a.dtype, None) if argcheck.is_tensor_like(a) else (a, types.computed_as(k, i))
             for i, a in enumerate(args)
         ]
         values = value_dtypes(self._payload.fn, inputs)
@@ -199,12 +259,22 @@ class PointwiseDynamicFunction:
             return types
         return replace(types, results=types.results[:k] + (values[k],) + types.results[k + 1 :])
 
-    def generate(self, *args, collapse: bool = True, **kwargs):
-        """Write the generated file these arguments need into the cache, without loading or
-        launching it (ahead-of-time generation); returns its path."""
+    def generate(self, *args, collapse: bool = True, targets: Sequence = (), **kwargs):
+        """Write the generated file these arguments need into the cache, without launching it
+        (ahead-of-time generation), and its kernel compiled for each of `targets` into the
+        kernel store (targets as runtime.kernels.parse_target gives them; no GPU needed);
+        returns the file's path."""
         outs = self._outputs(kwargs)
-        types, reductions, task, _ = self._analyze(args, outs, collapse)
-        return _cached_file(self._spec(args, outs, types, reductions, task))
+        types, reductions, task, device = self._analyze(args, outs, collapse)
+        if not targets:
+            return _cached_file(self._spec(args, outs, types, reductions, task))
+        plan = self._bind(args, outs, types, reductions, task, device)
+        if plan.path is not None:
+            alias = payload_alias(plan.spec.payload_name, plan.spec.kernel_name)
+            module = load(plan.path, plan.spec.kernel_name, alias, self._payload, "gpu")
+            kernel = getattr(module, plan.spec.kernel_name)
+            compile_ahead(plan.spec.file_name, kernel, plan.kernel_values(args, outs), plan.num_warps, targets)
+        return plan.path
 
     def _spec(self, args, outs, types, reductions, task: TaskPlan):
         call = summarize(self._schema, args, outs or self._no_outputs)
@@ -224,7 +294,10 @@ class PointwiseDynamicFunction:
         meta = device.type == "meta"  # shapes and dtypes only: outputs are allocated, nothing runs
         interpreted = not meta and runs_interpreted(device)
         if task.numel and not meta:
-            path = _cached_file(spec)
+            try:
+                path = _cached_file(spec)
+            except FrozenError as e:
+                raise FrozenError(f"{self.__name__}({argcheck.describe_values(args)}): {e}") from None
             alias = payload_alias(spec.payload_name, spec.kernel_name)
             backend = "interpreter" if interpreted else "gpu"
             launch = load(path, spec.kernel_name, alias, self._payload, backend).launch
@@ -293,6 +366,9 @@ class InstantiatedFunction:
         key = argcheck.call_signature(args, outs)
         plan = self._plans.get(key)
         if plan is None:
+            scalars = validation.python_scalars(args)
+            if scalars is not args:
+                return self(*scalars, **kwargs)
             resolved = validation.resolve_negative_views(self.__name__, args, outs)
             if resolved is not None:
                 return self(*resolved, **kwargs)

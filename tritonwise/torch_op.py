@@ -6,6 +6,11 @@ function itself (one registration for every device); the fake implementation all
 empty outputs with the shapes, strides and dtypes the same analysis computes, so
 torch.compile traces through the op without running it and without a graph break.
 Outputs are always allocated by the op (no `out0=`), as torch.compile needs a functional op.
+
+The op is differentiable: its autograd formula (torch.library.register_autograd) calls the
+backward function as an op of its own (`name_backward`, computing the gradient of every tensor
+input the outputs depend on, and `name_ties<k>` for max/min outputs), so torch.compile traces
+forward and backward alike without running either.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ def op_schema(fn) -> str:
     return f"({', '.join(params)}) -> {returns}"
 
 
-def register(fn, qualname: str):
+def register(fn, qualname: str, differentiable: bool = True):
     namespace, sep, name = qualname.partition("::")
     if not sep or not namespace.isidentifier() or not name.isidentifier():
         raise ValueError(f"as_torch_op: qualname must look like 'namespace::name', got {qualname!r}")
@@ -36,18 +41,71 @@ def register(fn, qualname: str):
     library.impl(name, lambda *args: fn(*args), "CompositeExplicitAutograd")
 
     def fake(*args):
+        device = fn.output_device(*args)  # the real call's own device rule
         outputs = [
-            torch.empty_strided(shape, strides, dtype=dtype, device=_device(args))
+            torch.empty_strided(shape, strides, dtype=dtype, device=device)
             for shape, strides, dtype in fn.output_meta(*args)
         ]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     torch.library.register_fake(qualname, fake, lib=library)
     _libraries[qualname] = library
-    return getattr(getattr(torch.ops, namespace), name)
+    if differentiable:
+        _register_autograd(fn, qualname, library)
+    else:
+        torch.library.register_autograd(qualname, _no_double_backward, lib=library)
+    op = getattr(getattr(torch.ops, namespace), name)
+    _register_sharding(fn, op.default)
+    return op
 
 
-def _device(args) -> torch.device:
-    tensors = [a for a in args if isinstance(a, torch.Tensor)]
-    sized = [t for t in tensors if t.ndim or t.device.type != "cpu"]
-    return (sized or tensors)[0].device
+def _register_sharding(fn, overload) -> None:
+    """Give DTensor the op's sharding rule, derived from broadcasting (tritonwise/dtensor.py)."""
+    if not torch.distributed.is_available():
+        return
+    from torch.distributed.tensor.experimental import register_sharding
+
+    from .dtensor import sharding_strategies
+
+    register_sharding(overload)(lambda *args: sharding_strategies(fn, args))
+
+
+def _register_autograd(fn, qualname: str, library) -> None:
+    from .autograd import gradients
+    from .errors import NotDifferentiable
+
+    schema, reductions = fn.schema, fn._reductions
+    tensors = tuple(i for i in range(schema.num_inputs()) if schema.is_tensor(i))
+    try:
+        backward, failure = fn.backward_functions().for_inputs(tensors), None
+    except NotDifferentiable as e:
+        backward, failure = None, e
+    run = backward and backward.function and register(backward.function, qualname + "_backward", False)
+    computed = backward.wrt if backward else ()
+    ties = {
+        k: register(fn.backward_functions().ties(k), f"{qualname}_ties{k}", False)
+        for k, r in enumerate(reductions)
+        if r in ("max", "min") and failure is None
+    }
+
+    def setup_context(ctx, inputs, output):
+        outputs = output if isinstance(output, tuple) else (output,)
+        ctx.scalars = tuple(None if isinstance(a, torch.Tensor) else a for a in inputs)
+        extremes = [o for o, r in zip(outputs, reductions) if r in ("max", "min")]
+        ctx.save_for_backward(*[a for a in inputs if isinstance(a, torch.Tensor)], *extremes)
+
+    def backward_formula(ctx, *grads):
+        if failure is not None:
+            raise failure
+        saved = iter(ctx.saved_tensors)
+        args = tuple(next(saved) if s is None else s for s in ctx.scalars)
+        wanted = tuple(i for i, need in enumerate(ctx.needs_input_grad) if need)
+        return tuple(gradients(reductions, args, grads, list(saved), wanted, run or None, computed, ties.get))
+
+    torch.library.register_autograd(qualname, backward_formula, setup_context=setup_context, lib=library)
+
+
+def _no_double_backward(ctx, *grads):
+    from .autograd import DOUBLE_BACKWARD
+
+    raise RuntimeError(DOUBLE_BACKWARD)

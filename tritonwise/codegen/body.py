@@ -1,15 +1,21 @@
-"""The lines of a kernel body and its parameter list, derived from a KernelSpec."""
+"""The lines of a kernel body and its parameter list, derived from a KernelSpec.
+
+The parameter list and its launch values (params.py, from the scheme's integer arithmetic) are
+needed on every plan miss, also when the file is already cached; sympy (indexing.py, imported
+on first use) runs only when a body is written.
+"""
 
 from __future__ import annotations
 
 from ..schemes import get_scheme
-from .indexing import Access, operand_access
 from .params import constexpr_params, index_params
 from .spec import KernelSpec
 
 
 def accesses(spec: KernelSpec) -> dict:
     """Name -> Access for every tensor operand."""
+    from .indexing import operand_access
+
     scheme = get_scheme(spec.scheme)
     return {op.name: operand_access(op.name, op.strides, scheme, spec.m_dim) for op in spec.tensors}
 
@@ -126,12 +132,12 @@ def convert_to(dtype: str) -> str:
     return conversion_text((dtype,))
 
 
-def _load(name: str, access: Access, chain: tuple) -> str:
+def _load(name: str, access, chain: tuple) -> str:
     mask = f", mask={access.mask}" if access.mask else ""
     return f"{name} = tl.load({access.pointer}{mask}){conversion_text(chain)}"
 
 
-def _store(output, access: Access) -> str:
+def _store(output, access) -> str:
     mask = f", mask={access.mask}" if access.mask else ""
     stored = conversion_text((output.store,), start=output.dtype) if output.store else ""
     value = output.name + _as_result(output) + stored

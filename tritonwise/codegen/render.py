@@ -1,4 +1,8 @@
-"""render(): a KernelSpec to the source of one generated module, through the Jinja templates."""
+"""render(): a KernelSpec to the source of one generated module, through the Jinja templates.
+
+jinja2 is imported on the first render, not with tritonwise: a process whose files are all
+cached never needs it.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import re
 from pathlib import Path
 
 from ..schemes import get_scheme
+from . import body
 
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 RESERVED = {"triton", "tl", "launch", "grid"}
@@ -14,7 +19,7 @@ RESERVED = {"triton", "tl", "launch", "grid"}
 
 @functools.lru_cache(maxsize=1)
 def _environment():
-    import jinja2  # only when a file is written: importing it costs a cold start milliseconds
+    import jinja2
 
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
@@ -54,7 +59,6 @@ def _operand_lines(spec) -> list:
 
 
 def render(spec) -> str:
-    from . import body  # sympy, through indexing: only when a file is written
     alias = payload_alias(spec.payload_name, spec.kernel_name)
     index = body.index_params(spec)
     constexprs = body.constexpr_params(spec)

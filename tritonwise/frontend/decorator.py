@@ -16,6 +16,7 @@ def pointwise_dynamic(
     config=None,
     reductions=None,
     deterministic: bool = False,
+    backward=None,
 ):
     """Wrap a @triton.jit payload; use as `@pointwise_dynamic(...)` or `pointwise_dynamic(fn, ...)`.
 
@@ -24,6 +25,8 @@ def pointwise_dynamic(
     reduction of the payload's result, computed in the same pass and returned as a 0-d tensor
     (see frontend/reduction.py). `deterministic=True` makes float sums bit-reproducible: each
     program writes its partial and torch reduces the partials, instead of float atomics.
+    `backward` (ours): a @triton.jit payload to use as the backward instead of the derived one
+    (see PointwiseDynamicFunction.register_backward).
     """
     from ..function import PointwiseDynamicFunction
     from .payload import inspect_payload
@@ -41,7 +44,7 @@ def pointwise_dynamic(
         )
         if described is not None:
             info.check_arity(schema.num_inputs(), described)
-        return PointwiseDynamicFunction(payload, schema, config, reductions, deterministic)
+        return PointwiseDynamicFunction(payload, schema, config, reductions, deterministic, backward)
 
     return decorate if f is None else decorate(f)
 

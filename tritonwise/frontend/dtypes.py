@@ -37,15 +37,14 @@ class CallTypes:
     computes: tuple  # computation ("opmath") dtype of each output
     conversions: tuple  # per output, per input: the dtypes it is converted through, or None if not named
 
+    def computed_as(self, k: int, i: int) -> Optional[torch.dtype]:
+        """The dtype input `i` reaches the payload in for output `k` (None: as it comes)."""
+        chain = self.conversions[k][i]
+        return chain[-1] if chain else None
+
     def input_conversions(self, i: int) -> list:
         """Every chain input `i` is converted through, over the outputs that name it."""
         return [c[i] for c in self.conversions if c[i] is not None]
-
-    def input_compute(self, i: int):
-        """The dtype input `i` reaches the payload in (its first naming output's last conversion),
-        or None when it is passed as loaded."""
-        chain = next(iter(self.input_conversions(i)), None)
-        return chain[-1] if chain else None
 
 
 def resolve_types(schema: FunctionSchema, args: Sequence, widen_bools: bool = True) -> CallTypes:
@@ -94,3 +93,24 @@ def _chain(dtype: Optional[torch.dtype], common, compute: torch.dtype) -> tuple:
     if compute != dtype or steps:
         steps.append(compute)
     return tuple(steps)
+
+
+def check_unsigned_scalars(name: str, schema: FunctionSchema, args: Sequence) -> None:
+    """A python int in [2**63, 2**64) is a uint64 scalar to torch, and torch has no uint64
+    promotion: where such a scalar decides the common dtype of a promotion that names it (a
+    bool tensor beside it, say), torch raises instead of computing. So does this, before any
+    launch. Beside integer or float operands the scalar is weak and wraps (or rounds) as in torch."""
+    for k in range(schema.num_outputs()):
+        indices = schema.output_type(k)[:-1]
+        common = (*indices, ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)  # torch checks before applying the kind
+        for i in indices:
+            value = args[i]
+            if type(value) is not int or value < 2**63:
+                continue
+            as_bool = [False if j == i else a for j, a in enumerate(args)]
+            if promote(common, args)[1] != promote(common, as_bool)[1]:  # the scalar decides the dtype
+                others = ", ".join(str(getattr(args[j], "dtype", type(args[j]).__name__)) for j in indices if j != i)
+                raise RuntimeError(
+                    f"{name}: argument {i} = {value} is a uint64 scalar (2**63 or above), and promoting it with "
+                    f"({others or 'nothing else'}) would give uint64, which torch's type promotion does not support"
+                )

@@ -1,4 +1,10 @@
-"""Torch's elementwise type promotion, applied per output over the arguments it names."""
+"""Torch's elementwise type promotion, applied per output over the arguments it names.
+
+`elementwise_dtypes` follows `torch._prims_common.elementwise_dtypes` rule for rule (a test
+compares the two over every dtype, kind and operand form). It is restated because torch's
+imports sympy on every call, which costs a process ~0.25 s on its first call even when every
+generated file is already cached.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,22 @@ from numbers import Number
 from typing import Sequence
 
 import torch
-from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
+from torch._prims_common import (
+    ELEMENTWISE_TYPE_PROMOTION_KIND,
+    corresponding_complex_dtype,
+    corresponding_real_dtype,
+    dtype_to_type,
+    get_computation_dtype,
+    get_higher_dtype,
+    get_higher_type,
+    is_boolean_dtype,
+    is_complex_dtype,
+    is_float_dtype,
+    is_integer_dtype,
+)
 
-__all__ = ["ELEMENTWISE_TYPE_PROMOTION_KIND", "parse_kind", "promote"]
+__all__ = ["ELEMENTWISE_TYPE_PROMOTION_KIND", "elementwise_dtypes", "parse_kind", "promote"]
+KIND = ELEMENTWISE_TYPE_PROMOTION_KIND
 
 
 def parse_kind(kind) -> ELEMENTWISE_TYPE_PROMOTION_KIND:
@@ -20,13 +39,6 @@ def parse_kind(kind) -> ELEMENTWISE_TYPE_PROMOTION_KIND:
     raise TypeError(f"expected a promotion kind name or member, got {kind!r}")
 
 
-def _as_promotion_operand(arg):
-    """Tensors and numbers go to torch as they are; other tensor-likes (StridedBuffer) as meta tensors."""
-    if isinstance(arg, (torch.Tensor, Number)):
-        return arg
-    return torch.empty((1,) * arg.ndim, dtype=arg.dtype, device="meta")
-
-
 def promote(method: tuple, args: Sequence) -> tuple:
     """(computation dtype, result dtype) of one output under torch's rules.
 
@@ -34,5 +46,53 @@ def promote(method: tuple, args: Sequence) -> tuple:
     tensors weaker than sized ones, exactly as `torch._prims_common.elementwise_dtypes`.
     """
     *indices, kind = method
-    operands = [_as_promotion_operand(args[i]) for i in indices]
-    return elementwise_dtypes(*operands, type_promotion_kind=kind)
+    return elementwise_dtypes([args[i] for i in indices], kind)
+
+
+def elementwise_dtypes(operands: Sequence, kind: ELEMENTWISE_TYPE_PROMOTION_KIND) -> tuple:
+    """(computation dtype, result dtype) over python numbers and tensor-likes (anything with
+    `.dtype` and `.ndim`: tensors, StridedBuffers)."""
+    highest = bool
+    for x in operands:
+        highest = get_higher_type(highest, type(x) if isinstance(x, Number) else dtype_to_type(x.dtype))
+    tensors = [x for x in operands if not isinstance(x, Number)]
+    if highest is float:
+        result = _highest_dtype(tensors, is_float_dtype) or torch.get_default_dtype()
+    elif highest is complex:
+        result = _highest_dtype(tensors, lambda d: is_float_dtype(d) or is_complex_dtype(d), as_complex=True)
+        result = result or corresponding_complex_dtype(torch.get_default_dtype())
+    elif highest is int:
+        result = _highest_dtype(tensors, is_integer_dtype) or torch.long
+    else:
+        result = torch.bool
+    return _apply_kind(result, kind)
+
+
+def _highest_dtype(tensors: list, keep, as_complex: bool = False):
+    """The highest dtype `keep` accepts among sized tensors, else among 0-d ones, else None."""
+    zero_dim = sized = None
+    for t in tensors:
+        if keep(t.dtype):
+            dtype = corresponding_complex_dtype(t.dtype) if as_complex and is_float_dtype(t.dtype) else t.dtype
+            if t.ndim == 0:
+                zero_dim = get_higher_dtype(zero_dim, dtype)
+            else:
+                sized = get_higher_dtype(sized, dtype)
+    return sized if sized is not None else zero_dim
+
+
+def _apply_kind(result: torch.dtype, kind) -> tuple:
+    if kind is KIND.NO_OPMATH:
+        return result, result
+    if kind is KIND.INT_TO_FLOAT and (is_integer_dtype(result) or is_boolean_dtype(result)):
+        result = torch.get_default_dtype()
+    if kind is KIND.COMPLEX_TO_FLOAT:
+        compute = get_computation_dtype(result)
+        return compute, corresponding_real_dtype(result) if is_complex_dtype(result) else result
+    if kind is KIND.BOOL_TO_LONG and is_boolean_dtype(result):
+        return torch.long, torch.long
+    if kind is KIND.ALWAYS_BOOL:
+        return get_computation_dtype(result), torch.bool
+    if kind in (KIND.DEFAULT, KIND.INT_TO_FLOAT, KIND.BOOL_TO_LONG):
+        return get_computation_dtype(result), result
+    raise ValueError(f"Unknown type promotion kind {kind}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from numbers import Number
 from typing import Optional, Sequence
 
@@ -10,6 +11,29 @@ import torch
 from ..runtime.arguments import Tensor, is_tensor_like
 
 SCALAR_KINDS = (bool, int, float)
+
+
+def python_scalars(args: tuple) -> tuple:
+    """`args` with NumPy scalars replaced by the python scalars torch's argument parser reads
+    them as: integers as int, floating as float, complex as complex, and `np.bool_` as float
+    (torch has no numpy-bool case there: `torch.mul(int_tensor, np.bool_(True))` is float32).
+    Returns `args` itself when there is none (the common case costs one pass of type checks)."""
+    if not any(type(a).__module__ == "numpy" for a in args):
+        return args
+    import numpy as np
+
+    def convert(a):
+        if not isinstance(a, np.generic):
+            return a
+        if isinstance(a, np.integer):
+            return int(a)
+        if isinstance(a, np.complexfloating):
+            return complex(a)
+        if isinstance(a, (np.floating, np.bool_)):
+            return float(a)
+        return a
+
+    return tuple(convert(a) for a in args)
 
 
 def output_keywords(outs: Sequence) -> dict:
@@ -38,9 +62,14 @@ def check_kinds(name: str, schema, args: Sequence) -> None:
             raise TypeError(
                 f"{name}: argument {i} must be a python scalar (bool, int, float), got {type(arg).__name__}"
             )
+        elif type(arg) is int and not -(2**63) <= arg < 2**64:
+            raise OverflowError(
+                f"{name}: argument {i} = {arg} is out of range: a python int argument must fit in int64 or "
+                "uint64 ([-2**63, 2**64)), as in torch"
+            )
         if isinstance(arg, complex) or (is_tensor_like(arg) and arg.dtype.is_complex):
             raise TypeError(f"{name}: argument {i} is complex ({_kind(arg)}); {needs_register_complex(name)}")
-        if not schema.is_tensor(i) and type(arg) not in SCALAR_KINDS:
+        if not schema.is_tensor(i) and type(arg) not in SCALAR_KINDS and not isinstance(arg, complex):
             raise TypeError(f"{name}: argument {i} must be a python bool, int or float, got {type(arg).__name__}")
 
 
@@ -53,6 +82,13 @@ def needs_register_complex(name: str) -> str:
         f"the payload computes on real values: call {name}.register_complex(ComplexMode.ELEMENTWISE) (add-like) "
         f"or {name}.register_complex(ComplexMode.CROSS, cross_kernel=...) (mul-like) to accept complex arguments"
     )
+
+
+def has_dtensor(args: Sequence, outs: Sequence) -> bool:
+    """Whether any operand is a DTensor. torch.distributed.tensor is not imported for this: a
+    program holding a DTensor has imported it already (and importing it costs start-up time)."""
+    cls = getattr(sys.modules.get("torch.distributed.tensor"), "DTensor", None)
+    return cls is not None and any(isinstance(a, cls) for a in (*args, *outs))
 
 
 def launch_device(name: str, operands: Sequence) -> Optional[torch.device]:

@@ -23,7 +23,9 @@ def call_signature(args: Sequence, outs: Sequence = ()) -> tuple:
     """What a launch plan depends on, cheap to build: per operand its dtype, shape, strides,
     device and pointer alignment class (Triton specializes kernels on 16-byte aligned
     pointers); per scalar its python type and, for ints, the width Triton passes it in; which
-    outputs are given. Built on every call, so plain tensors take the shortest branch."""
+    outputs are given; per plain tensor whether it requires grad (such calls record themselves
+    for autograd and never reach a cached plan). Built on every call, so plain tensors take the
+    shortest branch."""
     key = [_tensor_key(a) if type(a) is Tensor else _other_key(a) for a in args]
     if outs and any(o is not None for o in outs):
         key += [_other_key(o) for o in outs]
@@ -31,14 +33,14 @@ def call_signature(args: Sequence, outs: Sequence = ()) -> tuple:
 
 
 def _tensor_key(a) -> tuple:
-    return (a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15, a.is_neg())
+    return (a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15, a.is_neg(), a.requires_grad)
 
 
 def _other_key(a):
-    if isinstance(a, Tensor):
-        return _tensor_key(a)
+    if isinstance(a, Tensor):  # a subclass (DTensor, Parameter, ...): never shares a plain tensor's plan
+        return (type(a), *_tensor_key(a))
     if isinstance(a, StridedBuffer):
-        return (StridedBuffer, *_tensor_key(a))
+        return (StridedBuffer, a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15, a.is_neg(), False)
     if type(a) is int:
         return int_class(a)
     return type(a)
@@ -46,13 +48,27 @@ def _other_key(a):
 
 def int_class(value: int):
     """Triton passes an int argument as i32 when it fits, else i64 (u64 at 2**63 and above):
-    a kernel compiled for one width must not receive a value of another."""
+    a kernel compiled for one width must not receive a value of another. Values beyond 64 bits
+    get a class of their own, so they never reach a cached plan (the generic path rejects them)."""
     if -0x80000000 <= value <= 0x7FFFFFFF:
         return int
-    return "i64" if -(2**63) <= value < 2**63 else "u64"
+    if -(2**63) <= value < 2**63:
+        return "i64"
+    return "u64" if 2**63 <= value < 2**64 else "beyond 64 bits"
 
 
-_FIELDS = ("dtype", "shape", "strides", "device", "16-byte alignment", "negative bit")
+_FIELDS = ("dtype", "shape", "strides", "device", "16-byte alignment", "negative bit", "requires_grad")
+
+
+def describe_values(values: Sequence) -> str:
+    """Operands as a readable signature: `float32[5, 3] strides (3, 1)` for a tensor, the type
+    name for a scalar."""
+    return ", ".join(
+        f"{str(v.dtype).removeprefix('torch.')}[{', '.join(map(str, v.shape))}] strides {tuple(v.stride())}"
+        if is_tensor_like(v)
+        else type(v).__name__
+        for v in values
+    )
 
 
 def miss_reason(key: tuple, previous) -> str:

@@ -3,27 +3,40 @@
 A file ends with a checksum line over everything above it. A file that exists and verifies is
 reused as it is (across processes, without rendering); a truncated, edited or foreign file
 fails verification and is rewritten. Writes go to a temporary file in the same directory and
-are renamed into place, so readers never see a partial file.
+are renamed into place, so readers never see a partial file. Files get the permissions the
+umask gives a new file (0644 under the usual 022), so a cache one user builds others can read.
+
+Deployments are often read-only. The configured directory is always searched first, writable
+or not, and what verifies there is used. Only a file that must be written goes elsewhere when
+that directory cannot be written: to the overlay, `$TRITONWISE_CACHE_OVERLAY` or else a
+temporary directory made once per process (with a warning), searched after it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 import logging
 import os
+import re
 import tempfile
 import threading
 import warnings
 from pathlib import Path
 from typing import Callable, Optional
 
+from . import freeze
+
 logger = logging.getLogger("tritonwise")
 
 CHECKSUM_PREFIX = "# tritonwise-checksum: "
+KERNELS = "kernels"  # the compiled-kernel store's subdirectory (runtime/kernel_store.py)
 _fallback_lock = threading.Lock()
 _fallback_dir: Optional[Path] = None
+
+
+class CacheNotWritable(OSError):
+    """A directory that must receive files cannot be written."""
 
 
 def configured_dir() -> Path:
@@ -41,21 +54,73 @@ def _usable(path: Path) -> bool:
     return os.access(path, os.W_OK | os.X_OK)
 
 
+def _overlay_candidates() -> list:
+    env = os.environ.get("TRITONWISE_CACHE_OVERLAY")
+    return ([Path(env).expanduser()] if env else []) + ([_fallback_dir] if _fallback_dir is not None else [])
+
+
+def search_dirs() -> list:
+    """Where cached files are looked for, in order: the configured directory, then the overlays."""
+    return [configured_dir(), *_overlay_candidates()]
+
+
 def cache_dir() -> Path:
-    """The configured cache directory, or a temporary one (with a warning) if it is unwritable."""
+    """Where new files are written: the configured directory when it is writable, else the
+    overlay ($TRITONWISE_CACHE_OVERLAY, or a temporary directory, with a warning)."""
     path = configured_dir()
-    if _usable(path):
-        return path
+    return path if _usable(path) else _overlay_dir(path)
+
+
+def _overlay_dir(unwritable: Path) -> Path:
+    for overlay in _overlay_candidates():
+        if _usable(overlay):
+            return overlay
     global _fallback_dir
     with _fallback_lock:
         if _fallback_dir is None:
             _fallback_dir = Path(tempfile.mkdtemp(prefix="tritonwise-cache-"))
             warnings.warn(
-                f"tritonwise: cache directory {path} is not writable; using {_fallback_dir} for this process",
+                f"tritonwise: cache directory {unwritable} is not writable; using {_fallback_dir} for the files it "
+                f"lacks in this process (set TRITONWISE_CACHE_OVERLAY to choose the directory)",
                 RuntimeWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         return _fallback_dir
+
+
+def write(name: str, data) -> Path:
+    """Write `data` as the file `name` (a path relative to a cache directory) into cache_dir();
+    into the overlay when the configured directory refuses the write after all."""
+    directory = cache_dir()
+    try:
+        atomic_write(directory / name, data)
+    except OSError:
+        if directory != configured_dir():
+            raise
+        directory = _overlay_dir(directory)
+        atomic_write(directory / name, data)
+    return directory / name
+
+
+def require_writable() -> Path:
+    """The configured directory, or CacheNotWritable saying why it cannot receive files (for
+    commands whose whole point is to write there, such as `generate`)."""
+    path = configured_dir()
+    if not _usable(path):
+        raise CacheNotWritable(
+            f"cannot write to the tritonwise cache directory {path}: it cannot be created or is not writable "
+            f"by this user (set TRITONWISE_CACHE_DIR to a writable directory)"
+        )
+    return path
+
+
+def find(name: str, valid: Callable[[Path], bool]) -> Optional[Path]:
+    """The first `dir / name` over search_dirs() that passes `valid`, or None."""
+    for directory in search_dirs():
+        path = directory / name
+        if valid(path):
+            return path
+    return None
 
 
 def seal(source: str) -> str:
@@ -80,14 +145,14 @@ def verifies(path: Path, marks: tuple = ()) -> bool:
 
 def ensure_file(name: str, render: Callable[[], str], marks: tuple = ()) -> Path:
     """The path of a verified cached file `name`, rendering and writing it only when needed."""
-    directory = cache_dir()
-    path = directory / name
-    if verifies(path, marks):
-        _count(directory, "reused")
+    path = find(name, lambda p: verifies(p, marks))
+    if path is not None:
+        _count(path.parent, "reused")
         return path
+    freeze.check(f"the generated file {name}, which no cache directory holds")
+    path = write(name, seal(render()))
     logger.debug("tritonwise: generated %s", path)
-    _atomic_write(path, seal(render()))
-    _count(directory, "written")
+    _count(path.parent, "written")
     return path
 
 
@@ -95,11 +160,14 @@ STATS_FILE = ".stats.json"
 
 
 def _count(directory: Path, event: str) -> None:
-    """Best-effort counters for `cache stats` (a lost update between processes is harmless)."""
+    """Best-effort counters for `cache stats` (a lost update between processes is harmless;
+    a read-only directory keeps none)."""
+    if not os.access(directory, os.W_OK):
+        return
     counts = read_stats(directory)
     counts[event] = counts.get(event, 0) + 1
     try:
-        _atomic_write(directory / STATS_FILE, json.dumps(counts))
+        atomic_write(directory / STATS_FILE, json.dumps(counts))
     except OSError:
         pass
 
@@ -111,15 +179,37 @@ def read_stats(directory: Path) -> dict:
         return {}
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, data) -> None:
+    """Write `data` (str or bytes) to `path` through a temporary file renamed into place,
+    readable as the umask allows (mkstemp alone would leave it 0600)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        os.fchmod(fd, 0o666 & ~umask())
+        with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as f:
+            f.write(data)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+_umask_lock = threading.Lock()
+
+
+def umask() -> int:
+    """The process's umask, read without changing it where Linux reports it."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _umask_lock:  # elsewhere: set and restore (briefly process-wide)
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
 
 
 def list_files() -> list:
@@ -127,15 +217,21 @@ def list_files() -> list:
     return sorted(directory.glob("*.py")) if directory.is_dir() else []
 
 
+def list_kernels() -> list:
+    directory = configured_dir() / KERNELS
+    return sorted(p for p in directory.iterdir() if p.suffix == ".bin") if directory.is_dir() else []
+
+
 def clear() -> int:
-    files = list_files()
+    """Remove the generated files and stored kernels; returns how many there were."""
+    files = list_files() + list_kernels()
     for f in files + [configured_dir() / STATS_FILE]:
         f.unlink(missing_ok=True)
     return len(files)
 
 
 def stats() -> dict:
-    """Files, bytes, files per payload, and how often a file was written or reused."""
+    """Files, bytes, files per payload, stored kernels, and how often a file was written or reused."""
     files = list_files()
     per_payload: dict = {}
     for f in files:
@@ -147,6 +243,7 @@ def stats() -> dict:
         "directory": str(configured_dir()),
         "files": len(files),
         "bytes": sum(f.stat().st_size for f in files),
+        "kernels": len(list_kernels()),
         "written": counts.get("written", 0),
         "reused": counts.get("reused", 0),
         "per_payload": per_payload,

@@ -1,6 +1,7 @@
 """The few CUDA driver calls tritonwise makes itself, through ctypes, none of them per launch:
-cuLaunchKernel's address (launch.c calls it), the kernel's parameter sizes, error strings, and
-making a device's primary context current in a thread new to CUDA.
+cuLaunchKernel's address (launch.c calls it), the kernel's parameter sizes, error strings,
+making a device's primary context current in a thread new to CUDA, and loading a stored
+binary's kernel (cuModuleLoadData, cuModuleGetFunction) without Triton.
 
 Loaded on first use, so importing tritonwise never needs libcuda.
 """
@@ -54,6 +55,20 @@ def param_sizes(function: int) -> Optional[list]:
         sizes.append(size.value)
 
 
+def load_function(binary: bytes, name: str, device_index: int) -> int:
+    """The CUfunction `name` of the cubin `binary`, loaded into `device_index`'s primary context
+    (the one torch and Triton use; made current for this thread first). The module stays
+    loaded for the process, as Triton's do. Kernels needing more than the default 48 KB of
+    shared memory are left to Triton, which sets the opt-in attributes."""
+    lib, module, function = driver(), ctypes.c_void_p(), ctypes.c_void_p()
+    make_primary_context_current(device_index)
+    image = ctypes.create_string_buffer(binary, len(binary))
+    _check(lib.cuModuleLoadData(ctypes.byref(module), image), device_index, f"loading the binary of {name}")
+    code = lib.cuModuleGetFunction(ctypes.byref(function), module, name.encode())
+    _check(code, device_index, f"finding {name} in its binary")
+    return function.value
+
+
 def make_primary_context_current(device_index: int) -> None:
     """What a thread that never touched CUDA needs before its first launch."""
     lib, device, context = driver(), ctypes.c_int(), ctypes.c_void_p()
@@ -62,6 +77,6 @@ def make_primary_context_current(device_index: int) -> None:
     _check(lib.cuCtxSetCurrent(context), device_index)
 
 
-def _check(code: int, device_index: int) -> None:
+def _check(code: int, device_index: int, doing: str = "making the context current") -> None:
     if code != 0:
-        raise CudaError(f"making device {device_index}'s context current: {error_text(code)}")
+        raise CudaError(f"device {device_index}: {doing}: {error_text(code)}")

@@ -18,8 +18,9 @@ import torch
 
 from ..errors import PayloadError
 from .arguments import check_partial_overlap
-from .interpret import interpreting
-from .launcher import direct_launcher
+from .freeze import FrozenError
+from .interpret import int64_scalars, interpreting
+from .kernels import first_launch
 from .strided_buffer import StridedBuffer
 
 # The Triton interpreter keeps global state (patched language functions, grid indices).
@@ -62,11 +63,19 @@ class LaunchPlan:
             self._launch(self._on_device(args), outputs)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
+    def kernel_values(self, args: tuple, outs: tuple) -> tuple:
+        """Every argument the kernel receives for a call (payload arguments, outputs or
+        accumulators, index arguments, constexpr values), with outputs allocated as a launch
+        would: what ahead-of-time compilation specializes on."""
+        reductions = self.reductions or (None,) * len(outs)
+        buffers = [self._output(k, o) if r is None else self._accumulator(r) for k, (o, r) in enumerate(zip(outs, reductions))]
+        return (*self._on_device(args), *buffers, *self.index_args, *self.constexprs)
+
     def _on_device(self, args: tuple):
         """The payload arguments, with 0-d CPU tensors (scalars beside device tensors) moved."""
         if not self.to_device:
             return args
-        return [a.to(self.device) if i in self.to_device else a for i, a in enumerate(args)]
+        return [_moved(a, self.device) if i in self.to_device else a for i, a in enumerate(args)]
 
     def _run_reducing(self, args: tuple, outs: list):
         """Like run(), with some outputs reduced to 0-d tensors through accumulators."""
@@ -114,13 +123,12 @@ class LaunchPlan:
         operands = [*inputs, *outputs]
         if self.interpreted:
             operands = [o.storage_view() if isinstance(o, StridedBuffer) else o for o in operands]
+            index_args = int64_scalars(self.index_args) if self.spec.index_bits == 64 else self.index_args
             with INTERPRETER_LOCK, interpreting(), self._payload_errors("run"):
-                self.launch(self.grid, *operands, *self.index_args, *self.constexprs, self.num_warps)
+                self.launch(self.grid, *operands, *index_args, *self.constexprs, self.num_warps)
         else:
             with torch.cuda.device(self.device.index), self._payload_errors("compile"):
-                compiled = self.launch(self.grid, *operands, *self.index_args, *self.constexprs, self.num_warps)
-            tail = self.index_args + self.constexprs
-            self.direct = direct_launcher(compiled, self.grid, tail, self.device.index, len(inputs))
+                self.direct = first_launch(self, inputs, outputs)  # runtime/kernels.py
             self.fast = self._fast_call()
 
     @contextlib.contextmanager
@@ -129,6 +137,8 @@ class LaunchPlan:
         payload, the number of values it must return, and the generated file."""
         try:
             yield
+        except FrozenError:
+            raise
         except Exception as e:
             spec = self.spec
             count = len(spec.outputs)
@@ -167,6 +177,13 @@ class LaunchPlan:
             return outs
 
         return fast_many
+
+
+def _moved(operand, device: torch.device) -> torch.Tensor:
+    """A 0-d CPU operand copied to `device`; a StridedBuffer through a tensor of its one element."""
+    if isinstance(operand, StridedBuffer):
+        operand = operand.storage_view().view(())
+    return operand.to(device)
 
 
 class PlanCache:

@@ -11,12 +11,14 @@ which for the duration of a CPU launch:
   compilation in the same process sees the real language), and
 - routes a call of either kind of function to an interpreter-rewritten copy of its Python
   function. The copy gets its own globals dict, so rewriting never writes into user modules,
-  and the payload's module may import whatever it likes.
+  and the payload's module may import whatever it likes, and
+- rewrites `not x` as the compiler runs it (see `_elementwise_not`).
 Callers hold runtime.dispatch.INTERPRETER_LOCK: the interpreter's state is process-wide.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
 import types
@@ -54,6 +56,21 @@ def interpreted(fn):
 
 def _call_interpreted(self, *args, **kwargs):
     return interpreted(self.fn)(*args, **kwargs)
+
+
+def int64_scalars(values) -> tuple:
+    """Python ints as the interpreter's int64 scalars, for the index arguments of an int64 kernel.
+
+    The interpreter types an int argument by its value (int32 when it fits) and ignores the
+    kernel's `tl.int64` annotations, which the GPU honours. A stride below 2**31 would then stay
+    int32, `row * stride` would wrap around, and the load would read outside the tensor (a
+    segmentation fault, not an error). The interpreter (3.6 and later) passes an argument that
+    is already one of its tensors through unchanged, so these keep their type."""
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    return tuple(tl.tensor(TensorHandle(np.array([v], dtype=np.int64), tl.int64), tl.int64) for v in values)
 
 
 def _index(self) -> int:
@@ -128,13 +145,54 @@ def _device_calls_interpreted():
             cls.__call__ = original
 
 
+# `not value` without a `not`: elementwise on a Triton tensor (its __not__), Python's on the rest
+_NOT = "(lambda value: value.__not__() if hasattr(value, '__not__') else (False if value else True))"
+_not_transformers: dict = {}
+
+
+def _not_transformer(base: type):
+    """The interpreter's AST rewriter (`base`) that also turns `not x` into `_NOT(x)`. Triton's
+    compiler runs `not tensor` elementwise (FlagGems' logical_not: `return not x.to(tl.int1)`);
+    the interpreter leaves it to Python, which gives one bool for the whole block."""
+    if base not in _not_transformers:
+
+        class ElementwiseNot(base):
+            def visit_UnaryOp(self, node):
+                node = self.generic_visit(node)
+                if not isinstance(node.op, ast.Not):
+                    return node
+                call = ast.Call(func=ast.parse(_NOT, mode="eval").body, args=[node.operand], keywords=[])
+                return ast.copy_location(call, node)
+
+            def visit_Assign(self, node):  # Triton 3.6's rewriter does not visit assigned values
+                node.value = self.visit(node.value)
+                return super().visit_Assign(node)
+
+        _not_transformers[base] = ElementwiseNot()
+    return _not_transformers[base]
+
+
+@contextlib.contextmanager
+def _elementwise_not(interpreter):
+    rewriter = getattr(interpreter, "FunctionRewriter", None)
+    if rewriter is None:
+        yield
+        return
+    original = rewriter.ast_transformer
+    rewriter.ast_transformer = _not_transformer(type(original))
+    try:
+        yield
+    finally:
+        rewriter.ast_transformer = original
+
+
 @contextlib.contextmanager
 def interpreting():
     """The one entry point of every CPU launch, in both CPU modes (TRITON_INTERPRET set or not)."""
     import triton.language as tl
     from triton.runtime import interpreter
 
-    with _scalar_index(interpreter), _bool_scalars(interpreter), exact_numerics():
+    with _scalar_index(interpreter), _bool_scalars(interpreter), _elementwise_not(interpreter), exact_numerics():
         holder = types.SimpleNamespace(__globals__={"tl": tl, "core": tl.core})
         scope = interpreter._patch_lang(holder)
         try:

@@ -2,7 +2,8 @@
 
 Triton builds its own launchers the same way, so wherever Triton runs kernels a C compiler and
 the Python headers are there. The shared object goes to `<cache dir>/native/`, named by a hash
-of the source and the interpreter, written under a temporary name and renamed into place.
+of the source and the interpreter, written under a temporary name and renamed into place (a
+read-only cache directory that holds it is used as it is).
 Where it cannot be built, `launch_module()` is None and kernels launch through Triton.
 """
 
@@ -20,7 +21,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from .cache import cache_dir
+from .cache import cache_dir, find
 
 logger = logging.getLogger("tritonwise")
 SOURCE = Path(__file__).with_name("launch.c")
@@ -46,10 +47,11 @@ def build() -> Path:
     """The path of the compiled launcher, compiling it if this machine has none yet."""
     source = SOURCE.read_bytes()
     tag = hashlib.sha256(source + sys.version.encode() + sysconfig.get_platform().encode()).hexdigest()[:16]
-    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    target = cache_dir() / "native" / f"{MODULE_NAME}_{tag}{suffix}"
-    if target.exists():
-        return target
+    name = f"native/{MODULE_NAME}_{tag}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
+    found = find(name, Path.exists)  # a read-only cache may hold it
+    if found is not None:
+        return found
+    target = cache_dir() / name
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         raise OSError("no C compiler found (set CC)")

@@ -1,0 +1,296 @@
+"""Autograd for pointwise functions: a call whose inputs require grad records itself.
+
+The backward of a PointwiseDynamicFunction is another PointwiseDynamicFunction, built from a
+backward payload: derived from the forward payload by symbolic differentiation
+(frontend/derivative.py), or given by hand (`backward=` / `register_backward`). The derived
+payload is written to the same cache as the generated kernels, so it can be read like them. It
+takes the forward's arguments, then one gradient per output (then, for each max/min-reduced
+output, the reduced value) and returns the gradient of each input that needs one, over the
+broadcast task shape; gradients of broadcast inputs are then summed to the input's shape, as
+torch does. Outputs torch gives no gradient (an unused one) get a 0-d zero, which broadcasts.
+
+Only tensor inputs of floating dtype that require grad get a gradient; python scalars, bool
+masks and integer tensors never do. Double backward is not supported: differentiating the
+backward raises an error saying so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+from ._version import __version__
+from .frontend.derivative import derive, ties_source
+from .frontend.payload import inspect_payload
+from .frontend.schema import FunctionSchema
+from .frontend.validation import output_keywords
+from .runtime.cache import ensure_file
+
+DOUBLE_BACKWARD = (
+    "tritonwise: double backward is not supported: the backward of a pointwise function (its "
+    "generated backward kernel) is not itself differentiable; differentiate once, or write the "
+    "expression with torch operations for higher-order gradients"
+)
+
+
+@dataclass(frozen=True)
+class BackwardFunction:
+    """The backward for one set of inputs: `function` returns the gradients of `wrt` (payload
+    positions), in order; `path` is the backward payload's file (None when given by hand)."""
+
+    function: object
+    wrt: tuple
+    path: Optional[str]
+
+
+class Backward:
+    """Backward functions of one PointwiseDynamicFunction, one per set of inputs needing grad."""
+
+    def __init__(self, forward, payload=None):
+        self.forward = forward
+        self.given = None if payload is None else inspect_payload(payload)
+        if self.given is not None:
+            schema, extremes = forward.schema, sum(r in ("max", "min") for r in forward._reductions)
+            count = schema.num_inputs() + schema.num_outputs() + extremes
+            what = f"the backward of {forward.__name__} ({schema.num_inputs()} arguments, then one gradient per output"
+            self.given.check_arity(count, what + (", then each max/min result)" if extremes else ")"))
+        self._functions: dict = {}
+        self._ties: dict = {}
+        self._lock = threading.RLock()  # _build asks again for a smaller set of inputs
+
+    def for_inputs(self, wrt: tuple) -> BackwardFunction:
+        found = self._functions.get(wrt)
+        if found is None:
+            with self._lock:
+                found = self._functions.get(wrt) or self._build(wrt)
+                self._functions[wrt] = found
+        return found
+
+    def _build(self, wrt: tuple) -> BackwardFunction:
+        fn = self.forward
+        if self.given is not None:
+            tensors = tuple(i for i in range(fn.schema.num_inputs()) if fn.schema.is_tensor(i))
+            return BackwardFunction(self._function(self.given.jit, len(tensors)), tensors, None)
+        payload = fn._payload
+        source = derive(payload.source, payload.fn.__globals__, payload.name, wrt, fn._reductions)
+        active = tuple(i for i, grad in zip(wrt, source.returns) if grad)
+        if not active:
+            return BackwardFunction(None, (), None)
+        if active != wrt:
+            return self.for_inputs(active)
+        jit, path = _derived_payload(source.name, source.source, "is the backward payload", payload)
+        return BackwardFunction(self._function(jit, len(wrt)), wrt, str(path))
+
+    def _function(self, jit, count: int):
+        """A PointwiseDynamicFunction over the forward's arguments, the output gradients and the
+        reduced values, computing in the precision the forward computes in."""
+        from .function import PointwiseDynamicFunction
+
+        fn = self.forward
+        schema = fn.schema
+        n, k = schema.num_inputs(), schema.num_outputs()
+        extra = k + sum(r in ("max", "min") for r in fn._reductions)
+        named = sorted({i for m in range(k) for i in schema.output_type(m)[:-1]}) + list(range(n, n + k))
+        backward_schema = FunctionSchema(
+            is_tensor=[schema.is_tensor(i) for i in range(n)] + [True] * extra,
+            dtypes=[schema.input_type(i) for i in range(n)] + [None] * extra,
+            promotion_methods=[(*named, "DEFAULT")] * count,
+        )
+        return PointwiseDynamicFunction(jit, backward_schema, fn._config)
+
+    def ties(self, output: int):
+        """The function counting the elements equal to the max/min of `output`."""
+        found = self._ties.get(output)
+        if found is None:
+            from .function import PointwiseDynamicFunction
+
+            fn, payload = self.forward, self.forward._payload
+            name, source = ties_source(payload.source, payload.name, output)
+            jit, _ = _derived_payload(name, source, "counts the ties of a max/min output", payload)
+            n = fn.schema.num_inputs()
+            named = sorted(set(fn.schema.output_type(output)[:-1]))
+            schema = FunctionSchema(
+                is_tensor=[fn.schema.is_tensor(i) for i in range(n)] + [True],
+                dtypes=[fn.schema.input_type(i) for i in range(n)] + [None],
+                promotion_methods=[(*named, "ALWAYS_BOOL")],
+            )
+            found = self._ties[output] = PointwiseDynamicFunction(jit, schema, fn._config, reductions=["sum"])
+        return found
+
+
+def _derived_payload(name: str, source: str, role: str, payload) -> tuple:
+    """The @triton.jit function `name` defined by `source`, through a file in the cache (written
+    once, readable like the generated kernels); and that file's path."""
+    digest = hashlib.sha256(f"{__version__}\n{payload.origin}\n{source}".encode()).hexdigest()[:16]
+    text = (
+        f"# Generated by tritonwise {__version__}: {name} {role} of\n"
+        f"#   payload  {payload.origin}  (source sha256 {payload.source_hash})\n"
+        "# derived by symbolic differentiation (tritonwise/frontend/derivative.py). Names not defined\n"
+        f"# here (helpers, constants, libdevice) resolve in the payload's module {payload.module}.\n"
+        "import triton\n"
+        "import triton.language as tl\n\n\n"
+        f"{source}"
+    )
+    path = ensure_file(f"{name}_{digest}.py", lambda: text)
+    return getattr(_load(path, payload.fn.__globals__), name), path
+
+
+_modules: dict = {}
+_load_lock = threading.Lock()
+
+
+def _load(path, globals_: dict):
+    """The module at `path`, run with the forward payload's globals beneath its own names."""
+    key = str(path)
+    with _load_lock:
+        module = _modules.get(key)
+        if module is None:
+            name = f"tritonwise_generated.backward.{path.stem}"
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            module.__dict__.update({k: v for k, v in globals_.items() if not k.startswith("__")})
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+            _modules[key] = module
+    return module
+
+
+def call(fn, args: tuple, outs: tuple):
+    """A call of `fn` some of whose tensor arguments require grad."""
+    plain = tuple(a.detach() if isinstance(a, torch.Tensor) else a for a in args)
+    if not torch.is_grad_enabled():
+        return fn(*plain, **output_keywords(outs))
+    if any(isinstance(a, torch.Tensor) and a.is_complex() and a.requires_grad for a in args):
+        raise RuntimeError(f"{fn.__name__}: autograd of complex inputs is not supported (an argument requires grad)")
+    if any(o is not None for o in outs):
+        raise RuntimeError(
+            f"{fn.__name__}: given outputs (out0=...) do not support automatic differentiation, "
+            "but an argument requires grad; drop the output arguments or call under torch.no_grad()"
+        )
+    needs = tuple(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+    fn.backward_functions().for_inputs(wanted_inputs(fn, args, needs))  # a construct it cannot derive fails here
+    results = _Record.apply(fn, plain, *args)
+    return results[0] if len(results) == 1 else results
+
+
+def needs_grad(args: tuple) -> bool:
+    return torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+
+
+def wanted_inputs(fn, args: tuple, needs: tuple) -> tuple:
+    """Payload positions of the floating tensor inputs whose gradient is asked for."""
+    return tuple(
+        i
+        for i, (a, need) in enumerate(zip(args, needs))
+        if need and isinstance(a, torch.Tensor) and a.is_floating_point()
+    )
+
+
+class _Record(torch.autograd.Function):
+    """One recorded call: forward runs the kernel; backward runs the backward function."""
+
+    @staticmethod
+    def forward(ctx, fn, plain, *args):
+        results = fn(*plain)
+        results = results if isinstance(results, tuple) else (results,)
+        ctx.mark_non_differentiable(*[r for r in results if not r.is_floating_point()])
+        ctx.set_materialize_grads(False)
+        ctx.fn = fn
+        ctx.scalars = tuple(None if isinstance(a, torch.Tensor) else a for a in plain)
+        extremes = [r for r, kind in zip(results, fn._reductions) if kind in ("max", "min")]
+        ctx.save_for_backward(*[a for a in plain if isinstance(a, torch.Tensor)], *extremes)
+        return results
+
+    @staticmethod
+    def backward(ctx, *grads):
+        fn = ctx.fn
+        needs = ctx.needs_input_grad[2:]
+        saved = iter(ctx.saved_tensors)
+        args = tuple(next(saved) if s is None else s for s in ctx.scalars)
+        extremes = list(saved)
+        with torch.no_grad():
+            gradients = input_gradients(fn, args, grads, extremes, wanted_inputs(fn, args, needs))
+        if torch.is_grad_enabled():  # create_graph=True: differentiating this would be wrong
+            gradients = _double_backward_error(gradients)
+        return (None, None, *gradients)
+
+
+def input_gradients(fn, args: tuple, grads: tuple, extremes: list, wrt: tuple) -> list:
+    """One entry per argument of `fn`: its gradient, or None."""
+    functions = fn.backward_functions()
+    backward = functions.for_inputs(wrt)
+    return gradients(fn._reductions, args, grads, extremes, wrt, backward.function, backward.wrt, functions.ties)
+
+
+def gradients(reductions, args, grads, extremes, wanted, run, computed: tuple, ties) -> list:
+    """Per argument its gradient or None: `run(*args, *grads, *extremes)` returns the gradients
+    of the inputs at `computed` over the task shape, `ties(k)(*args, extreme)` counts the
+    elements equal to the max/min of output k (torch shares its gradient among them)."""
+    result = [None] * len(args)
+    if run is None:
+        return result
+    device = next(a.device for a in args if isinstance(a, torch.Tensor))
+    grads = [torch.zeros((), dtype=torch.float32, device=device) if g is None else g for g in grads]
+    for position, k in enumerate(k for k, r in enumerate(reductions) if r in ("max", "min")):
+        grads[k] = grads[k] / ties(k)(*args, extremes[position])
+    values = run(*args, *grads, *extremes)
+    values = values if isinstance(values, tuple) else (values,)
+    for i, g in zip(computed, values):
+        if i in wanted:
+            result[i] = reduce_to(g, args[i])
+    return result
+
+
+def reduce_to(grad: torch.Tensor, arg: torch.Tensor) -> torch.Tensor:
+    """`grad`, computed over the broadcast shape, summed to `arg`'s shape and cast to its dtype."""
+    if grad.shape != arg.shape:
+        grad = grad.sum_to_size(arg.shape)
+    return grad if grad.dtype == arg.dtype else grad.to(arg.dtype)
+
+
+def _double_backward_error(gradients: list) -> list:
+    present = [g for g in gradients if g is not None]
+    if not present:
+        return gradients
+    error = torch._C._functions.DelayedError(DOUBLE_BACKWARD, len(present))
+    aliases = iter(error(*[g.detach().requires_grad_() for g in present]))
+    return [None if g is None else next(aliases) for g in gradients]
+
+
+@dataclass(frozen=True)
+class BackwardExplanation:
+    """What the backward of a call would run: the backward payload's file (derived) and the plan
+    of its kernel (an Explanation, None when no input needs a gradient)."""
+
+    wrt: tuple
+    payload_path: Optional[str]
+    kernel: object
+
+    def __str__(self) -> str:
+        head = [
+            f"gradients of inputs {list(self.wrt)}",
+            f"backward payload: {self.payload_path or '(given by hand)'}",
+        ]
+        return "\n".join(head + ([str(self.kernel)] if self.kernel is not None else []))
+
+
+def explain(fn, args: tuple, wrt: Optional[tuple]) -> BackwardExplanation:
+    """`fn.explain_backward(*args)`: the backward for `args`, with gradients like the outputs."""
+    if wrt is None:
+        wrt = wanted_inputs(fn, args, (True,) * len(args))
+    backward = fn.backward_functions().for_inputs(tuple(wrt))
+    if backward.function is None:
+        return BackwardExplanation(backward.wrt, backward.path, None)
+    device = next(a.device for a in args if isinstance(a, torch.Tensor))
+    grads, extremes = [], []
+    for (shape, strides, dtype), kind in zip(fn.output_meta(*args), fn._reductions):
+        grads.append(torch.empty_strided(shape, strides, dtype=dtype, device=device))
+        if kind in ("max", "min"):
+            extremes.append(torch.empty((), dtype=dtype, device=device))
+    return BackwardExplanation(backward.wrt, backward.path, backward.function.explain(*args, *grads, *extremes))

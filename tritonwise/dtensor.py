@@ -1,0 +1,165 @@
+"""DTensor arguments: a pointwise function runs on the local shards, with no collective when the
+placements already agree.
+
+The sharding rule comes from broadcasting, the same analysis a single-device call makes. Per
+mesh dim, the task is either replicated or sharded along one task dim `d`:
+- an input that has dim `d` at full size must be `Shard` along it;
+- an input that broadcasts along `d` (size 1 there, or fewer dims) must be `Replicate`;
+- elementwise outputs are `Shard(d)`; a fused reduction's output is `Partial(kind)`, since each
+  rank reduced only its shard (`full_tensor()` all-reduces it).
+The sharded dim is taken from a given output first (writing in place keeps its layout), then from
+the first input sharded along a full-size dim. Inputs whose placement differs are redistributed as
+DTensor does for aten's pointwise ops: `Replicate -> Shard` is a local slice, `Partial` inputs are
+reduced first (a payload need not be linear in them), a `Shard` along another dim is moved.
+
+`sharding_strategies` states the same rule in the form `torch.distributed.tensor.experimental.
+register_sharding` takes, so an `as_torch_op` op follows it under DTensor's own dispatch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from numbers import Number
+from typing import Optional, Sequence
+
+import torch
+from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
+
+
+@dataclass(frozen=True)
+class Operand:
+    """What the rule needs of a tensor operand: its global shape and its placements."""
+
+    shape: tuple
+    placements: tuple
+
+
+def task_dim_of(shape: tuple, rank: int, d: int) -> Optional[int]:
+    """The operand's own dim that lines up with task dim `d` and is not broadcast there, if any."""
+    own = d - (rank - len(shape))
+    return own if own >= 0 and shape[own] != 1 else None
+
+
+def choose_shard_dims(task_shape: tuple, inputs: Sequence, outputs: Sequence, mesh_ndim: int) -> list:
+    """Per mesh dim, the task dim to shard along (None: replicate)."""
+    rank = len(task_shape)
+    chosen = []
+    for m in range(mesh_ndim):
+        dim = None
+        for operand in (*outputs, *inputs):
+            p = operand.placements[m]
+            if isinstance(p, Shard):
+                d = p.dim % len(operand.shape) + rank - len(operand.shape)
+                if task_shape[d] != 1 and task_dim_of(operand.shape, rank, d) is not None:
+                    dim = d
+                    break
+        chosen.append(dim)
+    return chosen
+
+
+def placements_for(shape: tuple, rank: int, shard_dims: Sequence) -> tuple:
+    """The placements an operand of `shape` must have for the task sharded along `shard_dims`."""
+    placements = []
+    for d in shard_dims:
+        own = None if d is None else task_dim_of(shape, rank, d)
+        placements.append(Replicate() if own is None else Shard(own))
+    return tuple(placements)
+
+
+def reduced_placements(kind: str, shard_dims: Sequence) -> tuple:
+    return tuple(Replicate() if d is None else Partial(kind) for d in shard_dims)
+
+
+def call(fn, args: tuple, outs: tuple):
+    """fn(*args, out0=..., ...) with DTensor operands: DTensor results, computed shard-local."""
+    name = fn.__name__
+    mesh = _common_mesh(name, args, outs)
+    task_shape = torch.broadcast_shapes(*[tuple(a.shape) for a in args if isinstance(a, torch.Tensor)])
+    rank = len(task_shape)
+    reductions = fn.reduction_kinds
+    given = [o for o, r in zip(outs, reductions) if o is not None and r is None]
+    shard_dims = choose_shard_dims(
+        task_shape,
+        [Operand(tuple(a.shape), a.placements) for a in args if isinstance(a, DTensor)],
+        [Operand(tuple(o.shape), o.placements) for o in given],
+        mesh.ndim,
+    )
+    local_args = [_local(a, rank, shard_dims) if isinstance(a, DTensor) else a for a in args]
+    local_outs = {}
+    for k, (o, r) in enumerate(zip(outs, reductions)):
+        if o is not None:
+            local_outs[f"out{k}"] = _local_output(name, k, o, rank, shard_dims, r)
+    results = fn(*local_args, **local_outs)
+    results = results if isinstance(results, tuple) else (results,)
+    metas = fn.output_meta(*[_meta(a) for a in args])
+    wrapped = []
+    for k, (local, (shape, strides, _), r) in enumerate(zip(results, metas, reductions)):
+        if outs[k] is not None:
+            wrapped.append(outs[k])
+            continue
+        placements = placements_for(shape, rank, shard_dims) if r is None else reduced_placements(r, shard_dims)
+        wrapped.append(
+            DTensor.from_local(local, mesh, placements, run_check=False, shape=torch.Size(shape), stride=strides)
+        )
+    return wrapped[0] if len(wrapped) == 1 else tuple(wrapped)
+
+
+def _common_mesh(name: str, args: tuple, outs: tuple):
+    meshes = {a.device_mesh for a in (*args, *outs) if isinstance(a, DTensor)}
+    if len(meshes) > 1:
+        raise RuntimeError(f"{name}: DTensor operands are on different device meshes: {sorted(map(str, meshes))}")
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor) and not isinstance(a, DTensor) and a.ndim:
+            raise RuntimeError(
+                f"{name}: argument {i} is a torch.Tensor of shape {tuple(a.shape)} beside DTensor operands; "
+                "convert it with DTensor.from_local or distribute_tensor (only 0-d tensors mix in as scalars)"
+            )
+    return meshes.pop()
+
+
+def _local(a, rank: int, shard_dims: Sequence) -> torch.Tensor:
+    target = placements_for(tuple(a.shape), rank, shard_dims)
+    if tuple(a.placements) != target:
+        a = a.redistribute(a.device_mesh, target)
+    return a.to_local()
+
+
+def _local_output(name: str, k: int, out, rank: int, shard_dims: Sequence, reduction):
+    if not isinstance(out, DTensor):
+        raise TypeError(f"{name}: out{k} must be a DTensor when the operands are DTensors, got {type(out).__name__}")
+    expected = placements_for(tuple(out.shape), rank, shard_dims) if reduction is None else None
+    if reduction is not None:
+        expected = reduced_placements(reduction, shard_dims)
+    if tuple(out.placements) != expected:
+        raise RuntimeError(
+            f"{name}: out{k} has placements {tuple(out.placements)}, but the result is computed as {expected}; "
+            "redistribute the output or the inputs to match"
+        )
+    return out.to_local()
+
+
+def _meta(a):
+    if isinstance(a, torch.Tensor):
+        return torch.empty_strided(tuple(a.shape), tuple(a.stride()), dtype=a.dtype, device="meta")
+    return a
+
+
+def sharding_strategies(fn, args: tuple) -> list:
+    """The rule as register_sharding wants it: (output placements, input placements) pairs, one
+    placement per operand, for one mesh dim (DTensor extends them to every mesh dim)."""
+    shapes = [tuple(a.shape) if _tensor_like(a) else None for a in args]
+    task_shape = torch.broadcast_shapes(*[s for s in shapes if s is not None])
+    rank = len(task_shape)
+    strategies = [([Replicate()] * len(fn.reduction_kinds), [Replicate() if s else None for s in shapes])]
+    for d in range(rank):
+        if task_shape[d] == 1:
+            continue
+        inputs = [None if s is None else placements_for(s, rank, [d])[0] for s in shapes]
+        outputs = [Shard(d) if r is None else Partial(r) for r in fn.reduction_kinds]
+        strategies.append((outputs, inputs))
+    return strategies
+
+
+def _tensor_like(a) -> bool:
+    """A tensor operand: a tensor, or the DTensorSpec register_sharding passes in its place."""
+    return hasattr(a, "shape") and not isinstance(a, Number)

@@ -1,0 +1,229 @@
+"""Symbolic differentiation of a scalar payload: the source of its backward payload.
+
+The payload is made a straight-line program (frontend/linearize.py); the backward payload
+recomputes it, then walks it in reverse (reverse-mode automatic differentiation over names),
+adding up each name's adjoint from the rules in frontend/rules.py. The result is the source
+of one new @triton.jit function taking the payload's arguments, then one gradient per output
+(then, for max/min-reduced outputs, the reduced value), and returning the gradient of every
+input in `wrt`. Its text is meant to be read: the recomputed forward first, then one line per
+adjoint, named `grad_<name>`.
+
+Only names that depend on a `wrt` input through differentiable operations ("active" names)
+get adjoints: comparisons, boolean logic and where-conditions pass none, so bool masks, ints and
+scalar arguments need no rule. An active operand of an operation without a rule (a call to
+another @triton.jit helper, floor division) is a NotDifferentiable error naming it.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from . import rules
+from ..errors import NotDifferentiable
+from .linearize import Program, Step, linearize, not_differentiable
+
+
+@dataclass(frozen=True)
+class BackwardSource:
+    name: str  # the backward payload's function name
+    source: str  # its text, starting with the @triton.jit line
+    grads: tuple  # parameter names of the output gradients
+    extremes: tuple  # parameter names of the reduced values of max/min outputs (None elsewhere)
+    returns: tuple  # per requested input: whether any output depends on it differentiably
+
+
+def derive(
+    source: str, globals_: dict, name: str, wrt: Sequence[int], reductions: Sequence[Optional[str]]
+) -> BackwardSource:
+    """The backward payload of the payload `name` (its `source`, resolving names in `globals_`)
+    for the inputs at positions `wrt`; `reductions` holds each output's reduction kind or None."""
+    where = f"payload {name}"
+    program = linearize(source, where)
+    if len(program.results) != len(reductions):
+        raise NotDifferentiable(f"{where}: returns {len(program.results)} values for {len(reductions)} outputs")
+    return _Deriver(program, globals_, where).run(name, tuple(wrt), tuple(reductions))
+
+
+def ties_source(source: str, name: str, output: int) -> tuple:
+    """(name, source) of a payload returning, per element, whether output `output` equals its max/min: summed by a
+    fused "sum" reduction it counts the ties torch's amax/amin backward shares the gradient among."""
+    program = linearize(source, f"payload {name}")
+    extreme = _fresh(program, "extreme")
+    value = ast.unparse(program.results[output])
+    lines = _primal_lines(program) + [f"return {value}.to({extreme}.dtype) == {extreme}"]
+    ties_name = f"{name}_ties{output}"
+    return ties_name, _function(ties_name, list(program.params) + [extreme], lines)
+
+
+def _primal_lines(program: Program) -> list:
+    return [f"{s.target} = {ast.unparse(s.value)}" for s in program.steps]
+
+
+def _function(name: str, params: list, lines: list) -> str:
+    body = "".join(f"    {line}\n" for line in lines)
+    return f"@triton.jit\ndef {name}({', '.join(params)}):\n{body}"
+
+
+def _fresh(program: Program, base: str) -> str:
+    name, k = base, 1
+    while name in program.names:
+        k += 1
+        name = f"{base}_{k}"
+    return name
+
+
+class _Deriver:
+    def __init__(self, program: Program, globals_: dict, where: str):
+        self.program = program
+        self.globals = globals_
+        self.where = where
+        self.locals = set(program.params) | {s.target for s in program.steps}
+        self.taken = set(program.names)
+        self.lines: list = []
+
+    def fresh(self, base: str) -> str:
+        name, k = base, 1
+        while name in self.taken:
+            k += 1
+            name = f"{base}_{k}"
+        self.taken.add(name)
+        return name
+
+    def run(self, name: str, wrt: tuple, reductions: tuple) -> BackwardSource:
+        params = self.program.params
+        active = self.activity({params[i] for i in wrt})
+        grads = tuple(self.fresh(f"grad_out{k}") for k in range(len(reductions)))
+        extremes = tuple(
+            self.fresh(f"extreme_out{k}") if r in ("max", "min") else None for k, r in enumerate(reductions)
+        )
+        adjoints: dict = {}
+        for k, result in enumerate(self.program.results):
+            if isinstance(result, ast.Name) and result.id in active:
+                adjoints.setdefault(result.id, []).append(self.seed(result.id, grads[k], extremes[k]))
+        for step in reversed(self.program.steps):
+            if step.target in adjoints and step.target in active:
+                g = self.total(step.target, adjoints.pop(step.target))
+                for operand, contribution in self.contributions(step, g, active):
+                    adjoints.setdefault(operand, []).append(contribution)
+        returned = [self.total(params[i], adjoints.get(params[i], []), zero_like=params[i]) for i in wrt]
+        reached = tuple(bool(adjoints.get(params[i])) for i in wrt)
+        lines = ["# the forward, recomputed"] + _primal_lines(self.program)
+        lines += ["# the adjoints, last operation first"] + self.lines + [f"return {', '.join(returned)}"]
+        all_params = list(params) + list(grads) + [e for e in extremes if e]
+        backward_name = f"{name}_backward"
+        return BackwardSource(backward_name, _function(backward_name, all_params, lines), grads, extremes, reached)
+
+    def seed(self, value: str, grad: str, extreme: Optional[str]) -> str:
+        if extreme is None:
+            return grad
+        return f"tl.where({value}.to({extreme}.dtype) == {extreme}, {grad}, 0.0)"
+
+    def total(self, target: str, contributions: list, zero_like: Optional[str] = None) -> str:
+        """A name holding the sum of `contributions` (a line is emitted unless it is one name)."""
+        if not contributions:
+            return f"tl.zeros_like({zero_like})"
+        if len(contributions) == 1 and contributions[0].isidentifier():
+            return contributions[0]
+        name = self.fresh(f"grad_{target}")
+        self.lines.append(f"{name} = {' + '.join(contributions)}")
+        return name
+
+    def activity(self, seeds: set) -> set:
+        """Names that depend differentiably on the `seeds`, in one forward pass."""
+        active = set(seeds)
+        for step in self.program.steps:
+            if any(o in active for o in _operand_names(step.value)) and self.rule(step) is not None:
+                active.add(step.target)
+        return active
+
+    def contributions(self, step: Step, g: str, active: set):
+        operands, adjoints = self.apply(step, g)
+        for operand, adjoint in zip(operands, adjoints):
+            if adjoint is not None and isinstance(operand, ast.Name) and operand.id in active:
+                yield operand.id, adjoint
+
+    def apply(self, step: Step, g: str) -> tuple:
+        """(operand atoms, their adjoints) for `step` with result adjoint `g`."""
+        value, y = step.value, step.target
+        if isinstance(value, (ast.Name, ast.Constant)):
+            return [value], [g]
+        if isinstance(value, ast.BinOp):
+            a, b = ast.unparse(value.left), ast.unparse(value.right)
+            return [value.left, value.right], rules.binop(value.op, a, b, y, g)
+        if isinstance(value, ast.UnaryOp):
+            return [value.operand], rules.unaryop(value.op, g)
+        kind, function, operands = self.rule(step)
+        texts = [ast.unparse(o) for o in operands]
+        return operands, function(*texts, y, g, ast.unparse(value.func) if kind != "method" else "")
+
+    def rule(self, step: Step):
+        """None for an operation passing no gradient; else what apply() needs. Raises
+        NotDifferentiable for an operation without a rule."""
+        value = step.value
+        if isinstance(value, (ast.Compare, ast.BoolOp)):
+            return None
+        if isinstance(value, (ast.Name, ast.Constant)):
+            return "copy", None, [value]
+        if isinstance(value, ast.UnaryOp):
+            return None if rules.unaryop(value.op, "g") is None else ("unary", None, [value.operand])
+        if isinstance(value, ast.BinOp):
+            try:
+                passes = rules.binop(value.op, "a", "b", "y", "g")
+            except KeyError:
+                self.fail(step, f"the operator in `{ast.unparse(value)}`")
+            return None if passes is None else ("binop", None, [value.left, value.right])
+        if isinstance(value, ast.Call):
+            return self.call_rule(step, value)
+        self.fail(step, f"`{ast.unparse(value)}`")
+
+    def call_rule(self, step: Step, call: ast.Call):
+        if call.keywords:
+            self.fail(step, f"keyword arguments in `{ast.unparse(call)}`")
+        if isinstance(call.func, ast.Attribute) and _root(call.func.value) in self.locals:
+            method = rules.METHODS.get(call.func.attr)
+            if method is None:
+                self.fail(step, f"the method `.{call.func.attr}` in `{ast.unparse(call)}`")
+            return "method", method, [call.func.value] + list(call.args)
+        name = self.callee_name(call.func)
+        if name in rules.ZERO_GRADIENT:
+            return None
+        function = rules.FUNCTIONS.get(name)
+        if function is None:
+            self.fail(step, f"the call `{ast.unparse(call)}` (no derivative rule for `{ast.unparse(call.func)}`)")
+        return "function", function, list(call.args)
+
+    def callee_name(self, func: ast.expr) -> Optional[str]:
+        """The name of a triton.language or libdevice function called as `func`, else None."""
+        obj = _resolve(func, self.globals)
+        target = getattr(obj, "fn", obj)  # a JITFunction (tl.sigmoid) wraps a plain function
+        module = getattr(target, "__module__", None) or ""
+        if module.startswith("triton.language") or "libdevice" in module:
+            return getattr(target, "__name__", None)
+        if obj is None and _root(func) in ("tl", "libdevice"):
+            return func.attr if isinstance(func, ast.Attribute) else None
+        return None
+
+    def fail(self, step: Step, what: str):
+        raise not_differentiable(self.where, step.line, what)
+
+
+def _operand_names(value: ast.expr) -> set:
+    return {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+
+
+def _root(node) -> Optional[str]:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _resolve(chain: ast.expr, globals_: dict):
+    if isinstance(chain, ast.Name):
+        return globals_.get(chain.id)
+    if isinstance(chain, ast.Attribute):
+        base = _resolve(chain.value, globals_)
+        return None if base is None else getattr(base, chain.attr, None)
+    return None
+

@@ -1,0 +1,108 @@
+"""Derivative rules: for one operation over atoms, the adjoint each operand receives.
+
+A rule takes the operand texts, the result's name `y`, the adjoint's name `g` and the text of
+the function called (to call it again, as `pow` does), and returns one Triton expression per
+operand (None where the operand gets nothing). Ties and special points follow torch's
+derivatives.yaml: maximum/minimum split the gradient in half at ties, abs has gradient 0 at 0,
+clamp passes the gradient where min <= x <= max.
+"""
+
+from __future__ import annotations
+
+import ast
+
+LN2 = "0.6931471805599453"
+LN10 = "2.302585092994046"
+TWO_OVER_SQRT_PI = "1.1283791670955126"
+
+
+def _max_rule(a, b, y, g, f):
+    return [
+        f"tl.where({a} > {b}, {g}, tl.where({a} == {b}, {g} * 0.5, 0.0))",
+        f"tl.where({b} > {a}, {g}, tl.where({a} == {b}, {g} * 0.5, 0.0))",
+    ]
+
+
+def _min_rule(a, b, y, g, f):
+    return [
+        f"tl.where({a} < {b}, {g}, tl.where({a} == {b}, {g} * 0.5, 0.0))",
+        f"tl.where({b} < {a}, {g}, tl.where({a} == {b}, {g} * 0.5, 0.0))",
+    ]
+
+
+def _pow_rule(a, b, y, g, f):
+    return [f"{g} * {b} * {f}({a}, {b} - 1.0)", f"{g} * {y} * tl.log({a})"]
+
+
+def _clamp_rule(x, lo, hi, y, g, f):
+    return [
+        f"tl.where(({x} >= {lo}) & ({x} <= {hi}), {g}, 0.0)",
+        f"tl.where({x} < {lo}, {g}, 0.0)",
+        f"tl.where({x} > {hi}, {g}, 0.0)",
+    ]
+
+
+# Functions of triton.language and libdevice, by name (both spell these the same way).
+FUNCTIONS = {
+    "exp": lambda a, y, g, f: [f"{g} * {y}"],
+    "exp2": lambda a, y, g, f: [f"{g} * {y} * {LN2}"],
+    "expm1": lambda a, y, g, f: [f"{g} * ({y} + 1.0)"],
+    "log": lambda a, y, g, f: [f"{g} / {a}"],
+    "log2": lambda a, y, g, f: [f"{g} / ({a} * {LN2})"],
+    "log10": lambda a, y, g, f: [f"{g} / ({a} * {LN10})"],
+    "log1p": lambda a, y, g, f: [f"{g} / ({a} + 1.0)"],
+    "sqrt": lambda a, y, g, f: [f"{g} / (2.0 * {y})"],
+    "sqrt_rn": lambda a, y, g, f: [f"{g} / (2.0 * {y})"],
+    "rsqrt": lambda a, y, g, f: [f"-0.5 * {g} * {y} * {y} * {y}"],
+    "sin": lambda a, y, g, f: [f"{g} * tl.cos({a})"],
+    "cos": lambda a, y, g, f: [f"-({g} * tl.sin({a}))"],
+    "sigmoid": lambda a, y, g, f: [f"{g} * {y} * (1.0 - {y})"],
+    "tanh": lambda a, y, g, f: [f"{g} * (1.0 - {y} * {y})"],
+    "erf": lambda a, y, g, f: [f"{g} * {TWO_OVER_SQRT_PI} * tl.exp(-({a} * {a}))"],
+    "abs": lambda a, y, g, f: [f"tl.where({a} > 0, {g}, tl.where({a} < 0, -{g}, 0.0))"],
+    "fabs": lambda a, y, g, f: [f"tl.where({a} > 0, {g}, tl.where({a} < 0, -{g}, 0.0))"],
+    "maximum": _max_rule,
+    "fmax": _max_rule,
+    "minimum": _min_rule,
+    "fmin": _min_rule,
+    "pow": _pow_rule,
+    "fma": lambda a, b, c, y, g, f: [f"{g} * {b}", f"{g} * {a}", g],
+    "clamp": _clamp_rule,
+    "where": lambda c, a, b, y, g, f: [None, f"tl.where({c}, {g}, 0.0)", f"tl.where({c}, 0.0, {g})"],
+    "cast": lambda a, *rest: [rest[-2]] + [None] * (len(rest) - 3),  # (x, dtype, y, g, f)
+}
+
+# Functions whose result does not depend differentiably on their operands (torch: zero gradient).
+ZERO_GRADIENT = {
+    "floor", "ceil", "trunc", "rint", "round", "nearbyint", "isnan", "isinf", "isfinited", "isfinite",
+    "signbit", "zeros", "zeros_like", "full", "full_like", "arange", "program_id", "umulhi",
+}  # fmt: skip
+
+# Methods of a tensor value, as `x.to(tl.float32)`.
+METHODS = {"to": lambda a, *rest: [rest[-2]] + [None] * (len(rest) - 3)}
+
+
+def binop(op: ast.operator, a: str, b: str, y: str, g: str):
+    """Adjoints of `a <op> b`; None for an operator that passes no gradient (bitwise, shifts),
+    and KeyError for one that is not differentiable (floor division, modulo)."""
+    if isinstance(op, ast.Add):
+        return [g, g]
+    if isinstance(op, ast.Sub):
+        return [g, f"-{g}"]
+    if isinstance(op, ast.Mult):
+        return [f"{g} * {b}", f"{g} * {a}"]
+    if isinstance(op, ast.Div):
+        return [f"{g} / {b}", f"-{g} * {a} / ({b} * {b})"]
+    if isinstance(op, ast.Pow):
+        return [f"{g} * {b} * {a} ** ({b} - 1.0)", f"{g} * {y} * tl.log({a})"]
+    if isinstance(op, (ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)):
+        return None
+    raise KeyError(type(op).__name__)
+
+
+def unaryop(op: ast.unaryop, g: str):
+    if isinstance(op, ast.USub):
+        return [f"-{g}"]
+    if isinstance(op, ast.UAdd):
+        return [g]
+    return None  # not, ~: no gradient

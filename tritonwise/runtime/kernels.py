@@ -1,0 +1,293 @@
+"""The compiled kernel a launch plan runs: from the store when it holds it, else compiled once.
+
+On a plan's first GPU launch the kernel's identity (kernel_store.KernelIdentity) is computed
+from the generated kernel and the call's values, without entering Triton's cache key (which
+hashes libtriton and every frontend source, ~0.4 s a process): the specialization is the one
+Triton's JIT would choose for these values (pointer types and 16-byte alignment, integer
+widths, divisibility of the integers it specializes; tests/test_kernel_store.py checks it
+against Triton's own binder), the options are the backend's parse of what the JIT passes.
+A stored entry is loaded with the CUDA driver; otherwise `triton.compile` builds the kernel
+(Triton's disk cache still applies) and the entry is stored for the next process.
+`python -m tritonwise generate --compile` fills the store the same way for any target.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import threading
+from types import SimpleNamespace
+from typing import Callable, Optional, Sequence
+
+from . import cuda_driver, freeze, kernel_store, native
+from .arguments import describe_values
+from .kernel_store import KernelIdentity, StoredKernel
+from .launcher import direct_launcher, own_launcher
+
+logger = logging.getLogger("tritonwise")
+_loaded_lock = threading.Lock()
+_loaded: dict = {}  # (identity key, device index) -> LoadedKernel
+
+
+def parse_target(text: str) -> tuple:
+    """A (backend, arch, warp_size) target from "sm_90", "sm90", "90", "sm_100a" or "gfx942"."""
+    name = text.strip().lower()
+    if name.startswith("gfx"):
+        return ("hip", name, 64)
+    digits = name.removeprefix("sm").lstrip("_").rstrip("af")
+    if not digits.isdigit():
+        raise ValueError(f"unknown GPU architecture {text!r} (expected e.g. sm_90, sm_100 or gfx942)")
+    return ("cuda", int(digits), 32)
+
+
+@functools.lru_cache(maxsize=None)
+def device_target(device_index: int) -> tuple:
+    """The target of a CUDA device, as Triton's driver names it."""
+    import torch
+
+    major, minor = torch.cuda.get_device_capability(device_index)
+    return ("cuda", major * 10 + minor, 32)
+
+
+def specialize(kernel, values: Sequence) -> tuple:
+    """(signature, divisible, constexprs) that Triton's JIT gives `kernel` called with `values`
+    (one per parameter): each parameter's (name, type), the indices Triton marks divisible by 16,
+    and (index, value) of the compile-time values. A type comes from the annotation or the value;
+    parameters not in do_not_specialize are specialized on 16-byte alignment (pointers) and on
+    divisibility by 16 and the value 1 (integers; an unannotated 1 becomes a constexpr)."""
+    signature, divisible, constexprs = [], [], []
+    for index, (param, value) in enumerate(zip(kernel.params, values)):
+        kind, is_divisible = _parameter(param, value)
+        if kind == "constexpr":
+            constexprs.append((index, value))
+        elif is_divisible:
+            divisible.append(index)
+        signature.append((param.name, kind))
+    return tuple(signature), tuple(divisible), tuple(constexprs)
+
+
+def _parameter(param, value) -> tuple:
+    """(type, divisible by 16) of one parameter for one value."""
+    if param.is_constexpr:
+        return "constexpr", False
+    specialized = not param.do_not_specialize
+    annotation = param.annotation_type
+    if not annotation:
+        return _by_value(param, value, specialized)
+    if not specialized or annotation == "u1" or annotation[:2] in ("fp", "bf"):
+        return annotation, False
+    return annotation, _by_value(param, value, True)[1]
+
+
+def _by_value(param, value, specialized: bool) -> tuple:
+    if hasattr(value, "data_ptr"):
+        from triton._utils import canonicalize_ptr_dtype
+
+        aligned = specialized and not getattr(param, "do_not_specialize_on_alignment", False)
+        return canonicalize_ptr_dtype(value.dtype, param.is_const), aligned and value.data_ptr() % 16 == 0
+    if isinstance(value, bool):
+        return "u1", False
+    if isinstance(value, int):
+        if specialized and value == 1:
+            return "constexpr", False
+        kind = "i32" if -(2**31) <= value < 2**31 else "i64" if -(2**63) <= value < 2**63 else "u64"
+        return kind, specialized and value % 16 == 0
+    if isinstance(value, float):
+        return "fp32", False
+    raise TypeError(f"{param.name}: cannot pass a {type(value).__name__} to a kernel")
+
+
+def jit_options(kernel, num_warps: int) -> dict:
+    """The options Triton's JIT passes to the backend for a launch with `num_warps`."""
+    from triton import knobs
+
+    options = {"num_warps": num_warps, "debug": bool(getattr(kernel, "debug", None) or knobs.runtime.debug)}
+    for name in ("instrumentation_mode", "fpsan_homomorphic_casts"):  # knobs of some Triton versions
+        if hasattr(knobs.compilation, name):
+            options[name] = getattr(knobs.compilation, name)
+    return options
+
+
+@functools.lru_cache(maxsize=64)
+def _backend(target: tuple):
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import make_backend
+
+    return make_backend(GPUTarget(*target))
+
+
+def parsed_options(target: tuple, options: dict) -> tuple:
+    """The backend's options as sorted (name, value) pairs; library paths by file name only, so a
+    binary built in one installation is found from another."""
+    parsed = _backend(target).parse_options(dict(options)).__dict__
+    pairs = []
+    for name, value in sorted(parsed.items()):
+        if name == "extern_libs" and value:
+            value = tuple((lib, os.path.basename(path)) for lib, path in value)
+        pairs.append((name, value))
+    return tuple(pairs)
+
+
+def compile_env() -> tuple:
+    """Environment that changes what Triton compiles: the variables Triton's cache treats as
+    invalidating, and tool paths (TRITON_PTXAS_PATH and the like)."""
+    from triton._C.libtriton import get_cache_invalidating_env_vars
+
+    env = dict(get_cache_invalidating_env_vars())
+    env.update((k, v) for k, v in os.environ.items() if k.startswith("TRITON_") and k.endswith("_PATH"))
+    return tuple(sorted(env.items()))
+
+
+def identity(file_name: str, kernel, values: Sequence, num_warps: int, target: tuple) -> KernelIdentity:
+    """Everything that changes the binary of `kernel` (from the generated file `file_name`)
+    launched with `values` on `target`."""
+    import triton
+
+    signature, divisible, constexprs = specialize(kernel, values)
+    return kernel_store.normalized(
+        KernelIdentity(
+            file=file_name,
+            source=kernel.cache_key,
+            triton=triton.__version__,
+            target=target,
+            signature=signature,
+            attrs=tuple((i, "D") for i in divisible),
+            constexprs=constexprs,
+            options=parsed_options(target, jit_options(kernel, num_warps)),
+            env=compile_env(),
+        )
+    )
+
+
+def compile_and_store(kernel, ident: KernelIdentity) -> StoredKernel:
+    """Compile `kernel` for `ident` with triton.compile (no device needed) and store it."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import ASTSource
+
+    freeze.check(f"compiling {ident.describe()}")
+    backend = _backend(ident.target)
+    source = ASTSource(
+        kernel,
+        dict(ident.signature),
+        {(i,): v for i, v in ident.constexprs},
+        {(i,): backend.parse_attr(letter) for i, letter in ident.attrs},
+    )
+    options = backend.parse_options(jit_options(kernel, dict(ident.options)["num_warps"]))
+    compiled = triton.compile(source, target=GPUTarget(*ident.target), options=options.__dict__)
+    meta = compiled.metadata
+    stored = StoredKernel(
+        identity=ident,
+        binary=compiled.asm["cubin" if ident.target[0] == "cuda" else "hsaco"],
+        name=meta.name,
+        num_warps=meta.num_warps,
+        shared=meta.shared,
+        launch={field: _plain(getattr(meta, field, None)) for field in LAUNCH_FIELDS},
+    )
+    try:
+        logger.debug("tritonwise: compiled %s into %s", ident.describe(), kernel_store.save(stored))
+    except OSError as e:  # no writable directory at all: run it anyway, compile again next process
+        logger.warning("tritonwise: could not store the compiled %s: %s", ident.describe(), e)
+    return stored
+
+
+LAUNCH_FIELDS = (
+    "num_ctas",
+    "launch_cooperative_grid",
+    "launch_pdl",
+    "global_scratch_size",
+    "profile_scratch_size",
+    "tensordesc_meta",
+)
+
+
+def _plain(value):
+    """A metadata value as JSON keeps it."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value if value is None or isinstance(value, (bool, int, float, str, dict)) else repr(value)
+
+
+def stored_or_compiled(kernel, ident: KernelIdentity) -> StoredKernel:
+    """The stored kernel for `ident`, compiling and storing it when the store lacks it."""
+    return kernel_store.load(ident) or compile_and_store(kernel, ident)
+
+
+class LoadedKernel:
+    """A stored kernel loaded on one device, with the attributes of Triton's CompiledKernel that
+    runtime/launcher.py reads (name, function, metadata, src.signature)."""
+
+    def __init__(self, stored: StoredKernel, function: int):
+        self.name, self.function = stored.name, function
+        self.metadata = SimpleNamespace(num_warps=stored.num_warps, shared=stored.shared, **stored.launch)
+        self.src = SimpleNamespace(signature=dict(stored.identity.signature))
+
+
+def loaded(file_name: str, kernel, values: Sequence, num_warps: int, device_index: int) -> Optional[LoadedKernel]:
+    """The kernel for this launch loaded on CUDA device `device_index` with the driver, from the
+    store or compiled into it first; None for kernels the driver alone cannot start (more than
+    48 KB of shared memory)."""
+    ident = identity(file_name, kernel, values, num_warps, device_target(device_index))
+    key = (ident.key, device_index)
+    found = _loaded.get(key)
+    if found is None:
+        stored = stored_or_compiled(kernel, ident)
+        if stored.shared > 48 * 1024:
+            return None
+        found = LoadedKernel(stored, cuda_driver.load_function(stored.binary, stored.name, device_index))
+        with _loaded_lock:
+            found = _loaded.setdefault(key, found)
+    return found
+
+
+def compile_ahead(file_name: str, kernel, values: Sequence, num_warps: int, targets: Sequence) -> int:
+    """Store `kernel` (of the generated file `file_name`) compiled for each target, specialized
+    on `values` as a launch with them would be; returns how many were not stored yet."""
+    missing = 0
+    for target in targets:
+        ident = identity(file_name, kernel, values, num_warps, target)
+        if kernel_store.load(ident) is None:
+            compile_and_store(kernel, ident)
+            missing += 1
+    return missing
+
+
+def store_enabled() -> bool:
+    """Whether first launches go through the store: opt-in (TRITONWISE_KERNEL_STORE=1) until the
+    store has run on a GPU. Its CPU tests (a stand-in driver, cross-builds, Triton's own binder
+    as the oracle of the specialization) pass, but no GPU was lent to the session that wrote it;
+    without it, the first launch compiles through Triton's JIT as before."""
+    return os.environ.get("TRITONWISE_KERNEL_STORE", "0") == "1"
+
+
+def _drivable() -> bool:
+    """Whether this process can load and launch binaries itself (CUDA driver, launch.c)."""
+    import torch
+
+    return torch.version.hip is None and cuda_driver.driver() is not None and native.launch_module() is not None
+
+
+def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
+    """Launch `plan` for the first time in this process; returns the launcher for its later
+    calls: launch.c over the stored binary (compiled and stored first when missing), else what
+    Triton's own compilation gives (runtime/launcher.py). Triton's JIT launches instead while
+    profiler hooks are installed, and for kernels the driver alone cannot start."""
+    kernel = plan.launch.__globals__[plan.spec.kernel_name]  # the generated module's @triton.jit kernel
+    tail, device, grid = plan.index_args + plan.constexprs, plan.device.index, plan.grid
+
+    def through_triton(inputs: Sequence, outputs: Sequence):
+        return plan.launch(grid, *inputs, *outputs, *plan.index_args, *plan.constexprs, plan.num_warps)
+
+    try:
+        if store_enabled() and _drivable() and hasattr(kernel, "params"):  # a JITFunction, not interpreted
+            found = loaded(plan.spec.file_name, kernel, (*inputs, *outputs, *tail), plan.num_warps, device)
+            launch = found and own_launcher(found, grid, tail, device, len(inputs), through_triton)
+            if launch:
+                launch(inputs, outputs)
+                return launch
+        freeze.check(f"Triton to compile or look up {plan.spec.kernel_name} ({plan.spec.file_name})")
+    except freeze.FrozenError as e:
+        raise freeze.FrozenError(f"{plan.name}({describe_values(inputs)}): {e}") from None
+    compiled = through_triton(inputs, outputs)
+    return direct_launcher(compiled, grid, tail, device, len(inputs)) or through_triton
