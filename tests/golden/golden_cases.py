@@ -62,7 +62,6 @@ def _huge(*shape):
 
 def cases() -> dict:
     """File name -> (function, args, outputs)."""
-    f32 = torch.float32
     return {
         "flat_f32": (add_fn, (torch.ones(100), torch.ones(100)), {}),
         "rank0_f32": (add_fn, (torch.tensor(1.0), torch.tensor(2.0)), {}),
@@ -71,7 +70,7 @@ def cases() -> dict:
         "tile2d_batch_f32": (add_fn, (torch.ones(2, 8, 16), torch.ones(2, 16, 8).transpose(1, 2)), {}),
         "nd_int64_index": (add_fn, (_huge(2**16, 2**16), torch.ones(2**16, 1)), {}),
         "cast_i32_f16": (add_fn, (torch.ones(4, 5, dtype=torch.int32), torch.ones(5, dtype=torch.float16)), {}),
-        "store_f16_out": (add_fn, (torch.ones(6, dtype=f32), torch.ones(6, dtype=f32)), {"out0": torch.empty(6).half()}),
+        "store_f16_out": (add_fn, (torch.ones(6), torch.ones(6)), {"out0": torch.empty(6).half()}),
         "sum_f16": (sum_of_squares, (torch.ones(3, 7, dtype=torch.float16)[:, :5],), {}),
         "max_i16_deterministic": (max_of_squares, (torch.ones(40, dtype=torch.int16),), {}),
         "two_outputs_f32": (two_outputs, (torch.ones(4, 6), torch.ones(6)), {}),
