@@ -29,7 +29,7 @@ from ._version import __version__
 from .frontend.derivative import derive, ties_source
 from .frontend.payload import inspect_payload
 from .frontend.schema import FunctionSchema
-from .runtime.arguments import output_keywords
+from .frontend.validation import output_keywords
 from .runtime.cache import ensure_file
 
 DOUBLE_BACKWARD = (

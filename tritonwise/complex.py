@@ -34,6 +34,7 @@ import torch
 
 from .frontend.dtypes import resolve_types
 from .frontend.promotion import ELEMENTWISE_TYPE_PROMOTION_KIND, promote
+from .frontend import validation
 from .runtime import arguments as argcheck
 
 
@@ -76,7 +77,7 @@ class ComplexHandler:
         if not any(is_complex(args[i]) for i in self.operands):
             return _real_into_complex(fn, args, outs)
         if self.tensorize_scalars and self.fallback_target is not None:
-            return self.fallback_target(*self._tensorized(args), **argcheck.output_keywords(outs))
+            return self.fallback_target(*self._tensorized(args), **validation.output_keywords(outs))
         args = tuple(_resolved(a) for a in args)
         outputs = _outputs(fn, args, outs)
         if self.mode is ComplexMode.CROSS:
@@ -135,14 +136,14 @@ def _elementwise_pairs(fn, args: tuple, operands: tuple, outputs: list) -> None:
         torch.view_as_real(a) if i in operands else a.unsqueeze(-1) if argcheck.is_tensor_like(a) else a
         for i, a in enumerate(args)
     ]
-    fn(*real_args, **argcheck.output_keywords([torch.view_as_real(o) for o in outputs]))
+    fn(*real_args, **validation.output_keywords([torch.view_as_real(o) for o in outputs]))
 
 
 def _elementwise_parts(fn, args: tuple, operands: tuple, outputs: list) -> None:
     """Two launches: real parts, then imaginary parts (zeros for real tensors and scalars)."""
     for half in (0, 1):
         parts = [_part(a, half) if i in operands else a for i, a in enumerate(args)]
-        fn(*parts, **argcheck.output_keywords([torch.view_as_real(o)[..., half] for o in outputs]))
+        fn(*parts, **validation.output_keywords([torch.view_as_real(o)[..., half] for o in outputs]))
 
 
 def _part(a, half: int):
@@ -158,7 +159,7 @@ def _part(a, half: int):
 def _real_into_complex(fn, args: tuple, outs: tuple):
     """Real operands, complex given outputs: the real result, with a zero imaginary part."""
     reals = [torch.view_as_real(_resolved(o))[..., 0] if o is not None and is_complex(o) else o for o in outs]
-    result = fn(*args, **argcheck.output_keywords(reals))
+    result = fn(*args, **validation.output_keywords(reals))
     for o in outs:
         if o is not None and is_complex(o):
             torch.view_as_real(o)[..., 1].zero_()
@@ -176,7 +177,7 @@ def _outputs(fn, args: tuple, outs: tuple) -> list:
     name = fn.__name__
     results = resolve_types(fn.schema, args).results
     tensors = [(f"argument {i}", a) for i, a in enumerate(args) if argcheck.is_tensor_like(a)]
-    device = argcheck.launch_device(name, tensors + [(f"out{k}", o) for k, o in enumerate(outs) if o is not None])
+    device = validation.launch_device(name, tensors + [(f"out{k}", o) for k, o in enumerate(outs) if o is not None])
     try:
         shape = torch.broadcast_shapes(*[a.shape for _, a in tensors])
     except RuntimeError as e:
@@ -191,7 +192,7 @@ def _outputs(fn, args: tuple, outs: tuple) -> list:
         if out is None:
             out = torch.empty(shape, dtype=dtype, device=device)
         else:
-            argcheck.check_output(name, k, out, shape, dtype, device, complex_ok=True)
+            validation.check_output(name, k, out, shape, dtype, device, complex_ok=True)
             if out.is_conj():
                 raise RuntimeError(f"{name}: out{k} is a conjugate view; give a tensor without the conjugate bit")
         outputs.append(out)
@@ -209,7 +210,7 @@ def _resolved(a):
 
 def _device(args: tuple):
     tensors = [(f"argument {i}", a) for i, a in enumerate(args) if argcheck.is_tensor_like(a)]
-    return argcheck.launch_device("register_complex", tensors)
+    return validation.launch_device("register_complex", tensors)
 
 
 def complex_handler(fn, mode, cross_kernel=None, tensorize_scalars=False, fallback_target=None):

@@ -16,14 +16,16 @@ import torch
 
 from .analysis.broadcast import broadcast_shapes
 from .analysis.plan import TaskPlan, analyze
-from .codegen.body import index_arg_values
 from .codegen.build import build_spec
+from .codegen.params import index_arg_values
 from .codegen.render import identity_marks, payload_alias, render
 from .config import CodeGenConfig
+from .frontend import validation
 from .frontend.dtypes import check_unsigned_scalars, resolve_types
 from .frontend.payload import inspect_payload
 from .frontend.reduction import parse_reductions, reduction_of
 from .frontend.schema import FunctionSchema
+from .frontend.summary import summarize
 from .runtime import arguments as argcheck
 from .runtime.cache import ensure_file
 from .runtime.dispatch import LaunchPlan, PlanCache
@@ -54,6 +56,7 @@ class PointwiseDynamicFunction:
         self._deterministic = bool(deterministic)
         self._plans = PlanCache()
         self._instances: dict = {}
+        self._probed: dict = {}  # payload value dtypes per probe inputs (codegen elides agreeing casts)
         self._complex = None  # a complex.ComplexHandler once register_complex is called
         self._backward_payload = backward  # a hand-written backward payload, else None (derived)
         self._backward = None  # an autograd.Backward, built on the first call that records
@@ -91,7 +94,7 @@ class PointwiseDynamicFunction:
             return plan.fast(args)  # the steady state: allocate and launch, nothing else
         outs = outs or self._no_outputs
         if plan is None:
-            scalars = argcheck.python_scalars(args)
+            scalars = validation.python_scalars(args)
             if scalars is not args:  # NumPy scalars: plans are keyed on the python scalars torch reads
                 return self(*scalars, **kwargs)
             if any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):  # record for autograd
@@ -100,13 +103,13 @@ class PointwiseDynamicFunction:
                 return autograd.call(self, args, outs)
             if self._complex is not None and self._complex.applies(args, outs):
                 return self._complex(self, args, outs)
-            if argcheck.has_dtensor(args, outs):
+            if validation.has_dtensor(args, outs):
                 from . import dtensor  # imports torch.distributed.tensor, which the caller has already
 
                 return dtensor.call(self, args, outs)
-            resolved = argcheck.resolve_negative_views(self.__name__, args, outs)
+            resolved = validation.resolve_negative_views(self.__name__, args, outs)
             if resolved is not None:
-                return self(*resolved, **argcheck.output_keywords(outs))
+                return self(*resolved, **validation.output_keywords(outs))
             if logger.isEnabledFor(logging.DEBUG):
                 reason = argcheck.miss_reason(key, self._plans.newest_key())
                 logger.debug("tritonwise: %s: plan-cache miss (%s)", self.__name__, reason)
@@ -179,7 +182,7 @@ class PointwiseDynamicFunction:
         return tuple(outs)
 
     def _prepare(self, args: tuple, outs: tuple, collapse: bool) -> LaunchPlan:
-        args = argcheck.python_scalars(args)
+        args = validation.python_scalars(args)
         types, reductions, task, device = self._analyze(args, outs, collapse)
         return self._bind(args, outs, types, reductions, task, device)
 
@@ -196,12 +199,12 @@ class PointwiseDynamicFunction:
     def output_device(self, *args, **kwargs):
         """The device a call with these arguments (and given outputs) runs on and allocates its
         outputs on: the real call's own rule (0-d CPU tensors beside others act as scalars)."""
-        return self._device(argcheck.python_scalars(args), self._outputs(kwargs))
+        return self._device(validation.python_scalars(args), self._outputs(kwargs))
 
     def _device(self, args: tuple, outs: tuple):
         labelled = [(f"argument {i}", a) for i, a in enumerate(args) if argcheck.is_tensor_like(a)]
         labelled += [(f"out{k}", o) for k, o in enumerate(outs) if o is not None]
-        device = argcheck.launch_device(self.__name__, labelled)
+        device = validation.launch_device(self.__name__, labelled)
         if device is None:
             raise TypeError(f"{self.__name__}: needs at least one tensor argument or output to know the device")
         return device
@@ -214,10 +217,10 @@ class PointwiseDynamicFunction:
         return register(self, qualname)
 
     def _analyze(self, args: tuple, outs: tuple, collapse: bool) -> tuple:
-        name, schema, args = self.__name__, self._schema, argcheck.python_scalars(args)
+        name, schema, args = self.__name__, self._schema, validation.python_scalars(args)
         if len(args) != schema.num_inputs():
             raise TypeError(f"{name}() takes {schema.num_inputs()} positional inputs but {len(args)} were given")
-        argcheck.check_kinds(name, schema, args)
+        validation.check_kinds(name, schema, args)
         check_unsigned_scalars(name, schema, args)
         tensors = [a for a in args if argcheck.is_tensor_like(a)]
         for k, out in enumerate(outs):
@@ -237,7 +240,7 @@ class PointwiseDynamicFunction:
                 if r is None and not torch.can_cast(types.results[k], out.dtype):
                     types = self._payload_result(k, out.dtype, types, args)
                 dtype, expected = (types.results[k], shape) if r is None else (r.result, ())
-                argcheck.check_output(name, k, out, expected, dtype, device)
+                validation.check_output(name, k, out, expected, dtype, device)
         task = analyze(inputs, [_layout(o) for o in elementwise], _itemsize(tensors, types), self._config, collapse)
         return types, reductions, task, device
 
@@ -274,7 +277,16 @@ class PointwiseDynamicFunction:
         return plan.path
 
     def _spec(self, args, outs, types, reductions, task: TaskPlan):
-        return build_spec(self._payload, self._schema, args, types, task, reductions, self._deterministic, outs)
+        call = summarize(self._schema, args, outs or self._no_outputs)
+        return build_spec(self._payload, call, types, task, reductions, self._deterministic, self._probe)
+
+    def _probe(self, inputs: tuple):
+        """The dtypes the payload returns for `inputs` (see runtime/probe.py), once per input types."""
+        if inputs not in self._probed:
+            from .runtime.probe import value_dtypes
+
+            self._probed[inputs] = value_dtypes(self._payload.fn, inputs)
+        return self._probed[inputs]
 
     def _bind(self, args, outs, types, reductions, task: TaskPlan, device) -> LaunchPlan:
         spec = self._spec(args, outs, types, reductions, task)
@@ -354,10 +366,10 @@ class InstantiatedFunction:
         key = argcheck.call_signature(args, outs)
         plan = self._plans.get(key)
         if plan is None:
-            scalars = argcheck.python_scalars(args)
+            scalars = validation.python_scalars(args)
             if scalars is not args:
                 return self(*scalars, **kwargs)
-            resolved = argcheck.resolve_negative_views(self.__name__, args, outs)
+            resolved = validation.resolve_negative_views(self.__name__, args, outs)
             if resolved is not None:
                 return self(*resolved, **kwargs)
             self._check(args, outs)

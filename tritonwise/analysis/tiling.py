@@ -13,6 +13,7 @@ each), so a new shape of the same class reuses the file and one of at most:
 each capped by the config's max_tile_size. Along a dim, the pick is the largest size whose
 tiles are more than half used (`extent / tiled extent > 1/2`), else the smallest: a 16 x 64
 slab stays 16 x 64, a transpose of large extents gets 64 x 128, as benchmarks/sweep.py measured.
+Each scheme's choices, pick, warps and tile count live in its own module under schemes/.
 """
 
 from __future__ import annotations
@@ -22,16 +23,15 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from ..config import CodeGenConfig
+from ..schemes import choose_scheme, get_scheme
 
 INT32_LIMIT = 2**31 - 1
 ALIGNMENT = 16  # elements; divisibility that lets Triton use 16-byte vector accesses
-ND_BLOCK_N = (16, 64, 256, 1024)
-TILE2D_BLOCK_N = (16, 64, 128)
 
 
 @dataclass(frozen=True)
 class Tiling:
-    scheme: str  # "flat" (rank <= 1), "nd" (rows x innermost), "tile2d" (transposing tile)
+    scheme: str  # a name in schemes/registry.py: "flat" (rank <= 1), "nd", "tile2d", ...
     m_dim: Optional[int]  # tile2d: the dim some operand walks fastest, tiled beside the innermost
     block: tuple  # the block this task launches with: one of `choices`
     num_warps: int
@@ -44,79 +44,14 @@ def stride_class(stride: int) -> str:
     return "0" if stride == 0 else "1" if stride == 1 else "s"
 
 
-def choose_scheme(task_shape: tuple, strides: Sequence[tuple]) -> tuple:
-    """(scheme, m_dim): tile2d when an operand is strided along the innermost dim but unit along another."""
-    rank = len(task_shape)
-    if rank <= 1:
-        return "flat", None
-    inner = rank - 1
-    for op in strides:
-        if op[inner] in (0, 1):
-            continue
-        unit = [d for d in range(inner) if op[d] == 1]
-        if unit:
-            return "tile2d", unit[-1]
-    return "nd", None
-
-
-def block_choices(scheme: str, rank: int, itemsize: int, aligned: bool, config: CodeGenConfig) -> tuple:
-    """The blocks a file of this class may be launched with, as (BLOCK_M, BLOCK_N) or (BLOCK,)."""
-    cap = _pow2_floor(config.max_tile_size)
-    if scheme == "flat":
-        return (((min(cap, 4096 // itemsize),),) if rank else ((),))
-    if scheme == "nd":
-        rows = min(2048, cap)
-        return _unique((max(rows // min(bn, cap), 1), min(bn, cap)) for bn in ND_BLOCK_N)
-    side = 64 if itemsize <= 4 and aligned else 32
-    return _unique((min(bm, cap), min(bn, max(cap // min(bm, cap), 1))) for bm in (16, side) for bn in TILE2D_BLOCK_N)
-
-
-def _unique(blocks) -> tuple:
-    return tuple(dict.fromkeys(blocks))
-
-
-def _fit(extent: int, sizes: Sequence[int]) -> int:
-    """The largest of `sizes` whose tiles along `extent` are more than half used, else the smallest."""
-    for size in sorted(set(sizes), reverse=True):
-        if 2 * extent > -(-extent // size) * size:
-            return size
-    return min(sizes)
-
-
-def pick_block(task_shape: tuple, m_dim: Optional[int], scheme: str, choices: tuple) -> tuple:
-    """The block of `choices` this task takes: fitted along the innermost dim, then along m_dim."""
-    if scheme == "flat":
-        return choices[0]
-    bn = _fit(task_shape[-1], [b[1] for b in choices])
-    with_bn = [b for b in choices if b[1] == bn]
-    if scheme == "nd":
-        return with_bn[0]
-    bm = _fit(task_shape[m_dim], [b[0] for b in with_bn])
-    return next(b for b in with_bn if b[0] == bm)
-
-
-def warps_for(scheme: str, block: tuple, config: CodeGenConfig) -> int:
-    elements = math.prod(block)
-    if scheme == "flat":
-        warps = max(1, min(8, elements // 128))  # 16 bytes a thread on 8 warps
-    elif scheme == "nd":
-        warps = max(1, min(8, elements // 256))
-    else:
-        warps = 8 if elements >= 4096 else 4
-    return min(warps, _pow2_floor(config.max_num_warps_per_cta))
-
-
 def choose_tiling(task_shape: tuple, strides: Sequence[tuple], itemsize: int, config: CodeGenConfig) -> Tiling:
     """Block shapes and warps measured best on an H100 (benchmarks/sweep.py; RESULTS.md)."""
-    scheme, m_dim = choose_scheme(task_shape, strides)
+    scheme = choose_scheme(task_shape, strides)
+    m_dim = scheme.tiled_dim(task_shape, strides)
     aligned = is_aligned(task_shape, strides, m_dim)
-    choices = block_choices(scheme, len(task_shape), itemsize, aligned, config)
-    block = pick_block(task_shape, m_dim, scheme, choices)
-    return Tiling(scheme, m_dim, block, warps_for(scheme, block, config), choices, aligned)
-
-
-def _pow2_floor(n: int) -> int:
-    return 1 << (n.bit_length() - 1)
+    choices = scheme.block_choices(len(task_shape), itemsize, aligned, config)
+    block = scheme.pick_block(task_shape, m_dim, choices)
+    return Tiling(scheme.name, m_dim, block, scheme.num_warps(block, config), choices, aligned)
 
 
 def index_bits(task_shape: tuple, strides: Sequence[tuple], block: tuple) -> int:
@@ -140,13 +75,4 @@ def is_aligned(task_shape: tuple, strides: Sequence[tuple], m_dim: Optional[int]
 
 
 def num_tiles(task_shape: tuple, tiling: Tiling) -> int:
-    if not task_shape:
-        return 1
-    if tiling.scheme == "flat":
-        return -(-task_shape[0] // tiling.block[0])
-    bm, bn = tiling.block
-    tiles_n = -(-task_shape[-1] // bn)
-    if tiling.scheme == "nd":
-        return -(-math.prod(task_shape[:-1]) // bm) * tiles_n
-    batch = math.prod(n for d, n in enumerate(task_shape[:-1]) if d != tiling.m_dim)
-    return batch * -(-task_shape[tiling.m_dim] // bm) * tiles_n
+    return get_scheme(tiling.scheme).num_tiles(task_shape, tiling.m_dim, tiling.block)

@@ -1,12 +1,14 @@
 """The lines of a kernel body and its parameter list, derived from a KernelSpec.
 
-The parameter list and its values (index_params, index_arg_values) are needed on every plan
-miss, also when the file is already cached; they come from the stride classes alone, so sympy
-(indexing.py, imported on first use) runs only when a body is written.
+The parameter list and its launch values (params.py, from the scheme's integer arithmetic) are
+needed on every plan miss, also when the file is already cached; sympy (indexing.py, imported
+on first use) runs only when a body is written.
 """
 
 from __future__ import annotations
 
+from ..schemes import get_scheme
+from .params import constexpr_params, index_params
 from .spec import KernelSpec
 
 
@@ -14,63 +16,12 @@ def accesses(spec: KernelSpec) -> dict:
     """Name -> Access for every tensor operand."""
     from .indexing import operand_access
 
-    return {op.name: operand_access(op.name, op.strides, spec.scheme, spec.m_dim) for op in spec.tensors}
-
-
-def stride_params(name: str, classes: str) -> list:
-    """The run-time stride parameters of operand `name`: one per dim of class 's', in the order
-    the index expressions list them (sorted by name, as indexing.operand_access does)."""
-    return sorted(f"{name}_stride{d}" for d, c in enumerate(classes) if c == "s")
-
-
-def index_params(spec: KernelSpec) -> list:
-    """The integer parameters after the operands: sizes, run-time strides, tile counts."""
-    r = spec.rank
-    if spec.scheme == "flat":
-        sizes = [0] if r else []
-        counts = ["num_tiles"] if r else []
-    elif spec.scheme == "nd":
-        sizes = list(range(1, r))
-        counts = ["num_rows", "tiles_n", "num_tiles"]
-    else:
-        batch = _batch_dims(spec)
-        sizes = sorted(batch[1:] + [spec.m_dim, r - 1])
-        counts = ["tiles_m", "tiles_n", "num_tiles"]
-    strides = [s for op in spec.tensors for s in stride_params(op.name, op.strides)]
-    return [f"size{d}" for d in sizes] + strides + counts
-
-
-def constexpr_params(spec: KernelSpec) -> list:
-    if spec.scheme == "flat":
-        return ["BLOCK"] if spec.rank else []
-    return ["BLOCK_M", "BLOCK_N"]
-
-
-def _batch_dims(spec: KernelSpec) -> list:
-    return [d for d in range(spec.rank - 1) if d != spec.m_dim]
-
-
-def _decompose(dims: list, source: str) -> list:
-    """Lines splitting `source` into per-dim indices, innermost of `dims` fastest."""
-    lines = []
-    for pos in range(len(dims) - 1, 0, -1):
-        d = dims[pos]
-        lines.append(f"i{d} = {source} % size{d}")
-        quotient = f"i{dims[0]}" if pos == 1 else "rest"
-        lines.append(f"{quotient} = {source} // size{d}")
-        source = "rest"
-    if len(dims) == 1:
-        lines.append(f"i{dims[0]} = {source}")
-    return lines
+    scheme = get_scheme(spec.scheme)
+    return {op.name: operand_access(op.name, op.strides, scheme, spec.m_dim) for op in spec.tensors}
 
 
 def decompose_lines(spec: KernelSpec) -> list:
-    if spec.scheme == "nd":
-        return _decompose(list(range(spec.rank - 1)), "rows")
-    if spec.scheme == "tile2d":
-        batch = _batch_dims(spec)
-        return ["rest = rest // tiles_m"] + _decompose(batch, "rest") if batch else []
-    return []
+    return get_scheme(spec.scheme).decompose_lines(spec.rank, spec.m_dim)
 
 
 def prologue_lines(spec: KernelSpec) -> list:
@@ -118,7 +69,7 @@ _COMBINE = {
 def _reduce(spec: KernelSpec, output) -> str:
     """Fold a tile's values into the accumulator. A rank-0 task has one 0-d value and no tile:
     it is combined as it is (`tl.sum` and friends reduce blocks; the compiler rejects a 0-d one)."""
-    value = f"{output.name}{convert_to(output.dtype)}"  # round as the materialized result would be
+    value = output.name + _as_result(output)  # round as the materialized result would be
     combine, block_reduce, _ = _COMBINE[output.reduction]
     if spec.rank and output.dtype in NARROW_SIGNED:
         via = "float64" if output.reduction == "sum" else "float32"
@@ -188,8 +139,14 @@ def _load(name: str, access, chain: tuple) -> str:
 
 def _store(output, access) -> str:
     mask = f", mask={access.mask}" if access.mask else ""
-    value = output.name + convert_to(output.dtype) + (convert_to(output.store) if output.store else "")
+    stored = conversion_text((output.store,), start=output.dtype) if output.store else ""
+    value = output.name + _as_result(output) + stored
     return f"tl.store({access.pointer}, {value}{mask})"
+
+
+def _as_result(output) -> str:
+    """The payload's value converted to the result dtype, unless it already has it."""
+    return "" if output.value == output.dtype else convert_to(output.dtype)
 
 
 def body_text(spec: KernelSpec, payload_alias: str) -> str:
@@ -222,33 +179,3 @@ def kernel_params(spec: KernelSpec) -> list:
     params += [f"{p}: {int_type}" for p in index_params(spec)]
     params += [f"{p}: tl.constexpr" for p in constexpr_params(spec)]
     return params
-
-
-def index_arg_values(spec: KernelSpec, plan) -> tuple:
-    """Values of index_params(spec) for one task plan, in order."""
-    shape = plan.task_shape
-    operand_strides = dict(zip((op.name for op in spec.tensors), plan.strides))
-    counts = {"num_tiles": plan.num_tiles}
-    if spec.scheme != "flat":
-        bm, bn = plan.tiling.block
-        counts["num_rows"] = _prod(shape[:-1])
-        counts["tiles_n"] = -(-shape[-1] // bn)
-        if spec.m_dim is not None:
-            counts["tiles_m"] = -(-shape[spec.m_dim] // bm)
-    values = []
-    for name in index_params(spec):
-        if name.startswith("size"):
-            values.append(shape[int(name[4:])])
-        elif "_stride" in name:
-            operand, dim = name.split("_stride")
-            values.append(operand_strides[operand][int(dim)])
-        else:
-            values.append(counts[name])
-    return tuple(values)
-
-
-def _prod(values) -> int:
-    result = 1
-    for v in values:
-        result *= v
-    return result

@@ -1,4 +1,4 @@
-"""build_spec(): the KernelSpec for a payload, its call types and a task plan."""
+"""build_spec(): the KernelSpec for a payload, a summary of the call, its types and a task plan."""
 
 from __future__ import annotations
 
@@ -10,16 +10,13 @@ from .._version import __version__
 from ..analysis.plan import TaskPlan
 from ..frontend.dtypes import CallTypes
 from ..frontend.payload import Payload
-from ..frontend.schema import FunctionSchema
+from ..frontend.summary import CallSummary, OperandSummary
 from .key import generator_digest, triton_version
-from .spec import InputSpec, KernelSpec, OutputSpec, PayloadCall, triton_dtype
+from .spec import TRITON_DTYPES, InputSpec, KernelSpec, OutputSpec, PayloadCall, triton_dtype
 
 
-def _scalar_spec(name: str, param: str, value, chains: list) -> InputSpec:
+def _scalar_spec(name: str, param: str, kind: type, chains: list) -> InputSpec:
     """A scalar parameter; typed when some output converts it (float64 when one computes in it)."""
-    kind = type(value)
-    if kind not in (bool, int, float):
-        raise TypeError(f"argument {name} ({param}): scalars must be bool, int or float, got {kind.__name__}")
     if not chains:
         return InputSpec(name, param, False, kind.__name__)
     if kind is float:
@@ -34,8 +31,19 @@ def _tensor_spec(name: str, param: str, dtype, classes: str) -> InputSpec:
 
 
 def payload_calls(types: CallTypes) -> tuple:
+    return tuple(
+        PayloadCall(
+            tuple(f"out{k}" for k in members),
+            tuple(tuple(triton_dtype(d, f"in{i}") for d in (chain or ())) for i, chain in enumerate(merged)),
+        )
+        for members, merged in _call_groups(types)
+    )
+
+
+def _call_groups(types: CallTypes) -> list:
     """Outputs grouped into payload calls: an output joins the first call whose conversions agree
-    with its own on every input both name (an input neither names is passed as loaded)."""
+    with its own on every input both name (an input neither names is passed as loaded).
+    Returns (output indices, torch dtype chain per input) per call."""
     groups: list = []  # [output indices, merged chains]
     for k, chains in enumerate(types.conversions):
         for members, merged in groups:
@@ -45,50 +53,65 @@ def payload_calls(types: CallTypes) -> tuple:
                 break
         else:
             groups.append(([k], list(chains)))
-    return tuple(
-        PayloadCall(
-            tuple(f"out{k}" for k in members),
-            tuple(tuple(triton_dtype(d, f"in{i}") for d in (chain or ())) for i, chain in enumerate(merged)),
-        )
-        for members, merged in groups
-    )
+    return groups
 
 
-def _output_spec(k: int, dtype, classes, reduction, store=None) -> OutputSpec:
+def payload_values(call: CallSummary, types: CallTypes, probe) -> tuple:
+    """Per output, the triton dtype the payload returns for it (None when `probe` cannot tell).
+    `probe(inputs)` runs the payload on 0-d values: per argument (torch dtype, None) for a tensor,
+    (a value of the scalar's kind, its computation dtype or None) for a scalar."""
+    values = [None] * len(types.results)
+    for members, chains in _call_groups(types) if probe else ():
+        inputs = tuple(_probe_input(operand, chain) for operand, chain in zip(call.inputs, chains))
+        found = probe(inputs)
+        for k in members if found and len(found) == len(values) else ():
+            values[k] = TRITON_DTYPES.get(found[k])
+    return tuple(values)
+
+
+def _probe_input(operand: OperandSummary, chain) -> tuple:
+    last = chain[-1] if chain else None
+    if operand.is_tensor:
+        return (last or operand.dtype, None)
+    return (2**40 if operand.wide else operand.kind(1), last)  # an int at the width Triton passes it
+
+
+def _output_spec(k: int, dtype, classes, reduction, store=None, value=None) -> OutputSpec:
     name = f"out{k}"
     if reduction is None:
         store = triton_dtype(store, name) if store is not None else None
-        return OutputSpec(name, triton_dtype(dtype, name), next(classes), store=store)
+        return OutputSpec(name, triton_dtype(dtype, name), next(classes), store=store, value=value)
     acc = triton_dtype(reduction.acc, name)
-    return OutputSpec(name, triton_dtype(dtype, name), "", None, reduction.kind, acc, reduction.identity)
+    return OutputSpec(name, triton_dtype(dtype, name), "", None, reduction.kind, acc, reduction.identity, value)
 
 
 def build_spec(
     payload: Payload,
-    schema: FunctionSchema,
-    args: Sequence,
+    call: CallSummary,
     types: CallTypes,
     plan: TaskPlan,
     reductions: Sequence = (),
     deterministic: bool = False,
-    outs: Sequence = (),
+    probe=None,
 ) -> KernelSpec:
-    """`reductions` holds a Reduction or None per output (empty: no reductions); `outs` the given
-    outputs (None where allocated): a given output of another dtype receives the result rounded to
-    the result dtype, then converted as torch converts (through float32 for 16-bit floats)."""
-    params = list(_param_names(payload, schema.num_inputs()))
+    """`call` summarizes the arguments (frontend/summary.py); `reductions` holds a Reduction or None
+    per output (empty: no reductions). A given output of another dtype receives the result rounded to
+    the result dtype, then converted as torch converts (through float32 for 16-bit floats).
+    `probe` (see payload_values) tells the dtypes the payload returns, so agreeing ones are not cast."""
+    params = list(_param_names(payload, len(call.inputs)))
     classes = iter(plan.stride_classes)
     inputs = []
-    for i, arg in enumerate(args):
+    for i, operand in enumerate(call.inputs):
         name = f"in{i}"
-        if schema.is_tensor(i):
-            inputs.append(_tensor_spec(name, params[i], arg.dtype, next(classes)))
+        if operand.is_tensor:
+            inputs.append(_tensor_spec(name, params[i], operand.dtype, next(classes)))
         else:
-            inputs.append(_scalar_spec(name, params[i], arg, types.input_conversions(i)))
+            inputs.append(_scalar_spec(name, params[i], operand.kind, types.input_conversions(i)))
     reductions = tuple(reductions) or (None,) * len(types.results)
+    values = payload_values(call, types, probe)
     outputs = [
-        _output_spec(k, dtype, classes, r, None if o is None or r is not None or o.dtype == dtype else o.dtype)
-        for k, (o, dtype, r) in enumerate(zip(_padded(outs, reductions), types.results, reductions))
+        _output_spec(k, dtype, classes, r, None if o is None or r is not None or o == dtype else o, v)
+        for k, (o, dtype, r, v) in enumerate(zip(call.out_dtypes, types.results, reductions, values))
     ]
     return KernelSpec(
         payload_name=payload.name,
@@ -107,6 +130,7 @@ def build_spec(
         generator=generator_digest(),
         triton_version=triton_version(),
         deterministic=deterministic and any(r is not None for r in reductions),
+        payload_source=payload.source,
     )
 
 
@@ -115,7 +139,3 @@ def _param_names(payload: Payload, count: int):
 
     names = list(inspect.signature(payload.fn).parameters)
     return (names + [f"arg{i}" for i in range(len(names), count)])[:count]
-
-
-def _padded(outs: Sequence, like: Sequence) -> tuple:
-    return tuple(outs) or (None,) * len(like)

@@ -21,47 +21,27 @@ def stride_symbol(operand: str, dim: int, cls: str):
     return sympy.Symbol(f"{operand}_stride{dim}", integer=True)
 
 
-def index_symbols(rank: int, scheme: str, m_dim: Optional[int]) -> list:
-    """The name standing for the index along each task dim inside the kernel body."""
-    if scheme == "flat":
-        return [sympy.Symbol("offs", integer=True)] if rank else []
-    names = [f"i{d}" for d in range(rank)]
-    names[-1] = "offs_n"
-    if scheme == "tile2d":
-        names[m_dim] = "offs_m"
-    return [sympy.Symbol(n, integer=True) for n in names]
-
-
-def row_vector_names(rank: int, scheme: str, m_dim: Optional[int]) -> set:
-    """Index names that are vectors along the tile's first axis (the rest are per-program scalars)."""
-    if scheme == "nd":
-        return {f"i{d}" for d in range(rank - 1)}
-    if scheme == "tile2d":
-        return {"offs_m"}
-    return set()
-
-
 @dataclass(frozen=True)
 class Access:
     """How one operand is addressed in the body: a pointer expression and the mask it needs."""
 
     pointer: str
     mask: Optional[str]
-    stride_params: tuple  # the run-time stride parameters the expression uses
 
 
-def operand_access(name: str, classes: str, scheme: str, m_dim: Optional[int]) -> Access:
+def operand_access(name: str, classes: str, scheme, m_dim: Optional[int]) -> Access:
+    """`scheme` (a schemes.Scheme) names the index along each dim and which are tile rows."""
     rank = len(classes)
-    indices = index_symbols(rank, scheme, m_dim)
+    indices = [sympy.Symbol(n, integer=True) for n in scheme.index_names(rank, m_dim)]
     strides = [stride_symbol(name, d, c) for d, c in enumerate(classes)]
     offset = sympy.Add(*[i * s for i, s in zip(indices, strides)])
-    used = tuple(sorted(str(s) for s in offset.free_symbols if str(s).startswith(f"{name}_stride")))
     ptr = f"{name}_ptr"
-    if scheme == "flat":
-        return Access(ptr if offset == 0 else f"{ptr} + {offset}", None if offset == 0 else "mask", used)
-    column = offset.coeff(sympy.Symbol("offs_n", integer=True)) * sympy.Symbol("offs_n", integer=True)
+    if scheme.column_index is None:  # 1-D tiles: one pointer vector
+        return Access(ptr if offset == 0 else f"{ptr} + {offset}", None if offset == 0 else "mask")
+    column_symbol = sympy.Symbol(scheme.column_index, integer=True)
+    column = offset.coeff(column_symbol) * column_symbol
     row = sympy.expand(offset - column)
-    vector_rows = {str(s) for s in row.free_symbols} & row_vector_names(rank, scheme, m_dim)
+    vector_rows = {str(s) for s in row.free_symbols} & scheme.row_vector_names(rank, m_dim)
     parts, masks = [ptr], []
     if vector_rows:
         parts.append(f"({row})[:, None]")
@@ -72,4 +52,4 @@ def operand_access(name: str, classes: str, scheme: str, m_dim: Optional[int]) -
         parts.append(f"({column})[None, :]")
         masks.append("n")
     mask = {("m", "n"): "mask", ("m",): "mask_m[:, None]", ("n",): "mask_n[None, :]"}.get(tuple(masks))
-    return Access(" + ".join(parts), mask, used)
+    return Access(" + ".join(parts), mask)

@@ -2,7 +2,7 @@
 
 A KernelSpec's fields say what the call asks for; the text written for them also depends on the
 code that writes it. `generator_digest()` hashes every source that turns a spec into text or
-decides a spec's fields -- the templates, codegen/ and analysis/ -- so an edit to any of them
+decides a spec's fields -- the templates, codegen/, analysis/ and schemes/ -- so an edit to any of them
 gives new keys, and an old file is never reused for code that would now be written differently.
 Triton's version is in the key beside it (`triton_version()`): the same text can mean other
 code under another Triton, and the compiled-kernel store keys binaries by the file key.
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Iterable
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
-GENERATOR_SOURCES = ("templates/*.py.j2", "codegen/*.py", "analysis/*.py")
+GENERATOR_SOURCES = ("templates/*.py.j2", "codegen/*.py", "analysis/*.py", "schemes/*.py")
 
 
 def generator_files() -> list:

@@ -10,6 +10,7 @@ import functools
 import re
 from pathlib import Path
 
+from ..schemes import get_scheme
 from . import body
 
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
@@ -80,15 +81,46 @@ def render(spec) -> str:
         "no_specialize": ", ".join(f'"{p}"' for p in _unspecialized(spec, index)),
         "params": body.kernel_params(spec),
         "prologue": body.prologue_lines(spec),
-        "scheme_template": f"{spec.scheme}.py.j2",
+        "scheme_template": get_scheme(spec.scheme).template,
         "decompose": body.decompose_lines(spec),
         "body": body.body_text(spec, alias),
         "epilogue": body.epilogue_lines(spec),
+        "payload_definition": payload_definition(spec.payload_source, alias),
+        "layout_lines": layout_lines(spec, alias),
         "launch_args": ", ".join(_pointer_names(spec) + index),
         "block_params": "".join(f"{k}, " for k in constexprs),
         "constexpr_args": "".join(f"{k}={k}, " for k in constexprs),
     }
     return _environment().get_template("module.py.j2").render(**values)
+
+
+def payload_definition(source: str, alias: str) -> str:
+    """The payload's own source without its decorators, under `@triton.jit`, bound as `alias`."""
+    import ast
+    import textwrap
+
+    node = ast.parse(source).body[0]
+    lines = ["@triton.jit"] + textwrap.dedent("\n".join(source.splitlines()[node.lineno - 1 :])).splitlines()
+    return "\n".join(lines + ([f"{alias} = {node.name}"] if alias != node.name else []))
+
+
+def layout_lines(spec, alias: str) -> list:
+    """The `LAYOUT` record: what `python FILE` needs to build operands of this file's class."""
+    tensors = [(i.name, i.dtype, i.strides if i.is_tensor else None) for i in spec.inputs]
+    outputs = [(o.name, o.store or o.dtype, o.strides, o.acc) for o in spec.outputs]
+    fields = {
+        "kernel": spec.kernel_name,
+        "payload": alias,
+        "scheme": spec.scheme,
+        "m_dim": spec.m_dim,
+        "blocks": list(spec.blocks),
+        "index_bits": spec.index_bits,
+        "aligned": spec.aligned,
+        "deterministic": spec.deterministic,
+        "inputs": tensors,
+        "outputs": outputs,
+    }
+    return [f"{k}={v!r}," for k, v in fields.items()]
 
 
 def _pointer_names(spec) -> list:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import torch
@@ -29,6 +29,15 @@ for _name, _tl in (
 ):
     if hasattr(torch, _name):
         TRITON_DTYPES[getattr(torch, _name)] = _tl
+
+
+DTYPE_TAGS = {
+    "int1": "b1",
+    "float8e4nv": "f8e4",
+    "float8e5": "f8e5",
+    **{f"{kind}{bits}": f"{kind[0]}{bits}" for kind in ("int", "uint", "float") for bits in (8, 16, 32, 64)},
+    "bfloat16": "bf16",
+}
 
 
 def triton_dtype(dtype: torch.dtype, what: str) -> str:
@@ -72,6 +81,7 @@ class OutputSpec:
     reduction: Optional[str] = None  # "sum", "max", "min"
     acc: Optional[str] = None
     identity: Optional[str] = None
+    value: Optional[str] = None  # the dtype the payload returns for it, when known: no cast if it is `dtype`
 
 
 @dataclass(frozen=True)
@@ -108,10 +118,17 @@ class KernelSpec:
     generator: str
     triton_version: str
     deterministic: bool = False  # reductions: one partial per program instead of atomics
+    # the payload's source, copied into the file; out of repr (and so of the key's hashed text)
+    # because payload_hash already stands for it
+    payload_source: str = field(default="", repr=False, compare=False)
 
     @property
     def kernel_name(self) -> str:
-        return f"{self.payload_name}_r{self.rank}_{self.scheme}_i{self.index_bits}"
+        """`add_r2_tile2d_i32_f32`: payload, rank, scheme, index width, then the distinct dtypes of
+        the tensor inputs and outputs (as stored), so kernels of other dtypes differ in a profiler."""
+        dtypes = [i.dtype for i in self.inputs if i.is_tensor] + [o.store or o.dtype for o in self.outputs]
+        tags = "_".join(DTYPE_TAGS.get(d, d) for d in dict.fromkeys(dtypes))
+        return f"{self.payload_name}_r{self.rank}_{self.scheme}_i{self.index_bits}_{tags}"
 
     @property
     def key(self) -> str:

@@ -1,10 +1,10 @@
-"""Checking a call's arguments: kinds, devices, given outputs, memory overlap."""
+"""What the runtime reads of a call's arguments: the plan-cache key, dense extents, and the
+partial-overlap check made at launch. Validation of kinds, devices and given outputs is the
+frontend's (frontend/validation.py)."""
 
 from __future__ import annotations
 
 import math
-import sys
-from numbers import Number
 from typing import Optional, Sequence
 
 import torch
@@ -84,122 +84,6 @@ def miss_reason(key: tuple, previous) -> str:
             return f"operand {position}: {', '.join(changed)} changed ({old} -> {new})"
         return f"operand {position}: {old} -> {new}"
     return "outputs given differently" if len(key) != len(previous) else "new signature"
-
-
-def python_scalars(args: tuple) -> tuple:
-    """`args` with NumPy scalars replaced by the python scalars torch's argument parser reads
-    them as: integers as int, floating as float, complex as complex, and `np.bool_` as float
-    (torch has no numpy-bool case there: `torch.mul(int_tensor, np.bool_(True))` is float32).
-    Returns `args` itself when there is none (the common case costs one pass of type checks)."""
-    if not any(type(a).__module__ == "numpy" for a in args):
-        return args
-    import numpy as np
-
-    def convert(a):
-        if not isinstance(a, np.generic):
-            return a
-        if isinstance(a, np.integer):
-            return int(a)
-        if isinstance(a, np.complexfloating):
-            return complex(a)
-        if isinstance(a, (np.floating, np.bool_)):
-            return float(a)
-        return a
-
-    return tuple(convert(a) for a in args)
-
-
-def output_keywords(outs: Sequence) -> dict:
-    """The `out0=`, `out1=`, ... keywords that pass the given outputs on to another call."""
-    return {f"out{k}": o for k, o in enumerate(outs) if o is not None}
-
-
-def resolve_negative_views(name: str, args: tuple, outs: tuple) -> Optional[tuple]:
-    """Inputs with torch's negative bit (e.g. `z.conj().imag`) materialized, as torch's own kernels
-    read them; None when there are none. Kernels read raw memory, so such a view must never reach
-    a plan (its signature differs in the bit, so it never hits one)."""
-    for k, out in enumerate(outs):
-        if isinstance(out, Tensor) and out.is_neg():
-            raise RuntimeError(f"{name}: out{k} is a negative view (is_neg()); pass out{k}.resolve_neg() instead")
-    if not any(isinstance(a, Tensor) and a.is_neg() for a in args):
-        return None
-    return tuple(a.resolve_neg() if isinstance(a, Tensor) and a.is_neg() else a for a in args)
-
-
-def check_kinds(name: str, schema, args: Sequence) -> None:
-    for i, arg in enumerate(args):
-        if schema.is_tensor(i):
-            if not is_tensor_like(arg):
-                raise TypeError(f"{name}: argument {i} must be a Tensor or StridedBuffer, got {type(arg).__name__}")
-        elif is_tensor_like(arg) or not isinstance(arg, Number):
-            raise TypeError(
-                f"{name}: argument {i} must be a python scalar (bool, int, float), got {type(arg).__name__}"
-            )
-        elif type(arg) is int and not -(2**63) <= arg < 2**64:
-            raise OverflowError(
-                f"{name}: argument {i} = {arg} is out of range: a python int argument must fit in int64 or "
-                "uint64 ([-2**63, 2**64)), as in torch"
-            )
-        if isinstance(arg, complex) or (is_tensor_like(arg) and arg.dtype.is_complex):
-            raise TypeError(f"{name}: argument {i} is complex ({_kind(arg)}); {needs_register_complex(name)}")
-
-
-def _kind(x) -> str:
-    return str(x.dtype) if is_tensor_like(x) else "a python complex"
-
-
-def needs_register_complex(name: str) -> str:
-    return (
-        f"the payload computes on real values: call {name}.register_complex(ComplexMode.ELEMENTWISE) (add-like) "
-        f"or {name}.register_complex(ComplexMode.CROSS, cross_kernel=...) (mul-like) to accept complex arguments"
-    )
-
-
-def has_dtensor(args: Sequence, outs: Sequence) -> bool:
-    """Whether any operand is a DTensor. torch.distributed.tensor is not imported for this: a
-    program holding a DTensor has imported it already (and importing it costs start-up time)."""
-    cls = getattr(sys.modules.get("torch.distributed.tensor"), "DTensor", None)
-    return cls is not None and any(isinstance(a, cls) for a in (*args, *outs))
-
-
-def launch_device(name: str, operands: Sequence) -> Optional[torch.device]:
-    """The device every operand ((label, tensor) pairs) is on; 0-d CPU tensors beside device
-    tensors act as scalars. Two devices: a RuntimeError naming both and an operand on each."""
-    sized = [(label, t) for label, t in operands if not (t.device.type == "cpu" and t.ndim == 0)]
-    first: dict = {}
-    for label, t in sized or operands:
-        first.setdefault(t.device, label)
-    if len(first) > 1:
-        (da, la), (db, lb) = sorted(first.items(), key=lambda item: str(item[0]))[:2]
-        raise RuntimeError(
-            f"{name}: expected all tensors to be on the same device, but found at least two devices, "
-            f"{da} and {db}! ({la} is on {da}, {lb} on {db})"
-        )
-    return next(iter(first), None)
-
-
-def check_output(name: str, k: int, out, shape: tuple, dtype: torch.dtype, device, complex_ok=False) -> None:
-    """`dtype` is the result's; a given output must accept it under torch's casting rule."""
-    if not is_tensor_like(out):
-        raise TypeError(f"{name}: out{k} must be a Tensor or StridedBuffer, got {type(out).__name__}")
-    if out.dtype.is_complex and not complex_ok:
-        raise TypeError(f"{name}: out{k} is complex ({out.dtype}); {needs_register_complex(name)}")
-    if tuple(out.shape) != tuple(shape):
-        raise RuntimeError(f"{name}: out{k} has shape {tuple(out.shape)}, but the result has shape {tuple(shape)}")
-    if device is not None and out.device != device:
-        raise RuntimeError(f"{name}: out{k} is on {out.device}, but the operands are on {device}")
-    if not torch.can_cast(dtype, out.dtype):
-        raise RuntimeError(f"{name}: result type {dtype} can't be cast to the desired output type {out.dtype} (out{k})")
-    if has_internal_overlap(out.shape, out.stride()):
-        raise RuntimeError(
-            f"{name}: out{k} (shape {tuple(out.shape)}, strides {tuple(out.stride())}) has internal overlap: "
-            "more than one element is written to the same memory location"
-        )
-
-
-def has_internal_overlap(shape, strides) -> bool:
-    """True when a dim of size > 1 has stride 0 (torch's definite overlap; other cases are allowed)."""
-    return any(n > 1 and s == 0 for n, s in zip(shape, strides))
 
 
 def dense_extent(shape, strides) -> Optional[tuple]:

@@ -96,11 +96,32 @@ class StridedBuffer:
         return self._base.storage_offset() * self._base.element_size() // self.element_size()
 
     def copy_(self, src) -> "StridedBuffer":
-        """Copy `src` (a Tensor or StridedBuffer of this shape) into this buffer, elementwise."""
-        from ..ops_internal import copy_into
-
-        copy_into(self, src)
+        """Copy `src` (a Tensor or StridedBuffer of this shape) into this buffer, elementwise, with
+        torch's dtype conversion. Plain torch indexing over the storage: a runtime value never
+        calls back into the pointwise pipeline."""
+        if tuple(src.shape) != self.shape:
+            raise ValueError(f"copy_: source shape {tuple(src.shape)} differs from destination shape {self.shape}")
+        values = src.values() if isinstance(src, StridedBuffer) else src
+        self._flat()[self.element_offsets()] = values.to(device=self.device, dtype=self.dtype)
         return self
+
+    def values(self) -> torch.Tensor:
+        """A new tensor (contiguous) holding this buffer's elements."""
+        return self._flat()[self.element_offsets()]
+
+    def element_offsets(self) -> torch.Tensor:
+        """Each element's offset in the storage, counted in elements of `dtype`, as an int64 tensor."""
+        offsets = torch.full((), self.offset, dtype=torch.int64, device=self.device)
+        for d, (n, s) in enumerate(zip(self.shape, self._strides)):
+            along = torch.arange(n, dtype=torch.int64, device=self.device) * s
+            offsets = offsets + along.view([n if k == d else 1 for k in range(self.ndim)])
+        return offsets.expand(self.shape)
+
+    def _flat(self) -> torch.Tensor:
+        """The whole storage as a 1-d tensor of `dtype`."""
+        count = self._base.untyped_storage().nbytes() // self.element_size()
+        flat = torch.empty(0, dtype=self.dtype, device=self.device)
+        return flat.set_(self._base.untyped_storage(), 0, (count,), (1,))
 
     def __repr__(self) -> str:
         return f"StridedBuffer(shape={self.shape}, strides={self._strides}, dtype={self.dtype}, offset={self.offset})"

@@ -1,0 +1,124 @@
+"""Scheme: how one tiling scheme tiles a collapsed task, as plain integer arithmetic.
+
+A scheme answers, for the analysis, whether it applies to a task, which blocks a file of its
+layout class may launch with, which block and warps a task takes and how many tiles that
+makes; and, for codegen, the kernel's index parameters (sizes, run-time strides, tile counts),
+the name of the index along each task dim, and its template (templates/<name>.py.j2). Launch
+values come from here too (`index_values`), so a plan miss never re-runs codegen or sympy.
+
+Adding a scheme: one module here with a Scheme subclass, one template, one line in
+registry.py. Nothing here imports sympy or jinja2.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+from ..config import CodeGenConfig
+
+
+class Scheme:
+    name: str = ""
+    column_index: Optional[str] = "offs_n"  # the index along the innermost dim; None: 1-D tiles
+
+    @property
+    def template(self) -> str:
+        return f"{self.name}.py.j2"
+
+    # -- analysis -------------------------------------------------------------------------
+    def applies(self, task_shape: tuple, strides: Sequence[tuple]) -> bool:
+        raise NotImplementedError
+
+    def tiled_dim(self, task_shape: tuple, strides: Sequence[tuple]) -> Optional[int]:
+        """The dim tiled beside the innermost one (tile2d's m_dim); None for most schemes."""
+        return None
+
+    def block_choices(self, rank: int, itemsize: int, aligned: bool, config: CodeGenConfig) -> tuple:
+        raise NotImplementedError
+
+    def pick_block(self, task_shape: tuple, m_dim: Optional[int], choices: tuple) -> tuple:
+        raise NotImplementedError
+
+    def warps(self, block: tuple) -> int:
+        raise NotImplementedError
+
+    def num_warps(self, block: tuple, config: CodeGenConfig) -> int:
+        return min(self.warps(block), pow2_floor(config.max_num_warps_per_cta))
+
+    def counts(self, task_shape: tuple, m_dim: Optional[int], block: tuple) -> dict:
+        """Tile-count parameter name -> value, in kernel parameter order; `num_tiles` among them."""
+        raise NotImplementedError
+
+    def num_tiles(self, task_shape: tuple, m_dim: Optional[int], block: tuple) -> int:
+        return self.counts(task_shape, m_dim, block)["num_tiles"] if task_shape else 1
+
+    # -- codegen --------------------------------------------------------------------------
+    def size_dims(self, rank: int, m_dim: Optional[int]) -> list:
+        """Task dims whose extents are kernel parameters (`size{d}`)."""
+        raise NotImplementedError
+
+    def count_params(self, rank: int) -> list:
+        raise NotImplementedError
+
+    def constexpr_params(self, rank: int) -> list:
+        return ["BLOCK_M", "BLOCK_N"]
+
+    def index_names(self, rank: int, m_dim: Optional[int]) -> list:
+        """The name standing for the index along each task dim inside the kernel body."""
+        raise NotImplementedError
+
+    def row_vector_names(self, rank: int, m_dim: Optional[int]) -> set:
+        """Index names that are vectors along the tile's first axis (others: per-program scalars)."""
+        return set()
+
+    def decompose_lines(self, rank: int, m_dim: Optional[int]) -> list:
+        return []
+
+    def index_params(self, rank: int, m_dim: Optional[int], stride_classes: Sequence[tuple]) -> list:
+        """Integer parameters after the operands: sizes, run-time strides, tile counts.
+        `stride_classes` holds (operand name, classes) per strided operand, in kernel order."""
+        sizes = [f"size{d}" for d in self.size_dims(rank, m_dim)]
+        return sizes + runtime_stride_params(stride_classes) + self.count_params(rank)
+
+    def index_values(self, task_shape: tuple, m_dim, block, stride_classes: Sequence[tuple], strides) -> tuple:
+        """Values of index_params for one task, in order (`strides`: per operand, as classed)."""
+        values = [task_shape[d] for d in self.size_dims(len(task_shape), m_dim)]
+        for (name, classes), op in zip(stride_classes, strides):
+            values += [op[d] for d in _runtime_dims(classes)]
+        counts = self.counts(task_shape, m_dim, block) if task_shape else {}
+        return tuple(values) + tuple(counts[c] for c in self.count_params(len(task_shape)))
+
+
+def runtime_stride_params(stride_classes: Sequence[tuple]) -> list:
+    """`{operand}_stride{d}` for each stride of class 's' (a value passed at run time)."""
+    return [f"{name}_stride{d}" for name, classes in stride_classes for d in _runtime_dims(classes)]
+
+
+def _runtime_dims(classes: str) -> list:
+    """Dims with run-time strides, in the order their parameters are listed (by name, as text)."""
+    return sorted((d for d, c in enumerate(classes) if c == "s"), key=str)
+
+
+def pow2_floor(n: int) -> int:
+    return 1 << (n.bit_length() - 1)
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def unique(blocks) -> tuple:
+    return tuple(dict.fromkeys(blocks))
+
+
+def fit(extent: int, sizes: Sequence[int]) -> int:
+    """The largest of `sizes` whose tiles along `extent` are more than half used, else the smallest."""
+    for size in sorted(set(sizes), reverse=True):
+        if 2 * extent > ceil_div(extent, size) * size:
+            return size
+    return min(sizes)
+
+
+def prod(values) -> int:
+    return math.prod(values)

@@ -1,0 +1,37 @@
+"""flat: a rank-0 or rank-1 task (after collapsing), one 1-D block of 4096 bytes a tile."""
+
+from __future__ import annotations
+
+from .base import Scheme, ceil_div, pow2_floor
+
+
+class Flat(Scheme):
+    name = "flat"
+    column_index = None
+
+    def applies(self, task_shape, strides) -> bool:
+        return len(task_shape) <= 1
+
+    def block_choices(self, rank, itemsize, aligned, config) -> tuple:
+        return ((min(pow2_floor(config.max_tile_size), 4096 // itemsize),),) if rank else ((),)
+
+    def pick_block(self, task_shape, m_dim, choices) -> tuple:
+        return choices[0]
+
+    def warps(self, block) -> int:
+        return max(1, min(8, block[0] // 128)) if block else 1  # 16 bytes a thread on 8 warps
+
+    def counts(self, task_shape, m_dim, block) -> dict:
+        return {"num_tiles": ceil_div(task_shape[0], block[0])}
+
+    def size_dims(self, rank, m_dim) -> list:
+        return [0] if rank else []
+
+    def count_params(self, rank) -> list:
+        return ["num_tiles"] if rank else []
+
+    def constexpr_params(self, rank) -> list:
+        return ["BLOCK"] if rank else []
+
+    def index_names(self, rank, m_dim) -> list:
+        return ["offs"] if rank else []

@@ -1,0 +1,62 @@
+"""nd: rows x innermost dim, for tasks every operand reads along the innermost dim (stride 0
+or 1 there, or strided everywhere). A tile is BLOCK_M flattened rows by BLOCK_N columns; the
+row index is split into the outer dims' indices inside the kernel."""
+
+from __future__ import annotations
+
+from .base import Scheme, ceil_div, fit, pow2_floor, prod, unique
+
+ND_BLOCK_N = (16, 64, 256, 1024)  # BLOCK_M * BLOCK_N = 2048
+
+
+class Nd(Scheme):
+    name = "nd"
+
+    def applies(self, task_shape, strides) -> bool:
+        return len(task_shape) >= 2
+
+    def block_choices(self, rank, itemsize, aligned, config) -> tuple:
+        cap = pow2_floor(config.max_tile_size)
+        rows = min(2048, cap)
+        return unique((max(rows // min(bn, cap), 1), min(bn, cap)) for bn in ND_BLOCK_N)
+
+    def pick_block(self, task_shape, m_dim, choices) -> tuple:
+        bn = fit(task_shape[-1], [b[1] for b in choices])
+        return next(b for b in choices if b[1] == bn)
+
+    def warps(self, block) -> int:
+        return max(1, min(8, prod(block) // 256))
+
+    def counts(self, task_shape, m_dim, block) -> dict:
+        bm, bn = block
+        rows, tiles_n = prod(task_shape[:-1]), ceil_div(task_shape[-1], bn)
+        return {"num_rows": rows, "tiles_n": tiles_n, "num_tiles": ceil_div(rows, bm) * tiles_n}
+
+    def size_dims(self, rank, m_dim) -> list:
+        return list(range(1, rank))
+
+    def count_params(self, rank) -> list:
+        return ["num_rows", "tiles_n", "num_tiles"]
+
+    def index_names(self, rank, m_dim) -> list:
+        return [f"i{d}" for d in range(rank - 1)] + ["offs_n"]
+
+    def row_vector_names(self, rank, m_dim) -> set:
+        return {f"i{d}" for d in range(rank - 1)}
+
+    def decompose_lines(self, rank, m_dim) -> list:
+        return decompose(list(range(rank - 1)), "rows")
+
+
+def decompose(dims: list, source: str) -> list:
+    """Lines splitting `source` into per-dim indices, innermost of `dims` fastest."""
+    lines = []
+    for pos in range(len(dims) - 1, 0, -1):
+        d = dims[pos]
+        lines.append(f"i{d} = {source} % size{d}")
+        quotient = f"i{dims[0]}" if pos == 1 else "rest"
+        lines.append(f"{quotient} = {source} // size{d}")
+        source = "rest"
+    if len(dims) == 1:
+        lines.append(f"i{dims[0]} = {source}")
+    return lines
