@@ -35,6 +35,7 @@ from .runtime.kernels import compile_ahead
 from .runtime.loader import load
 
 logger = logging.getLogger("tritonwise")
+_NO_ROUTE = object()  # PointwiseDynamicFunction._route: an ordinary call, for the plan path
 
 
 class PointwiseDynamicFunction:
@@ -94,28 +95,38 @@ class PointwiseDynamicFunction:
             return plan.fast(args)  # the steady state: allocate and launch, nothing else
         outs = outs or self._no_outputs
         if plan is None:
-            scalars = validation.python_scalars(args)
-            if scalars is not args:  # NumPy scalars: plans are keyed on the python scalars torch reads
-                return self(*scalars, **kwargs)
-            if any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):  # record for autograd
-                from . import autograd
-
-                return autograd.call(self, args, outs)
-            if self._complex is not None and self._complex.applies(args, outs):
-                return self._complex(self, args, outs)
-            if validation.has_dtensor(args, outs):
-                from . import dtensor  # imports torch.distributed.tensor, which the caller has already
-
-                return dtensor.call(self, args, outs)
-            resolved = validation.resolve_negative_views(self.__name__, args, outs)
-            if resolved is not None:
-                return self(*resolved, **validation.output_keywords(outs))
+            routed = self._route(args, outs)
+            if routed is not _NO_ROUTE:
+                return routed
             if logger.isEnabledFor(logging.DEBUG):
                 reason = argcheck.miss_reason(key, self._plans.newest_key())
                 logger.debug("tritonwise: %s: plan-cache miss (%s)", self.__name__, reason)
             plan = self._prepare(args, outs, collapse=True)
             self._plans.put(key, plan)
         return plan.run(args, outs)
+
+    def _route(self, args: tuple, outs: tuple):
+        """Calls that no launch plan serves, taken off the plan path before any analysis: each
+        re-enters with plain arguments or runs its own machinery, and their signatures never
+        enter the plan cache (they differ from plain calls' in type, requires_grad or the
+        negative bit), so a later hit cannot skip this. _NO_ROUTE for an ordinary call."""
+        scalars = validation.python_scalars(args)
+        if scalars is not args:  # NumPy scalars: plans are keyed on the python scalars torch reads
+            return self(*scalars, **validation.output_keywords(outs))
+        if any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):  # recorded for autograd
+            from . import autograd
+
+            return autograd.call(self, args, outs)
+        if self._complex is not None and self._complex.applies(args, outs):
+            return self._complex(self, args, outs)
+        if validation.has_dtensor(args, outs):
+            from . import dtensor  # imports torch.distributed.tensor, which the caller has already
+
+            return dtensor.call(self, args, outs)
+        resolved = validation.resolve_negative_views(self.__name__, args, outs)
+        if resolved is not None:
+            return self(*resolved, **validation.output_keywords(outs))
+        return _NO_ROUTE
 
     def register_complex(self, mode, cross_kernel=None, tensorize_scalars: bool = False, fallback_target=None):
         """Handle complex arguments by running real kernels on view_as_real data (see complex.py);
