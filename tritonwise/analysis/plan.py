@@ -43,6 +43,14 @@ class TaskPlan:
     def stride_classes(self) -> tuple:
         return tuple("".join(stride_class(s) for s in op) for op in self.strides)
 
+    @property
+    def layout_class(self) -> tuple:
+        """Every field of the task a generated file depends on (codegen's build_spec reads no
+        other): rank, scheme, tiled dim, block choices, index width, alignment, stride classes.
+        Tasks with equal classes share a file, so function.py keeps the loaded kernel per class."""
+        tiling = self.tiling
+        return (self.rank, tiling.scheme, tiling.m_dim, tiling.choices, self.index_bits, self.aligned, self.stride_classes)
+
 
 def analyze(
     inputs: Sequence[tuple],
