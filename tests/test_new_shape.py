@@ -185,3 +185,28 @@ def test_one_function_across_shapes_serves_what_a_fresh_one_would(rows, cols, tr
 
 
 _LONG_LIVED = fresh()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    shape=st.lists(st.integers(0, 5), min_size=0, max_size=4).map(tuple),
+    operands=st.integers(1, 3),
+    outputs=st.integers(1, 2),
+    itemsize=st.sampled_from([1, 2, 4, 8]),
+)
+def test_contiguous_shortcut_of_the_analysis_equals_the_general_path(shape, operands, outputs, itemsize):
+    """analysis.plan's shortcut for same-shape C-contiguous inputs gives the general path's plan."""
+    from tritonwise.analysis import plan as plan_module
+    from tritonwise.config import CodeGenConfig
+
+    strides = tuple(torch.empty(shape).stride())
+    inputs = [(shape, strides)] * operands
+    config = CodeGenConfig()
+    fast = plan_module.analyze(inputs, [None] * outputs, itemsize, config)
+    shortcut = plan_module._contiguous_task
+    plan_module._contiguous_task = lambda *a: None
+    try:
+        general = plan_module.analyze(inputs, [None] * outputs, itemsize, config)
+    finally:
+        plan_module._contiguous_task = shortcut
+    assert fast == general
