@@ -30,7 +30,7 @@ WARM = 40  # sizes each case sees before timing: every class and block of the sw
 def cases(device: str):
     """(name, function, operands for size n): each n a new shape of one family of classes."""
     return [
-        ("add 1-D (flat)", add, lambda n: (torch.randn(64 * n + 7, device=device), torch.randn(64 * n + 7, device=device))),
+        ("add 1-D (flat)", add, lambda n: (torch.randn(64 * n + 7, device=device),) * 2),
         (
             "3-D broadcast + scalar (nd)",
             add_alpha,

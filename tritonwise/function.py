@@ -364,14 +364,15 @@ class PointwiseDynamicFunction:
     def _bind(self, args, outs, types, reductions, task: TaskPlan, device, call_class=None) -> LaunchPlan:
         meta = device.type == "meta"  # shapes and dtypes only: outputs are allocated, nothing runs
         interpreted = not meta and runs_interpreted(device)
-        kernel = self._kernel(call_class, args, outs, types, reductions, task, interpreted, bool(task.numel) and not meta)
+        loads = bool(task.numel) and not meta
+        kernel = self._kernel(call_class, args, outs, types, reductions, task, interpreted, loads)
         spec, path, launch = kernel.spec, kernel.path, kernel.launch
         positions = tuple(i for i, a in enumerate(args) if argcheck.is_tensor_like(a))
         moved = tuple(i for i in positions if device.type != "cpu" and args[i].device != device)
         strides = iter(task.output_strides)
         out_strides = tuple(next(strides) if r is None else None for r in reductions)
         given = not meta and any(o is not None for o, r in zip(outs, reductions) if r is None)
-        extents = (
+        extents = (  # both only read by the overlap check of given outputs
             tuple(None if s is None else argcheck.dense_extent(task.shape, s) for s in out_strides) if given else ()
         )
         return LaunchPlan(
@@ -387,7 +388,7 @@ class PointwiseDynamicFunction:
             numel=task.numel,
             to_device=moved,
             out_extents=extents,
-            in_extents=tuple(argcheck.dense_extent(args[i].shape, args[i].stride()) for i in positions),
+            in_extents=tuple(argcheck.dense_extent(args[i].shape, args[i].stride()) for i in positions if given),
             reductions=reductions if any(reductions) else (),
             deterministic=spec.deterministic,
             constexprs=tuple(task.tiling.block),

@@ -49,7 +49,8 @@ class TaskPlan:
         other): rank, scheme, tiled dim, block choices, index width, alignment, stride classes.
         Tasks with equal classes share a file, so function.py keeps the loaded kernel per class."""
         tiling = self.tiling
-        return (self.rank, tiling.scheme, tiling.m_dim, tiling.choices, self.index_bits, self.aligned, self.stride_classes)
+        classes = self.stride_classes
+        return (self.rank, tiling.scheme, tiling.m_dim, tiling.choices, self.index_bits, self.aligned, classes)
 
 
 def analyze(
