@@ -210,3 +210,16 @@ def test_contiguous_shortcut_of_the_analysis_equals_the_general_path(shape, oper
     finally:
         plan_module._contiguous_task = shortcut
     assert fast == general
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("make, sizes", list(CLASSES.values()), ids=list(CLASSES))
+def test_new_shapes_of_a_known_class_on_the_gpu(make, sizes, no_generation):
+    """The same on CUDA: each new shape compiles nothing new (one kernel per block choice at
+    most) and gives torch's results with poisoned outputs."""
+    fn = fresh()
+    first = [t.cuda() for t in make(sizes[0])]
+    check(fn, *first)
+    no_generation()
+    for n in sizes[1:]:
+        check(fn, *[t.cuda() for t in make(n)])
