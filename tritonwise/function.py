@@ -17,6 +17,7 @@ import torch
 from .analysis.broadcast import broadcast_shapes
 from .analysis.plan import TaskPlan, analyze
 from .codegen.build import build_spec
+from .codegen.key import generator_digest
 from .codegen.params import index_arg_values
 from .codegen.render import identity_marks, payload_alias, render
 from .config import CodeGenConfig
@@ -27,7 +28,7 @@ from .frontend.reduction import parse_reductions, reduction_of
 from .frontend.schema import FunctionSchema
 from .frontend.summary import summarize
 from .runtime import arguments as argcheck
-from .runtime.cache import ensure_file
+from .runtime.cache import ensure_file, location as cache_location
 from .runtime.dispatch import LaunchPlan, PlanCache
 from .runtime.freeze import FrozenError
 from .runtime.interpret import runs_interpreted
@@ -56,6 +57,8 @@ class PointwiseDynamicFunction:
         self._reductions = parse_reductions(reductions, schema.num_outputs())
         self._deterministic = bool(deterministic)
         self._plans = PlanCache()
+        self._frontends: dict = {}  # call class -> _Frontend (see _frontend)
+        self._kernels: dict = {}  # (call class, layout class, ...) -> _Kernel (see _kernel)
         self._instances: dict = {}
         self._probed: dict = {}  # payload value dtypes per probe inputs (codegen elides agreeing casts)
         self._complex = None  # a complex.ComplexHandler once register_complex is called
@@ -193,9 +196,14 @@ class PointwiseDynamicFunction:
         return tuple(outs)
 
     def _prepare(self, args: tuple, outs: tuple, collapse: bool) -> LaunchPlan:
+        """The launch plan of a plan-cache miss. Only the analysis of shapes and strides and the
+        launch values run per shape; what depends on the call class alone (_frontend) and on it
+        with the layout class (_kernel) is kept, so a new shape of a known class generates,
+        hashes, reads and loads nothing."""
         args = validation.python_scalars(args)
-        types, reductions, task, device = self._analyze(args, outs, collapse)
-        return self._bind(args, outs, types, reductions, task, device)
+        front = self._frontend(args, outs)
+        task = self._task(args, outs, front, collapse)
+        return self._bind(args, outs, front.types, front.reductions, task, front.device, front.key)
 
     def output_meta(self, *args) -> list:
         """(shape, strides, dtype) of each output a call with `args` allocates; no code is generated.
@@ -228,18 +236,45 @@ class PointwiseDynamicFunction:
         return register(self, qualname)
 
     def _analyze(self, args: tuple, outs: tuple, collapse: bool) -> tuple:
-        name, schema, args = self.__name__, self._schema, validation.python_scalars(args)
+        """(types, reductions, task plan, device) of a call: validated, promoted, analyzed."""
+        args = validation.python_scalars(args)
+        front = self._frontend(args, outs)
+        return front.types, front.reductions, self._task(args, outs, front, collapse), front.device
+
+    def _frontend(self, args: tuple, outs: tuple) -> "_Frontend":
+        """Validation of kinds and scalars, the device and torch's promotion: functions of the
+        call class alone (see _call_class), so they run once per class and are kept (the memo
+        is emptied past _MEMO_LIMIT classes). A call that fails them stores nothing."""
+        key = _call_class(args, outs)
+        front = self._frontends.get(key)
+        if front is None:
+            front = self._resolve(args, outs, key)
+            if len(self._frontends) >= _MEMO_LIMIT:
+                self._frontends.clear()
+            self._frontends[key] = front
+        return front
+
+    def _resolve(self, args: tuple, outs: tuple, key: tuple) -> "_Frontend":
+        name, schema = self.__name__, self._schema
         if len(args) != schema.num_inputs():
             raise TypeError(f"{name}() takes {schema.num_inputs()} positional inputs but {len(args)} were given")
         validation.check_kinds(name, schema, args)
         check_unsigned_scalars(name, schema, args)
-        tensors = [a for a in args if argcheck.is_tensor_like(a)]
         for k, out in enumerate(outs):
             if out is not None and not argcheck.is_tensor_like(out):
                 raise TypeError(f"{name}: out{k} must be a Tensor or StridedBuffer, got {type(out).__name__}")
         device = self._device(args, outs)
         types = resolve_types(schema, args, widen_bools=not self._payload.uses_invert)
         reductions = tuple(kind and reduction_of(kind, types.results[k]) for k, kind in enumerate(self._reductions))
+        for k, (out, r) in enumerate(zip(outs, reductions)):
+            if out is not None and r is None and not torch.can_cast(types.results[k], out.dtype):
+                types = self._payload_result(k, out.dtype, types, args)
+        return _Frontend(key, types, reductions, device)
+
+    def _task(self, args: tuple, outs: tuple, front: "_Frontend", collapse: bool) -> TaskPlan:
+        """The shape-dependent part: broadcasting, checks of given outputs, the task plan."""
+        name, types, reductions = self.__name__, front.types, front.reductions
+        tensors = [a for a in args if argcheck.is_tensor_like(a)]
         inputs = [(tuple(t.shape), tuple(t.stride())) for t in tensors]
         elementwise = [o for o, r in zip(outs, reductions) if r is None]
         try:
@@ -248,12 +283,9 @@ class PointwiseDynamicFunction:
             raise RuntimeError(f"{name}: {e}") from None
         for k, (out, r) in enumerate(zip(outs, reductions)):
             if out is not None:
-                if r is None and not torch.can_cast(types.results[k], out.dtype):
-                    types = self._payload_result(k, out.dtype, types, args)
                 dtype, expected = (types.results[k], shape) if r is None else (r.result, ())
-                validation.check_output(name, k, out, expected, dtype, device)
-        task = analyze(inputs, [_layout(o) for o in elementwise], _itemsize(tensors, types), self._config, collapse)
-        return types, reductions, task, device
+                validation.check_output(name, k, out, expected, dtype, front.device)
+        return analyze(inputs, [_layout(o) for o in elementwise], _itemsize(tensors, types), self._config, collapse)
 
     def _payload_result(self, k: int, out_dtype, types, args):
         """A given output that cannot hold its promotion's result (torch.can_cast) takes the
@@ -287,6 +319,36 @@ class PointwiseDynamicFunction:
             compile_ahead(plan.spec.file_name, kernel, plan.kernel_values(args, outs), plan.num_warps, targets)
         return plan.path
 
+    def _kernel(self, call_class, args, outs, types, reductions, task: TaskPlan, interpreted, loads) -> "_Kernel":
+        """The spec, verified file and loaded launcher of a call: once per call class and layout
+        class (`call_class` None: not kept). The spec is a function of the two (build_spec reads
+        the call's dtypes and scalar kinds, its types, and of the task only its layout_class),
+        so every new shape of a known pair reuses them: no build_spec, no hashing, no file access.
+        The generator's digest (memoized) and the cache's location are in the key too: an edited
+        generator means new files, another cache directory its own copy of the file."""
+        memo = None
+        if call_class is not None:
+            memo = (call_class, task.layout_class, interpreted, loads, generator_digest(), cache_location())
+        kernel = self._kernels.get(memo) if memo is not None else None
+        if kernel is not None:
+            return kernel
+        spec = self._spec(args, outs, types, reductions, task)
+        path = launch = None
+        if loads:
+            try:
+                path = _cached_file(spec)
+            except FrozenError as e:
+                raise FrozenError(f"{self.__name__}({argcheck.describe_values(args)}): {e}") from None
+            alias = payload_alias(spec.payload_name, spec.kernel_name)
+            backend = "interpreter" if interpreted else "gpu"
+            launch = load(path, spec.kernel_name, alias, self._payload, backend).launch
+        kernel = _Kernel(spec, path, launch)
+        if memo is not None:
+            if len(self._kernels) >= _MEMO_LIMIT:
+                self._kernels.clear()
+            self._kernels[memo] = kernel
+        return kernel
+
     def _spec(self, args, outs, types, reductions, task: TaskPlan):
         call = summarize(self._schema, args, outs or self._no_outputs)
         return build_spec(self._payload, call, types, task, reductions, self._deterministic, self._probe)
@@ -299,25 +361,18 @@ class PointwiseDynamicFunction:
             self._probed[inputs] = value_dtypes(self._payload.fn, inputs)
         return self._probed[inputs]
 
-    def _bind(self, args, outs, types, reductions, task: TaskPlan, device) -> LaunchPlan:
-        spec = self._spec(args, outs, types, reductions, task)
-        launch, path = None, None
+    def _bind(self, args, outs, types, reductions, task: TaskPlan, device, call_class=None) -> LaunchPlan:
         meta = device.type == "meta"  # shapes and dtypes only: outputs are allocated, nothing runs
         interpreted = not meta and runs_interpreted(device)
-        if task.numel and not meta:
-            try:
-                path = _cached_file(spec)
-            except FrozenError as e:
-                raise FrozenError(f"{self.__name__}({argcheck.describe_values(args)}): {e}") from None
-            alias = payload_alias(spec.payload_name, spec.kernel_name)
-            backend = "interpreter" if interpreted else "gpu"
-            launch = load(path, spec.kernel_name, alias, self._payload, backend).launch
+        loads = bool(task.numel) and not meta
+        kernel = self._kernel(call_class, args, outs, types, reductions, task, interpreted, loads)
+        spec, path, launch = kernel.spec, kernel.path, kernel.launch
         positions = tuple(i for i, a in enumerate(args) if argcheck.is_tensor_like(a))
         moved = tuple(i for i in positions if device.type != "cpu" and args[i].device != device)
         strides = iter(task.output_strides)
         out_strides = tuple(next(strides) if r is None else None for r in reductions)
         given = not meta and any(o is not None for o, r in zip(outs, reductions) if r is None)
-        extents = (
+        extents = (  # both only read by the overlap check of given outputs
             tuple(None if s is None else argcheck.dense_extent(task.shape, s) for s in out_strides) if given else ()
         )
         return LaunchPlan(
@@ -333,7 +388,7 @@ class PointwiseDynamicFunction:
             numel=task.numel,
             to_device=moved,
             out_extents=extents,
-            in_extents=tuple(argcheck.dense_extent(args[i].shape, args[i].stride()) for i in positions),
+            in_extents=tuple(argcheck.dense_extent(args[i].shape, args[i].stride()) for i in positions if given),
             reductions=reductions if any(reductions) else (),
             deterministic=spec.deterministic,
             constexprs=tuple(task.tiling.block),
@@ -343,6 +398,47 @@ class PointwiseDynamicFunction:
             spec=spec,
             interpreted=interpreted,
         )
+
+
+_MEMO_LIMIT = 4096  # call classes (and class pairs) kept per function; past it the memo restarts
+
+
+@dataclass(frozen=True)
+class _Frontend:
+    """The frontend's answers for one call class: the same for every shape and stride."""
+
+    key: tuple  # the call class (_call_class)
+    types: object  # frontend.dtypes.CallTypes
+    reductions: tuple
+    device: torch.device
+
+
+@dataclass(frozen=True)
+class _Kernel:
+    """The generated kernel of a call class and layout class (see PointwiseDynamicFunction._kernel)."""
+
+    spec: object  # codegen.spec.KernelSpec
+    path: object  # the verified file, None when nothing launches (numel 0, meta tensors)
+    launch: object
+
+
+def _call_class(args: tuple, outs: tuple) -> tuple:
+    """What validation, the device and promotion read of a call, and nothing of its shapes or
+    strides: per operand its type, dtype, whether it is 0-d and its device; per scalar its type,
+    and for an int the width class Triton passes it in (arguments.int_class, which also sets
+    apart values validation rejects); which outputs are given; torch's default dtype (promotion
+    of python floats reads it). Two calls of one class get the same _Frontend."""
+    return (
+        torch.get_default_dtype(),
+        tuple(_operand_class(a) for a in args),
+        tuple(None if o is None else _operand_class(o) for o in outs),
+    )
+
+
+def _operand_class(a):
+    if isinstance(a, argcheck.TENSOR_TYPES):
+        return (type(a), a.dtype, a.ndim == 0, a.device)
+    return argcheck.int_class(a) if type(a) is int else type(a)
 
 
 def _cached_file(spec):

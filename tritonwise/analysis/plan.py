@@ -43,6 +43,15 @@ class TaskPlan:
     def stride_classes(self) -> tuple:
         return tuple("".join(stride_class(s) for s in op) for op in self.strides)
 
+    @property
+    def layout_class(self) -> tuple:
+        """Every field of the task a generated file depends on (codegen's build_spec reads no
+        other): rank, scheme, tiled dim, block choices, index width, alignment, stride classes.
+        Tasks with equal classes share a file, so function.py keeps the loaded kernel per class."""
+        tiling = self.tiling
+        classes = self.stride_classes
+        return (self.rank, tiling.scheme, tiling.m_dim, tiling.choices, self.index_bits, self.aligned, classes)
+
 
 def analyze(
     inputs: Sequence[tuple],
@@ -56,6 +65,10 @@ def analyze(
     An output is (shape, strides) when given, None when tritonwise allocates it. With
     `collapse_dims=False` (manual instantiation) dims keep their order and number.
     """
+    if collapse_dims:
+        contiguous = _contiguous_task(inputs, outputs)
+        if contiguous is not None:
+            return _tile(*contiguous, itemsize, config)
     given = [o for o in outputs if o is not None]
     shape = broadcast_shapes([s for s, _ in inputs] + [s for s, _ in given])
     in_strides = [broadcast_strides(s, st, shape) for s, st in inputs]
@@ -69,6 +82,30 @@ def analyze(
     else:
         task_shape, strides = shape, tuple(operands)
     return _tile(shape, out_strides, task_shape, strides, itemsize, config)
+
+
+def _contiguous_task(inputs: Sequence[tuple], outputs: Sequence[Optional[tuple]]) -> Optional[tuple]:
+    """The common case without sorting or merging dims: every input of one shape with exactly
+    C-contiguous strides, more than one element, outputs allocated. The general path orders such
+    dims as they come (equal strides only pair a size-1 dim with its outer neighbour, which never
+    moves it), allocates C-contiguous outputs and merges everything into one dim, as here (a
+    property test compares the two). None when the call is not of this kind."""
+    if not inputs or any(o is not None for o in outputs):
+        return None
+    shape = inputs[0][0]
+    c_strides, step = [], 1
+    for size in reversed(shape):
+        if size < 1:
+            return None
+        c_strides.append(step)
+        step *= size
+    if step < 2:
+        return None
+    c_strides = tuple(reversed(c_strides))
+    if any(s != shape or st != c_strides for s, st in inputs):
+        return None
+    unit = ((1,),) * (len(inputs) + len(outputs))
+    return tuple(shape), (c_strides,) * len(outputs), (step,), unit
 
 
 def _tile(shape, out_strides, task_shape, strides, itemsize, config) -> TaskPlan:

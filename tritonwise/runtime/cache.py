@@ -59,6 +59,11 @@ def _overlay_candidates() -> list:
     return ([Path(env).expanduser()] if env else []) + ([_fallback_dir] if _fallback_dir is not None else [])
 
 
+def location() -> tuple:
+    """The settings search_dirs() follows, cheap to read: a key for memos of found files."""
+    return os.environ.get("TRITONWISE_CACHE_DIR"), os.environ.get("TRITONWISE_CACHE_OVERLAY")
+
+
 def search_dirs() -> list:
     """Where cached files are looked for, in order: the configured directory, then the overlays."""
     return [configured_dir(), *_overlay_candidates()]
@@ -144,16 +149,43 @@ def verifies(path: Path, marks: tuple = ()) -> bool:
 
 
 def ensure_file(name: str, render: Callable[[], str], marks: tuple = ()) -> Path:
-    """The path of a verified cached file `name`, rendering and writing it only when needed."""
+    """The path of a verified cached file `name`, rendering and writing it only when needed.
+
+    A file this process has verified (or written) is remembered with its inode, size and
+    mtime under the cache directories in force (see `_verified`); asking again costs one
+    `os.stat` and neither reads the file nor updates the stats file, which counts a reuse once
+    per process. A file replaced or edited since (another mtime, size or inode) is verified again.
+    """
+    memo = (name, marks, location())
+    known = _verified.get(memo)
+    if known is not None and _identity(known[0]) == known[1]:
+        return known[0]
     path = find(name, lambda p: verifies(p, marks))
     if path is not None:
         _count(path.parent, "reused")
-        return path
-    freeze.check(f"the generated file {name}, which no cache directory holds")
-    path = write(name, seal(render()))
-    logger.debug("tritonwise: generated %s", path)
-    _count(path.parent, "written")
+    else:
+        freeze.check(f"the generated file {name}, which no cache directory holds")
+        path = write(name, seal(render()))
+        logger.debug("tritonwise: generated %s", path)
+        _count(path.parent, "written")
+    identity = _identity(path)
+    if identity is not None:
+        _verified[memo] = (path, identity)
     return path
+
+
+# (name, marks, location()) -> (path, _identity(path)) of
+# each file verified in this process; cleared by clear(). A racing writer at worst verifies twice.
+_verified: dict = {}
+
+
+def _identity(path: Path) -> Optional[tuple]:
+    """What changes when a file is rewritten or edited: inode, size, mtime (None: missing)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 STATS_FILE = ".stats.json"
@@ -225,6 +257,7 @@ def list_kernels() -> list:
 def clear() -> int:
     """Remove the generated files and stored kernels; returns how many there were."""
     files = list_files() + list_kernels()
+    _verified.clear()
     for f in files + [configured_dir() / STATS_FILE]:
         f.unlink(missing_ok=True)
     return len(files)

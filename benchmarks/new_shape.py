@@ -1,0 +1,111 @@
+"""The cost of a new shape of a known layout class: a plan-cache miss that generates nothing.
+
+    python benchmarks/new_shape.py [--shapes N] [--device cuda|cpu|meta]
+
+Each case first calls a function on a few shapes (opening its layout classes: aligned and not,
+every block), then on N shapes it has never seen, each call a plan-cache miss, and reports the
+median microseconds per call. On CUDA (the default when present) a call is the whole call,
+launch included (the clock stops before synchronizing). Elsewhere it measures the host part
+only: `--device meta` times whole calls on meta tensors (allocation, no launch); `--device cpu`
+times `fn._prepare` (the miss without the interpreter's launch). The breakdown times the layers
+of `_prepare` on the same shapes (when this tritonwise has them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from payloads import add, add_alpha  # noqa: E402
+
+WARM = 40  # sizes each case sees before timing: every class and block of the sweep is open by then
+
+
+def cases(device: str):
+    """(name, function, operands for size n): each n a new shape of one family of classes."""
+    return [
+        ("add 1-D (flat)", add, lambda n: (torch.randn(64 * n + 7, device=device),) * 2),
+        (
+            "3-D broadcast + scalar (nd)",
+            add_alpha,
+            lambda n: (torch.randn(4, n, 64, device=device), torch.randn(n, 1, device=device), 0.5),
+        ),
+        (
+            "2-D + transposed 2-D (tile2d)",
+            add,
+            lambda n: (torch.randn(n, 65, device=device), torch.randn(65, n, device=device).t()),
+        ),
+    ]
+
+
+def miss_us(fn, operands: list, timer) -> float:
+    """Median microseconds of `timer(fn, args)` over operand tuples, each a new shape."""
+    return statistics.median(timer(fn, args) for args in operands)
+
+
+def whole_call(fn, args) -> float:
+    start = time.perf_counter()
+    fn(*args)
+    elapsed = time.perf_counter() - start
+    if args[0].device.type == "cuda":
+        torch.cuda.synchronize()
+    return elapsed * 1e6
+
+
+def prepare_only(fn, args) -> float:
+    start = time.perf_counter()
+    fn._prepare(args, (None,), collapse=True)
+    return (time.perf_counter() - start) * 1e6
+
+
+def layers(fn, operands: list) -> list:
+    """Median microseconds of each layer of a miss: frontend (memoized per call class), task
+    analysis (broadcast, collapse, tiling), and binding (kernel memo, launch values, the plan)."""
+    if not hasattr(fn, "_frontend"):
+        return []
+    times: dict = {"frontend": [], "task analysis": [], "bind (kernel, launch values, plan)": []}
+    for args in operands:
+        outs = (None,)
+        t0 = time.perf_counter()
+        front = fn._frontend(args, outs)
+        t1 = time.perf_counter()
+        task = fn._task(args, outs, front, True)
+        t2 = time.perf_counter()
+        fn._bind(args, outs, front.types, front.reductions, task, front.device, front.key)
+        t3 = time.perf_counter()
+        for key, value in zip(times, (t1 - t0, t2 - t1, t3 - t2)):
+            times[key].append(value * 1e6)
+    return [(name, statistics.median(values)) for name, values in times.items()]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shapes", type=int, default=300, help="new shapes timed per case")
+    parser.add_argument("--device", choices=["cuda", "cpu", "meta"])
+    args = parser.parse_args()
+    device = args.device or ("cuda" if torch.cuda.is_available() else "meta")
+    timer = prepare_only if device == "cpu" else whole_call
+    what = "fn._prepare (host, no launch)" if device == "cpu" else f"whole call on {device} tensors"
+    print(f"new shape of a known layout class, {what}: median µs over {args.shapes} new shapes")
+    print("| case | µs per new shape | " + " | ".join(["frontend", "task analysis", "bind"]) + " |")
+    print("|---|---|---|---|---|")
+    for name, fn, make in cases(device):
+        for n in range(1, WARM + 1):
+            fn(*make(n)) if device != "cpu" else fn._prepare(make(n), (None,), collapse=True)
+        operands = [make(n) for n in range(WARM + 1, WARM + 1 + args.shapes)]
+        half = len(operands) // 2
+        total = miss_us(fn, operands[:half], timer)
+        parts = layers(fn, operands[half:])
+        cells = " | ".join(f"{us:.1f}" for _, us in parts) if parts else "— | — | —"
+        print(f"| {name} | {total:.1f} | {cells} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
