@@ -38,8 +38,8 @@ def operand_access(name: str, classes: str, scheme, m_dim: Optional[int]) -> Acc
     ptr = f"{name}_ptr"
     if scheme.column_index is None:  # 1-D tiles: one pointer vector
         return Access(ptr if offset == 0 else f"{ptr} + {offset}", None if offset == 0 else "mask")
-    column_symbol = sympy.Symbol(scheme.column_index, integer=True)
-    column = offset.coeff(column_symbol) * column_symbol
+    column_symbols = [sympy.Symbol(n, integer=True) for n in sorted(scheme.column_names(rank, m_dim))]
+    column = sympy.Add(*[offset.coeff(c) * c for c in column_symbols])
     row = sympy.expand(offset - column)
     vector_rows = {str(s) for s in row.free_symbols} & scheme.row_vector_names(rank, m_dim)
     parts, masks = [ptr], []

@@ -21,6 +21,7 @@ from ..config import CodeGenConfig
 class Scheme:
     name: str = ""
     column_index: Optional[str] = "offs_n"  # the index along the innermost dim; None: 1-D tiles
+    reduces_rows: bool = False  # a row scheme: each tile row reduced to one value (a reduction along dims)
 
     @property
     def template(self) -> str:
@@ -71,6 +72,10 @@ class Scheme:
     def row_vector_names(self, rank: int, m_dim: Optional[int]) -> set:
         """Index names that are vectors along the tile's first axis (others: per-program scalars)."""
         return set()
+
+    def column_names(self, rank: int, m_dim: Optional[int]) -> set:
+        """Index names that are vectors along the tile's second axis (the column part of an offset)."""
+        return {self.column_index}
 
     def decompose_lines(self, rank: int, m_dim: Optional[int]) -> list:
         return []

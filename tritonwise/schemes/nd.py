@@ -48,15 +48,15 @@ class Nd(Scheme):
         return decompose(list(range(rank - 1)), "rows")
 
 
-def decompose(dims: list, source: str) -> list:
-    """Lines splitting `source` into per-dim indices, innermost of `dims` fastest."""
+def decompose(dims: list, source: str, prefix: str = "i", temp: str = "rest") -> list:
+    """Lines splitting `source` into per-dim indices ({prefix}{d}), innermost of `dims` fastest."""
     lines = []
     for pos in range(len(dims) - 1, 0, -1):
         d = dims[pos]
-        lines.append(f"i{d} = {source} % size{d}")
-        quotient = f"i{dims[0]}" if pos == 1 else "rest"
+        lines.append(f"{prefix}{d} = {source} % size{d}")
+        quotient = f"{prefix}{dims[0]}" if pos == 1 else temp
         lines.append(f"{quotient} = {source} // size{d}")
-        source = "rest"
+        source = temp
     if len(dims) == 1:
-        lines.append(f"i{dims[0]} = {source}")
+        lines.append(f"{prefix}{dims[0]} = {source}")
     return lines
