@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 import torch
 
 from .analysis.broadcast import broadcast_shapes
-from .analysis.plan import TaskPlan, analyze
+from .analysis.plan import TaskPlan, analyze, analyze_rows
 from .codegen.build import build_spec
 from .codegen.key import generator_digest
 from .codegen.params import index_arg_values
@@ -24,7 +24,7 @@ from .config import CodeGenConfig
 from .frontend import validation
 from .frontend.dtypes import check_unsigned_scalars, resolve_types
 from .frontend.payload import inspect_payload
-from .frontend.reduction import parse_reductions, reduction_of
+from .frontend.reduction import AxisEntry, kind_of, parse_reductions, reduction_of
 from .frontend.schema import FunctionSchema
 from .frontend.summary import summarize
 from .runtime import arguments as argcheck
@@ -55,6 +55,7 @@ class PointwiseDynamicFunction:
         self._schema = schema
         self._config = config if config is not None else CodeGenConfig()
         self._reductions = parse_reductions(reductions, schema.num_outputs())
+        self._along_dims = any(isinstance(r, AxisEntry) for r in self._reductions)
         self._deterministic = bool(deterministic)
         self._plans = PlanCache()
         self._frontends: dict = {}  # call class -> _Frontend (see _frontend)
@@ -80,7 +81,8 @@ class PointwiseDynamicFunction:
 
     @property
     def reduction_kinds(self) -> tuple:
-        """Per output: None, or the kind of its fused reduction ("sum", "max", "min")."""
+        """Per output: None, the kind of its full reduction ("sum", "max", "min"), or an AxisEntry
+        (frontend/reduction.py) for a reduction along dims."""
         return self._reductions
 
     @property
@@ -114,6 +116,8 @@ class PointwiseDynamicFunction:
         enter the plan cache (they differ from plain calls' in type, requires_grad or the
         negative bit), so a later hit cannot skip this. _NO_ROUTE for an ordinary call."""
         scalars = validation.python_scalars(args)
+        if self._along_dims:
+            self._check_plain_call(args, outs)
         if scalars is not args:  # NumPy scalars: plans are keyed on the python scalars torch reads
             return self(*scalars, **validation.output_keywords(outs))
         if any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):  # recorded for autograd
@@ -130,6 +134,13 @@ class PointwiseDynamicFunction:
         if resolved is not None:
             return self(*resolved, **validation.output_keywords(outs))
         return _NO_ROUTE
+
+    def _check_plain_call(self, args: tuple, outs: tuple) -> None:
+        """Reductions along dims run plain calls only, for now."""
+        if any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+            raise NotImplementedError(f"{self.__name__}: autograd through reductions along dims is not supported yet")
+        if validation.has_dtensor(args, outs):
+            raise NotImplementedError(f"{self.__name__}: DTensor arguments to reductions along dims: not supported yet")
 
     def register_complex(self, mode, cross_kernel=None, tensorize_scalars: bool = False, fallback_target=None):
         """Handle complex arguments by running real kernels on view_as_real data (see complex.py);
@@ -165,6 +176,7 @@ class PointwiseDynamicFunction:
 
     def instantiate(self, rank: int) -> "InstantiatedFunction":
         """The rank-`rank` function: no broadcasting, no allocation, no dimension collapsing."""
+        self._refuse_along_dims("instantiate")
         if not isinstance(rank, int) or rank < 0:
             raise ValueError(f"{self.__name__}.instantiate: rank must be a non-negative int, got {rank!r}")
         if rank not in self._instances:
@@ -203,7 +215,8 @@ class PointwiseDynamicFunction:
         args = validation.python_scalars(args)
         front = self._frontend(args, outs)
         task = self._task(args, outs, front, collapse)
-        return self._bind(args, outs, front.types, front.reductions, task, front.device, front.key)
+        reductions = self._reductions_for(front, task.shape)
+        return self._bind(args, outs, front.types, reductions, task, front.device, front.key)
 
     def output_meta(self, *args) -> list:
         """(shape, strides, dtype) of each output a call with `args` allocates; no code is generated.
@@ -211,7 +224,11 @@ class PointwiseDynamicFunction:
         types, reductions, task, _ = self._analyze(args, self._no_outputs, True)
         strides = iter(task.output_strides)
         return [
-            (task.shape, next(strides), types.results[k]) if r is None else ((), (), r.result)
+            (task.shape, next(strides), types.results[k])
+            if r is None
+            else (r.result_shape(task.shape), next(strides), r.result)
+            if r.along_dims
+            else ((), (), r.result)
             for k, r in enumerate(reductions)
         ]
 
@@ -233,13 +250,19 @@ class PointwiseDynamicFunction:
         return it (`torch.ops.namespace.name`): usable in torch.compile(fullgraph=True)."""
         from .torch_op import register
 
+        self._refuse_along_dims("as_torch_op")
         return register(self, qualname)
+
+    def _refuse_along_dims(self, what: str) -> None:
+        if self._along_dims:
+            raise NotImplementedError(f"{self.__name__}.{what}: not supported yet for reductions along dims")
 
     def _analyze(self, args: tuple, outs: tuple, collapse: bool) -> tuple:
         """(types, reductions, task plan, device) of a call: validated, promoted, analyzed."""
         args = validation.python_scalars(args)
         front = self._frontend(args, outs)
-        return front.types, front.reductions, self._task(args, outs, front, collapse), front.device
+        task = self._task(args, outs, front, collapse)
+        return front.types, self._reductions_for(front, task.shape), task, front.device
 
     def _frontend(self, args: tuple, outs: tuple) -> "_Frontend":
         """Validation of kinds and scalars, the device and torch's promotion: functions of the
@@ -265,7 +288,7 @@ class PointwiseDynamicFunction:
                 raise TypeError(f"{name}: out{k} must be a Tensor or StridedBuffer, got {type(out).__name__}")
         device = self._device(args, outs)
         types = resolve_types(schema, args, widen_bools=not self._payload.uses_invert)
-        reductions = tuple(kind and reduction_of(kind, types.results[k]) for k, kind in enumerate(self._reductions))
+        reductions = tuple(r and reduction_of(kind_of(r), types.results[k]) for k, r in enumerate(self._reductions))
         for k, (out, r) in enumerate(zip(outs, reductions)):
             if out is not None and r is None and not torch.can_cast(types.results[k], out.dtype):
                 types = self._payload_result(k, out.dtype, types, args)
@@ -273,19 +296,42 @@ class PointwiseDynamicFunction:
 
     def _task(self, args: tuple, outs: tuple, front: "_Frontend", collapse: bool) -> TaskPlan:
         """The shape-dependent part: broadcasting, checks of given outputs, the task plan."""
-        name, types, reductions = self.__name__, front.types, front.reductions
+        name, types = self.__name__, front.types
         tensors = [a for a in args if argcheck.is_tensor_like(a)]
         inputs = [(tuple(t.shape), tuple(t.stride())) for t in tensors]
-        elementwise = [o for o, r in zip(outs, reductions) if r is None]
+        elementwise = [o for o, r in zip(outs, self._reductions) if r is None]
         try:
             shape = _task_shape(inputs, [o for o in elementwise if o is not None])
         except RuntimeError as e:
             raise RuntimeError(f"{name}: {e}") from None
+        reductions = self._reductions_for(front, shape)
         for k, (out, r) in enumerate(zip(outs, reductions)):
             if out is not None:
-                dtype, expected = (types.results[k], shape) if r is None else (r.result, ())
+                dtype, expected = (types.results[k], shape) if r is None else (r.result, r.result_shape(shape))
                 validation.check_output(name, k, out, expected, dtype, front.device)
+        if self._along_dims:
+            return self._analyze_rows(inputs, outs, reductions, shape, tensors, types)
         return analyze(inputs, [_layout(o) for o in elementwise], _itemsize(tensors, types), self._config, collapse)
+
+    def _reductions_for(self, front: "_Frontend", shape: tuple) -> tuple:
+        """The call's Reductions: those along dims resolve their dims against the task's rank
+        (the frontend, kept per call class, knows no shapes)."""
+        if not self._along_dims:
+            return front.reductions
+        results, name = front.types.results, self.__name__
+        return tuple(
+            reduction_of(r, results[k], len(shape), f"{name}: reductions[{k}]") for k, r in enumerate(self._reductions)
+        )
+
+    def _analyze_rows(self, inputs, outs, reductions, shape, tensors, types) -> TaskPlan:
+        """The task of a reduction along dims (every output reduces the same dims)."""
+        r = reductions[0]
+        if not inputs:
+            raise TypeError(f"{self.__name__}: a reduction along dims needs at least one tensor input")
+        if r.kind != "sum" and any(shape[d] == 0 for d in r.dims) and math.prod(r.result_shape(shape)):
+            raise RuntimeError(f"{self.__name__}: {r.kind} along dims {r.dims} of an empty extent has no identity")
+        layouts = [_layout(o) for o in outs]
+        return analyze_rows(inputs, layouts, r.dims, r.keepdim, _itemsize(tensors, types), self._config)
 
     def _payload_result(self, k: int, out_dtype, types, args):
         """A given output that cannot hold its promotion's result (torch.can_cast) takes the
@@ -369,8 +415,9 @@ class PointwiseDynamicFunction:
         spec, path, launch = kernel.spec, kernel.path, kernel.launch
         positions = tuple(i for i, a in enumerate(args) if argcheck.is_tensor_like(a))
         moved = tuple(i for i in positions if device.type != "cpu" and args[i].device != device)
+        rows = self._along_dims
         strides = iter(task.output_strides)
-        out_strides = tuple(next(strides) if r is None else None for r in reductions)
+        out_strides = tuple(next(strides) if r is None or rows else None for r in reductions)
         given = not meta and any(o is not None for o, r in zip(outs, reductions) if r is None)
         extents = (  # both only read by the overlap check of given outputs
             tuple(None if s is None else argcheck.dense_extent(task.shape, s) for s in out_strides) if given else ()
@@ -381,15 +428,15 @@ class PointwiseDynamicFunction:
             grid=task.grid,
             index_args=index_arg_values(spec, task),
             tensor_positions=positions,
-            out_shape=task.shape,
+            out_shape=reductions[0].result_shape(task.shape) if rows else task.shape,
             out_strides=out_strides,
-            out_dtypes=types.results,
+            out_dtypes=tuple(r.result for r in reductions) if rows else types.results,
             device=device,
             numel=task.numel,
             to_device=moved,
             out_extents=extents,
             in_extents=tuple(argcheck.dense_extent(args[i].shape, args[i].stride()) for i in positions if given),
-            reductions=reductions if any(reductions) else (),
+            reductions=reductions if any(reductions) and not rows else (),
             deterministic=spec.deterministic,
             constexprs=tuple(task.tiling.block),
             num_warps=task.tiling.num_warps,
@@ -397,6 +444,7 @@ class PointwiseDynamicFunction:
             task=task,
             spec=spec,
             interpreted=interpreted,
+            empty_fill=0 if rows and not task.numel else None,  # a sum of nothing (_analyze_rows refuses max/min)
         )
 
 

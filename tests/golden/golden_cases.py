@@ -1,7 +1,8 @@
 """The payloads and calls whose generated files are checked in under files/ (see refresh.py).
 
 One case per scheme, plus rank 0, int64 indexing, input casts, a given output of another dtype,
-full reductions (atomic and deterministic), two outputs and a bool result. `generated()` writes
+full reductions (atomic and deterministic), two outputs, a bool result, and reductions along
+dims (row_persistent over two reduced dims, row_looped over a strided one). `generated()` writes
 each case's file through `fn.generate` (no launch) and returns its text, with the parts that
 change on every edit of the generator (key, generator hash, Triton version, checksum) masked.
 """
@@ -53,6 +54,8 @@ sum_of_squares = pointwise_dynamic(square, promotion_methods=[(0, "DEFAULT")], r
 max_of_squares = pointwise_dynamic(square, promotion_methods=[(0, "DEFAULT")], reductions=["max"], deterministic=True)
 two_outputs = pointwise_dynamic(sum_and_product, promotion_methods=[(0, 1, "DEFAULT"), (0, 1, "DEFAULT")])
 less_fn = pointwise_dynamic(less, promotion_methods=[(0, 1, "ALWAYS_BOOL")])
+sum_squares_02 = pointwise_dynamic(square, promotion_methods=[(0, "DEFAULT")], reductions=[("sum", (0, 2))])
+column_max = pointwise_dynamic(square, promotion_methods=[(0, "DEFAULT")], reductions=[("max", 0, True)])
 
 
 def _huge(*shape):
@@ -75,6 +78,8 @@ def cases() -> dict:
         "max_i16_deterministic": (max_of_squares, (torch.ones(40, dtype=torch.int16),), {}),
         "two_outputs_f32": (two_outputs, (torch.ones(4, 6), torch.ones(6)), {}),
         "bool_result": (less_fn, (torch.ones(9), torch.ones(9, dtype=torch.int64)), {}),
+        "row_persistent_sum_f16": (sum_squares_02, (torch.ones(3, 5, 7, dtype=torch.float16),), {}),
+        "row_looped_max_f32": (column_max, (torch.ones(1500, 4),), {}),
     }
 
 

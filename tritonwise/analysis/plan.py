@@ -122,3 +122,73 @@ def _tile(shape, out_strides, task_shape, strides, itemsize, config) -> TaskPlan
         num_tiles=tiles,
         grid=(min(tiles, config.max_grid_size[0]),),
     )
+
+
+def analyze_rows(
+    inputs: Sequence[tuple],
+    outputs: Sequence[Optional[tuple]],
+    dims: tuple,
+    keepdim: bool,
+    itemsize: int,
+    config: CodeGenConfig,
+) -> TaskPlan:
+    """Plan a reduction along `dims` of the broadcast shape: the task is the kept dims (collapsed
+    among themselves, the rows) followed by the reduced dims (collapsed among themselves, the
+    columns), so the scheme's split (Tiling.m_dim) is the number of kept task dims. Each group
+    keeps the order the operands' strides give it; a reduced dim that no operand walks fastest
+    is read with a stride, not coalesced (a later scheme may transpose through shared memory).
+
+    An output is (shape, strides) of the reduced result when given, None when allocated (dense,
+    in the kept dims' order). `output_strides` holds the strides over the reduced result shape.
+    """
+    shape = broadcast_shapes([s for s, _ in inputs])
+    in_strides = [broadcast_strides(s, st, shape) for s, st in inputs]
+    kept = [d for d in range(len(shape)) if d not in dims]
+    given = [_over_task(o[1], shape, dims, keepdim) for o in outputs if o is not None]
+    order = dim_order(shape, given + in_strides)
+    kept_order, reduced_order = [d for d in order if d not in dims], [d for d in order if d in dims]
+    allocated = _allocated(shape, dims, keepdim, kept_order, kept)
+    out_strides = tuple(tuple(o[1]) if o is not None else allocated for o in outputs)
+    operands = in_strides + [_over_task(st, shape, dims, keepdim) for st in out_strides]
+    rows, row_strides = _collapsed_group(shape, operands, kept_order, fill=1)
+    cols, col_strides = _collapsed_group(shape, operands, reduced_order, fill=0)
+    if 0 in cols:  # nothing to read: one empty column dim (no index arithmetic divides by 0)
+        cols, col_strides = (0,), tuple((0,) for _ in operands)
+    task_shape = rows + cols
+    strides = tuple(r + c for r, c in zip(row_strides, col_strides))
+    tiling = choose_tiling(task_shape, strides, itemsize, config, split=len(rows))
+    tiles = num_tiles(task_shape, tiling) if math.prod(rows) else 0
+    return TaskPlan(
+        shape=shape,
+        output_strides=out_strides,
+        task_shape=task_shape,
+        strides=strides,
+        tiling=tiling,
+        index_bits=index_bits(task_shape, strides, tiling.block),
+        aligned=tiling.aligned,
+        num_tiles=tiles,
+        grid=(min(tiles, config.max_grid_size[0]),),
+    )
+
+
+def _over_task(strides: tuple, shape: tuple, dims: tuple, keepdim: bool) -> tuple:
+    """A reduced result's strides over the broadcast shape: 0 along the reduced dims."""
+    if keepdim:
+        return tuple(0 if d in dims else s for d, s in enumerate(strides))
+    kept = iter(strides)
+    return tuple(0 if d in dims else next(kept) for d in range(len(shape)))
+
+
+def _allocated(shape, dims, keepdim, kept_order, kept) -> tuple:
+    """Dense strides of a new reduced result, its kept dims in the task's order."""
+    full = dense_strides(tuple(1 if d in dims else n for d, n in enumerate(shape)), kept_order + list(dims))
+    return full if keepdim else tuple(full[d] for d in kept)
+
+
+def _collapsed_group(shape: tuple, operands: Sequence[tuple], inner_to_outer: list, fill: int) -> tuple:
+    """One group of dims collapsed; an empty group becomes one dim of extent 1 with stride `fill`
+    (1 for the rows, so every operand's row part is a vector the row mask guards)."""
+    sizes, strides = collapse(shape, operands, inner_to_outer)
+    if not sizes:
+        return (1,), tuple((fill,) for _ in operands)
+    return sizes, strides

@@ -9,6 +9,8 @@ each), so a new shape of the same class reuses the file and one of at most:
     nd      4 blocks  (BLOCK_N in 16, 64, 256, 1024; BLOCK_M * BLOCK_N = 2048)
     tile2d  6 blocks  (BLOCK_M in 16, S; BLOCK_N in 16, 64, 128; S = 64 for aligned files of
                        elements up to 4 bytes, else 32)
+    row_persistent 4 blocks (BLOCK_N in 16, 64, 256, 1024 covering the reduced extent)
+    row_looped     1 block  (BLOCK_M x 1024, looping over the reduced extent)
 
 each capped by the config's max_tile_size. Along a dim, the pick is the largest size whose
 tiles are more than half used (`extent / tiled extent > 1/2`), else the smallest: a 16 x 64
@@ -44,10 +46,14 @@ def stride_class(stride: int) -> str:
     return "0" if stride == 0 else "1" if stride == 1 else "s"
 
 
-def choose_tiling(task_shape: tuple, strides: Sequence[tuple], itemsize: int, config: CodeGenConfig) -> Tiling:
-    """Block shapes and warps measured best on an H100 (benchmarks/sweep.py; RESULTS.md)."""
-    scheme = choose_scheme(task_shape, strides)
-    m_dim = scheme.tiled_dim(task_shape, strides)
+def choose_tiling(
+    task_shape: tuple, strides: Sequence[tuple], itemsize: int, config: CodeGenConfig, split: Optional[int] = None
+) -> Tiling:
+    """Block shapes and warps measured best on an H100 (benchmarks/sweep.py; RESULTS.md).
+    `split`: for a reduction along dims, the number of kept (row) dims before the reduced ones;
+    a row scheme takes it as its m_dim."""
+    scheme = choose_scheme(task_shape, strides, split, config)
+    m_dim = split if split is not None else scheme.tiled_dim(task_shape, strides)
     aligned = is_aligned(task_shape, strides, m_dim)
     choices = scheme.block_choices(len(task_shape), itemsize, aligned, config)
     block = scheme.pick_block(task_shape, m_dim, choices)

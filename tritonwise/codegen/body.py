@@ -164,7 +164,68 @@ def body_text(spec: KernelSpec, payload_alias: str) -> str:
         lines.append(f"{taken} = {payload_alias}({args})")
     lines += [_store(o, acc[o.name]) for o in spec.elementwise_outputs]
     lines += [_reduce(spec, o) for o in spec.reduced_outputs]
+    lines += [_row_step(spec, o) for o in spec.row_reduced_outputs]
     return "\n".join(lines)
+
+
+# -- reductions along dims (row schemes): one value per tile row, stored by the row's program --
+
+
+def _row_acc(output) -> str:
+    """The accumulator dtype; 8- and 16-bit signed results are reduced in float (see NARROW_SIGNED)."""
+    if output.dtype in NARROW_SIGNED:
+        return "float64" if output.reduction == "sum" else "float32"
+    return output.acc
+
+
+def _row_identity(output) -> str:
+    return _float_identity(output.reduction) if output.dtype in NARROW_SIGNED else output.identity
+
+
+def _row_step(spec: KernelSpec, output) -> str:
+    """Fold the tile's values: into the BLOCK_M x BLOCK_N accumulator (row_looped), or straight
+    into one value per row (row_persistent, whose block holds the whole reduced extent)."""
+    value = output.name + _as_result(output)
+    if output.dtype != _row_acc(output):
+        value += convert_to(_row_acc(output))
+    masked = f"tl.where(mask, {value}, {_row_identity(output)})"
+    combine, block_reduce, _ = _COMBINE[output.reduction]
+    if get_scheme(spec.scheme).loops_columns:
+        return f"{_acc(output)} = {combine.format(acc=_acc(output), v=masked)}"
+    return f"{_acc(output)} = {block_reduce}({masked}, axis=1, keep_dims=True)"
+
+
+def row_init_lines(spec: KernelSpec) -> list:
+    """Before a row_looped column loop: each accumulator filled with the identity."""
+    if not spec.row_reduced_outputs or not get_scheme(spec.scheme).loops_columns:
+        return []
+    return [
+        f"{_acc(o)} = tl.full([BLOCK_M, BLOCK_N], {_row_identity(o)}, tl.{_row_acc(o)})"
+        for o in spec.row_reduced_outputs
+    ]
+
+
+def column_lines(spec: KernelSpec) -> list:
+    """Inside a row_looped column loop: the reduced dims' indices from `cols`."""
+    if not spec.row_reduced_outputs or not get_scheme(spec.scheme).loops_columns:
+        return []
+    return get_scheme(spec.scheme).column_lines(spec.rank, spec.m_dim)
+
+
+def row_finish_lines(spec: KernelSpec) -> list:
+    """After a row's columns: reduce the accumulator (row_looped) and store one value per row,
+    rounded to the elementwise result first when both are floats (as torch's result then copy)."""
+    lines, acc = [], accesses(spec) if spec.row_reduced_outputs else {}
+    looped = spec.row_reduced_outputs and get_scheme(spec.scheme).loops_columns
+    for o in spec.row_reduced_outputs:
+        if looped:
+            lines.append(f"{_acc(o)} = {_COMBINE[o.reduction][1]}({_acc(o)}, axis=1, keep_dims=True)")
+        floats = all(d.startswith(("float", "bfloat")) for d in (_row_acc(o), o.dtype))
+        chain = (o.dtype, o.store) if floats and o.store else (o.store or o.dtype,)
+        access = acc[o.name]
+        value = _acc(o) + conversion_text(chain, start=_row_acc(o))
+        lines.append(f"tl.store({access.pointer}, {value}, mask={access.mask})")
+    return lines
 
 
 def kernel_params(spec: KernelSpec) -> list:

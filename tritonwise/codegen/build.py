@@ -82,7 +82,9 @@ def _output_spec(k: int, dtype, classes, reduction, store=None, value=None) -> O
         store = triton_dtype(store, name) if store is not None else None
         return OutputSpec(name, triton_dtype(dtype, name), next(classes), store=store, value=value)
     acc = triton_dtype(reduction.acc, name)
-    return OutputSpec(name, triton_dtype(dtype, name), "", None, reduction.kind, acc, reduction.identity, value)
+    strides = next(classes) if reduction.along_dims else ""
+    store = triton_dtype(store, name) if store is not None else None
+    return OutputSpec(name, triton_dtype(dtype, name), strides, store, reduction.kind, acc, reduction.identity, value)
 
 
 def build_spec(
@@ -110,7 +112,7 @@ def build_spec(
     reductions = tuple(reductions) or (None,) * len(types.results)
     values = payload_values(call, types, probe)
     outputs = [
-        _output_spec(k, dtype, classes, r, None if o is None or r is not None or o == dtype else o, v)
+        _output_spec(k, dtype, classes, r, _store_dtype(o, dtype, r), v)
         for k, (o, dtype, r, v) in enumerate(zip(call.out_dtypes, types.results, reductions, values))
     ]
     return KernelSpec(
@@ -129,9 +131,19 @@ def build_spec(
         version=__version__,
         generator=generator_digest(),
         triton_version=triton_version(),
-        deterministic=deterministic and any(r is not None for r in reductions),
+        deterministic=deterministic and any(r is not None and not r.along_dims for r in reductions),
         payload_source=payload.source,
     )
+
+
+def _store_dtype(given, result, reduction):
+    """The dtype stored when it differs from the elementwise result's: a given output's, or a
+    reduction along dims' result (int64 for integer sums). Full reductions copy instead."""
+    if reduction is not None:
+        if not reduction.along_dims:
+            return None
+        given = reduction.result if given is None else given
+    return None if given is None or given == result else given
 
 
 def _param_names(payload: Payload, count: int):

@@ -15,6 +15,7 @@ from . import body
 
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 RESERVED = {"triton", "tl", "launch", "grid"}
+KERNEL_NAMES = r"(in|out|size|pid|tile|offs|mask|rows|rest|cols|num_|i\d|j\d|acc\d|start|BLOCK)\w*"  # kernel locals
 
 
 @functools.lru_cache(maxsize=1)
@@ -35,7 +36,7 @@ def payload_alias(payload_name: str, kernel_name: str) -> str:
     clash = (
         payload_name in RESERVED
         or payload_name == kernel_name
-        or re.fullmatch(r"(in|out|size|pid|tile|offs|mask|rows|rest|num_|i\d|BLOCK)\w*", payload_name)
+        or re.fullmatch(KERNEL_NAMES, payload_name)
     )
     return f"payload_{payload_name}" if clash else payload_name
 
@@ -46,7 +47,13 @@ def _operand_lines(spec) -> list:
         kind = f"strides [{', '.join(i.strides)}]" if i.is_tensor else "scalar"
         lines.append(f"{i.name:<8} {i.param}: {i.dtype} {kind}")
     for o in spec.outputs:
-        if o.reduction:
+        if o.reduction and o.strides:
+            stored = f", stored as {o.store}" if o.store else ""
+            lines.append(
+                f"{o.name:<8} {o.reduction} of the {o.dtype} result along the columns, in {o.acc}{stored} "
+                f"strides [{', '.join(o.strides)}]"
+            )
+        elif o.reduction:
             mode = "one partial per program" if spec.deterministic else "atomic"
             lines.append(f"{o.name:<8} {o.reduction} of the {o.dtype} result, accumulated in {o.acc} ({mode})")
         else:
@@ -85,6 +92,9 @@ def render(spec) -> str:
         "decompose": body.decompose_lines(spec),
         "body": body.body_text(spec, alias),
         "epilogue": body.epilogue_lines(spec),
+        "row_init": body.row_init_lines(spec),
+        "column_decompose": body.column_lines(spec),
+        "row_finish": body.row_finish_lines(spec),
         "payload_definition": payload_definition(spec.payload_source, alias),
         "layout_lines": layout_lines(spec, alias),
         "launch_args": ", ".join(_pointer_names(spec) + index),

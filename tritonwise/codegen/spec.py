@@ -71,8 +71,9 @@ class PayloadCall:
 
 @dataclass(frozen=True)
 class OutputSpec:
-    """An elementwise output (with stride classes), or a full reduction of the payload's result
-    accumulated in `acc` starting from `identity`."""
+    """An elementwise output (with stride classes), or a reduction of the payload's result
+    accumulated in `acc` starting from `identity`: a full one (no strides) or one along dims
+    (strides over the task, '0' along the reduced dims)."""
 
     name: str
     dtype: str  # the result dtype
@@ -141,7 +142,9 @@ class KernelSpec:
     @property
     def tensors(self) -> tuple:
         """Strided operands in kernel order: tensor inputs, then elementwise outputs."""
-        return tuple(i for i in self.inputs if i.is_tensor) + self.elementwise_outputs
+        return tuple(i for i in self.inputs if i.is_tensor) + tuple(
+            o for o in self.outputs if o.reduction is None or o.strides
+        )
 
     @property
     def elementwise_outputs(self) -> tuple:
@@ -149,4 +152,10 @@ class KernelSpec:
 
     @property
     def reduced_outputs(self) -> tuple:
-        return tuple(o for o in self.outputs if o.reduction is not None)
+        """Full reductions (to 0-d, through accumulators)."""
+        return tuple(o for o in self.outputs if o.reduction is not None and not o.strides)
+
+    @property
+    def row_reduced_outputs(self) -> tuple:
+        """Reductions along dims: strided over the task (0 along the reduced dims), one value a row."""
+        return tuple(o for o in self.outputs if o.reduction is not None and o.strides)

@@ -52,6 +52,7 @@ class LaunchPlan:
     task: object = None  # the analysis' TaskPlan, for explain()
     spec: object = None  # the KernelSpec of the generated file
     interpreted: bool = False  # runs in Triton's interpreter (runtime/interpret.py), not compiled
+    empty_fill: object = None  # a sum along dims of an empty extent: the outputs' value (nothing launches)
 
     def run(self, args: tuple, outs: list):
         if self.reductions:
@@ -61,6 +62,9 @@ class LaunchPlan:
             if self.out_extents:
                 self._check_overlap(args, outs, outputs)
             self._launch(self._on_device(args), outputs)
+        elif self.empty_fill is not None:
+            for o in outputs:
+                o.fill_(self.empty_fill)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def kernel_values(self, args: tuple, outs: tuple) -> tuple:

@@ -56,13 +56,13 @@ def launcher(launch, layout: dict, device: torch.device):
     block = scheme.pick_block(task_shape, m_dim, tuple(layout["blocks"])) if rank else layout["blocks"][0]
     grid = (min(scheme.num_tiles(task_shape, m_dim, block), config.max_grid_size[0]),)
     strided = [(n, d, s) for n, d, s in layout["inputs"] if s is not None]
-    strided += [(n, d, s) for n, d, s, acc in layout["outputs"] if acc is None]
+    strided += [(n, d, s) for n, d, s, acc in layout["outputs"] if acc is None or s]  # s: along dims
     operands, strides = {}, []
     for name, dtype, classes in strided:
         operands[name], st = _random_strided(task_shape, classes, dtype, layout["aligned"], device)
         strides.append(st)
     for name, dtype, classes, acc in layout["outputs"]:
-        if acc is not None:
+        if acc is not None and not classes:
             shape = grid if layout["deterministic"] else ()
             operands[name] = torch.zeros(shape, dtype=_torch_dtype(acc), device=device)
     classes = [(n, s) for n, _, s in strided]

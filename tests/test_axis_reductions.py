@@ -1,0 +1,221 @@
+"""Reductions along dims (`reductions=[(kind, dims, keepdim)]`) against torch: ranks 1-4, every
+dim set, keepdim, permuted and broadcast inputs, given (poisoned, strided) outputs, both row
+schemes (row_persistent: the reduced extent fits a block; row_looped: it does not)."""
+
+import pytest
+import torch
+import triton
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import poisoned_like
+from tritonwise import pointwise_dynamic
+
+pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+
+SETTINGS = settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+TORCH = {"sum": torch.sum, "max": torch.amax, "min": torch.amin}
+DTYPES = (torch.float32, torch.float16, torch.int32)
+
+
+@triton.jit
+def product(x, y):
+    return x * y
+
+
+def _function(kind, dims, keepdim=None, deterministic=False):
+    entry = (kind, dims) if keepdim is None else (kind, dims, keepdim)
+    return pointwise_dynamic(
+        product, promotion_methods=[(0, 1, "DEFAULT")], reductions=[entry], deterministic=deterministic
+    )
+
+
+def _expected(kind, x, y, dims, keepdim, dtype):
+    """torch: the elementwise product in its result dtype, reduced (16-bit floats summed in fp32)."""
+    value = x * y
+    if dims == ():
+        dims = tuple(range(value.dim()))
+    if kind == "sum" and dtype == torch.float16:
+        return value.float().sum(dims, keepdim=keepdim).to(dtype)
+    return TORCH[kind](value, dims, keepdim=keepdim)
+
+
+def _check(got, expected, kind, dtype, reduced_extent):
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    if kind == "sum" and dtype.is_floating_point:
+        eps = torch.finfo(dtype).eps
+        torch.testing.assert_close(got, expected, rtol=4 * eps, atol=4 * eps * reduced_extent * 10)
+    else:
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
+
+
+def _operand(draw, shape, dtype):
+    """A tensor of `shape`, maybe laid out permuted (its storage in another dim order)."""
+    values = torch.randint(-5, 6, shape) if dtype == torch.int32 else torch.randn(shape) * 2
+    order = draw(st.permutations(range(len(shape))))
+    stored = values.permute(tuple(order)).contiguous().to(dtype)
+    return stored.permute(tuple(order.index(d) for d in range(len(shape))))
+
+
+@st.composite
+def cases(draw):
+    rank = draw(st.integers(1, 4))
+    shape = tuple(draw(st.sampled_from((1, 2, 3, 5, 8, 17))) for _ in range(rank))
+    dtype = draw(st.sampled_from(DTYPES))
+    x = _operand(draw, shape, dtype)
+    y_shape = tuple(1 if draw(st.booleans()) else n for n in shape[draw(st.integers(0, rank)) :])
+    y = _operand(draw, y_shape, dtype)
+    dims = draw(st.sets(st.integers(0, rank - 1), min_size=1))
+    dims = tuple(d - rank if draw(st.booleans()) else d for d in sorted(dims))
+    entry_dims = dims[0] if len(dims) == 1 and draw(st.booleans()) else dims
+    return x, y, entry_dims, draw(st.sampled_from((None, False, True))), draw(st.sampled_from(("sum", "max", "min")))
+
+
+@SETTINGS
+@given(case=cases(), give_output=st.booleans())
+def test_along_dims_against_torch(case, give_output):
+    x, y, dims, keepdim, kind = case
+    expected = _expected(kind, x, y, dims if isinstance(dims, tuple) else (dims,), bool(keepdim), x.dtype)
+    fn = _function(kind, dims, keepdim)
+    if give_output:
+        out = poisoned_like(torch.empty(expected.shape[::-1], dtype=expected.dtype)).permute(
+            tuple(range(expected.dim() - 1, -1, -1))
+        )
+        got = fn(x, y, out0=out)
+        assert got is out
+    else:
+        got = fn(x, y)
+    _check(got, expected, kind, x.dtype, max(x.numel() // max(expected.numel(), 1), 1))
+
+
+@pytest.mark.parametrize("kind", ["sum", "max", "min"])
+@pytest.mark.parametrize("dims", [-1, 0])
+def test_row_looped_long_rows(kind, dims):
+    """A reduced extent beyond one block (1500 > 1024) loops; dim 0 of a row-major matrix reads strided."""
+    x, y = torch.randn(3, 1500) if dims == -1 else torch.randn(1500, 3), torch.randn(3 if dims == 0 else 1500)
+    fn = _function(kind, dims)
+    assert fn.explain(x, y).scheme == "row_looped"
+    _check(fn(x, y), _expected(kind, x, y, (dims,), False, torch.float32), kind, torch.float32, 1500)
+
+
+def test_persistent_scheme_and_results_per_row():
+    x = torch.randn(40, 17)
+    fn = _function("sum", 1)
+    assert fn.explain(x, x).scheme == "row_persistent"
+    _check(fn(x, x), (x * x).sum(1), "sum", torch.float32, 17)
+
+
+def test_integer_sum_is_int64_and_full_dims_give_0d():
+    x = torch.randint(-3, 4, (4, 6), dtype=torch.int32)
+    got = _function("sum", (0, 1))(x, x)
+    assert got.dtype == torch.int64 and got.shape == () and got.item() == (x.long() * x).sum().item()
+    torch.testing.assert_close(_function("sum", (), True)(x, x), (x.long() * x).sum((0, 1), keepdim=True))
+
+
+def test_deterministic_is_bit_reproducible():
+    x = torch.randn(64, 2000)
+    fn = _function("sum", -1, deterministic=True)
+    assert torch.equal(fn(x, x), fn(x, x))
+
+
+def test_empty_extents():
+    x = torch.randn(4, 0)
+    torch.testing.assert_close(_function("sum", 1)(x, x), torch.zeros(4))
+    assert _function("sum", 0)(x, x).shape == (0,)
+    with pytest.raises(RuntimeError, match="empty extent"):
+        _function("max", 1)(x, x)
+
+
+def test_given_output_of_wider_dtype_gets_the_rounded_result():
+    x = torch.randn(3, 50).half()
+    out = torch.full((3,), float("nan"), dtype=torch.float32)
+    _function("sum", 1)(x, x, out0=out)
+    torch.testing.assert_close(out, (x * x).float().sum(1).half().float(), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        (("mean", 0), "kind"),
+        (("sum", 0.5), "dims must be"),
+        (("sum", 0, 1), "keepdim must be a bool"),
+        (("sum", 0, False, 3), "kind"),
+    ],
+)
+def test_bad_entries_name_the_argument(entry, message):
+    with pytest.raises(ValueError, match=message):
+        pointwise_dynamic(product, promotion_methods=[(0, 1, "DEFAULT")], reductions=[entry])
+
+
+def test_dim_out_of_range_and_repeated():
+    x = torch.randn(2, 3)
+    with pytest.raises(IndexError, match="dim 2 is out of range"):
+        _function("sum", 2)(x, x)
+    with pytest.raises(RuntimeError, match="more than once"):
+        _function("sum", (1, -1))(x, x)
+
+
+def test_wrong_given_shape_is_named():
+    x = torch.randn(2, 3)
+    with pytest.raises(RuntimeError, match=r"out0 has shape \(3,\), but the result has shape \(2,\)"):
+        _function("sum", 1)(x, x, out0=torch.empty(3))
+
+
+def test_autograd_instantiate_and_torch_op_are_refused_for_now():
+    x = torch.randn(2, 3, requires_grad=True)
+    fn = _function("sum", 1)
+    with pytest.raises(NotImplementedError, match="autograd"):
+        fn(x, x)
+    with pytest.raises(NotImplementedError, match="instantiate"):
+        fn.instantiate(2)
+    with pytest.raises(NotImplementedError, match="as_torch_op"):
+        fn.as_torch_op("tritonwise_test::axis_sum")
+
+
+@triton.jit
+def twice(x):
+    return x, x
+
+
+@pytest.mark.parametrize("entries", [[("sum", 0), None], [("sum", 0), "sum"], [("sum", 0), ("max", 1)]])
+def test_mixed_entries_are_refused(entries):
+    with pytest.raises(ValueError, match="same dims"):
+        pointwise_dynamic(twice, promotion_methods=[(0, "DEFAULT"), (0, "DEFAULT")], reductions=entries)
+
+
+def test_two_outputs_along_the_same_dims():
+    methods = [(0, "DEFAULT"), (0, "DEFAULT")]
+    fn = pointwise_dynamic(twice, promotion_methods=methods, reductions=[("max", 0), ("min", 0)])
+    x = torch.randn(5, 3)
+    hi, lo = fn(x)
+    assert torch.equal(hi, x.amax(0)) and torch.equal(lo, x.amin(0))
+
+
+def test_output_meta_has_the_reduced_shape():
+    (shape, strides, dtype), = _function("max", (0, 2), True).output_meta(torch.randn(2, 3, 4), torch.randn(4))
+    assert shape == (1, 3, 1) and dtype == torch.float32
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "shape, kind, dims, dtype",
+    [
+        ((8192, 8192), "sum", -1, torch.float32),
+        ((8192, 8192), "max", 0, torch.float32),
+        ((16384, 128), "sum", -1, torch.bfloat16),
+        ((128, 16384), "sum", -1, torch.bfloat16),
+        ((64, 4096, 64), "sum", (0, 2), torch.float32),
+    ],
+)
+def test_gpu_along_dims_against_torch(shape, kind, dims, dtype):
+    """The issue's benchmark shapes, checked on the GPU (compiled, not interpreted)."""
+    x = torch.randn(shape, device="cuda").to(dtype)
+    fn = _function(kind, dims, deterministic=True)
+    dims_tuple = dims if isinstance(dims, tuple) else (dims,)
+    expected = (x * x).float().sum(dims_tuple).to(dtype) if kind == "sum" else TORCH[kind](x * x, dims_tuple)
+    got = fn(x, x)
+    extent = x.numel() // expected.numel()
+    _check(got, expected, kind, torch.float32 if dtype == torch.float32 else dtype, extent)
+    assert torch.equal(got, fn(x, x))

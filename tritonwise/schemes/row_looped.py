@@ -1,0 +1,30 @@
+"""row_looped: a reduction along dims whose reduced extent exceeds one block. As row_persistent
+(rows of kept dims, one program per row tile, no atomics), but each program loops over the
+reduced extent BLOCK_N columns at a time, folding each block into a BLOCK_M x BLOCK_N
+accumulator that is reduced to one value per row after the loop."""
+
+from __future__ import annotations
+
+from .base import pow2_floor
+from .row_persistent import RowPersistent
+
+LOOP_BLOCK_N = 1024
+
+
+class RowLooped(RowPersistent):
+    name = "row_looped"
+    loops_columns = True
+
+    def applies_to_rows(self, task_shape, split, config) -> bool:
+        return True
+
+    def block_choices(self, rank, itemsize, aligned, config) -> tuple:
+        cap = pow2_floor(config.max_tile_size)
+        bn = min(LOOP_BLOCK_N, cap)
+        return ((max(min(2048, cap) // bn, 1), bn),)
+
+    def pick_block(self, task_shape, m_dim, choices) -> tuple:
+        return choices[0]
+
+    def decompose_lines(self, rank, m_dim) -> list:
+        return self.row_lines(rank, m_dim)  # the column lines go inside the column loop

@@ -1,0 +1,69 @@
+"""row_persistent: a reduction along dims whose reduced extent fits one block. The task is the
+kept dims (rows) then the reduced dims (columns), split at m_dim; a tile is BLOCK_M rows by
+BLOCK_N >= the whole reduced extent, reduced along its columns to one value per row and stored
+by the one program that owns the row: no accumulator buffer, no atomics, deterministic.
+
+The row index is split into the kept dims' indices (i{d}) and the column index into the reduced
+dims' indices (j{d}). Reading is coalesced when the innermost task dim is one some operand walks
+with unit stride; reducing a dim no operand walks fastest (a column sum of a row-major matrix)
+reads with a stride for now.
+"""
+
+from __future__ import annotations
+
+from .base import Scheme, ceil_div, pow2_floor, prod, unique
+from .nd import decompose
+
+ROW_BLOCK_N = (16, 64, 256, 1024)  # BLOCK_M * BLOCK_N = 2048
+
+
+class RowPersistent(Scheme):
+    name = "row_persistent"
+    column_index = "cols"
+    reduces_rows = True
+    loops_columns = False
+
+    def applies(self, task_shape, strides) -> bool:
+        return False  # chosen only for reductions along dims (applies_to_rows)
+
+    def applies_to_rows(self, task_shape, split, config) -> bool:
+        return prod(task_shape[split:]) <= min(ROW_BLOCK_N[-1], pow2_floor(config.max_tile_size))
+
+    def block_choices(self, rank, itemsize, aligned, config) -> tuple:
+        cap = pow2_floor(config.max_tile_size)
+        return unique((max(min(2048, cap) // min(bn, cap), 1), min(bn, cap)) for bn in ROW_BLOCK_N)
+
+    def pick_block(self, task_shape, m_dim, choices) -> tuple:
+        cols = prod(task_shape[m_dim:])
+        return next((b for b in choices if b[1] >= cols), choices[-1])
+
+    def warps(self, block) -> int:
+        return max(1, min(8, prod(block) // 256))
+
+    def counts(self, task_shape, m_dim, block) -> dict:
+        rows = prod(task_shape[:m_dim])
+        return {"num_rows": rows, "num_cols": prod(task_shape[m_dim:]), "num_tiles": ceil_div(rows, block[0])}
+
+    def size_dims(self, rank, m_dim) -> list:
+        return list(range(1, m_dim)) + list(range(m_dim + 1, rank))
+
+    def count_params(self, rank) -> list:
+        return ["num_rows", "num_cols", "num_tiles"]
+
+    def index_names(self, rank, m_dim) -> list:
+        return [f"i{d}" for d in range(m_dim)] + [f"j{d}" for d in range(m_dim, rank)]
+
+    def row_vector_names(self, rank, m_dim) -> set:
+        return {f"i{d}" for d in range(m_dim)}
+
+    def column_names(self, rank, m_dim) -> set:
+        return {f"j{d}" for d in range(m_dim, rank)}
+
+    def row_lines(self, rank, m_dim) -> list:
+        return decompose(list(range(m_dim)), "rows")
+
+    def column_lines(self, rank, m_dim) -> list:
+        return decompose(list(range(m_dim, rank)), "cols", prefix="j", temp="cols_rest")
+
+    def decompose_lines(self, rank, m_dim) -> list:
+        return self.row_lines(rank, m_dim) + self.column_lines(rank, m_dim)
