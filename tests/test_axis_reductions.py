@@ -219,3 +219,14 @@ def test_gpu_along_dims_against_torch(shape, kind, dims, dtype):
     extent = x.numel() // expected.numel()
     _check(got, expected, kind, torch.float32 if dtype == torch.float32 else dtype, extent)
     assert torch.equal(got, fn(x, x))
+
+
+def test_one_function_over_new_shapes_and_ranks():
+    """Plans and kernels kept per class (function.py's memos) serve new shapes of a known class."""
+    fn = _function("sum", -1, True)
+    for shape in [(4, 7), (9, 7), (9, 13), (4, 1500), (6, 1500), (5, 3, 7), (2, 5, 3, 7)]:
+        x = torch.randn(shape)
+        out = poisoned_like(torch.empty(shape[:-1] + (1,)))
+        assert fn(x, x, out0=out) is out
+        _check(out, (x * x).sum(-1, keepdim=True), "sum", torch.float32, shape[-1])
+        _check(fn(x, x), (x * x).sum(-1, keepdim=True), "sum", torch.float32, shape[-1])
