@@ -32,9 +32,9 @@ from typing import Callable, Optional
 
 import torch
 
+from .frontend import validation
 from .frontend.dtypes import resolve_types
 from .frontend.promotion import ELEMENTWISE_TYPE_PROMOTION_KIND, promote
-from .frontend import validation
 from .runtime import arguments as argcheck
 
 

@@ -21,14 +21,17 @@ from .codegen.key import generator_digest
 from .codegen.params import index_arg_values
 from .codegen.render import identity_marks, payload_alias, render
 from .config import CodeGenConfig
+from .explanation import Explanation
 from .frontend import validation
 from .frontend.dtypes import check_unsigned_scalars, resolve_types
 from .frontend.payload import inspect_payload
 from .frontend.reduction import AxisEntry, kind_of, parse_reductions, reduction_of
 from .frontend.schema import FunctionSchema
 from .frontend.summary import summarize
+from .instantiate import InstantiatedFunction
 from .runtime import arguments as argcheck
-from .runtime.cache import ensure_file, location as cache_location
+from .runtime.cache import ensure_file
+from .runtime.cache import location as cache_location
 from .runtime.dispatch import LaunchPlan, PlanCache
 from .runtime.freeze import FrozenError
 from .runtime.interpret import runs_interpreted
@@ -505,109 +508,3 @@ def _layout(out) -> Optional[tuple]:
 
 def _itemsize(tensors, types) -> int:
     return max([t.dtype.itemsize for t in tensors] + [d.itemsize for d in types.results])
-
-
-class InstantiatedFunction:
-    """`fn.instantiate(rank)`: every operand exactly `rank` dims and one shape, outputs given."""
-
-    def __init__(self, fn: PointwiseDynamicFunction, rank: int):
-        self._fn = fn
-        self.rank = rank
-        self._plans = PlanCache()
-        self.__name__ = f"{fn.__name__}_rank{rank}"
-
-    def __call__(self, *args, **kwargs):
-        outs = self._fn._outputs(kwargs)
-        key = argcheck.call_signature(args, outs)
-        plan = self._plans.get(key)
-        if plan is None:
-            scalars = validation.python_scalars(args)
-            if scalars is not args:
-                return self(*scalars, **kwargs)
-            resolved = validation.resolve_negative_views(self.__name__, args, outs)
-            if resolved is not None:
-                return self(*resolved, **kwargs)
-            self._check(args, outs)
-            plan = self._fn._prepare(args, outs, collapse=False)
-            self._plans.put(key, plan)
-        return plan.run(args, outs)
-
-    def explain(self, *args, **kwargs) -> "Explanation":
-        outs = self._fn._outputs(kwargs)
-        self._check(args, outs)
-        return Explanation.of(self._fn._prepare(args, outs, collapse=False))
-
-    def _check(self, args: tuple, outs: tuple) -> None:
-        missing = [f"out{k}" for k, o in enumerate(outs) if o is None]
-        if missing:
-            raise TypeError(
-                f"{self.__name__}: outputs {', '.join(missing)} must be given (instantiate allocates nothing)"
-            )
-        operands = [(f"argument {i}", a) for i, a in enumerate(args) if argcheck.is_tensor_like(a)]
-        # a reduced output is 0-d whatever the rank; _analyze checks it against ()
-        operands += [(f"out{k}", o) for k, (o, r) in enumerate(zip(outs, self._fn._reductions)) if r is None]
-        shape = tuple(operands[0][1].shape)
-        for label, t in operands:
-            if t.ndim != self.rank:
-                raise ValueError(f"{self.__name__}: {label} has {t.ndim} dims, expected exactly {self.rank}")
-            if tuple(t.shape) != shape:
-                raise ValueError(
-                    f"{self.__name__}: {label} has shape {tuple(t.shape)}, expected {shape} (no broadcasting)"
-                )
-
-
-@dataclass(frozen=True)
-class Explanation:
-    """What a call would run: the collapsed task, its tiling and the generated file."""
-
-    shape: tuple
-    task_shape: tuple
-    strides: tuple
-    scheme: str
-    index_bits: int
-    block: tuple
-    grid: tuple
-    num_warps: int
-    aligned: bool
-    path: Optional[str]
-    kernel: str
-    block_choices: tuple = ()  # every block the file may launch with; `block` is this call's
-
-    @classmethod
-    def of(cls, plan: LaunchPlan) -> "Explanation":
-        task, spec = plan.task, plan.spec
-        return cls(
-            shape=task.shape,
-            task_shape=task.task_shape,
-            strides=task.strides,
-            scheme=task.tiling.scheme,
-            index_bits=task.index_bits,
-            block=task.tiling.block,
-            grid=task.grid,
-            num_warps=task.tiling.num_warps,
-            aligned=task.aligned,
-            path=None if plan.path is None else str(plan.path),
-            kernel=spec.kernel_name,
-            block_choices=task.tiling.choices,
-        )
-
-    def __str__(self) -> str:
-        rows = [
-            ("kernel", self.kernel),
-            ("shape", f"{self.shape} -> task {self.task_shape} (after collapsing)"),
-            ("strides", ", ".join(str(s) for s in self.strides) + "  (inputs, then outputs)"),
-            ("scheme", f"{self.scheme}, aligned {self.aligned}"),
-            ("block", f"{self.block} on {self.num_warps} warps ({self._block_rank()})"),
-            ("index", f"int{self.index_bits}"),
-            ("grid", f"{self.grid} programs ({math.prod(self.grid)} total)"),
-            ("file", self.path or "(none: nothing to launch)"),
-        ]
-        return "\n".join(f"{k:>8}: {v}" for k, v in rows)
-
-    def _block_rank(self) -> str:
-        """Which of the file's compiled kernels this shape takes."""
-        if len(self.block_choices) <= 1:
-            return "the file's only block"
-        listed = ", ".join(str(b) for b in self.block_choices)
-        position = self.block_choices.index(self.block) + 1
-        return f"{position} of this file's {len(self.block_choices)} blocks: {listed}; one compiled kernel each"

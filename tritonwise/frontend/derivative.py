@@ -20,8 +20,8 @@ import ast
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from . import rules
 from ..errors import NotDifferentiable
+from . import rules
 from .linearize import Program, Step, linearize, not_differentiable
 
 

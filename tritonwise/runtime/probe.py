@@ -18,6 +18,7 @@ from .arguments import int_class
 from .dispatch import INTERPRETER_LOCK
 from .interpret import interpreted, interpreting
 
+
 def value_dtypes(fn, inputs: Sequence[tuple]) -> Optional[tuple]:
     """The torch dtype of each value the plain Python payload `fn` returns, or None when it
     cannot be told (the payload fails on ones, returns a python number, a dtype torch lacks).

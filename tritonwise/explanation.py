@@ -1,0 +1,66 @@
+"""Explanation: what `fn.explain(...)` returns, without launching anything."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+from .runtime.dispatch import LaunchPlan
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What a call would run: the collapsed task, its tiling and the generated file."""
+
+    shape: tuple
+    task_shape: tuple
+    strides: tuple
+    scheme: str
+    index_bits: int
+    block: tuple
+    grid: tuple
+    num_warps: int
+    aligned: bool
+    path: Optional[str]
+    kernel: str
+    block_choices: tuple = ()  # every block the file may launch with; `block` is this call's
+
+    @classmethod
+    def of(cls, plan: LaunchPlan) -> "Explanation":
+        task, spec = plan.task, plan.spec
+        return cls(
+            shape=task.shape,
+            task_shape=task.task_shape,
+            strides=task.strides,
+            scheme=task.tiling.scheme,
+            index_bits=task.index_bits,
+            block=task.tiling.block,
+            grid=task.grid,
+            num_warps=task.tiling.num_warps,
+            aligned=task.aligned,
+            path=None if plan.path is None else str(plan.path),
+            kernel=spec.kernel_name,
+            block_choices=task.tiling.choices,
+        )
+
+    def __str__(self) -> str:
+        rows = [
+            ("kernel", self.kernel),
+            ("shape", f"{self.shape} -> task {self.task_shape} (after collapsing)"),
+            ("strides", ", ".join(str(s) for s in self.strides) + "  (inputs, then outputs)"),
+            ("scheme", f"{self.scheme}, aligned {self.aligned}"),
+            ("block", f"{self.block} on {self.num_warps} warps ({self._block_rank()})"),
+            ("index", f"int{self.index_bits}"),
+            ("grid", f"{self.grid} programs ({math.prod(self.grid)} total)"),
+            ("file", self.path or "(none: nothing to launch)"),
+        ]
+        return "\n".join(f"{k:>8}: {v}" for k, v in rows)
+
+    def _block_rank(self) -> str:
+        """Which of the file's compiled kernels this shape takes."""
+        if len(self.block_choices) <= 1:
+            return "the file's only block"
+        listed = ", ".join(str(b) for b in self.block_choices)
+        position = self.block_choices.index(self.block) + 1
+        return f"{position} of this file's {len(self.block_choices)} blocks: {listed}; one compiled kernel each"
