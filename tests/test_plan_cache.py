@@ -10,12 +10,12 @@ from tritonwise.runtime.arguments import call_signature
 from tritonwise.runtime.dispatch import PlanCache
 
 
-def _fresh_add():
+def _fresh_add(is_tensor=(True, True)):
     @triton.jit
     def add(x, y):
         return x + y
 
-    return pointwise_dynamic(add, promotion_methods=[(0, 1, "DEFAULT")])
+    return pointwise_dynamic(add, is_tensor=list(is_tensor), promotion_methods=[(0, 1, "DEFAULT")])
 
 
 def _counts(fn):
@@ -128,3 +128,17 @@ def test_a_reduction_over_meta_tensors_is_a_0d_meta_tensor():
     fn = pointwise_dynamic(squared, promotion_methods=[(0, "DEFAULT")], reductions=["sum"])
     x = torch.empty(5, 7, dtype=torch.float16, device="meta")
     _same_meta(fn(x), (x * x).sum())
+
+
+def test_a_result_dtype_the_default_dtype_decided_follows_set_default_dtype():
+    add, x = _fresh_add(is_tensor=(True, False)), torch.arange(4, dtype=torch.int32)
+    previous = torch.get_default_dtype()
+    try:
+        for default in (torch.float32, torch.float64, torch.float32):
+            torch.set_default_dtype(default)
+            for _ in range(2):  # the second call must not be served the other default's plan
+                got = add(x, 2.5)
+                assert got.dtype == (x + 2.5).dtype == default
+                torch.testing.assert_close(got, x + 2.5)
+    finally:
+        torch.set_default_dtype(previous)

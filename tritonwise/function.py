@@ -102,6 +102,8 @@ class PointwiseDynamicFunction:
         if plan is not None and plan.fast is not None and not outs:
             return plan.fast(args)  # the steady state: allocate and launch, nothing else
         outs = outs or self._no_outputs
+        if plan is not None and plan.default_dtype is not None and plan.default_dtype != torch.get_default_dtype():
+            plan = None  # built under another default dtype, which decided its result dtype
         if plan is None:
             routed = self._route(args, outs)
             if routed is not _NO_ROUTE:
@@ -448,7 +450,17 @@ class PointwiseDynamicFunction:
             spec=spec,
             interpreted=interpreted,
             empty_fill=0 if rows and not task.numel else None,  # a sum of nothing (_analyze_rows refuses max/min)
+            default_dtype=_default_dtype_decided(args, types.results),
         )
+
+
+def _default_dtype_decided(args: tuple, results: tuple) -> Optional[torch.dtype]:
+    """torch's default dtype when it may have decided a result dtype: a result of that dtype that
+    no sized tensor operand has (an int tensor times a python float, INT_TO_FLOAT on ints). A
+    false positive only costs the plan its fast path."""
+    default = torch.get_default_dtype()
+    sized = {a.dtype for a in args if argcheck.is_tensor_like(a) and a.ndim}
+    return default if default in results and default not in sized else None
 
 
 _MEMO_LIMIT = 4096  # call classes (and class pairs) kept per function; past it the memo restarts

@@ -53,6 +53,9 @@ class LaunchPlan:
     spec: object = None  # the KernelSpec of the generated file
     interpreted: bool = False  # runs in Triton's interpreter (runtime/interpret.py), not compiled
     empty_fill: object = None  # a sum along dims of an empty extent: the outputs' value (nothing launches)
+    # torch's default dtype when it decided a result dtype (int tensor * 2.5), else None: such a
+    # plan serves only calls made under the same default (the signature does not hold it)
+    default_dtype: Optional[torch.dtype] = None
 
     def run(self, args: tuple, outs: list):
         if self.reductions:
@@ -161,7 +164,7 @@ class LaunchPlan:
 
     def _fast_call(self) -> Optional[Callable]:
         """The whole hit path for calls that give no outputs, built once: allocate, launch."""
-        if self.direct is None or self.reductions or self.to_device:
+        if self.direct is None or self.reductions or self.to_device or self.default_dtype is not None:
             return None
         direct, shape, device, empty = self.direct, self.out_shape, self.device, torch.empty_strided
         layouts = tuple(zip(self.out_strides, self.out_dtypes))
