@@ -108,9 +108,11 @@ def _contiguous_task(inputs: Sequence[tuple], outputs: Sequence[Optional[tuple]]
     return tuple(shape), (c_strides,) * len(outputs), (step,), unit
 
 
-def _tile(shape, out_strides, task_shape, strides, itemsize, config) -> TaskPlan:
-    tiling = choose_tiling(task_shape, strides, itemsize, config)
-    tiles = num_tiles(task_shape, tiling) if math.prod(shape) else 0
+def _tile(shape, out_strides, task_shape, strides, itemsize, config, split=None, work=None) -> TaskPlan:
+    """The TaskPlan of a collapsed task; no tiles when `work` (default: the broadcast shape; the
+    kept rows for reductions along dims) is empty."""
+    tiling = choose_tiling(task_shape, strides, itemsize, config, split=split)
+    tiles = num_tiles(task_shape, tiling) if math.prod(shape if work is None else work) else 0
     return TaskPlan(
         shape=shape,
         output_strides=out_strides,
@@ -156,19 +158,7 @@ def analyze_rows(
         cols, col_strides = (0,), tuple((0,) for _ in operands)
     task_shape = rows + cols
     strides = tuple(r + c for r, c in zip(row_strides, col_strides))
-    tiling = choose_tiling(task_shape, strides, itemsize, config, split=len(rows))
-    tiles = num_tiles(task_shape, tiling) if math.prod(rows) else 0
-    return TaskPlan(
-        shape=shape,
-        output_strides=out_strides,
-        task_shape=task_shape,
-        strides=strides,
-        tiling=tiling,
-        index_bits=index_bits(task_shape, strides, tiling.block),
-        aligned=tiling.aligned,
-        num_tiles=tiles,
-        grid=(min(tiles, config.max_grid_size[0]),),
-    )
+    return _tile(shape, out_strides, task_shape, strides, itemsize, config, split=len(rows), work=rows)
 
 
 def _over_task(strides: tuple, shape: tuple, dims: tuple, keepdim: bool) -> tuple:
