@@ -52,7 +52,7 @@ def layers(a, b) -> list:
     add(a, b)
     plan = add.plan_cache.get(call_signature((a, b)))
     out = torch.empty(1024, device="cuda")
-    compiled = plan.launch(plan.grid, a, b, out, *plan.index_args)
+    compiled = plan.launch(plan.grid, a, b, out, *plan.index_args, *plan.constexprs, plan.num_warps)
     tail = plan.index_args + plan.constexprs
     parameters = KernelParameters(compiled, tail, 2)
     kinds, fixed = parameters.kinds(), parameters.fixed_slots()

@@ -78,7 +78,7 @@ def env(tmp_path):
     (tmp_path / "gpu_store_payload.py").write_text(PAYLOAD)
     environ = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{tmp_path}")
     environ.update(TRITONWISE_CACHE_DIR=str(tmp_path / "cache"), TRITON_CACHE_DIR=str(tmp_path / "triton"))
-    environ["TRITONWISE_KERNEL_STORE"] = "1"  # opt-in until the store has run on a GPU
+    environ.pop("TRITONWISE_KERNEL_STORE", None)  # the store is on by default
     return environ
 
 

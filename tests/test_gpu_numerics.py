@@ -74,13 +74,14 @@ def test_arithmetic_cpu_equals_gpu(seed):
     shape = _shape(rng)
     args = [_operand(rng, shape, dtype) for _ in range(arity)]
     fn = pointwise_dynamic(payload, promotion_methods=[(0, method)])
-    if dtype in FP8 and method == "NO_OPMATH":
-        # Triton 3.6 cannot compile arithmetic on fp8 values for sm_90 ('llvm.fadd' on i8); the
-        # CPU emulates it, and DEFAULT (which converts fp8 to fp32 first) works on both.
-        with pytest.raises(PayloadError, match="failed to compile"):
-            fn(*(a.cuda() for a in args))
+    try:
+        cpu, gpu = _both(fn, args)
+    except PayloadError as e:
+        # Triton 3.6 cannot compile some arithmetic on fp8 values for sm_90 ('llvm.fadd' on i8);
+        # the CPU emulates it. That refusal is the only failure accepted, and only there.
+        if not (dtype in FP8 and method == "NO_OPMATH" and "failed to compile" in str(e)):
+            raise
         return
-    cpu, gpu = _both(fn, args)
     p.same_bits(gpu, cpu, zero_sign=payload is not p.maximum)
 
 

@@ -254,11 +254,10 @@ def compile_ahead(file_name: str, kernel, values: Sequence, num_warps: int, targ
 
 
 def store_enabled() -> bool:
-    """Whether first launches go through the store: opt-in (TRITONWISE_KERNEL_STORE=1) until the
-    store has run on a GPU. Its CPU tests (a stand-in driver, cross-builds, Triton's own binder
-    as the oracle of the specialization) pass, but no GPU was lent to the session that wrote it;
-    without it, the first launch compiles through Triton's JIT as before."""
-    return os.environ.get("TRITONWISE_KERNEL_STORE", "0") == "1"
+    """Whether first launches go through the store (the default; TRITONWISE_KERNEL_STORE=0 turns
+    it off, and the first launch then compiles through Triton's JIT). Its GPU tests passed on an
+    H100 with Triton 3.6 (tests/test_gpu_kernel_store.py)."""
+    return os.environ.get("TRITONWISE_KERNEL_STORE", "1") != "0"
 
 
 def _drivable() -> bool:
@@ -289,5 +288,18 @@ def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
         freeze.check(f"Triton to compile or look up {plan.spec.kernel_name} ({plan.spec.file_name})")
     except freeze.FrozenError as e:
         raise freeze.FrozenError(f"{plan.name}({describe_values(inputs)}): {e}") from None
-    compiled = through_triton(inputs, outputs)
-    return direct_launcher(compiled, grid, tail, device, len(inputs)) or through_triton
+    if not _above_int64(inputs):
+        compiled = through_triton(inputs, outputs)
+        return direct_launcher(compiled, grid, tail, device, len(inputs)) or through_triton
+    # Triton's own launcher (3.6) cannot pass a u64 value of 2**63 or more ("int too big to
+    # convert"): compile without launching, then launch through launch.c, which can.
+    compiled = kernel.warmup(*inputs, *outputs, *tail, grid=grid, num_warps=plan.num_warps)
+    launch = direct_launcher(compiled, grid, tail, device, len(inputs))
+    if launch is None:
+        raise OverflowError(f"{plan.name}: an integer argument of 2**63 or more needs tritonwise's own launcher")
+    launch(inputs, outputs)
+    return launch
+
+
+def _above_int64(values: Sequence) -> bool:
+    return any(type(v) is int and v >= 2**63 for v in values)
