@@ -113,8 +113,9 @@ def test_the_header_names_the_generator_and_triton_version():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("scheme", list(SCHEMES))
-def test_compiled_kernels_per_file_are_bounded_by_its_blocks(scheme):
+def test_compiled_kernels_per_file_are_bounded_by_its_blocks(scheme, monkeypatch):
     """On the GPU every shape of the class runs, and Triton compiles at most one kernel per block."""
+    monkeypatch.setenv("TRITONWISE_KERNEL_STORE", "0")  # count Triton's own compiled kernels
     from tritonwise.codegen.render import payload_alias
     from tritonwise.runtime.loader import load
 
@@ -128,3 +129,30 @@ def test_compiled_kernels_per_file_are_bounded_by_its_blocks(scheme):
     caches = getattr(module, plan.kernel).device_caches
     compiled = sum(len(entry[0]) for entry in caches.values())
     assert 1 <= compiled <= count
+
+
+@triton.jit
+def _identity(x):
+    return x
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dim, scheme", [(-1, "row_looped"), (0, "column_looped")])
+def test_aligned_reductions_along_dims_compile_once_per_block(dim, scheme, tmp_path, monkeypatch):
+    """Aligned row and column reductions specialize their masked extents (multiples of 16 in that
+    class): every aligned shape still runs on at most one compiled kernel per block."""
+    from tritonwise.codegen.render import payload_alias
+    from tritonwise.runtime.loader import load
+
+    monkeypatch.setenv("TRITONWISE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TRITONWISE_KERNEL_STORE", "0")  # count Triton's own compiled kernels
+    fn = pointwise_dynamic(_identity, promotion_methods=[(0, "DEFAULT")], reductions=[("max", dim)])
+    for n in (16, 48, 1024, 4096):
+        for m in (1040, 2048, 4096):
+            x = torch.randn(n, m, device="cuda") if dim == -1 else torch.randn(m, n, device="cuda")
+            torch.testing.assert_close(fn(x), x.amax(dim))
+            plan = fn.explain(x)
+            assert plan.scheme == scheme and plan.aligned
+    module = load(plan.path, plan.kernel, payload_alias("_identity", plan.kernel), fn._payload, "gpu")
+    caches = getattr(module, plan.kernel).device_caches
+    assert 1 <= sum(len(entry[0]) for entry in caches.values()) <= len(plan.block_choices)

@@ -56,6 +56,7 @@ two_outputs = pointwise_dynamic(sum_and_product, promotion_methods=[(0, 1, "DEFA
 less_fn = pointwise_dynamic(less, promotion_methods=[(0, 1, "ALWAYS_BOOL")])
 sum_squares_02 = pointwise_dynamic(square, promotion_methods=[(0, "DEFAULT")], reductions=[("sum", (0, 2))])
 column_max = pointwise_dynamic(square, promotion_methods=[(0, "DEFAULT")], reductions=[("max", 0, True)])
+row_max = pointwise_dynamic(square, promotion_methods=[(0, "DEFAULT")], reductions=[("max", -1)])
 
 
 def _huge(*shape):
@@ -79,7 +80,8 @@ def cases() -> dict:
         "two_outputs_f32": (two_outputs, (torch.ones(4, 6), torch.ones(6)), {}),
         "bool_result": (less_fn, (torch.ones(9), torch.ones(9, dtype=torch.int64)), {}),
         "row_persistent_sum_f16": (sum_squares_02, (torch.ones(3, 5, 7, dtype=torch.float16),), {}),
-        "row_looped_max_f32": (column_max, (torch.ones(1500, 4),), {}),
+        "row_looped_max_f32": (row_max, (torch.ones(4, 1500),), {}),
+        "column_looped_max_f32": (column_max, (torch.ones(1500, 4),), {}),
     }
 
 

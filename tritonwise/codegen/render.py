@@ -144,8 +144,10 @@ def _unspecialized(spec, index: list) -> list:
     stride is a multiple of 16 (and never 1), so Triton's own divisibility specialization is the
     same for every call and tells the compiler what vectorized accesses need; a
     `tl.multiple_of` hint on a scalar argument does not reach the masks (seen in the PTX: scalar
-    2-byte loads for bf16)."""
-    counts = [p for p in index if not (p.startswith("size") or "_stride" in p)]
+    2-byte loads for bf16). A row scheme's masked extents (num_rows, num_cols) are counts that the
+    aligned class also keeps multiples of 16 (Scheme.aligned_counts), so they are specialized too."""
+    aligned_counts = get_scheme(spec.scheme).aligned_counts
+    counts = [p for p in index if not (p.startswith("size") or "_stride" in p or p in aligned_counts)]
     return [i.name for i in spec.inputs if not i.is_tensor] + (counts if spec.aligned else index)
 
 

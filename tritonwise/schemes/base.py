@@ -22,6 +22,12 @@ class Scheme:
     name: str = ""
     column_index: Optional[str] = "offs_n"  # the index along the innermost dim; None: 1-D tiles
     reduces_rows: bool = False  # a row scheme: each tile row reduced to one value (a reduction along dims)
+    aligned_counts: tuple = ()  # count parameters that are multiples of 16 in the aligned class
+
+    def aligned_dims(self, rank: int, m_dim: Optional[int]) -> list:
+        """Task dims whose extents must be multiples of 16 for the aligned class: those the
+        tile's masks run along."""
+        return [rank - 1] + ([m_dim] if m_dim is not None else [])
 
     @property
     def template(self) -> str:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from .base import Scheme
+from .column_looped import ColumnLooped
 from .flat import Flat
 from .nd import Nd
 from .row_looped import RowLooped
 from .row_persistent import RowPersistent
 from .tile2d import Tile2d
 
-SCHEMES = {s.name: s for s in (Flat(), Tile2d(), Nd(), RowPersistent(), RowLooped())}
+SCHEMES = {s.name: s for s in (Flat(), Tile2d(), Nd(), ColumnLooped(), RowPersistent(), RowLooped())}
 
 
 def get_scheme(name: str) -> Scheme:
@@ -22,5 +23,5 @@ def get_scheme(name: str) -> Scheme:
 def choose_scheme(task_shape: tuple, strides, split=None, config=None) -> Scheme:
     """`split` (the number of kept dims) is given for a reduction along dims: a row scheme then."""
     if split is not None:
-        return next(s for s in SCHEMES.values() if s.reduces_rows and s.applies_to_rows(task_shape, split, config))
+        return next(s for s in SCHEMES.values() if s.reduces_rows and s.applies_to_rows(task_shape, split, config, strides))
     return next(s for s in SCHEMES.values() if not s.reduces_rows and s.applies(task_shape, strides))

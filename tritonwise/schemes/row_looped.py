@@ -5,26 +5,26 @@ accumulator that is reduced to one value per row after the loop."""
 
 from __future__ import annotations
 
-from .base import pow2_floor
+from .base import pow2_floor, unique
 from .row_persistent import RowPersistent
 
-LOOP_BLOCK_N = 1024
+LOOP_BLOCK_N = 1024  # the block's columns a task takes
+LOOP_BLOCK_NS = (1024, 512, 256, 128)  # every block a file offers (BLOCK_M x BLOCK_N = 2048)
 
 
 class RowLooped(RowPersistent):
     name = "row_looped"
     loops_columns = True
 
-    def applies_to_rows(self, task_shape, split, config) -> bool:
+    def applies_to_rows(self, task_shape, split, config, strides=()) -> bool:
         return True
 
     def block_choices(self, rank, itemsize, aligned, config) -> tuple:
         cap = pow2_floor(config.max_tile_size)
-        bn = min(LOOP_BLOCK_N, cap)
-        return ((max(min(2048, cap) // bn, 1), bn),)
+        return unique((max(min(2048, cap) // min(bn, cap), 1), min(bn, cap)) for bn in LOOP_BLOCK_NS)
 
     def pick_block(self, task_shape, m_dim, choices) -> tuple:
-        return choices[0]
+        return next((b for b in choices if b[1] == LOOP_BLOCK_N), choices[0])
 
     def decompose_lines(self, rank, m_dim) -> list:
         return self.row_lines(rank, m_dim)  # the column lines go inside the column loop

@@ -22,11 +22,12 @@ class RowPersistent(Scheme):
     column_index = "cols"
     reduces_rows = True
     loops_columns = False
+    aligned_counts = ("num_cols",)  # the product of the reduced extents, the last one aligned
 
     def applies(self, task_shape, strides) -> bool:
         return False  # chosen only for reductions along dims (applies_to_rows)
 
-    def applies_to_rows(self, task_shape, split, config) -> bool:
+    def applies_to_rows(self, task_shape, split, config, strides=()) -> bool:
         return prod(task_shape[split:]) <= min(ROW_BLOCK_N[-1], pow2_floor(config.max_tile_size))
 
     def block_choices(self, rank, itemsize, aligned, config) -> tuple:

@@ -3,8 +3,8 @@
 #   payload  golden_cases.square  (source sha256 fde6b93ec09a50ae)
 #   kernel   square_r2_row_looped_i32_f32
 #   rank     2    scheme row_looped    index int32
-#   blocks   2x1024    aligned False
-#   in0      x: float32 strides [1, s]
+#   blocks   2x1024  4x512  8x256  16x128    aligned False
+#   in0      x: float32 strides [s, 1]
 #   out0     max of the float32 result along the columns, in float32 strides [1, 0]
 #   call     out0 from the inputs as loaded
 #   key      <key>    generator <generator>    triton <triton>
@@ -23,11 +23,11 @@ if "square" not in globals():
         return x * x
 
 
-@triton.jit(do_not_specialize=["in0_stride1", "num_rows", "num_cols", "num_tiles"])
+@triton.jit(do_not_specialize=["in0_stride0", "num_rows", "num_cols", "num_tiles"])
 def square_r2_row_looped_i32_f32(
     in0_ptr,
     out0_ptr,
-    in0_stride1: tl.int32,
+    in0_stride0: tl.int32,
     num_rows: tl.int32,
     num_cols: tl.int32,
     num_tiles: tl.int32,
@@ -45,21 +45,21 @@ def square_r2_row_looped_i32_f32(
             mask_n = cols < num_cols
             mask = mask_m[:, None] & mask_n[None, :]
             j1 = cols
-            in0 = tl.load(in0_ptr + (i0)[:, None] + (in0_stride1*j1)[None, :], mask=mask)
+            in0 = tl.load(in0_ptr + (i0*in0_stride0)[:, None] + (j1)[None, :], mask=mask)
             out0 = square(in0)
             acc0 = tl.maximum(acc0, tl.where(mask, out0, float("-inf")))
         acc0 = tl.max(acc0, axis=1, keep_dims=True)
         tl.store(out0_ptr + (i0)[:, None], acc0, mask=mask_m[:, None])
 
 
-def launch(grid, in0_ptr, out0_ptr, in0_stride1, num_rows, num_cols, num_tiles, BLOCK_M, BLOCK_N, num_warps):
+def launch(grid, in0_ptr, out0_ptr, in0_stride0, num_rows, num_cols, num_tiles, BLOCK_M, BLOCK_N, num_warps):
     """Run square_r2_row_looped_i32_f32 on `grid` programs; operands in payload order, then outputs,
     index arguments, and the block (one of those listed above) with its warps.
 
     Returns what Triton returns: the compiled kernel on GPU.
     """
     return square_r2_row_looped_i32_f32[grid](
-        in0_ptr, out0_ptr, in0_stride1, num_rows, num_cols, num_tiles,
+        in0_ptr, out0_ptr, in0_stride0, num_rows, num_cols, num_tiles,
         BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, num_warps=num_warps,
     )
 
@@ -70,11 +70,11 @@ LAYOUT = dict(
     payload='square',
     scheme='row_looped',
     m_dim=1,
-    blocks=[(2, 1024)],
+    blocks=[(2, 1024), (4, 512), (8, 256), (16, 128)],
     index_bits=32,
     aligned=False,
     deterministic=False,
-    inputs=[('in0', 'float32', '1s')],
+    inputs=[('in0', 'float32', 's1')],
     outputs=[('out0', 'float32', '10', 'float32')],
 )
 

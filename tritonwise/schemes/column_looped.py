@@ -1,0 +1,45 @@
+"""column_looped: a reduction along dims whose kept dims, not the reduced ones, are the ones the
+first input walks with unit stride (a column max of a row-major matrix, a sum over a batch dim).
+The kernel is row_looped's (rows of kept dims, one program per row tile, a loop over the
+reduced columns, no atomics), but the tile is tall: BLOCK_M kept elements, adjacent in memory,
+by a few reduced ones, so every load reads whole 128-byte lines along the kept dim instead of
+one element per line along the reduced one."""
+
+from __future__ import annotations
+
+from .base import ceil_div, pow2_floor, prod, unique
+from .row_looped import RowLooped
+
+COLUMN_BLOCKS = ((128, 32), (64, 64), (32, 128), (16, 256))  # BLOCK_M x BLOCK_N = 4096
+MIN_PROGRAMS = 256  # about two per SM of an H100: below this, narrower tiles make more programs
+
+
+class ColumnLooped(RowLooped):
+    name = "column_looped"
+    aligned_counts = ("num_rows", "num_cols")
+
+    def aligned_dims(self, rank, m_dim) -> list:
+        return super().aligned_dims(rank, m_dim) + [m_dim - 1]  # the kept dim the loads run along
+
+    @property
+    def template(self) -> str:
+        return "row_looped.py.j2"  # the same loop; only the tile's shape differs
+
+    def applies_to_rows(self, task_shape, split, config, strides=()) -> bool:
+        if not strides or split == 0 or split == len(task_shape):
+            return False
+        first = strides[0]
+        return first[split - 1] == 1 and first[-1] != 1
+
+    def block_choices(self, rank, itemsize, aligned, config) -> tuple:
+        cap = pow2_floor(config.max_tile_size)
+        return unique((min(bm, cap), max(min(4096, cap) // min(bm, cap), 1)) for bm, _ in COLUMN_BLOCKS)
+
+    def pick_block(self, task_shape, m_dim, choices) -> tuple:
+        """The widest tile that still makes MIN_PROGRAMS programs, or whose columns already
+        cover the reduced extent (narrower tiles would only add idle lanes)."""
+        rows, cols = prod(task_shape[:m_dim]), prod(task_shape[m_dim:])
+        return next((b for b in choices if ceil_div(rows, b[0]) >= MIN_PROGRAMS or b[1] >= cols), choices[-1])
+
+    def warps(self, block) -> int:
+        return 8
