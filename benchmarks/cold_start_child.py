@@ -12,6 +12,7 @@ are ordinary module-level @triton.jit functions.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -64,7 +65,9 @@ def decorated():
     if LIBRARY == "triton":
         return triton_add
     if LIBRARY == "tritonwise":
-        return tritonwise.pointwise_dynamic(payload_add, is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])
+        return tritonwise.pointwise_dynamic(
+            payload_add, is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")]
+        )
     if LIBRARY == "torch.compile":
         return torch.compile(eager_add)
     if LIBRARY == "flaggems":
@@ -77,22 +80,48 @@ def synchronize() -> None:
         torch.cuda.synchronize()
 
 
-def first_call_ms(fn, n: int) -> tuple:
+def first_call_ms(fn, n: int, label: str) -> tuple:
     x, y = torch.randn(n, device=DEVICE), torch.randn(n, device=DEVICE)
     synchronize()
+    profiler = _profiler()
     start = time.perf_counter()
     out = fn(x, y, 0.5)
     synchronize()
     elapsed = (time.perf_counter() - start) * 1e3
+    _report(profiler, f"{LIBRARY} {label}: {elapsed:.1f} ms")
     return elapsed, bool(torch.allclose(out, x + y * 0.5))
+
+
+def _profiler():
+    """A running cProfile when COLD_START_PROFILE names a file to append the report to."""
+    if not os.environ.get("COLD_START_PROFILE"):
+        return None
+    import cProfile
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    return profiler
+
+
+def _report(profiler, title: str) -> None:
+    if profiler is None:
+        return
+    import io
+    import pstats
+
+    profiler.disable()
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(30)
+    with open(os.environ["COLD_START_PROFILE"], "a") as f:
+        f.write(f"\n===== {title} (HOME={os.environ.get('HOME')})\n{text.getvalue()}")
 
 
 def main() -> None:
     torch.empty(1, device=DEVICE)  # the CUDA context exists before any timing
     synchronize()
     fn = decorated()
-    first, first_ok = first_call_ms(fn, N)
-    second, second_ok = first_call_ms(fn, N + 1)
+    first, first_ok = first_call_ms(fn, N, "first call")
+    second, second_ok = first_call_ms(fn, N + 1, "second layout")
     ms = lambda a, b: round((b - a) * 1e3, 1)  # noqa: E731
     print(
         json.dumps(

@@ -1,0 +1,139 @@
+"""Bandwidth of reductions along dims (issue 16's cases): tritonwise vs eager vs torch.compile.
+
+    python benchmarks/axis_reductions.py [--out FILE] [--no-compile] [--sweep]
+
+GB/s = bytes read (each input once; the reduced output is small and not counted) over the
+median time of `triton.testing.do_bench`; the copy ceiling (clone of 1 GiB) is measured in the
+same run. Each case also prints the scheme and block tritonwise chose (`explain()`) and the
+GB/s of a clone of its input (the copy ceiling at that size: small inputs cannot reach the
+1 GiB ceiling, whatever reads them). `--sweep` times every block of the case's layout class.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+
+import torch
+import triton
+
+from tritonwise import pointwise_dynamic
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench import Case, _nbytes, copy_ceiling, gbps, header, table  # noqa: E402
+
+
+@triton.jit
+def _square(x):
+    return x * x
+
+
+@triton.jit
+def _identity(x):
+    return x
+
+
+def _reducer(payload, entry):
+    fn = pointwise_dynamic(payload, promotion_methods=[(0, "DEFAULT")], reductions=[entry])
+    fn.remake = lambda: _reducer(payload, entry)  # a fresh function (no plans yet), for --sweep
+    return fn
+
+
+sum_sq_last = _reducer(_square, ("sum", -1))
+max_dim0 = _reducer(_identity, ("max", 0))
+sum_last = _reducer(_identity, ("sum", -1))
+sum_0_2 = _reducer(_identity, ("sum", (0, 2)))
+
+
+def cases(device="cuda") -> list:
+    """(Case, tritonwise function, its inputs) for each of the issue's five shapes."""
+    big = torch.randn(8192, 8192, device=device)
+    tall = torch.randn(16384, 128, device=device, dtype=torch.bfloat16)
+    wide = torch.randn(128, 16384, device=device, dtype=torch.bfloat16)
+    cube = torch.randn(64, 4096, 64, device=device)
+    table = [
+        ("sum(x*x, -1) fp32 8192x8192", sum_sq_last, big, lambda: (big * big).sum(-1)),
+        ("amax(x, 0) fp32 8192x8192", max_dim0, big, lambda: big.amax(0)),
+        ("sum(x, -1) bf16 16384x128", sum_last, tall, lambda: tall.sum(-1)),
+        ("sum(x, -1) bf16 128x16384", sum_last, wide, lambda: wide.sum(-1)),
+        ("sum(x, (0, 2)) fp32 64x4096x64", sum_0_2, cube, lambda: cube.sum((0, 2))),
+    ]
+    return [(Case(name, _nbytes(x), lambda f=fn, x=x: f(x), eager), fn, x) for name, fn, x, eager in table]
+
+
+def check(case: Case) -> str:
+    got, want = case.ours(), case.eager()
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return f"MISMATCH {tuple(got.shape)} {got.dtype}"
+    tol = 2e-2 if got.dtype == torch.bfloat16 else 1e-3
+    return "ok" if torch.allclose(got.float(), want.float(), rtol=tol, atol=tol * 10) else "MISMATCH"
+
+
+def run(use_compile: bool) -> tuple:
+    ceiling = copy_ceiling()
+    rows, chosen = [], []
+    for case, fn, x in cases():
+        status = check(case)
+        ours, eager = gbps(case.nbytes, case.ours), gbps(case.nbytes, case.eager)
+        compiled = math.nan
+        if use_compile:
+            compiled_fn = torch.compile(case.eager)
+            compiled_fn()
+            compiled = gbps(case.nbytes, compiled_fn)
+        rows.append((case.name, ours, eager, compiled, ours / ceiling, status))
+        copy = gbps(2 * case.nbytes, lambda x=x: x.clone()) / 2
+        chosen.append(f"- {case.name}: {_scheme_line(fn, x)}; clone of the input {copy:.0f} GB/s read")
+        print(f"{case.name:<34} ours {ours:6.0f}  eager {eager:6.0f}  compile {compiled:6.0f}  {status}", flush=True)
+    return ceiling, rows, chosen
+
+
+def _scheme_line(fn, x) -> str:
+    """The lines of explain() that name the scheme and block."""
+    text = str(fn.explain(x))
+    return "; ".join(ln.strip() for ln in text.splitlines() if "scheme" in ln or "block" in ln.lower())[:300]
+
+
+def sweep() -> list:
+    """GB/s of each case with each block its layout class offers (the heuristic's evidence)."""
+    from tritonwise.schemes import get_scheme
+
+    lines = []
+    for case, fn, x in cases():
+        plan = fn.explain(x)
+        scheme = get_scheme(plan.scheme)
+        for block in plan.block_choices:
+            scheme.pick_block = lambda task_shape, m_dim, choices, block=block: block
+            try:
+                fresh = fn.remake()
+                rate = gbps(case.nbytes, lambda: fresh(x))
+            finally:
+                del scheme.pick_block
+            lines.append(f"- {case.name} {plan.scheme} block {block}: {rate:.0f} GB/s")
+            print(lines[-1], flush=True)
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out")
+    parser.add_argument("--no-compile", action="store_true")
+    parser.add_argument("--sweep", action="store_true")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("axis_reductions.py needs a CUDA GPU", file=sys.stderr)
+        return 2
+    ceiling, rows, chosen = run(not args.no_compile)
+    text = f"{header()}\n\n{table(ceiling, rows)}\n\n" + "\n".join(chosen) + "\n"
+    if args.sweep:
+        text += "\nEvery block of each case's layout class:\n" + "\n".join(sweep()) + "\n"
+    print("\n" + text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
