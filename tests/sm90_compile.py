@@ -32,7 +32,7 @@ def _arg_type(value) -> str:
     if isinstance(value, bool):
         return "i1"
     if isinstance(value, int):
-        return "i32" if -(2**31) <= value < 2**31 else "i64"
+        return "i32" if -(2**31) <= value < 2**31 else "i64" if value < 2**63 else "u64"
     return "fp32"
 
 

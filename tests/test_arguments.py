@@ -265,6 +265,19 @@ def test_numpy_scalars_on_gpu(scalar):
     assert_same(MUL_TS(x, scalar), torch.mul(x, scalar))
 
 
+@pytest.mark.parametrize("dtype", [torch.int8, torch.float32], ids=str)
+def test_ints_of_2_63_and_more_compile_for_the_gpu_as_uint64(dtype):
+    """A converted int scalar is declared uint64 from 2**63 (int64 would wrap it negative: a
+    float result would change sign); the kernel compiles for sm_90 on this machine."""
+    from sm90_compile import compile_for_sm90
+
+    x = values(dtype)
+    assert_same(MUL_TS(x, 2**63), torch.mul(x, 2**63))
+    assert "in1: tl.uint64" in open(MUL_TS.explain(x, 2**63).path).read()
+    assert "in1: tl.int64" in open(MUL_TS.explain(x, 2**62).path).read()
+    assert compile_for_sm90(MUL_TS, x, 2**63).asm["cubin"]
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("value", [2**63, 2**64 - 1, -(2**63)], ids=str)
 @pytest.mark.parametrize("dtype", [torch.int8, torch.int64, torch.float32], ids=str)

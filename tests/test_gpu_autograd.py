@@ -43,16 +43,28 @@ def test_gradcheck_libdevice_fp64():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_backward_matches_torch(dtype):
+    """Gradients against torch's in fp32 (the opmath reference). In bf16, y's gradient sums 257
+    broadcast rows of rounded terms, so it is held to torch's own bf16 error, not a fixed bound."""
     x = torch.randn(1000, 257, device="cuda", dtype=dtype).t().requires_grad_()  # transposed
     y = torch.randn(1000, device="cuda", dtype=dtype, requires_grad=True)
     g = torch.randn(257, 1000, device="cuda", dtype=dtype)
     TANH_ERF_POW(x, y).backward(g)
-    xt, yt = x.detach().requires_grad_(), y.detach().requires_grad_()
-    _torch_tanh_erf_pow(xt.float(), yt.float()).backward(g.float())  # torch in fp32: the opmath reference
-    tol = dict(rtol=2e-2, atol=2e-2) if dtype == torch.bfloat16 else dict(rtol=1e-4, atol=1e-4)
     assert x.grad.dtype == dtype and y.grad.dtype == dtype
-    torch.testing.assert_close(x.grad.float(), xt.grad.float(), **tol)
-    torch.testing.assert_close(y.grad.float(), yt.grad.float(), **dict(tol, rtol=5e-2) if dtype == torch.bfloat16 else tol)
+    reference = _torch_grads(x, y, g, torch.float32)
+    if dtype == torch.float32:
+        for ours, want in zip((x.grad, y.grad), reference):
+            torch.testing.assert_close(ours, want, rtol=1e-4, atol=1e-4)
+        return
+    torch.testing.assert_close(x.grad.float(), reference[0], rtol=2e-2, atol=2e-2)
+    torch_bf16 = _torch_grads(x, y, g, dtype)
+    for ours, theirs, want in zip((x.grad, y.grad), torch_bf16, reference):
+        assert (ours.float() - want).abs().max() <= 2 * (theirs.float() - want).abs().max() + 1e-2
+
+
+def _torch_grads(x, y, g, dtype) -> tuple:
+    xt, yt = (t.detach().to(dtype).requires_grad_() for t in (x, y))
+    _torch_tanh_erf_pow(xt, yt).backward(g.to(dtype))
+    return xt.grad, yt.grad
 
 
 def test_gelu_erf_matches_torch():

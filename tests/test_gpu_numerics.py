@@ -77,9 +77,10 @@ def test_arithmetic_cpu_equals_gpu(seed):
     try:
         cpu, gpu = _both(fn, args)
     except PayloadError as e:
-        # Triton 3.6 cannot compile some arithmetic on fp8 values for sm_90 ('llvm.fadd' on i8);
+        # fp8 computes in fp8 under both methods (torch's computation dtype for fp8 is fp8
+        # itself), and Triton 3.6 cannot compile fp8 arithmetic for sm_90 ('llvm.fadd' on i8);
         # the CPU emulates it. That refusal is the only failure accepted, and only there.
-        if not (dtype in FP8 and method == "NO_OPMATH" and "failed to compile" in str(e)):
+        if not (dtype in FP8 and "failed to compile" in str(e)):
             raise
         return
     p.same_bits(gpu, cpu, zero_sign=payload is not p.maximum)
@@ -103,6 +104,9 @@ def libdevice_payloads(tmp_path_factory):
     return _write_payloads(tmp_path_factory.mktemp("libdevice_gpu"))
 
 
+BESSEL = ("j0", "j1", "y0", "y1")
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("name", [*UNARY, *BINARY])
 def test_libdevice_cpu_equals_gpu(libdevice_payloads, name, dtype):
@@ -117,4 +121,8 @@ def test_libdevice_cpu_equals_gpu(libdevice_payloads, name, dtype):
         p.same_bits(gpu, cpu)
     else:
         tolerance = {"rtol": 1e-5, "atol": 1e-6} if dtype == torch.float32 else {"rtol": 1e-13, "atol": 1e-15}
+        if dtype == torch.float64 and name in BESSEL:
+            # CUDA's documented bound for fp64 Bessel functions beyond |x| = 8 is an absolute
+            # 5e-12 (the CPU, exact through mpmath, differed by 2.5e-14 near a zero of y0)
+            tolerance = {"rtol": 1e-13, "atol": 5e-12}
         torch.testing.assert_close(gpu.cpu(), cpu, equal_nan=True, **tolerance)

@@ -15,14 +15,16 @@ from .key import generator_digest, triton_version
 from .spec import TRITON_DTYPES, InputSpec, KernelSpec, OutputSpec, PayloadCall, triton_dtype
 
 
-def _scalar_spec(name: str, param: str, kind: type, chains: list) -> InputSpec:
-    """A scalar parameter; typed when some output converts it (float64 when one computes in it)."""
+def _scalar_spec(name: str, param: str, operand: OperandSummary, chains: list) -> InputSpec:
+    """A scalar parameter; typed when some output converts it (float64 when one computes in it;
+    uint64 for an int of 2**63 or more, which int64 would wrap to a negative number)."""
+    kind = operand.kind
     if not chains:
         return InputSpec(name, param, False, kind.__name__)
     if kind is float:
         annotation = "float64" if any(torch.float64 in chain for chain in chains) else "float32"
     else:
-        annotation = "int64" if kind is int else None
+        annotation = ("uint64" if operand.unsigned else "int64") if kind is int else None
     return InputSpec(name, param, False, kind.__name__, annotation)
 
 
@@ -108,7 +110,7 @@ def build_spec(
         if operand.is_tensor:
             inputs.append(_tensor_spec(name, params[i], operand.dtype, next(classes)))
         else:
-            inputs.append(_scalar_spec(name, params[i], operand.kind, types.input_conversions(i)))
+            inputs.append(_scalar_spec(name, params[i], operand, types.input_conversions(i)))
     reductions = tuple(reductions) or (None,) * len(types.results)
     values = payload_values(call, types, probe)
     outputs = [

@@ -17,12 +17,14 @@ INT32_RANGE = (-(2**31), 2**31 - 1)
 @dataclass(frozen=True)
 class OperandSummary:
     """A tensor input (its dtype) or a python scalar (its kind; `wide` for an int Triton passes
-    as 64-bit because it does not fit in 32)."""
+    as 64-bit because it does not fit in 32; `unsigned` for one of 2**63 or more, which only an
+    unsigned 64-bit parameter holds)."""
 
     is_tensor: bool
     dtype: Optional[torch.dtype] = None
     kind: Optional[type] = None
     wide: bool = False
+    unsigned: bool = False
 
 
 @dataclass(frozen=True)
@@ -42,4 +44,4 @@ def _operand(i: int, arg, is_tensor: bool) -> OperandSummary:
         return OperandSummary(True, dtype=arg.dtype)
     kind = type(arg)  # one of bool, int, float: validation.check_kinds said so
     wide = kind is int and not INT32_RANGE[0] <= arg <= INT32_RANGE[1]
-    return OperandSummary(False, kind=kind, wide=wide)
+    return OperandSummary(False, kind=kind, wide=wide, unsigned=kind is int and arg >= 2**63)

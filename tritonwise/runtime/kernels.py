@@ -288,18 +288,5 @@ def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
         freeze.check(f"Triton to compile or look up {plan.spec.kernel_name} ({plan.spec.file_name})")
     except freeze.FrozenError as e:
         raise freeze.FrozenError(f"{plan.name}({describe_values(inputs)}): {e}") from None
-    if not _above_int64(inputs):
-        compiled = through_triton(inputs, outputs)
-        return direct_launcher(compiled, grid, tail, device, len(inputs)) or through_triton
-    # Triton's own launcher (3.6) cannot pass a u64 value of 2**63 or more ("int too big to
-    # convert"): compile without launching, then launch through launch.c, which can.
-    compiled = kernel.warmup(*inputs, *outputs, *tail, grid=grid, num_warps=plan.num_warps)
-    launch = direct_launcher(compiled, grid, tail, device, len(inputs))
-    if launch is None:
-        raise OverflowError(f"{plan.name}: an integer argument of 2**63 or more needs tritonwise's own launcher")
-    launch(inputs, outputs)
-    return launch
-
-
-def _above_int64(values: Sequence) -> bool:
-    return any(type(v) is int and v >= 2**63 for v in values)
+    compiled = through_triton(inputs, outputs)
+    return direct_launcher(compiled, grid, tail, device, len(inputs)) or through_triton
