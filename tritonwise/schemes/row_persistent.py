@@ -14,7 +14,7 @@ from __future__ import annotations
 from .base import Scheme, ceil_div, pow2_floor, prod, unique
 from .nd import decompose
 
-ROW_BLOCK_N = (16, 64, 256, 1024)  # BLOCK_M * BLOCK_N = 2048
+ROW_BLOCK_N = (16, 64, 128, 256, 512, 1024)  # BLOCK_M * BLOCK_N = 2048; the narrowest covering the row
 
 
 class RowPersistent(Scheme):
