@@ -1,8 +1,8 @@
 """The lines of a kernel body and its parameter list, derived from a KernelSpec.
 
 The parameter list and its launch values (params.py, from the scheme's integer arithmetic) are
-needed on every plan miss, also when the file is already cached; sympy (indexing.py, imported
-on first use) runs only when a body is written.
+needed on every plan miss, also when the file is already cached; the index expressions
+(indexing.py) are built only when a body is written.
 """
 
 from __future__ import annotations

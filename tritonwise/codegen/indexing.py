@@ -1,10 +1,16 @@
-"""Symbolic index expressions (sympy) for each operand, printed into the kernel templates.
+"""Index expressions for each operand, printed into the kernel templates.
 
 An operand's offset is sum(index_d * stride_d) over the task dims. Strides of class '1' and
-'0' enter as the numbers 1 and 0, so unit-stride and broadcast terms simplify away before
-printing. The expression is split by where its index symbols live in the tile: a row part
-(one value per tile row, or a per-program scalar) and a column part (along the innermost dim).
-sympy runs only when a kernel is generated, never per call.
+'0' enter as the numbers 1 and 0, so unit-stride terms are the bare index and broadcast terms
+vanish. The expression is split by where its index symbols live in the tile: a row part (one
+value per tile row, or a per-program scalar) and a column part (along the innermost dim).
+
+Each term is a product of one or two names with coefficient 1 and no two terms are alike, so
+no algebra is needed: a term is the sorted tuple of its names, and an expression prints its
+terms in a fixed order (factors by name; terms by their exponent vectors over all the names in
+lexicographic order, greatest first, as sympy printed them when it generated these files). This
+costs nothing to import; sympy cost a process 0.25 s (2 s where its bytecode was not cached)
+on its first generated file.
 """
 
 from __future__ import annotations
@@ -12,13 +18,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-import sympy
+Term = tuple  # the sorted names whose product the term is
 
 
-def stride_symbol(operand: str, dim: int, cls: str):
-    if cls in ("0", "1"):
-        return sympy.Integer(int(cls))
-    return sympy.Symbol(f"{operand}_stride{dim}", integer=True)
+def stride_factor(operand: str, dim: int, cls: str) -> Optional[str]:
+    """The name a stride of class `cls` multiplies by: None for unit stride ('1')."""
+    return None if cls == "1" else f"{operand}_stride{dim}"
+
+
+def offset_terms(operand: str, classes: str, index_names: list) -> list:
+    """The terms of sum(index_d * stride_d); broadcast dims ('0') contribute none."""
+    terms = []
+    for dim, (index, cls) in enumerate(zip(index_names, classes)):
+        if cls == "0":
+            continue
+        factor = stride_factor(operand, dim, cls)
+        terms.append(tuple(sorted((index,) if factor is None else (index, factor))))
+    return terms
+
+
+def print_sum(terms: list) -> str:
+    """The terms as Python source: `a*b + c`, greatest exponent vector first."""
+    names = sorted({name for term in terms for name in term})
+    exponents = {term: tuple(int(name in term) for name in names) for term in terms}
+    ordered = sorted(terms, key=exponents.__getitem__, reverse=True)
+    return " + ".join("*".join(term) for term in ordered)
 
 
 @dataclass(frozen=True)
@@ -32,24 +56,22 @@ class Access:
 def operand_access(name: str, classes: str, scheme, m_dim: Optional[int]) -> Access:
     """`scheme` (a schemes.Scheme) names the index along each dim and which are tile rows."""
     rank = len(classes)
-    indices = [sympy.Symbol(n, integer=True) for n in scheme.index_names(rank, m_dim)]
-    strides = [stride_symbol(name, d, c) for d, c in enumerate(classes)]
-    offset = sympy.Add(*[i * s for i, s in zip(indices, strides)])
+    terms = offset_terms(name, classes, scheme.index_names(rank, m_dim))
     ptr = f"{name}_ptr"
     if scheme.column_index is None:  # 1-D tiles: one pointer vector
-        return Access(ptr if offset == 0 else f"{ptr} + {offset}", None if offset == 0 else "mask")
-    column_symbols = [sympy.Symbol(n, integer=True) for n in sorted(scheme.column_names(rank, m_dim))]
-    column = sympy.Add(*[offset.coeff(c) * c for c in column_symbols])
-    row = sympy.expand(offset - column)
-    vector_rows = {str(s) for s in row.free_symbols} & scheme.row_vector_names(rank, m_dim)
+        return Access(f"{ptr} + {print_sum(terms)}" if terms else ptr, "mask" if terms else None)
+    columns = scheme.column_names(rank, m_dim)
+    column = [t for t in terms if columns.intersection(t)]
+    row = [t for t in terms if not columns.intersection(t)]
+    vector_rows = {n for t in row for n in t} & scheme.row_vector_names(rank, m_dim)
     parts, masks = [ptr], []
     if vector_rows:
-        parts.append(f"({row})[:, None]")
+        parts.append(f"({print_sum(row)})[:, None]")
         masks.append("m")
-    elif row != 0:
-        parts.append(str(row))
-    if column != 0:
-        parts.append(f"({column})[None, :]")
+    elif row:
+        parts.append(print_sum(row))
+    if column:
+        parts.append(f"({print_sum(column)})[None, :]")
         masks.append("n")
     mask = {("m", "n"): "mask", ("m",): "mask_m[:, None]", ("n",): "mask_n[None, :]"}.get(tuple(masks))
     return Access(" + ".join(parts), mask)
