@@ -231,3 +231,41 @@ def test_one_function_over_new_shapes_and_ranks():
         assert fn(x, x, out0=out) is out
         _check(out, (x * x).sum(-1, keepdim=True), "sum", torch.float32, shape[-1])
         _check(fn(x, x), (x * x).sum(-1, keepdim=True), "sum", torch.float32, shape[-1])
+
+
+SPLIT_LAYOUTS = {
+    "row-major": lambda n: torch.randn(3, n),
+    "transposed": lambda n: torch.randn(n, 3).t(),
+    "rank 3, middle kept": lambda n: torch.randn(4, 2, n // 4).transpose(0, 1),
+}
+
+
+@pytest.mark.parametrize("layout", list(SPLIT_LAYOUTS))
+@pytest.mark.parametrize("kind", ["sum", "max", "min"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_few_long_rows_split_the_reduced_extent(layout, kind, dtype):
+    """Few kept rows (here 2-3) and a long reduced extent: the kernel writes partial values
+    over slices of the reduced extent, combined by torch; torch's results and dtypes, poisoned
+    given outputs, and a keepdim output of another layout."""
+    x = SPLIT_LAYOUTS[layout](4096).to(dtype)
+    dims = tuple(range(1, x.dim()))
+    fn = _function(kind, dims, keepdim=False, deterministic=True)
+    plan = fn.explain(x, x)
+    assert plan.split_parts > 1 and "split: the reduced extent" in str(plan)
+    expected = _expected(kind, x.float(), x.float(), dims, False, torch.float32).to(dtype)
+    _check(fn(x, x), expected, kind, dtype, 4096)
+    out = poisoned_like(torch.empty(2 * x.shape[0], dtype=dtype))[::2]
+    assert fn(x, x, out0=out) is out
+    _check(out, expected, kind, dtype, 4096)
+    assert torch.equal(fn(x, x), fn(x, x))
+    keep = _function(kind, dims, keepdim=True)
+    _check(keep(x, x), expected.reshape(-1, *(1,) * len(dims)), kind, dtype, 4096)
+
+
+def test_integer_and_many_row_reductions_do_not_split():
+    ints = torch.randint(-3, 4, (3, 4096), dtype=torch.int32)
+    assert _function("sum", -1).explain(ints, ints).split_parts == 1
+    many = torch.randn(300, 4096, device="meta")
+    assert _function("sum", -1).explain(many, many).split_parts == 1
+    few = torch.randn(3, 1000)  # reduced extent too short to cut
+    assert _function("sum", -1).explain(few, few).split_parts == 1

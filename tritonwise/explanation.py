@@ -25,6 +25,7 @@ class Explanation:
     path: Optional[str]
     kernel: str
     block_choices: tuple = ()  # every block the file may launch with; `block` is this call's
+    split_parts: int = 1  # a split reduction along dims: slices of the reduced extent, combined after
 
     @classmethod
     def of(cls, plan: LaunchPlan) -> "Explanation":
@@ -42,6 +43,7 @@ class Explanation:
             path=None if plan.path is None else str(plan.path),
             kernel=spec.kernel_name,
             block_choices=task.tiling.choices,
+            split_parts=task.split.parts if task.split is not None else 1,
         )
 
     def __str__(self) -> str:
@@ -49,13 +51,18 @@ class Explanation:
             ("kernel", self.kernel),
             ("shape", f"{self.shape} -> task {self.task_shape} (after collapsing)"),
             ("strides", ", ".join(str(s) for s in self.strides) + "  (inputs, then outputs)"),
-            ("scheme", f"{self.scheme}, aligned {self.aligned}"),
+            ("scheme", f"{self.scheme}, aligned {self.aligned}" + self._split_text()),
             ("block", f"{self.block} on {self.num_warps} warps ({self._block_rank()})"),
             ("index", f"int{self.index_bits}"),
             ("grid", f"{self.grid} programs ({math.prod(self.grid)} total)"),
             ("file", self.path or "(none: nothing to launch)"),
         ]
         return "\n".join(f"{k:>8}: {v}" for k, v in rows)
+
+    def _split_text(self) -> str:
+        if self.split_parts == 1:
+            return ""
+        return f"; split: the reduced extent in {self.split_parts} parts, partial values combined by torch"
 
     def _block_rank(self) -> str:
         """Which of the file's compiled kernels this shape takes."""

@@ -32,7 +32,7 @@ from .instantiate import InstantiatedFunction
 from .runtime import arguments as argcheck
 from .runtime.cache import ensure_file
 from .runtime.cache import location as cache_location
-from .runtime.dispatch import LaunchPlan, PlanCache
+from .runtime.dispatch import LaunchPlan, PlanCache, SplitLaunch
 from .runtime.freeze import FrozenError
 from .runtime.interpret import runs_interpreted
 from .runtime.kernels import compile_ahead
@@ -336,7 +336,11 @@ class PointwiseDynamicFunction:
         if r.kind != "sum" and any(shape[d] == 0 for d in r.dims) and math.prod(r.result_shape(shape)):
             raise RuntimeError(f"{self.__name__}: {r.kind} along dims {r.dims} of an empty extent has no identity")
         layouts = [_layout(o) for o in outs]
-        return analyze_rows(inputs, layouts, r.dims, r.keepdim, _itemsize(tensors, types), self._config)
+        # a split combines partial values with torch: float accumulators only (an 8- or 16-bit
+        # integer reduces in float in the kernel, which torch's integer sum would not repeat)
+        splittable = all(x.acc.is_floating_point and x.result.is_floating_point for x in reductions)
+        itemsize = _itemsize(tensors, types)
+        return analyze_rows(inputs, layouts, r.dims, r.keepdim, itemsize, self._config, splittable)
 
     def _payload_result(self, k: int, out_dtype, types, args):
         """A given output that cannot hold its promotion's result (torch.can_cast) takes the
@@ -450,8 +454,18 @@ class PointwiseDynamicFunction:
             spec=spec,
             interpreted=interpreted,
             empty_fill=0 if rows and not task.numel else None,  # a sum of nothing (_analyze_rows refuses max/min)
+            split=_split_launch(task, reductions),
             default_dtype=_default_dtype_decided(args, types.results),
         )
+
+
+def _split_launch(task: TaskPlan, reductions: tuple) -> Optional[SplitLaunch]:
+    """What the runtime needs to combine a split reduction's partial values (None: no split)."""
+    split = task.split
+    if split is None:
+        return None
+    kinds, accs = tuple(r.kind for r in reductions), tuple(r.acc for r in reductions)
+    return SplitLaunch(split.parts, split.rows, split.out_row_strides, kinds, accs)
 
 
 def _default_dtype_decided(args: tuple, results: tuple) -> Optional[torch.dtype]:

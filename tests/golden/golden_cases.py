@@ -57,6 +57,7 @@ less_fn = pointwise_dynamic(less, promotion_methods=[(0, 1, "ALWAYS_BOOL")])
 sum_squares_02 = pointwise_dynamic(square, promotion_methods=[(0, "DEFAULT")], reductions=[("sum", (0, 2))])
 column_max = pointwise_dynamic(square, promotion_methods=[(0, "DEFAULT")], reductions=[("max", 0, True)])
 row_max = pointwise_dynamic(square, promotion_methods=[(0, "DEFAULT")], reductions=[("max", -1)])
+row_sum = pointwise_dynamic(square, promotion_methods=[(0, "DEFAULT")], reductions=[("sum", -1)])
 
 
 def _huge(*shape):
@@ -82,6 +83,7 @@ def cases() -> dict:
         "row_persistent_sum_f16": (sum_squares_02, (torch.ones(3, 5, 7, dtype=torch.float16),), {}),
         "row_looped_max_f32": (row_max, (torch.ones(4, 1500),), {}),
         "column_looped_max_f32": (column_max, (torch.ones(1500, 4),), {}),
+        "split_sum_bf16": (row_sum, (torch.ones(2, 4096, dtype=torch.bfloat16),), {}),
     }
 
 

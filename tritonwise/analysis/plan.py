@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
 from ..config import CodeGenConfig
@@ -19,6 +19,10 @@ class TaskPlan:
     `strides` holds, for tensor inputs then outputs, each operand's strides over `task_shape`
     (the collapsed task, outer-to-inner). `output_strides` are the strides the outputs have
     (given, or to allocate) over the broadcast `shape`.
+
+    A split reduction along dims (`split` not None) writes partial values, not the outputs: its
+    task's outer kept dim runs over `split.parts` slices of the reduced extent, and the outputs'
+    slots in `strides` address a dense (parts, *rows) buffer of partials (see SplitRows).
     """
 
     shape: tuple
@@ -30,6 +34,7 @@ class TaskPlan:
     aligned: bool
     num_tiles: int
     grid: tuple
+    split: Optional["SplitRows"] = None
 
     @property
     def numel(self) -> int:
@@ -50,7 +55,42 @@ class TaskPlan:
         Tasks with equal classes share a file, so function.py keeps the loaded kernel per class."""
         tiling = self.tiling
         classes = self.stride_classes
-        return (self.rank, tiling.scheme, tiling.m_dim, tiling.choices, self.index_bits, self.aligned, classes)
+        split = self.split is not None
+        return (self.rank, tiling.scheme, tiling.m_dim, tiling.choices, self.index_bits, self.aligned, classes, split)
+
+
+@dataclass(frozen=True)
+class SplitRows:
+    """A reduction along dims whose kept rows are too few to fill the GPU, split in `parts`
+    slices of its outer reduced dim: the kernel writes a dense (parts, *rows) buffer of partial
+    values, which the runtime combines over its first dim into the outputs, addressed over the
+    rows by `out_row_strides` (one tuple per output)."""
+
+    parts: int
+    rows: tuple
+    out_row_strides: tuple
+
+
+# A split aims at this many (row, part) pairs, each part reading at least MIN_PART_EXTENT.
+SPLIT_TARGET_ROWS = 2048
+SPLIT_MAX_ROWS = 256  # more rows than this fill the GPU without a split
+MIN_PART_EXTENT = 1024
+
+
+def split_parts(rows: tuple, cols: tuple) -> int:
+    """How many slices to cut the outer reduced dim into (1: no split): powers of two that
+    divide it, so every slice has the same extent."""
+    num_rows = math.prod(rows)
+    if num_rows > SPLIT_MAX_ROWS or not num_rows:
+        return 1
+    parts = 1
+    while (
+        parts * 2 * num_rows <= SPLIT_TARGET_ROWS
+        and math.prod(cols) // (parts * 2) >= MIN_PART_EXTENT
+        and cols[0] % (parts * 2) == 0
+    ):
+        parts *= 2
+    return parts
 
 
 def analyze(
@@ -133,6 +173,7 @@ def analyze_rows(
     keepdim: bool,
     itemsize: int,
     config: CodeGenConfig,
+    splittable: bool = False,
 ) -> TaskPlan:
     """Plan a reduction along `dims` of the broadcast shape: the task is the kept dims (collapsed
     among themselves, the rows) followed by the reduced dims (collapsed among themselves, the
@@ -156,9 +197,27 @@ def analyze_rows(
     cols, col_strides = _collapsed_group(shape, operands, reduced_order, fill=0)
     if 0 in cols:  # nothing to read: one empty column dim (no index arithmetic divides by 0)
         cols, col_strides = (0,), tuple((0,) for _ in operands)
+    parts = split_parts(rows, cols) if splittable else 1
+    if parts > 1:
+        return _split_task(
+            shape, out_strides, rows, cols, row_strides, col_strides, len(in_strides), parts, itemsize, config
+        )
     task_shape = rows + cols
     strides = tuple(r + c for r, c in zip(row_strides, col_strides))
     return _tile(shape, out_strides, task_shape, strides, itemsize, config, split=len(rows), work=rows)
+
+
+def _split_task(shape, out_strides, rows, cols, row_strides, col_strides, n_inputs, parts, itemsize, config):
+    """The task (parts, *rows, cols[0] / parts, *cols[1:]): the outer reduced dim cut in `parts`
+    slices that become the outer kept dim; outputs replaced by the dense partial buffer."""
+    extent = cols[0] // parts
+    task_shape = (parts, *rows, extent, *cols[1:])
+    strides = [(c[0] * extent, *r, *c) for r, c in zip(row_strides[:n_inputs], col_strides[:n_inputs])]
+    buffer = dense_strides((parts, *rows), list(range(len(rows), -1, -1)))
+    strides += [(*buffer, *(0,) * len(cols))] * (len(row_strides) - n_inputs)
+    split = SplitRows(parts, rows, tuple(row_strides[n_inputs:]))
+    plan = _tile(shape, out_strides, task_shape, tuple(strides), itemsize, config, split=1 + len(rows), work=rows)
+    return replace(plan, split=split)
 
 
 def _over_task(strides: tuple, shape: tuple, dims: tuple, keepdim: bool) -> tuple:

@@ -221,7 +221,7 @@ def row_finish_lines(spec: KernelSpec) -> list:
         if looped:
             lines.append(f"{_acc(o)} = {_COMBINE[o.reduction][1]}({_acc(o)}, axis=1, keep_dims=True)")
         floats = all(d.startswith(("float", "bfloat")) for d in (_row_acc(o), o.dtype))
-        chain = (o.dtype, o.store) if floats and o.store else (o.store or o.dtype,)
+        chain = (o.dtype, o.store) if floats and o.store and not o.partial else (o.store or o.dtype,)
         access = acc[o.name]
         value = _acc(o) + conversion_text(chain, start=_row_acc(o))
         lines.append(f"tl.store({access.pointer}, {value}, mask={access.mask})")

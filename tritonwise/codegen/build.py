@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 import torch
@@ -78,15 +79,17 @@ def _probe_input(operand: OperandSummary, chain) -> tuple:
     return (2**40 if operand.wide else operand.kind(1), last)  # an int at the width Triton passes it
 
 
-def _output_spec(k: int, dtype, classes, reduction, store=None, value=None) -> OutputSpec:
+def _output_spec(k: int, dtype, classes, reduction, store=None, value=None, partial=False) -> OutputSpec:
+    """`partial`: a split reduction's output, a buffer of partial values in the accumulator dtype."""
     name = f"out{k}"
     if reduction is None:
         store = triton_dtype(store, name) if store is not None else None
         return OutputSpec(name, triton_dtype(dtype, name), next(classes), store=store, value=value)
     acc = triton_dtype(reduction.acc, name)
     strides = next(classes) if reduction.along_dims else ""
-    store = triton_dtype(store, name) if store is not None else None
-    return OutputSpec(name, triton_dtype(dtype, name), strides, store, reduction.kind, acc, reduction.identity, value)
+    store = acc if partial else triton_dtype(store, name) if store is not None else None
+    spec = OutputSpec(name, triton_dtype(dtype, name), strides, store, reduction.kind, acc, reduction.identity, value)
+    return replace(spec, partial=True) if partial else spec
 
 
 def build_spec(
@@ -113,8 +116,9 @@ def build_spec(
             inputs.append(_scalar_spec(name, params[i], operand, types.input_conversions(i)))
     reductions = tuple(reductions) or (None,) * len(types.results)
     values = payload_values(call, types, probe)
+    partial = plan.split is not None
     outputs = [
-        _output_spec(k, dtype, classes, r, _store_dtype(o, dtype, r), v)
+        _output_spec(k, dtype, classes, r, _store_dtype(o, dtype, r), v, partial)
         for k, (o, dtype, r, v) in enumerate(zip(call.out_dtypes, types.results, reductions, values))
     ]
     return KernelSpec(

@@ -83,6 +83,7 @@ class OutputSpec:
     acc: Optional[str] = None
     identity: Optional[str] = None
     value: Optional[str] = None  # the dtype the payload returns for it, when known: no cast if it is `dtype`
+    partial: bool = False  # a split reduction's partial values: stored in `acc`, not rounded to `dtype`
 
 
 @dataclass(frozen=True)

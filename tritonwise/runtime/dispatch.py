@@ -27,6 +27,26 @@ from .strided_buffer import StridedBuffer
 INTERPRETER_LOCK = threading.RLock()
 
 
+_COMBINE = {"sum": torch.sum, "max": torch.amax, "min": torch.amin}
+
+
+@dataclass(frozen=True)
+class SplitLaunch:
+    """A split reduction along dims (analysis/plan.py SplitRows): the kernel writes a dense
+    (parts, *rows) buffer of partial values per output, in its accumulator dtype; the launch
+    then combines them over the parts with torch (deterministic) into the outputs, whose
+    elements over the rows `out_row_strides` addresses."""
+
+    parts: int
+    rows: tuple
+    out_row_strides: tuple
+    kinds: tuple
+    accs: tuple
+
+    def buffers(self, device) -> list:
+        return [torch.empty((self.parts, *self.rows), dtype=acc, device=device) for acc in self.accs]
+
+
 @dataclass
 class LaunchPlan:
     name: str
@@ -56,10 +76,14 @@ class LaunchPlan:
     # torch's default dtype when it decided a result dtype (int tensor * 2.5), else None: such a
     # plan serves only calls made under the same default (the signature does not hold it)
     default_dtype: Optional[torch.dtype] = None
+    split: Optional["SplitLaunch"] = None  # a split reduction along dims: partials to combine
+
 
     def run(self, args: tuple, outs: list):
         if self.reductions:
             return self._run_reducing(args, outs)
+        if self.split is not None and self.numel:
+            return self._run_split(args, outs)
         outputs = [self._output(k, o) for k, o in enumerate(outs)]
         if self.numel:
             if self.out_extents:
@@ -75,7 +99,11 @@ class LaunchPlan:
         accumulators, index arguments, constexpr values), with outputs allocated as a launch
         would: what ahead-of-time compilation specializes on."""
         reductions = self.reductions or (None,) * len(outs)
-        buffers = [self._output(k, o) if r is None else self._accumulator(r) for k, (o, r) in enumerate(zip(outs, reductions))]
+        buffers = [
+            self._output(k, o) if r is None else self._accumulator(r) for k, (o, r) in enumerate(zip(outs, reductions))
+        ]
+        if self.split is not None:
+            buffers = self.split.buffers(self.device)
         return (*self._on_device(args), *buffers, *self.index_args, *self.constexprs)
 
     def _on_device(self, args: tuple):
@@ -99,6 +127,16 @@ class LaunchPlan:
         results = [b if r is None else self._finish(b, r, o) for b, r, o in zip(buffers, self.reductions, outs)]
         return results[0] if len(results) == 1 else tuple(results)
 
+    def _run_split(self, args: tuple, outs: list):
+        """A split reduction along dims: the kernel writes partial values, combined here."""
+        outputs = [self._output(k, o) for k, o in enumerate(outs)]
+        partials = self.split.buffers(self.device)
+        self._launch(self._on_device(args), partials)
+        for out, buffer, kind, row_strides in zip(outputs, partials, self.split.kinds, self.split.out_row_strides):
+            rows = torch.as_strided(out, self.split.rows, row_strides, out.storage_offset())
+            rows.copy_(_COMBINE[kind](buffer, 0))
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
     def _accumulator(self, reduction) -> torch.Tensor:
         if self.deterministic:
             return torch.empty(self.grid[0], dtype=reduction.acc, device=self.device)
@@ -106,7 +144,7 @@ class LaunchPlan:
 
     def _finish(self, buffer: torch.Tensor, reduction, given):
         if self.deterministic:  # torch's own reductions are deterministic
-            buffer = {"sum": torch.sum, "max": torch.amax, "min": torch.amin}[reduction.kind](buffer)
+            buffer = _COMBINE[reduction.kind](buffer)
         value = buffer.to(reduction.result)
         return value if given is None else given.copy_(value)
 
@@ -164,7 +202,8 @@ class LaunchPlan:
 
     def _fast_call(self) -> Optional[Callable]:
         """The whole hit path for calls that give no outputs, built once: allocate, launch."""
-        if self.direct is None or self.reductions or self.to_device or self.default_dtype is not None:
+        unusual = self.reductions or self.split or self.to_device or self.default_dtype is not None
+        if self.direct is None or unusual:
             return None
         direct, shape, device, empty = self.direct, self.out_shape, self.device, torch.empty_strided
         layouts = tuple(zip(self.out_strides, self.out_dtypes))
