@@ -352,6 +352,7 @@ def stand_in_gpu(monkeypatch, store_dir):
     monkeypatch.setattr(cuda_driver, "load_function", fake.load_function)
     monkeypatch.setattr(kernels, "device_target", lambda index: SM90)
     monkeypatch.setattr(kernels, "_loaded", {})
+    monkeypatch.setattr(kernels, "_specialized", {})
     monkeypatch.setattr(torch.version, "hip", None)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 0, raising=False)
@@ -382,6 +383,7 @@ def test_first_launch_compiles_stores_then_loads_without_compiling(stand_in_gpu,
 
     monkeypatch.setattr(triton, "compile", no_compiling)
     monkeypatch.setattr(kernels, "_loaded", {})  # as a new process: nothing loaded yet
+    monkeypatch.setattr(kernels, "_specialized", {})
     fresh = pointwise_dynamic(store_axpby, is_tensor=AXPBY_KINDS, promotion_methods=[(0, 1, 2, "DEFAULT")])
     plan, inputs, outputs = gpu_plan(fresh, *CALLS["nd aligned"]())
     assert kernels.first_launch(plan, inputs, outputs).__qualname__.startswith("own_launcher")
