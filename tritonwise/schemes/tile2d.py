@@ -8,6 +8,7 @@ from .base import Scheme, ceil_div, fit, pow2_floor, prod, unique
 from .nd import decompose
 
 TILE2D_BLOCK_N = (16, 64, 128)
+SMALL_TASK_TILES = 3
 
 
 class Tile2d(Scheme):
@@ -39,10 +40,16 @@ class Tile2d(Scheme):
         )
 
     def pick_block(self, task_shape, m_dim, choices) -> tuple:
+        """The tile the extents fill; a task of one or two such tiles takes the shorter BLOCK_M
+        instead, so that a small transposed add (64x64: one 64x64 tile, 2.18 us of GPU time
+        against eager's 1.65 on the H100) runs on several programs."""
         bn = fit(task_shape[-1], [b[1] for b in choices])
         with_bn = [b for b in choices if b[1] == bn]
         bm = fit(task_shape[m_dim], [b[0] for b in with_bn])
-        return next(b for b in with_bn if b[0] == bm)
+        block = next(b for b in with_bn if b[0] == bm)
+        if self.num_tiles(task_shape, m_dim, block) < SMALL_TASK_TILES:
+            block = min(with_bn, key=lambda b: b[0])
+        return block
 
     def warps(self, block) -> int:
         return 8 if prod(block) >= 4096 else 4
