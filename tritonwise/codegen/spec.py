@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 from typing import Optional
@@ -132,8 +133,9 @@ class KernelSpec:
         tags = "_".join(DTYPE_TAGS.get(d, d) for d in dict.fromkeys(dtypes))
         return f"{self.payload_name}_r{self.rank}_{self.scheme}_i{self.index_bits}_{tags}"
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
+        """Hashed once per spec object (a new shape of a known class reuses the spec)."""
         return hashlib.sha256(repr(self).encode()).hexdigest()[:20]
 
     @property

@@ -39,7 +39,18 @@ def error_text(code: int) -> str:
 
 def param_sizes(function: int) -> Optional[list]:
     """Byte size of each kernel parameter of `function` (cuFuncGetParamInfo, CUDA 12.4+), or
-    None when this driver cannot tell."""
+    None when this driver cannot tell. Asked once per function: every plan of a layout class
+    launches the same function, and a new shape's plan would otherwise ask again."""
+    if function not in _param_sizes:
+        _param_sizes[function] = _query_param_sizes(function)
+    sizes = _param_sizes[function]
+    return None if sizes is None else list(sizes)
+
+
+_param_sizes: dict = {}  # CUfunction handle -> its parameter sizes (None: the driver cannot tell)
+
+
+def _query_param_sizes(function: int) -> Optional[tuple]:
     lib = driver()
     query = getattr(lib, "cuFuncGetParamInfo", None)
     if query is None:
@@ -49,7 +60,7 @@ def param_sizes(function: int) -> Optional[list]:
     while True:
         code = query(handle, ctypes.c_size_t(len(sizes)), ctypes.byref(offset), ctypes.byref(size))
         if code == CUDA_ERROR_INVALID_VALUE:  # past the last parameter
-            return sizes
+            return tuple(sizes)
         if code != 0:
             return None
         sizes.append(size.value)
