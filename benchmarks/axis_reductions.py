@@ -23,6 +23,7 @@ from tritonwise import pointwise_dynamic
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench import Case, _nbytes, copy_ceiling, gbps, header, table  # noqa: E402
+from timing import report  # noqa: E402
 
 
 @triton.jit
@@ -130,10 +131,7 @@ def main() -> int:
     text = f"{header()}\n\n{table(ceiling, rows)}\n\n" + "\n".join(chosen) + "\n"
     if args.sweep:
         text += "\nEvery block of each case's layout class:\n" + "\n".join(sweep()) + "\n"
-    print("\n" + text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
+    report(text, args.out)
     return 0
 
 

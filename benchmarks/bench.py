@@ -24,6 +24,7 @@ from tritonwise import StridedBuffer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from payloads import add, copy, polar, squared_error_sum  # noqa: E402
+from timing import report  # noqa: E402
 
 
 @dataclass
@@ -179,10 +180,7 @@ def main() -> int:
         return 2
     ceiling, rows = run(args.only, not args.no_compile)
     text = f"{header()}\n\n{table(ceiling, rows)}\n"
-    print("\n" + text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
+    report(text, args.out)
     return 0
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -24,7 +25,7 @@ from tritonwise.runtime.arguments import call_signature
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import launch_layers  # noqa: E402
 from payloads import add, add_alpha, polar, squared_error_sum  # noqa: E402
-from timing import median_us  # noqa: E402
+from timing import gpu_us_per_kernel, median_us, report  # noqa: E402
 
 
 def cases():
@@ -45,32 +46,9 @@ def cases():
     ]
 
 
-def graph_us(fn, calls: int = 100) -> float:
-    """GPU microseconds per call: `calls` calls captured in one CUDA graph, replayed."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(calls):
-            fn()
-    graph.replay()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(10):
-        graph.replay()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) * 1e3 / (10 * calls)
-
-
 def _graph_pair(ours, eager) -> str:
     try:
-        return f"{graph_us(ours):.2f} / {graph_us(eager):.2f}"
+        return f"{gpu_us_per_kernel(ours):.2f} / {gpu_us_per_kernel(eager):.2f}"
     except Exception as e:  # report and go on: capture is not what this script is for
         return f"capture failed: {type(e).__name__}: {str(e)[:80]}"
 
@@ -78,8 +56,6 @@ def _graph_pair(ours, eager) -> str:
 def new_shape_us(shapes: int = 200) -> float:
     """Median µs of a whole add_alpha call on a 1-D length it has never seen (a plan miss of a
     known layout class), launch included, clock stopped before synchronizing."""
-    import statistics
-
     for n in (1000, 1024, 1001):  # open the class (aligned and not)
         add_alpha(torch.randn(n, device="cuda"), torch.randn(n, device="cuda"), 0.5)
     times = []
@@ -150,11 +126,7 @@ def main() -> int:
         f"A new shape of a known layout class (add_alpha, 1-D, whole call): {new_shape_us():.1f} µs",
         f"Cold first call (analysis + render + write + load, no Triton compile): {cold_first_call_ms():.1f} ms",
     ]
-    text = "\n".join(lines) + "\n"
-    print("\n" + text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
+    report("\n".join(lines) + "\n", args.out)
     return 0
 
 

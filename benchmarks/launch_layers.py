@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import statistics
 import sys
 
 import torch
@@ -23,28 +22,7 @@ from tritonwise.runtime.launcher import KernelParameters, triton_entry_launcher
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from payloads import add  # noqa: E402
-from timing import host_only_us, median_us, per_call_us  # noqa: E402
-
-
-def gpu_us_per_kernel(fn, launches: int = 100) -> float:
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(launches):
-            fn()
-    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(10):
-        begin.record()
-        graph.replay()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(begin.elapsed_time(end) * 1e3 / launches)
-    return statistics.median(times)
+from timing import gpu_us_per_kernel, host_only_us, median_us, per_call_us  # noqa: E402
 
 
 def layers(a, b) -> list:

@@ -1,4 +1,5 @@
-"""Host-side timers shared by host_overhead.py and launch_layers.py (GPU)."""
+"""Timers and output shared by the GPU benchmarks: host-side timers (host_overhead.py,
+launch_layers.py), GPU time from a CUDA graph, and writing a report."""
 
 from __future__ import annotations
 
@@ -45,3 +46,34 @@ def median_us(fns: list, rounds: int = 9, timer: Callable = per_call_us) -> list
         for times, fn in zip(samples, fns):
             times.append(timer(fn))
     return [statistics.median(times) for times in samples]
+
+
+def gpu_us_per_kernel(fn, launches: int = 100) -> float:
+    """GPU microseconds per call of `fn`: `launches` calls captured in one CUDA graph, replayed
+    (the median of 10 replays), so that no host time enters."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(launches):
+            fn()
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(10):
+        begin.record()
+        graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(begin.elapsed_time(end) * 1e3 / launches)
+    return statistics.median(times)
+
+
+def report(text: str, path=None) -> None:
+    """Print a benchmark's tables, and write them to `path` when one is given."""
+    print("\n" + text)
+    if path:
+        with open(path, "w") as f:
+            f.write(text)
