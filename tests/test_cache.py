@@ -43,9 +43,7 @@ def generated_files(directory: Path) -> list:
 
 def run_python(code: str, cache_path: Path, timeout=120) -> subprocess.CompletedProcess:
     env = dict(os.environ, TRITONWISE_CACHE_DIR=str(cache_path), PYTHONPATH=str(TESTS_DIR))
-    return subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout
-    )
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -338,3 +336,40 @@ def test_cli_cache_commands(tmp_path, monkeypatch):
     assert rc == 0, err
     assert re.search(r"\b2\b", out.split(str(directory))[0]), out
     assert generated_files(directory) == []
+
+
+@pytest.mark.skipif(
+    os.environ.get("TRITON_INTERPRET") == "1", reason="interpreted payloads have no JIT cache key: no probe memo"
+)
+def test_probe_results_are_remembered_on_disk(tmp_path, monkeypatch):
+    """A new process (here: a fresh function, so no memo in memory) reads the payload's value
+    dtypes from the cache instead of starting the interpreter; a damaged entry is probed again,
+    and a frozen process writes none."""
+    from tritonwise.runtime import probe
+
+    monkeypatch.setenv("TRITONWISE_CACHE_DIR", str(tmp_path))
+    x, y = torch.randn(5).half(), torch.randn(5)
+    first = fresh_add()
+    torch.testing.assert_close(first(x, y), x + y)
+    entries = list((tmp_path / "probes").glob("*.json"))
+    assert len(entries) == 1 and '"float32"' in entries[0].read_text()
+
+    def no_interpreter(*args):
+        raise AssertionError("probed again")
+
+    monkeypatch.setattr(probe, "value_dtypes", no_interpreter)
+    again = fresh_add()
+    torch.testing.assert_close(again(x, y), x + y)
+
+    entries[0].write_text("{not json")
+    monkeypatch.undo()
+    monkeypatch.setenv("TRITONWISE_CACHE_DIR", str(tmp_path))
+    third = fresh_add()
+    torch.testing.assert_close(third(x, y), x + y)
+    assert '"float32"' in entries[0].read_text()
+
+    entries[0].unlink()
+    with tritonwise.frozen():
+        inputs = ((torch.float32, None), (torch.float32, None))
+        assert probe.remembered_value_dtypes(third._payload, inputs) == (torch.float32,)
+    assert not list((tmp_path / "probes").glob("*.json"))

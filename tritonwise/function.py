@@ -411,9 +411,9 @@ class PointwiseDynamicFunction:
     def _probe(self, inputs: tuple):
         """The dtypes the payload returns for `inputs` (see runtime/probe.py), once per input types."""
         if inputs not in self._probed:
-            from .runtime.probe import value_dtypes
+            from .runtime.probe import remembered_value_dtypes
 
-            self._probed[inputs] = value_dtypes(self._payload.fn, inputs)
+            self._probed[inputs] = remembered_value_dtypes(self._payload, inputs)
         return self._probed[inputs]
 
     def _bind(self, args, outs, types, reductions, task: TaskPlan, device, call_class=None) -> LaunchPlan:

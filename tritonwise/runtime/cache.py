@@ -31,6 +31,7 @@ logger = logging.getLogger("tritonwise")
 
 CHECKSUM_PREFIX = "# tritonwise-checksum: "
 KERNELS = "kernels"  # the compiled-kernel store's subdirectory (runtime/kernel_store.py)
+PROBES = "probes"  # remembered payload value dtypes (runtime/probe.py)
 _fallback_lock = threading.Lock()
 _fallback_dir: Optional[Path] = None
 
@@ -255,7 +256,11 @@ def list_kernels() -> list:
 
 
 def clear() -> int:
-    """Remove the generated files and stored kernels; returns how many there were."""
+    """Remove the generated files and stored kernels (and remembered probe results); returns how
+    many files and kernels there were."""
+    probes = configured_dir() / PROBES
+    for f in probes.glob("*.json") if probes.is_dir() else ():
+        f.unlink(missing_ok=True)
     files = list_files() + list_kernels()
     _verified.clear()
     for f in files + [configured_dir() / STATS_FILE]:
@@ -268,7 +273,7 @@ def stats() -> dict:
     files = list_files()
     per_payload: dict = {}
     for f in files:
-        match = re.match(r"(.*)_r\d+_(?:flat|nd|tile2d)_i(?:32|64)_", f.name)
+        match = re.match(r"(.*)_r\d+_[a-z0-9_]+?_i(?:32|64)_", f.name)
         payload = match.group(1) if match else f.name
         per_payload[payload] = per_payload.get(payload, 0) + 1
     counts = read_stats(configured_dir())

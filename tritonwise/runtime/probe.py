@@ -1,19 +1,26 @@
 """The dtypes of a payload's returned values, found by running it once on 0-d values in Triton's
 interpreter (on the host, whatever the device of the call).
 
-Used only where a given output cannot hold its promotion's result under torch's casting rule:
-FlagGems' frexp declares DEFAULT (float) for its int32 exponent output. The payload is called as
-the generated kernel calls it -- tensors at their computation dtype, scalars as the kernel
-receives them -- on ones. About a millisecond, once per launch plan, and only on that path.
+Codegen uses it to leave out casts where the payload already returns the result dtype, and the
+frontend where a given output cannot hold its promotion's result under torch's casting rule
+(FlagGems' frexp declares DEFAULT for its int32 exponent output). The payload is called as the
+generated kernel calls it -- tensors at their computation dtype, scalars as the kernel receives
+them -- on ones. The first probe of a process starts the interpreter (17 ms on the H100 host, most
+of a warm first call), so results are also kept on disk (`remembered_value_dtypes`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+from pathlib import Path
 from typing import Optional, Sequence
 
 import torch
 
+from .._version import __version__
 from ..codegen.spec import TRITON_DTYPES
+from . import cache, freeze
 from .arguments import int_class
 from .dispatch import INTERPRETER_LOCK
 from .interpret import interpreted, interpreting
@@ -48,3 +55,48 @@ def _operand(tl, value, dtype):
     if isinstance(value, int):
         return tl.full([], value, tl.int32 if int_class(value) is int else tl.int64)
     return tl.full([], value, tl.float32)
+
+
+_UNKNOWN = object()
+
+
+def remembered_value_dtypes(payload, inputs: tuple) -> Optional[tuple]:
+    """value_dtypes(payload.fn, inputs), kept in the cache per payload (its JIT cache key, which
+    covers the @triton.jit functions it calls), input types and the Triton and tritonwise
+    versions; a frozen process reads but writes nothing. Under TRITON_INTERPRET=1 the payload is
+    an InterpretedFunction with no cache key, and the interpreter runs every kernel anyway: no
+    memo then."""
+    import triton
+
+    source_key = getattr(payload.jit, "cache_key", None)
+    if source_key is None:
+        return value_dtypes(payload.fn, inputs)
+    described = repr(inputs)
+    digest = hashlib.sha256(f"{source_key}|{described}|{triton.__version__}|{__version__}".encode())
+    name = f"{cache.PROBES}/{digest.hexdigest()[:24]}.json"
+    path = cache.find(name, Path.is_file)
+    found = _read(path, described) if path is not None else _UNKNOWN
+    if found is not _UNKNOWN:
+        return found
+    result = value_dtypes(payload.fn, inputs)
+    if not freeze.is_frozen():
+        dtypes = None if result is None else [str(d).removeprefix("torch.") for d in result]
+        try:
+            cache.write(name, json.dumps({"inputs": described, "dtypes": dtypes}))
+        except OSError:
+            pass  # nowhere to write: probe again in the next process
+    return result
+
+
+def _read(path: Path, described: str):
+    """The remembered result, or _UNKNOWN for a file that is unreadable or for other inputs."""
+    try:
+        entry = json.loads(path.read_text())
+        if entry["inputs"] != described:
+            return _UNKNOWN
+        if entry["dtypes"] is None:
+            return None
+        dtypes = tuple(getattr(torch, name) for name in entry["dtypes"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return _UNKNOWN
+    return dtypes if all(isinstance(d, torch.dtype) for d in dtypes) else _UNKNOWN
