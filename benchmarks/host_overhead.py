@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -24,6 +23,7 @@ from tritonwise.runtime.arguments import call_signature
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import launch_layers  # noqa: E402
+import new_shape  # noqa: E402
 from payloads import add, add_alpha, polar, squared_error_sum  # noqa: E402
 from timing import gpu_us_per_kernel, median_us, report  # noqa: E402
 
@@ -55,19 +55,13 @@ def _graph_pair(ours, eager) -> str:
 
 def new_shape_us(shapes: int = 200) -> float:
     """Median µs of a whole add_alpha call on a 1-D length it has never seen (a plan miss of a
-    known layout class), launch included, clock stopped before synchronizing."""
+    known layout class), launch included (new_shape.py's timer)."""
     for n in (1000, 1024, 1001):  # open the class (aligned and not)
         add_alpha(torch.randn(n, device="cuda"), torch.randn(n, device="cuda"), 0.5)
-    times = []
-    for k in range(shapes):
-        n = 5000 + 7 * k
-        x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        add_alpha(x, y, 0.5)
-        times.append((time.perf_counter() - start) * 1e6)
+    lengths = range(5000, 5000 + 7 * shapes, 7)
+    operands = [(torch.randn(n, device="cuda"), torch.randn(n, device="cuda"), 0.5) for n in lengths]
     torch.cuda.synchronize()
-    return statistics.median(times)
+    return new_shape.miss_us(add_alpha, operands, new_shape.whole_call)
 
 
 def breakdown() -> list:

@@ -85,15 +85,15 @@ SPLIT_MIN_ELEMENTS = 2**22
 def split_parts(rows: tuple, cols: tuple) -> int:
     """How many slices to cut the outer reduced dim into (1: no split): powers of two that
     divide it, so every slice has the same extent."""
-    num_rows = math.prod(rows)
+    num_rows, num_cols = math.prod(rows), math.prod(cols)
     if num_rows > SPLIT_MAX_ROWS or not num_rows:
         return 1
-    if num_rows > SPLIT_ALWAYS_ROWS and num_rows * math.prod(cols) < SPLIT_MIN_ELEMENTS:
+    if num_rows > SPLIT_ALWAYS_ROWS and num_rows * num_cols < SPLIT_MIN_ELEMENTS:
         return 1  # small enough that the second pass's launch costs more than the split gains
     parts = 1
     while (
         parts * 2 * num_rows <= SPLIT_TARGET_ROWS
-        and math.prod(cols) // (parts * 2) >= MIN_PART_EXTENT
+        and num_cols // (parts * 2) >= MIN_PART_EXTENT
         and cols[0] % (parts * 2) == 0
     ):
         parts *= 2

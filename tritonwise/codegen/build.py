@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Sequence
 
 import torch
@@ -88,8 +87,8 @@ def _output_spec(k: int, dtype, classes, reduction, store=None, value=None, part
     acc = triton_dtype(reduction.acc, name)
     strides = next(classes) if reduction.along_dims else ""
     store = acc if partial else triton_dtype(store, name) if store is not None else None
-    spec = OutputSpec(name, triton_dtype(dtype, name), strides, store, reduction.kind, acc, reduction.identity, value)
-    return replace(spec, partial=True) if partial else spec
+    dtype = triton_dtype(dtype, name)
+    return OutputSpec(name, dtype, strides, store, reduction.kind, acc, reduction.identity, value, partial)
 
 
 def build_spec(

@@ -18,8 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-Term = tuple  # the sorted names whose product the term is
-
 
 def stride_factor(operand: str, dim: int, cls: str) -> Optional[str]:
     """The name a stride of class `cls` multiplies by: None for unit stride ('1')."""

@@ -258,12 +258,11 @@ def list_kernels() -> list:
 def clear() -> int:
     """Remove the generated files and stored kernels (and remembered probe results); returns how
     many files and kernels there were."""
-    probes = configured_dir() / PROBES
-    for f in probes.glob("*.json") if probes.is_dir() else ():
-        f.unlink(missing_ok=True)
     files = list_files() + list_kernels()
+    probes = configured_dir() / PROBES
+    remembered = list(probes.glob("*.json")) if probes.is_dir() else []
     _verified.clear()
-    for f in files + [configured_dir() / STATS_FILE]:
+    for f in files + remembered + [configured_dir() / STATS_FILE]:
         f.unlink(missing_ok=True)
     return len(files)
 

@@ -78,7 +78,6 @@ class LaunchPlan:
     default_dtype: Optional[torch.dtype] = None
     split: Optional["SplitLaunch"] = None  # a split reduction along dims: partials to combine
 
-
     def run(self, args: tuple, outs: list):
         if self.reductions:
             return self._run_reducing(args, outs)
@@ -98,12 +97,14 @@ class LaunchPlan:
         """Every argument the kernel receives for a call (payload arguments, outputs or
         accumulators, index arguments, constexpr values), with outputs allocated as a launch
         would: what ahead-of-time compilation specializes on."""
-        reductions = self.reductions or (None,) * len(outs)
-        buffers = [
-            self._output(k, o) if r is None else self._accumulator(r) for k, (o, r) in enumerate(zip(outs, reductions))
-        ]
         if self.split is not None:
             buffers = self.split.buffers(self.device)
+        else:
+            reductions = self.reductions or (None,) * len(outs)
+            buffers = [
+                self._output(k, o) if r is None else self._accumulator(r)
+                for k, (o, r) in enumerate(zip(outs, reductions))
+            ]
         return (*self._on_device(args), *buffers, *self.index_args, *self.constexprs)
 
     def _on_device(self, args: tuple):

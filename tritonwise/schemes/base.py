@@ -119,6 +119,13 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def blocks_of_area(area: int, sides, cap: int) -> tuple:
+    """(area // side, side) for each side, both clamped to the tile cap `cap` (a power of two):
+    the row schemes' blocks, given their BLOCK_N choices."""
+    area = min(area, cap)
+    return unique((max(area // min(side, cap), 1), min(side, cap)) for side in sides)
+
+
 def unique(blocks) -> tuple:
     return tuple(dict.fromkeys(blocks))
 

@@ -7,10 +7,10 @@ one element per line along the reduced one."""
 
 from __future__ import annotations
 
-from .base import ceil_div, pow2_floor, prod, unique
+from .base import blocks_of_area, ceil_div, pow2_floor, prod
 from .row_looped import RowLooped
 
-COLUMN_BLOCKS = ((128, 32), (64, 64), (32, 128), (16, 256))  # BLOCK_M x BLOCK_N = 4096
+COLUMN_BLOCK_M = (128, 64, 32, 16)  # BLOCK_M choices; BLOCK_N makes the block 4096 elements
 # Fewer programs than this leave the H100's memory system idle: on 8192x8192 fp32, amax over
 # dim 0 read 1087, 1178, 1838 and 2380 GB/s with 64, 128, 256 and 512 programs (tiles (128, 32)
 # down to (16, 256); benchmarks/axis_reductions.py --sweep).
@@ -35,8 +35,8 @@ class ColumnLooped(RowLooped):
         return first[split - 1] == 1 and first[-1] != 1
 
     def block_choices(self, rank, itemsize, aligned, config) -> tuple:
-        cap = pow2_floor(config.max_tile_size)
-        return unique((min(bm, cap), max(min(4096, cap) // min(bm, cap), 1)) for bm, _ in COLUMN_BLOCKS)
+        tall = blocks_of_area(4096, COLUMN_BLOCK_M, pow2_floor(config.max_tile_size))
+        return tuple((bm, bn) for bn, bm in tall)
 
     def pick_block(self, task_shape, m_dim, choices) -> tuple:
         """The widest tile that still makes MIN_PROGRAMS programs, or whose columns already

@@ -5,7 +5,6 @@ accumulator that is reduced to one value per row after the loop."""
 
 from __future__ import annotations
 
-from .base import pow2_floor, unique
 from .row_persistent import RowPersistent
 
 LOOP_BLOCK_N = 1024  # the block's columns a task takes
@@ -15,13 +14,10 @@ LOOP_BLOCK_NS = (1024, 512, 256, 128)  # every block a file offers (BLOCK_M x BL
 class RowLooped(RowPersistent):
     name = "row_looped"
     loops_columns = True
+    block_widths = LOOP_BLOCK_NS
 
     def applies_to_rows(self, task_shape, split, config, strides=()) -> bool:
         return True
-
-    def block_choices(self, rank, itemsize, aligned, config) -> tuple:
-        cap = pow2_floor(config.max_tile_size)
-        return unique((max(min(2048, cap) // min(bn, cap), 1), min(bn, cap)) for bn in LOOP_BLOCK_NS)
 
     def pick_block(self, task_shape, m_dim, choices) -> tuple:
         return next((b for b in choices if b[1] == LOOP_BLOCK_N), choices[0])

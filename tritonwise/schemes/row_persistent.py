@@ -11,7 +11,7 @@ reads with a stride for now.
 
 from __future__ import annotations
 
-from .base import Scheme, ceil_div, pow2_floor, prod, unique
+from .base import Scheme, blocks_of_area, ceil_div, pow2_floor, prod
 from .nd import decompose
 
 ROW_BLOCK_N = (16, 64, 128, 256, 512, 1024)  # BLOCK_M * BLOCK_N = 2048; the narrowest covering the row
@@ -22,6 +22,7 @@ class RowPersistent(Scheme):
     column_index = "cols"
     reduces_rows = True
     loops_columns = False
+    block_widths = ROW_BLOCK_N  # BLOCK_N choices; BLOCK_M makes the block 2048 elements
     aligned_counts = ("num_cols",)  # the product of the reduced extents, the last one aligned
 
     def applies(self, task_shape, strides) -> bool:
@@ -31,8 +32,7 @@ class RowPersistent(Scheme):
         return prod(task_shape[split:]) <= min(ROW_BLOCK_N[-1], pow2_floor(config.max_tile_size))
 
     def block_choices(self, rank, itemsize, aligned, config) -> tuple:
-        cap = pow2_floor(config.max_tile_size)
-        return unique((max(min(2048, cap) // min(bn, cap), 1), min(bn, cap)) for bn in ROW_BLOCK_N)
+        return blocks_of_area(2048, self.block_widths, pow2_floor(config.max_tile_size))
 
     def pick_block(self, task_shape, m_dim, choices) -> tuple:
         cols = prod(task_shape[m_dim:])
