@@ -71,6 +71,27 @@ def gpu_us_per_kernel(fn, launches: int = 100) -> float:
     return statistics.median(times)
 
 
+def us_after_clean_flush(fn, reps: int = 50, flush_bytes: int = 2**28) -> float:
+    """Microseconds of one call of `fn` that starts with nothing useful in L2 and nothing dirty
+    there either: `triton.testing.do_bench` empties L2 by writing a 256 MiB buffer, which leaves
+    dirty lines that the timed kernel then writes back while it reads (a cost that grows as the
+    timed kernel's own traffic shrinks). Here L2 is emptied by reading `flush_bytes` instead;
+    otherwise as do_bench: CUDA events around each call, the median of `reps`."""
+    buffer = torch.ones(flush_bytes // 4, device="cuda")
+    sink = torch.empty((), device="cuda")
+    fn()
+    times = []
+    for _ in range(reps):
+        torch.sum(buffer, dim=0, out=sink)
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        fn()
+        end.record()
+        times.append((begin, end))
+    torch.cuda.synchronize()
+    return statistics.median(b.elapsed_time(e) for b, e in times) * 1e3
+
+
 def report(text: str, path=None) -> None:
     """Print a benchmark's tables, and write them to `path` when one is given."""
     print("\n" + text)

@@ -10,7 +10,8 @@ each), so a new shape of the same class reuses the file and one of at most:
     tile2d  6 blocks  (BLOCK_M in 16, S; BLOCK_N in 16, 64, 128; S = 64 for aligned files of
                        elements up to 4 bytes, else 32)
     row_persistent 4 blocks (BLOCK_N in 16, 64, 256, 1024 covering the reduced extent)
-    row_looped     1 block  (BLOCK_M x 1024, looping over the reduced extent)
+    row_looped     5 blocks (BLOCK_M x BLOCK_N = 2048, looping over the reduced extent)
+    column_looped  4 blocks (BLOCK_M x BLOCK_N = 8192, BLOCK_M kept elements adjacent in memory)
 
 each capped by the config's max_tile_size. Along a dim, the pick is the largest size whose
 tiles are more than half used (`extent / tiled extent > 1/2`), else the smallest: a 16 x 64

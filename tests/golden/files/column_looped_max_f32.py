@@ -3,7 +3,7 @@
 #   payload  golden_cases.square  (source sha256 fde6b93ec09a50ae)
 #   kernel   square_r2_column_looped_i32_f32
 #   rank     2    scheme column_looped    index int32
-#   blocks   128x32  64x64  32x128  16x256    aligned False
+#   blocks   128x64  64x128  32x256  16x512    aligned False
 #   in0      x: float32 strides [1, s]
 #   out0     max of the float32 result along the columns, in float32 strides [1, 0]
 #   call     out0 from the inputs as loaded
@@ -40,7 +40,7 @@ def square_r2_column_looped_i32_f32(
         mask_m = rows < num_rows
         i0 = rows
         acc0 = tl.full([BLOCK_M, BLOCK_N], float("-inf"), tl.float32)
-        for start in range(0, num_cols, BLOCK_N):
+        for start in tl.range(0, num_cols, BLOCK_N, num_stages=2):
             cols = start + tl.arange(0, BLOCK_N)
             mask_n = cols < num_cols
             mask = mask_m[:, None] & mask_n[None, :]
@@ -70,7 +70,7 @@ LAYOUT = dict(
     payload='square',
     scheme='column_looped',
     m_dim=1,
-    blocks=[(128, 32), (64, 64), (32, 128), (16, 256)],
+    blocks=[(128, 64), (64, 128), (32, 256), (16, 512)],
     index_bits=32,
     aligned=False,
     deterministic=False,
