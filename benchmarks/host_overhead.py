@@ -19,6 +19,7 @@ import time
 
 import torch
 
+from tritonwise.runtime import hit_path
 from tritonwise.runtime.arguments import call_signature
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -76,6 +77,10 @@ def breakdown() -> list:
         ("output allocation (torch.empty_strided)", lambda: torch.empty_strided((1024,), (1,), device="cuda")),
         *launch_rows,
     ]
+    if hit_path.entry is not None:  # the C hit path: signature, lookup, allocation and launch in C
+        table, miss = add.plan_cache.by_key, hit_path.MISS
+        rows.append(("C hit path alone: hit(plans, args)", lambda: hit_path.entry(table, (a, b), miss)))
+        rows.append(("its signature alone (C)", lambda: hit_path.entry.__self__.signature((a, b))))
     times = median_us([fn for _, fn in rows], rounds=5)
     return [(name, us) for (name, _), us in zip(rows, times)]
 

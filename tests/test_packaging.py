@@ -37,3 +37,21 @@ def test_every_third_party_import_is_a_declared_dependency():
 def test_numpy_is_declared_for_tritons_interpreter():
     # Triton's interpreter (our CPU path) imports numpy; torch's CPU wheel no longer brings it.
     assert "numpy" in _declared_dependencies()
+
+
+def test_the_c_launchers_sources_are_packaged_and_hashed():
+    """Every file launch.c #includes ships in the wheel and is part of the build's hash (a
+    change to it must rebuild the shared object)."""
+    from fnmatch import fnmatch
+
+    from tritonwise.runtime import native
+
+    runtime = ROOT / "tritonwise" / "runtime"
+    included = re.findall(r'^#include "([^"]+)"', (runtime / "launch.c").read_text(), re.M)
+    patterns = re.findall(
+        r'"([^"]+)"', re.search(r"^tritonwise = \[(.*?)\]", (ROOT / "pyproject.toml").read_text(), re.M).group(1)
+    )
+    assert included, "launch.c includes none of its own files any more: update this test"
+    for name in included + ["launch.c"]:
+        assert any(fnmatch(f"runtime/{name}", p) for p in patterns), f"{name} is not package data"
+    assert {runtime / name for name in included} == set(native.INCLUDED)

@@ -17,6 +17,7 @@ from typing import Callable, Optional
 import torch
 
 from ..errors import PayloadError
+from . import hit_path
 from .arguments import check_partial_overlap
 from .freeze import FrozenError
 from .interpret import int64_scalars, interpreting
@@ -77,6 +78,7 @@ class LaunchPlan:
     # plan serves only calls made under the same default (the signature does not hold it)
     default_dtype: Optional[torch.dtype] = None
     split: Optional["SplitLaunch"] = None  # a split reduction along dims: partials to combine
+    hit: Optional[tuple] = None  # what launch.c's hit() reads to serve this plan (runtime/hit_path.py)
 
     def run(self, args: tuple, outs: list):
         if self.reductions:
@@ -208,6 +210,10 @@ class LaunchPlan:
             return None
         direct, shape, device, empty = self.direct, self.out_shape, self.device, torch.empty_strided
         layouts = tuple(zip(self.out_strides, self.out_dtypes))
+        c_record = getattr(direct, "c_record", None)
+        if c_record is not None:
+            hit_path.enable(direct.c_module)
+            self.hit = hit_path.record(shape, layouts, device, c_record)
         if len(layouts) == 1:
             ((strides, dtype),) = layouts
 
@@ -239,6 +245,7 @@ class PlanCache:
     def __init__(self, capacity: int = 1024):
         self.capacity = capacity
         self._plans: OrderedDict = OrderedDict()
+        self.by_key = self._plans  # the same dict, read by launch.c's hit() (runtime/hit_path.py)
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0

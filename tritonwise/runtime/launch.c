@@ -15,7 +15,15 @@
  * as the kernel's parameter has, from the start of the slot (x86-64 and aarch64 are little
  * endian). The slots are this call's own, packed while holding the GIL; the driver call then
  * releases it, as Triton's launcher does, so threads driving other devices are not held up.
- * Built on first use by tritonwise/runtime/native.py; nothing here includes cuda.h.
+ *   hit(plans, args, miss) -> the call's output(s), or `miss`
+ *
+ * `hit` is a cached call's whole path (runtime/hit_path.py): the call signature built as
+ * runtime/arguments.py's call_signature builds it, the plan looked up in `plans` (the plan cache's
+ * dict), outputs allocated through torch.empty_strided, the stream asked of torch, and the launch
+ * above. It returns `miss` wherever the Python path must decide (no plan, a plan without a `hit`
+ * record, launch hooks installed, a failed launch), having launched nothing. `configure` gives it
+ * the Python objects it calls. Built on first use by tritonwise/runtime/native.py; nothing here
+ * includes cuda.h.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -85,6 +93,35 @@ static int pack(char kind, PyObject *value, uint64_t *slot, Py_ssize_t index) {
     return 1;
 }
 
+/* Packs `inputs` then `outputs` (PySequence_Fast results) by `kinds`, appends `fixed` and
+ * launches; the CUresult, or -1 with an exception set when a value cannot be packed. */
+static int pack_and_launch(cu_launch_kernel_t cu_launch_kernel, void *function, unsigned grid_x, unsigned grid_y,
+                           unsigned grid_z, unsigned threads, unsigned shared, void *stream, PyObject *kinds,
+                           PyObject *fixed, PyObject *inputs, PyObject *outputs) {
+    Py_ssize_t n_in = PySequence_Fast_GET_SIZE(inputs), n_out = PySequence_Fast_GET_SIZE(outputs);
+    Py_ssize_t n_var = n_in + n_out, n_fixed = PyBytes_GET_SIZE(fixed) / 8;
+    const char *kind = PyBytes_AS_STRING(kinds);
+    uint64_t slots[MAX_PARAMS];
+    void *params[MAX_PARAMS];
+    if (PyBytes_GET_SIZE(kinds) != n_var || n_var + n_fixed > MAX_PARAMS) {
+        PyErr_Format(PyExc_ValueError, "launch: %zd kinds for %zd values (at most %d parameters)",
+                     PyBytes_GET_SIZE(kinds), n_var, MAX_PARAMS);
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < n_var; ++k) {
+        PyObject *value = k < n_in ? PySequence_Fast_GET_ITEM(inputs, k) : PySequence_Fast_GET_ITEM(outputs, k - n_in);
+        slots[k] = 0;
+        if (!pack(kind[k], value, &slots[k], k)) return -1;
+    }
+    memcpy(&slots[n_var], PyBytes_AS_STRING(fixed), (size_t)n_fixed * 8);
+    for (Py_ssize_t k = 0; k < n_var + n_fixed; ++k) params[k] = &slots[k];
+    int code;
+    Py_BEGIN_ALLOW_THREADS
+    code = cu_launch_kernel(function, grid_x, grid_y, grid_z, threads, 1, 1, shared, stream, params, NULL);
+    Py_END_ALLOW_THREADS
+    return code;
+}
+
 static PyObject *launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 12) {
         PyErr_SetString(PyExc_TypeError, "launch() takes 12 arguments");
@@ -115,36 +152,20 @@ static PyObject *launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_DECREF(inputs);
         return NULL;
     }
-    Py_ssize_t n_in = PySequence_Fast_GET_SIZE(inputs), n_out = PySequence_Fast_GET_SIZE(outputs);
-    Py_ssize_t n_var = n_in + n_out, n_fixed = PyBytes_GET_SIZE(fixed) / 8;
-    const char *kind = PyBytes_AS_STRING(kinds);
-    uint64_t slots[MAX_PARAMS];
-    void *params[MAX_PARAMS];
-    int ok = 1;
-    if (PyBytes_GET_SIZE(kinds) != n_var || n_var + n_fixed > MAX_PARAMS) {
-        PyErr_Format(PyExc_ValueError, "launch: %zd kinds for %zd values (at most %d parameters)",
-                     PyBytes_GET_SIZE(kinds), n_var, MAX_PARAMS);
-        ok = 0;
-    }
-    for (Py_ssize_t k = 0; ok && k < n_var; ++k) {
-        PyObject *value = k < n_in ? PySequence_Fast_GET_ITEM(inputs, k) : PySequence_Fast_GET_ITEM(outputs, k - n_in);
-        slots[k] = 0;
-        ok = pack(kind[k], value, &slots[k], k);
-    }
+    int code = pack_and_launch(cu_launch_kernel, function, grid_x, grid_y, grid_z, threads, shared, stream, kinds,
+                               fixed, inputs, outputs);
     Py_DECREF(inputs);
     Py_DECREF(outputs);
-    if (!ok) return NULL;
-    memcpy(&slots[n_var], PyBytes_AS_STRING(fixed), (size_t)n_fixed * 8);
-    for (Py_ssize_t k = 0; k < n_var + n_fixed; ++k) params[k] = &slots[k];
-    int code;
-    Py_BEGIN_ALLOW_THREADS
-    code = cu_launch_kernel(function, grid_x, grid_y, grid_z, threads, 1, 1, shared, stream, params, NULL);
-    Py_END_ALLOW_THREADS
-    return PyLong_FromLong(code);
+    return code < 0 ? NULL : PyLong_FromLong(code);
 }
+
+#include "hit.h"
 
 static PyMethodDef methods[] = {
     {"launch", (PyCFunction)(void (*)(void))launch, METH_FASTCALL, "Pack parameters and launch; returns the CUresult."},
+    {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL, "Give hit() the Python objects it calls."},
+    {"signature", (PyCFunction)(void (*)(void))signature, METH_FASTCALL, "call_signature(args), built in C."},
+    {"hit", (PyCFunction)(void (*)(void))hit, METH_FASTCALL, "A cached call's whole path, or `miss`."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -152,6 +173,6 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_tritonwise_launch",
 
 PyMODINIT_FUNC PyInit__tritonwise_launch(void) {
     data_ptr_name = PyUnicode_InternFromString("data_ptr");
-    if (data_ptr_name == NULL) return NULL;
+    if (data_ptr_name == NULL || !intern_names()) return NULL;
     return PyModule_Create(&module);
 }

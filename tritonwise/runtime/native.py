@@ -25,6 +25,7 @@ from .cache import cache_dir, find
 
 logger = logging.getLogger("tritonwise")
 SOURCE = Path(__file__).with_name("launch.c")
+INCLUDED = (Path(__file__).with_name("hit.h"),)  # #included by launch.c: part of the build's hash
 MODULE_NAME = "_tritonwise_launch"
 
 
@@ -45,7 +46,7 @@ def launch_module():
 
 def build() -> Path:
     """The path of the compiled launcher, compiling it if this machine has none yet."""
-    source = SOURCE.read_bytes()
+    source = SOURCE.read_bytes() + b"".join(path.read_bytes() for path in INCLUDED)
     tag = hashlib.sha256(source + sys.version.encode() + sysconfig.get_platform().encode()).hexdigest()[:16]
     name = f"native/{MODULE_NAME}_{tag}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
     found = find(name, Path.exists)  # a read-only cache may hold it

@@ -1,0 +1,148 @@
+"""The C hit path on the GPU (marked `gpu`): for every argument kind, a cached call served by
+launch.c's hit() gives what the Python path gives, bit for bit, and what torch gives; calls the
+C path must not serve (given outputs, reductions, 0-d CPU scalars, another signature) still
+come out right; threads share it."""
+
+import threading
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from tritonwise import StridedBuffer, pointwise_dynamic
+from tritonwise.runtime import hit_path
+from tritonwise.runtime.arguments import call_signature
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
+
+
+@pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])
+@triton.jit
+def add_alpha(x, y, alpha):
+    return x + y * alpha
+
+
+@pointwise_dynamic(promotion_methods=[((0, 1), "DEFAULT"), ((0, 1), "DEFAULT")])
+@triton.jit
+def polar(r, theta):
+    return r * tl.cos(theta), r * tl.sin(theta)
+
+
+@pointwise_dynamic(promotion_methods=[(0, 1, "DEFAULT")], reductions=["sum"])
+@triton.jit
+def squared_error_sum(x, y):
+    d = x - y
+    return d * d
+
+
+def _served_by_c(fn, *args) -> bool:
+    plan = fn.plan_cache.get(call_signature(args))
+    return plan is not None and plan.hit is not None and hit_path.entry is not None
+
+
+def _through_python(fn, *args):
+    entry, hit_path.entry = hit_path.entry, None
+    try:
+        return fn(*args)
+    finally:
+        hit_path.entry = entry
+
+
+def _cuda(*shape, dtype=torch.float32):
+    return torch.randn(*shape, device="cuda").to(dtype)
+
+
+CASES = {
+    "float alpha": lambda: (_cuda(1024), _cuda(1024), 0.5),
+    "int alpha": lambda: (_cuda(64, 33), _cuda(33), 3),
+    "wide int alpha": lambda: (_cuda(100), _cuda(100), 2**40),
+    "bool alpha": lambda: (_cuda(8, 16, 8), _cuda(16, 1), True),
+    "transposed": lambda: (_cuda(64, 64).t(), _cuda(64, 64), -1.25),
+    "int8 + fp32": lambda: (torch.randint(-9, 9, (1024,), device="cuda", dtype=torch.int8), _cuda(1024), 2.0),
+    "fp16": lambda: (_cuda(333, dtype=torch.float16), _cuda(333, dtype=torch.float16), 0.25),
+    "misaligned view": lambda: (_cuda(1025)[1:], _cuda(1024), 1.5),
+    "StridedBuffer": lambda: (StridedBuffer(BASE, (8, 8), (1, 8)), _cuda(8, 8), 0.5),
+}
+BASE = torch.randn(64, device="cuda") if torch.cuda.is_available() else None
+
+
+def _reference(x, y, alpha):
+    if isinstance(x, StridedBuffer):
+        x = BASE.as_strided((8, 8), (1, 8))
+    return x + y * alpha
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_c_hits_equal_the_python_path_and_torch(case):
+    args = CASES[case]()
+    first = add_alpha(*args)  # builds and launches the plan
+    again = add_alpha(*args)  # a hit
+    assert _served_by_c(add_alpha, *args)
+    python = _through_python(add_alpha, *args)
+    torch.testing.assert_close(again, python, rtol=0, atol=0)
+    torch.testing.assert_close(again, first, rtol=0, atol=0)
+    torch.testing.assert_close(again, _reference(*args).to(again.dtype), rtol=1e-3, atol=1e-3)
+
+
+def test_two_outputs():
+    r, theta = _cuda(300, 7), _cuda(7)
+    polar(r, theta)
+    got = polar(r, theta)
+    assert _served_by_c(polar, r, theta)
+    torch.testing.assert_close(got, (r * torch.cos(theta), r * torch.sin(theta)))
+
+
+def test_calls_the_c_path_does_not_serve_still_come_out_right():
+    x, y = _cuda(500), _cuda(500)
+    out = torch.full_like(x, float("nan"))
+    for _ in range(2):
+        add_alpha(x, y, 0.5, out0=out)  # a given output: the Python path
+        torch.testing.assert_close(out, x + 0.5 * y)
+        torch.testing.assert_close(squared_error_sum(x, y), ((x - y) ** 2).sum(), rtol=1e-4, atol=1e-3)
+        scalar = torch.tensor(2.0)  # a 0-d CPU tensor beside CUDA ones
+        torch.testing.assert_close(add_alpha(x, scalar, 0.5), x + 1.0)
+    assert not _served_by_c(squared_error_sum, x, y) and not _served_by_c(add_alpha, x, scalar, 0.5)
+
+
+def test_a_plan_is_never_served_to_another_signature():
+    x, y = _cuda(4, 300), _cuda(4, 300)
+    add_alpha(x, y, 0.5)
+    add_alpha(x, y, 0.5)
+    others = [
+        (x.double(), y, 0.5),
+        (x.t(), y.t(), 0.5),
+        (x[:, 1:], y[:, 1:], 0.5),
+        (x, y, 2**40),
+        (x[:2], y[:2], 0.5),
+    ]
+    for args in others:
+        torch.testing.assert_close(add_alpha(*args), _reference(*args), rtol=1e-3, atol=1e-3)
+    w = x.clone().requires_grad_()
+    got = add_alpha(w, y, 0.5)
+    assert got.requires_grad  # recorded for autograd, not served by the no-grad plan
+    torch.testing.assert_close(got.detach(), x + 0.5 * y)
+
+
+def test_threads_share_the_c_path():
+    pairs = [(_cuda(4096), _cuda(4096)) for _ in range(8)]
+    add_alpha(*pairs[0], 0.5)
+    results, errors = {}, []
+
+    def work(k):
+        try:
+            x, y = pairs[k]
+            results[k] = [add_alpha(x, y, 0.5) for _ in range(100)]
+        except Exception as e:  # noqa: BLE001  (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    torch.cuda.synchronize()
+    assert not errors and _served_by_c(add_alpha, *pairs[0], 0.5)
+    for k, (x, y) in enumerate(pairs):
+        for got in results[k]:
+            torch.testing.assert_close(got, x + 0.5 * y, rtol=0, atol=0)

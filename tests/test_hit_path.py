@@ -1,0 +1,162 @@
+"""The C hit path (launch.c's hit, runtime/hit_path.py) on the CPU: its signature against
+call_signature's for every argument kind, and whole hits through a stand-in for cuLaunchKernel
+that reads the parameter block as the driver does. GPU tests run it for real (test_gpu_hit_path)."""
+
+import ctypes
+import threading
+from collections import OrderedDict
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from tritonwise import StridedBuffer
+from tritonwise.runtime import arguments, hit_path, native
+
+LAUNCH_KERNEL = ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    *[ctypes.c_void_p] + [ctypes.c_uint] * 7,
+    ctypes.c_void_p,
+    ctypes.POINTER(ctypes.c_void_p),
+    ctypes.c_void_p,
+)
+# add(x, y, alpha) as a kernel takes them: two pointers, a float, the output, one int32 index
+# argument (fixed), then the two scratch pointers Triton appends.
+PARAM_TYPES = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_float, ctypes.c_uint64, ctypes.c_int32]
+PARAM_TYPES += [ctypes.c_uint64, ctypes.c_uint64]
+FIXED = bytes(ctypes.c_int32(1000)).ljust(8, b"\0") + bytes(16)
+
+
+class FakeDriver:
+    def __init__(self, result=0):
+        self.launches, self.result = [], result
+        self.cuLaunchKernel = LAUNCH_KERNEL(self._launch)
+        self.address = ctypes.cast(self.cuLaunchKernel, ctypes.c_void_p).value
+
+    def _launch(self, function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        values = [ctypes.cast(params[i], ctypes.POINTER(t)).contents.value for i, t in enumerate(PARAM_TYPES)]
+        self.launches.append(((function, gx, gy, gz, bx, shared, stream), values))
+        return self.result
+
+
+class Hooks:
+    """Triton's knobs.runtime as hit() reads it: hook chains whose `calls` say if they run."""
+
+    def __init__(self, enter=(), leave=()):
+        self.launch_enter_hook = SimpleNamespace(calls=list(enter))
+        self.launch_exit_hook = SimpleNamespace(calls=list(leave))
+
+
+@pytest.fixture
+def module():
+    module = native.launch_module()
+    if module is None:
+        pytest.skip("no C compiler or Python headers: launch.c cannot be built here")
+    hit_path.configure(module, raw_stream=lambda device: 0x5000 + device, hooks=Hooks())
+    yield module
+    if hit_path.entry is not None:  # a GPU process already serves hits: give back the real objects
+        hit_path.configure(module)
+
+
+def _record(driver, outputs=1, shape=(4, 3), dtype=torch.float32):
+    layouts = tuple(((3, 1), dtype) for _ in range(outputs))
+    launch = (driver.address, 0x1234, 7, 1, 1, 128, 0, 0, b"ppf" + b"p" * outputs, FIXED)
+    return hit_path.record(shape, layouts, torch.device("cpu"), launch)
+
+
+ARGS_OF_EVERY_KIND = [
+    (torch.randn(4, 3), torch.randn(4, 3), 0.5),
+    (torch.randn(4, 3).t(), torch.randn(3)[1:], 2),  # strided, a view 4 bytes past alignment
+    (torch.randn(2, 3, dtype=torch.float16), torch.tensor(1.5), True),  # 0-d tensor, bool
+    (torch.randn(3, requires_grad=True), torch.nn.Parameter(torch.randn(3))),  # grad, a subclass
+    (torch.randn(3, dtype=torch.complex64).conj().imag, torch.randn(3)),  # the negative bit
+    (StridedBuffer(torch.randn(12), (3, 4), (1, 3)), 2**31, -(2**63), 2**63, 2**64),  # int widths
+    (np.float32(1.0), np.int64(3), None, "text", torch.randn(2, device="meta")),
+    (torch.empty(0), torch.randint(0, 9, (5,), dtype=torch.int8)),
+    (),
+]
+
+
+@pytest.mark.parametrize("args", ARGS_OF_EVERY_KIND, ids=range(len(ARGS_OF_EVERY_KIND)))
+def test_signature_is_call_signatures(module, args):
+    assert module.signature(args) == arguments.call_signature(args)
+
+
+def test_a_hit_allocates_and_launches_as_the_python_path_would(module):
+    driver = FakeDriver()
+    x, y = torch.randn(4, 3), torch.randn(4, 3)
+    plans = OrderedDict({arguments.call_signature((x, y, 0.5)): SimpleNamespace(hit=_record(driver))})
+    out = module.hit(plans, (x, y, 0.5), hit_path.MISS)
+    assert isinstance(out, torch.Tensor) and out.shape == (4, 3) and out.stride() == (3, 1)
+    assert driver.launches == [
+        ((0x1234, 7, 1, 1, 128, 0, 0x5000), [x.data_ptr(), y.data_ptr(), 0.5, out.data_ptr(), 1000, 0, 0])
+    ]
+
+
+def test_two_outputs_come_back_as_a_tuple(module):
+    driver = FakeDriver()
+    global PARAM_TYPES
+    x, y = torch.randn(4, 3), torch.randn(4, 3)
+    plans = {arguments.call_signature((x, y, 1.0)): SimpleNamespace(hit=_record(driver, outputs=2))}
+    saved = PARAM_TYPES
+    PARAM_TYPES = saved[:4] + [ctypes.c_uint64] + saved[4:]
+    try:
+        outs = module.hit(plans, (x, y, 1.0), hit_path.MISS)
+    finally:
+        PARAM_TYPES = saved
+    assert isinstance(outs, tuple) and len(outs) == 2 and outs[0].data_ptr() != outs[1].data_ptr()
+    assert driver.launches[0][1][3:5] == [outs[0].data_ptr(), outs[1].data_ptr()]
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["no plan", "a plan without a record", "another dtype", "a hook installed", "a failed launch", "a value too wide"],
+)
+def test_what_python_must_decide_misses_and_launches_nothing(module, case):
+    driver = FakeDriver(result=700 if case == "a failed launch" else 0)
+    x, y = torch.randn(4, 3), torch.randn(4, 3)
+    plan = SimpleNamespace(hit=None if case == "a plan without a record" else _record(driver))
+    plans = {} if case == "no plan" else {arguments.call_signature((x, y, 0.5)): plan}
+    args = (x, y, 0.5)
+    if case == "another dtype":
+        args = (x.double(), y, 0.5)
+    if case == "a hook installed":
+        hit_path.configure(module, raw_stream=lambda device: 0x5000, hooks=Hooks(enter=[print]))
+    if case == "a value too wide":
+        plan.hit = plan.hit[:11] + (b"ppbp",) + plan.hit[12:]  # alpha packed as int8: 0.5 is no int
+    assert module.hit(plans, args, hit_path.MISS) is hit_path.MISS
+    assert len(driver.launches) == (1 if case == "a failed launch" else 0)  # tried once, then Python's turn
+
+
+def test_a_hit_moves_its_plan_to_the_lru_end(module):
+    driver = FakeDriver()
+    x, y = torch.randn(4, 3), torch.randn(4, 3)
+    key = arguments.call_signature((x, y, 0.5))
+    plans = OrderedDict([(key, SimpleNamespace(hit=_record(driver))), ("other", SimpleNamespace(hit=None))])
+    module.hit(plans, (x, y, 0.5), hit_path.MISS)
+    assert list(plans) == ["other", key]
+
+
+def test_hits_from_many_threads_each_launch_their_own_operands(module):
+    driver = FakeDriver()
+    pairs = [(torch.randn(4, 3), torch.randn(4, 3)) for _ in range(8)]
+    plans = {arguments.call_signature((*pairs[0], 0.5)): SimpleNamespace(hit=_record(driver))}
+    results, errors = {}, []
+
+    def work(k):
+        try:
+            x, y = pairs[k]
+            results[k] = [module.hit(plans, (x, y, 0.5), hit_path.MISS) for _ in range(50)]
+        except Exception as e:  # noqa: BLE001  (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(driver.launches) == 400
+    launched = {(values[0], values[1]) for _, values in driver.launches}
+    assert launched == {(x.data_ptr(), y.data_ptr()) for x, y in pairs}
+    assert all(out is not hit_path.MISS for outs in results.values() for out in outs)

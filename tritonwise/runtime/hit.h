@@ -1,0 +1,221 @@
+/* hit(): a cached call's whole path in one C call; included by launch.c (see its header).
+ *
+ * The signature must equal runtime/arguments.py's call_signature(args) for a call giving no
+ * outputs, element for element, since both key the same plan cache: a plain tensor (exactly
+ * torch.Tensor) gives (dtype, shape, stride(), device, 16-byte aligned, is_neg(), requires_grad),
+ * anything else what arguments._other_key returns (called back). tests/test_hit_path.py checks
+ * the two against each other.
+ *
+ * A plan that hit() may serve carries `hit`, a tuple built by runtime/hit_path.py:
+ *   (shape, layouts, device, cu_launch_kernel, function, grid_x, grid_y, grid_z, threads, shared,
+ *    device_index, kinds, fixed)
+ * with `layouts` one (strides, dtype) per output.
+ */
+
+static PyObject *tensor_type = NULL, *other_key = NULL, *empty_strided = NULL, *raw_stream = NULL;
+static PyObject *hooks = NULL, *alloc_kwnames = NULL;
+static PyObject *name_dtype, *name_shape, *name_stride, *name_device, *name_is_neg, *name_requires_grad;
+static PyObject *name_hit, *name_enter, *name_exit, *name_calls, *name_move_to_end;
+
+#define HIT_FIELDS 13
+
+static int intern_names(void) {
+    name_dtype = PyUnicode_InternFromString("dtype");
+    name_shape = PyUnicode_InternFromString("shape");
+    name_stride = PyUnicode_InternFromString("stride");
+    name_device = PyUnicode_InternFromString("device");
+    name_is_neg = PyUnicode_InternFromString("is_neg");
+    name_requires_grad = PyUnicode_InternFromString("requires_grad");
+    name_hit = PyUnicode_InternFromString("hit");
+    name_enter = PyUnicode_InternFromString("launch_enter_hook");
+    name_exit = PyUnicode_InternFromString("launch_exit_hook");
+    name_calls = PyUnicode_InternFromString("calls");
+    name_move_to_end = PyUnicode_InternFromString("move_to_end");
+    alloc_kwnames = Py_BuildValue("(ss)", "dtype", "device");
+    return name_dtype && name_shape && name_stride && name_device && name_is_neg && name_requires_grad && name_hit &&
+           name_enter && name_exit && name_calls && name_move_to_end && alloc_kwnames;
+}
+
+/* configure(tensor_type, other_key, empty_strided, raw_stream, hooks): hooks is Triton's
+ * knobs.runtime, or None where this Triton has no launch hooks. */
+static PyObject *configure(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "configure() takes 5 arguments");
+        return NULL;
+    }
+    PyObject **targets[5] = {&tensor_type, &other_key, &empty_strided, &raw_stream, &hooks};
+    for (int k = 0; k < 5; ++k) {
+        Py_INCREF(args[k]);
+        Py_XSETREF(*targets[k], args[k]);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *tensor_key(PyObject *a) {
+    PyObject *items[7] = {NULL};
+    PyObject *address = NULL, *key = NULL;
+    items[0] = PyObject_GetAttr(a, name_dtype);
+    items[1] = PyObject_GetAttr(a, name_shape);
+    items[2] = PyObject_CallMethodNoArgs(a, name_stride);
+    items[3] = PyObject_GetAttr(a, name_device);
+    address = PyObject_CallMethodNoArgs(a, data_ptr_name);
+    if (address != NULL) {
+        unsigned long long value = PyLong_AsUnsignedLongLong(address);
+        if (!PyErr_Occurred()) items[4] = PyBool_FromLong((value & 15) == 0);
+        Py_DECREF(address);
+    }
+    items[5] = PyObject_CallMethodNoArgs(a, name_is_neg);
+    items[6] = PyObject_GetAttr(a, name_requires_grad);
+    int complete = 1;
+    for (int k = 0; k < 7; ++k) complete = complete && items[k] != NULL;
+    if (complete) {
+        key = PyTuple_New(7);
+        if (key != NULL) {
+            for (int k = 0; k < 7; ++k) PyTuple_SET_ITEM(key, k, items[k]);
+            return key;
+        }
+    }
+    for (int k = 0; k < 7; ++k) Py_XDECREF(items[k]);
+    return NULL;
+}
+
+static PyObject *build_signature(PyObject *args) {
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    PyObject *key = PyTuple_New(n);
+    if (key == NULL) return NULL;
+    for (Py_ssize_t k = 0; k < n; ++k) {
+        PyObject *a = PyTuple_GET_ITEM(args, k);
+        PyObject *item = (PyObject *)Py_TYPE(a) == tensor_type ? tensor_key(a) : PyObject_CallOneArg(other_key, a);
+        if (item == NULL) {
+            Py_DECREF(key);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(key, k, item);
+    }
+    return key;
+}
+
+static int configured(void) {
+    if (tensor_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "hit path used before configure()");
+        return 0;
+    }
+    return 1;
+}
+
+/* signature(args): the plan-cache key of a call giving no outputs (for tests). */
+static PyObject *signature(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 1 || !PyTuple_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "signature() takes one tuple");
+        return NULL;
+    }
+    return configured() ? build_signature(args[0]) : NULL;
+}
+
+/* Whether a Triton launch hook would run: the rule of launcher._hooks_installed. */
+static int hook_active(PyObject *name) {
+    PyObject *hook = PyObject_GetAttr(hooks, name);
+    if (hook == NULL) return -1;
+    int active = 0;
+    if (hook != Py_None) {
+        PyObject *calls = PyObject_GetAttr(hook, name_calls);
+        if (calls == NULL) {
+            PyErr_Clear();
+            active = 1;  /* getattr(hook, "calls", True) */
+        } else {
+            active = PyObject_IsTrue(calls);
+            Py_DECREF(calls);
+        }
+    }
+    Py_DECREF(hook);
+    return active;
+}
+
+static PyObject *allocate(PyObject *shape, PyObject *strides, PyObject *dtype, PyObject *device) {
+    PyObject *call[4] = {shape, strides, dtype, device};
+    return PyObject_Vectorcall(empty_strided, call, 2, alloc_kwnames);
+}
+
+/* Launch plan `record` (see the header) on `args`; the output(s), or NULL with or without an
+ * exception set (without: a failed launch, for the Python path to retry or report). */
+static PyObject *run_record(PyObject *record, PyObject *args) {
+    PyObject *const *f = &PyTuple_GET_ITEM(record, 0);
+    PyObject *layouts = f[1];
+    Py_ssize_t n_out = PyTuple_GET_SIZE(layouts);
+    PyObject *outs = PyTuple_New(n_out);
+    if (outs == NULL) return NULL;
+    for (Py_ssize_t k = 0; k < n_out; ++k) {
+        PyObject *layout = PyTuple_GET_ITEM(layouts, k);
+        PyObject *out = allocate(f[0], PyTuple_GET_ITEM(layout, 0), PyTuple_GET_ITEM(layout, 1), f[2]);
+        if (out == NULL) {
+            Py_DECREF(outs);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(outs, k, out);
+    }
+    PyObject *stream_value = PyObject_CallOneArg(raw_stream, f[10]);
+    if (stream_value == NULL) {
+        Py_DECREF(outs);
+        return NULL;
+    }
+    void *stream = PyLong_AsVoidPtr(stream_value);
+    Py_DECREF(stream_value);
+    cu_launch_kernel_t cu_launch_kernel = (cu_launch_kernel_t)PyLong_AsVoidPtr(f[3]);
+    void *function = PyLong_AsVoidPtr(f[4]);
+    unsigned grid[3], threads, shared;
+    for (int k = 0; k < 3; ++k) grid[k] = (unsigned)PyLong_AsUnsignedLong(f[5 + k]);
+    threads = (unsigned)PyLong_AsUnsignedLong(f[8]);
+    shared = (unsigned)PyLong_AsUnsignedLong(f[9]);
+    if (PyErr_Occurred()) {
+        Py_DECREF(outs);
+        return NULL;
+    }
+    int code = pack_and_launch(cu_launch_kernel, function, grid[0], grid[1], grid[2], threads, shared, stream, f[11],
+                               f[12], args, outs);
+    if (code != 0) {
+        Py_DECREF(outs);
+        return NULL;
+    }
+    if (n_out == 1) {
+        PyObject *out = Py_NewRef(PyTuple_GET_ITEM(outs, 0));
+        Py_DECREF(outs);
+        return out;
+    }
+    return outs;
+}
+
+/* hit(plans, args, miss): see the header of launch.c. */
+static PyObject *hit(PyObject *self, PyObject *const *argv, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyDict_Check(argv[0]) || !PyTuple_Check(argv[1])) {
+        PyErr_SetString(PyExc_TypeError, "hit() takes a dict, a tuple and the miss value");
+        return NULL;
+    }
+    PyObject *plans = argv[0], *args = argv[1], *miss = argv[2];
+    if (!configured()) return NULL;
+    PyObject *key = build_signature(args);
+    if (key == NULL) {
+        PyErr_Clear();  /* the Python path builds the signature again and reports what is wrong */
+        return Py_NewRef(miss);
+    }
+    PyObject *plan = Py_XNewRef(PyDict_GetItemWithError(plans, key));
+    PyObject *record = plan == NULL ? NULL : PyObject_GetAttr(plan, name_hit);
+    Py_XDECREF(plan);
+    PyObject *result = NULL;
+    if (record != NULL && PyTuple_Check(record) && PyTuple_GET_SIZE(record) == HIT_FIELDS) {
+        int hooked = hooks == Py_None ? 0 : hook_active(name_enter);
+        if (hooked == 0 && hooks != Py_None) hooked = hook_active(name_exit);
+        if (hooked == 0) result = run_record(record, args);
+    }
+    Py_XDECREF(record);
+    if (result != NULL) {
+        PyObject *moved = PyObject_CallMethodOneArg(plans, name_move_to_end, key);  /* the LRU's order */
+        Py_XDECREF(moved);
+    }
+    Py_DECREF(key);
+    if (result == NULL) {
+        PyErr_Clear();
+        return Py_NewRef(miss);
+    }
+    if (PyErr_Occurred()) PyErr_Clear();
+    return result;
+}

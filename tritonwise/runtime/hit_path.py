@@ -1,0 +1,67 @@
+"""The C hit path: a cached call's signature, plan lookup, output allocation and launch in one
+C call (`hit` in launch.c, source in hit.h), instead of the Python frames of __call__,
+call_signature, PlanCache.get, LaunchPlan.fast and the launcher.
+
+A plan offers itself to it by carrying `hit`, a tuple of what the launch needs (`record`); only
+plans whose fast path is plain allocation and a launch through launch.c get one (no reductions,
+splits, scalars to move, default-dtype condition), and only with one visible GPU, where the
+current device is always the plan's. The C function returns `MISS` wherever Python must decide
+(no such plan, launch hooks installed, a failed launch: nothing was launched), and __call__ goes
+on as before. `entry` is None until the first plan gets a record, so processes that never launch
+through launch.c never load it for this.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import torch
+
+from .arguments import _other_key
+
+MISS = object()
+entry: Optional[Callable] = None  # launch.c's hit(plans, args, MISS), once configured
+
+
+def enable(module) -> None:
+    """Give launch.c's hit() the objects it calls, and publish it as `entry`."""
+    global entry
+    if entry is None:
+        configure(module)
+        entry = module.hit
+
+
+def configure(module, raw_stream: Optional[Callable] = None, hooks=MISS) -> None:
+    """What hit() calls: torch's current-stream query (`raw_stream`) and Triton's launch hooks
+    (`hooks`, knobs.runtime; None where this Triton has none) unless given (tests give fakes)."""
+    if hooks is MISS:
+        try:
+            from triton import knobs
+
+            hooks = knobs.runtime
+        except (ImportError, AttributeError):
+            hooks = None
+    raw_stream = raw_stream or torch._C._cuda_getCurrentRawStream
+    module.configure(torch.Tensor, _other_key, torch.empty_strided, raw_stream, hooks)
+
+
+def record(shape: tuple, layouts: tuple, device: torch.device, launch: tuple) -> tuple:
+    """The tuple hit() reads (see hit.h): the outputs' shape, (strides, dtype) per output, their
+    device, then the launcher's (cu_launch_kernel, function, grid x, y, z, threads, shared,
+    device index, kinds, fixed)."""
+    (cu_launch_kernel, function, g0, g1, g2, threads, shared, device_index, kinds, fixed) = launch
+    return (
+        tuple(shape),
+        tuple((tuple(strides), dtype) for strides, dtype in layouts),
+        device,
+        cu_launch_kernel,
+        function,
+        g0,
+        g1,
+        g2,
+        threads,
+        shared,
+        device_index,
+        kinds,
+        fixed,
+    )
