@@ -65,6 +65,15 @@ def new_shape_us(shapes: int = 200) -> float:
     return new_shape.miss_us(add_alpha, operands, new_shape.whole_call)
 
 
+def _with_entry(entry, fn, *args):
+    """fn(*args) with hit_path.entry set to `entry` (None: the Python path) for the call."""
+    saved, hit_path.entry = hit_path.entry, entry
+    try:
+        return fn(*args)
+    finally:
+        hit_path.entry = saved
+
+
 def breakdown() -> list:
     """Microseconds of each layer of a cached `add(a, b)` call, timed alone, then the launch
     layers of launch_layers.py (Triton's own launcher and torch's add among them)."""
@@ -81,6 +90,8 @@ def breakdown() -> list:
         table, miss = add.plan_cache.by_key, hit_path.MISS
         rows.append(("C hit path alone: hit(plans, args)", lambda: hit_path.entry(table, (a, b), miss)))
         rows.append(("its signature alone (C)", lambda: hit_path.entry.__self__.signature((a, b))))
+        rows.append(("whole add(a, b) in a wrapper, C hit path on", lambda: _with_entry(hit_path.entry, add, a, b)))
+        rows.append(("whole add(a, b) in a wrapper, C hit path off", lambda: _with_entry(None, add, a, b)))
     times = median_us([fn for _, fn in rows], rounds=5)
     return [(name, us) for (name, _), us in zip(rows, times)]
 
