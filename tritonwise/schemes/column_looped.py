@@ -11,12 +11,14 @@ from .base import blocks_of_area, ceil_div, pow2_floor, prod
 from .row_looped import RowLooped
 
 COLUMN_BLOCK_M = (128, 64, 32, 16)  # BLOCK_M choices; BLOCK_N makes the block 8192 elements
-# The column loop is software-pipelined (tl.range's num_stages), which lets fewer, wider programs
-# keep enough loads in flight: amax over dim 0 of 8192x8192 fp32 on the H100 read 2647-2666 GB/s
-# with (32, 256) tiles, 256 programs, 8 warps, 2 stages; 2465-2489 with (64, 128) (128 programs),
-# 2397-2410 with (16, 512) (512 programs); unpipelined, (16, 256) on 512 programs read 2303.
-MIN_PROGRAMS = 256
-LOOP_STAGES = 2
+# The column loop is software-pipelined (tl.range's num_stages), which lets a few wide programs
+# keep enough loads in flight. Column max over dim 0 of 8192x8192 fp32 on the H100 (RESULTS.md,
+# third session), hand-written kernels of the generated one's structure: (64, 128) tiles on 4
+# warps read 2006-2015 GB/s unpipelined, 2689-2722 with 3 stages (128 programs); (32, 256) on 8
+# warps with 2 stages 2650-2672 (256 programs).
+MIN_PROGRAMS = 128
+LOOP_STAGES = 3
+LOOP_WARPS = 4
 
 
 class ColumnLooped(RowLooped):
@@ -48,4 +50,4 @@ class ColumnLooped(RowLooped):
         return next((b for b in choices if ceil_div(rows, b[0]) >= MIN_PROGRAMS or b[1] >= cols), choices[-1])
 
     def warps(self, block) -> int:
-        return 8
+        return LOOP_WARPS
