@@ -34,7 +34,7 @@ def _tile2d(n, m):  # one operand transposed
 
 
 # (make operands, blocks a file of the class may take): the counts tiling.py documents
-SCHEMES = {"flat": (_flat, 1), "nd": (_nd, 4), "tile2d": (_tile2d, 6)}
+SCHEMES = {"flat": (_flat, 1), "nd": (_nd, 6), "tile2d": (_tile2d, 6)}
 # extents never multiples of 16, so every shape is in the same (unaligned) class
 EXTENTS = [2, 3, 5, 7, 9, 13, 17, 31, 33, 63, 65, 100, 127, 129, 255, 257, 300, 1025, 1500]
 
@@ -74,8 +74,15 @@ def test_a_shape_picks_the_largest_block_its_tiles_fill_more_than_half():
     assert add.explain(*_tile2d(9, 7)).block == (16, 16)
     assert add.explain(*_tile2d(8191, 8193)).block == (32, 128)  # unaligned: 32 rows
     assert add.explain(*_tile2d(8192, 8192)).block == (64, 128)  # aligned
-    assert add.explain(*_nd(5, 100)).block == (32, 64)
+    assert add.explain(*_nd(100, 100)).block == (32, 64)
     assert add.explain(*_nd(5, 8192)).block == (2, 1024)
+
+
+def test_a_task_of_one_or_two_tiles_takes_the_short_block():
+    assert add.explain(*_nd(5, 100)).block == (16, 64)  # (32, 64) would make 2 tiles
+    assert add.explain(*_nd(128, 8)).block == (16, 16)  # (128, 16) would make 1
+    assert add.explain(*_nd(400, 8)).block == (128, 16)  # 4 tiles: the full block
+    assert add.explain(*_tile2d(64, 64)).block == (16, 64)
 
 
 @pytest.fixture

@@ -52,7 +52,10 @@ class Explanation:
             ("shape", f"{self.shape} -> task {self.task_shape} (after collapsing)"),
             ("strides", ", ".join(str(s) for s in self.strides) + "  (inputs, then outputs)"),
             ("scheme", f"{self.scheme}, aligned {self.aligned}" + self._split_text()),
-            ("block", f"{self.block} on {self.num_warps} warps ({self._block_rank()})"),
+            (
+                "block",
+                f"{self.block} on {self.num_warps} warp{'s' if self.num_warps != 1 else ''} ({self._block_rank()})",
+            ),
             ("index", f"int{self.index_bits}"),
             ("grid", f"{self.grid} programs ({math.prod(self.grid)} total)"),
             ("file", self.path or "(none: nothing to launch)"),

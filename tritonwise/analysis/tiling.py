@@ -6,7 +6,8 @@ argument of the kernel, picked per call from the file's few `choices` (one compi
 each), so a new shape of the same class reuses the file and one of at most:
 
     flat    1 block   (BLOCK = 4096 bytes of the widest element, rank 0: none)
-    nd      4 blocks  (BLOCK_N in 16, 64, 256, 1024; BLOCK_M * BLOCK_N = 2048)
+    nd      6 blocks  (BLOCK_N in 16, 64, 256, 1024; BLOCK_M * BLOCK_N = 2048; and 16 x 16, 16 x 64
+                       for tasks of fewer than 3 tiles)
     tile2d  6 blocks  (BLOCK_M in 16, S; BLOCK_N in 16, 64, 128; S = 64 for aligned files of
                        elements up to 4 bytes, else 32)
     row_persistent 4 blocks (BLOCK_N in 16, 64, 256, 1024 covering the reduced extent)

@@ -18,6 +18,11 @@ from typing import Optional, Sequence
 from ..config import CodeGenConfig
 
 
+# A task of fewer tiles than this is small enough that shorter tiles on more programs finish
+# sooner (the tile2d and nd schemes take their shortest BLOCK_M for it).
+SMALL_TASK_TILES = 3
+
+
 class Scheme:
     name: str = ""
     column_index: Optional[str] = "offs_n"  # the index along the innermost dim; None: 1-D tiles

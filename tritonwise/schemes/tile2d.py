@@ -4,11 +4,10 @@ innermost dim, so both that operand and the row-major ones read whole cache line
 
 from __future__ import annotations
 
-from .base import Scheme, ceil_div, fit, pow2_floor, prod, unique
+from .base import SMALL_TASK_TILES, Scheme, ceil_div, fit, pow2_floor, prod, unique
 from .nd import decompose
 
 TILE2D_BLOCK_N = (16, 64, 128)
-SMALL_TASK_TILES = 3
 
 
 class Tile2d(Scheme):

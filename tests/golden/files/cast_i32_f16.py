@@ -3,7 +3,7 @@
 #   payload  golden_cases.add  (source sha256 854dab9aa6c6e61f)
 #   kernel   add_r2_nd_i32_i32_f16
 #   rank     2    scheme nd    index int32
-#   blocks   128x16  32x64  8x256  2x1024    aligned False
+#   blocks   128x16  32x64  8x256  2x1024  16x16  16x64    aligned False
 #   in0      x: int32 strides [s, 1]
 #   in1      y: float16 strides [0, 1]
 #   out0     float16 strides [s, 1]
@@ -70,7 +70,7 @@ LAYOUT = dict(
     payload='add',
     scheme='nd',
     m_dim=None,
-    blocks=[(128, 16), (32, 64), (8, 256), (2, 1024)],
+    blocks=[(128, 16), (32, 64), (8, 256), (2, 1024), (16, 16), (16, 64)],
     index_bits=32,
     aligned=False,
     deterministic=False,

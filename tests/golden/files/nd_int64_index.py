@@ -3,7 +3,7 @@
 #   payload  golden_cases.add  (source sha256 854dab9aa6c6e61f)
 #   kernel   add_r2_nd_i64_f32
 #   rank     2    scheme nd    index int64
-#   blocks   128x16  32x64  8x256  2x1024    aligned True
+#   blocks   128x16  32x64  8x256  2x1024  16x16  16x64    aligned True
 #   in0      x: float32 strides [0, 0]
 #   in1      y: float32 strides [1, 0]
 #   out0     float32 strides [s, 1]
@@ -69,7 +69,7 @@ LAYOUT = dict(
     payload='add',
     scheme='nd',
     m_dim=None,
-    blocks=[(128, 16), (32, 64), (8, 256), (2, 1024)],
+    blocks=[(128, 16), (32, 64), (8, 256), (2, 1024), (16, 16), (16, 64)],
     index_bits=64,
     aligned=True,
     deterministic=False,

@@ -3,7 +3,7 @@
 #   payload  golden_cases.add_alpha  (source sha256 cf2374bc0f0dfbea)
 #   kernel   add_alpha_r3_nd_i32_f32
 #   rank     3    scheme nd    index int32
-#   blocks   128x16  32x64  8x256  2x1024    aligned False
+#   blocks   128x16  32x64  8x256  2x1024  16x16  16x64    aligned False
 #   in0      x: float32 strides [s, s, 1]
 #   in1      y: float32 strides [0, 1, 0]
 #   in2      alpha: float scalar
@@ -77,7 +77,7 @@ LAYOUT = dict(
     payload='add_alpha',
     scheme='nd',
     m_dim=None,
-    blocks=[(128, 16), (32, 64), (8, 256), (2, 1024)],
+    blocks=[(128, 16), (32, 64), (8, 256), (2, 1024), (16, 16), (16, 64)],
     index_bits=32,
     aligned=False,
     deterministic=False,

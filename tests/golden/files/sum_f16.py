@@ -3,7 +3,7 @@
 #   payload  golden_cases.square  (source sha256 fde6b93ec09a50ae)
 #   kernel   square_r2_nd_i32_f16
 #   rank     2    scheme nd    index int32
-#   blocks   128x16  32x64  8x256  2x1024    aligned False
+#   blocks   128x16  32x64  8x256  2x1024  16x16  16x64    aligned False
 #   in0      x: float16 strides [s, 1]
 #   out0     sum of the float16 result, accumulated in float32 (atomic)
 #   call     out0 from in0 as float32
@@ -68,7 +68,7 @@ LAYOUT = dict(
     payload='square',
     scheme='nd',
     m_dim=None,
-    blocks=[(128, 16), (32, 64), (8, 256), (2, 1024)],
+    blocks=[(128, 16), (32, 64), (8, 256), (2, 1024), (16, 16), (16, 64)],
     index_bits=32,
     aligned=False,
     deterministic=False,

@@ -3,7 +3,7 @@
 #   payload  golden_cases.sum_and_product  (source sha256 eabe33d627fbf79d)
 #   kernel   sum_and_product_r2_nd_i32_f32
 #   rank     2    scheme nd    index int32
-#   blocks   128x16  32x64  8x256  2x1024    aligned False
+#   blocks   128x16  32x64  8x256  2x1024  16x16  16x64    aligned False
 #   in0      x: float32 strides [s, 1]
 #   in1      y: float32 strides [0, 1]
 #   out0     float32 strides [s, 1]
@@ -74,7 +74,7 @@ LAYOUT = dict(
     payload='sum_and_product',
     scheme='nd',
     m_dim=None,
-    blocks=[(128, 16), (32, 64), (8, 256), (2, 1024)],
+    blocks=[(128, 16), (32, 64), (8, 256), (2, 1024), (16, 16), (16, 64)],
     index_bits=32,
     aligned=False,
     deterministic=False,
