@@ -29,6 +29,7 @@ from .frontend.reduction import AxisEntry, kind_of, parse_reductions, reduction_
 from .frontend.schema import FunctionSchema
 from .frontend.summary import summarize
 from .instantiate import InstantiatedFunction
+from .new_shapes import Templates
 from .runtime import arguments as argcheck
 from .runtime import hit_path
 from .runtime.cache import ensure_file
@@ -62,6 +63,7 @@ class PointwiseDynamicFunction:
         self._along_dims = any(isinstance(r, AxisEntry) for r in self._reductions)
         self._deterministic = bool(deterministic)
         self._plans = PlanCache()
+        self._templates = Templates(self._config)  # new shapes of contiguous calls (new_shapes.py)
         self._frontends: dict = {}  # call class -> _Frontend (see _frontend)
         self._kernels: dict = {}  # (call class, layout class, ...) -> _Kernel (see _kernel)
         self._instances: dict = {}
@@ -118,7 +120,11 @@ class PointwiseDynamicFunction:
             if logger.isEnabledFor(logging.DEBUG):
                 reason = argcheck.miss_reason(key, self._plans.newest_key())
                 logger.debug("tritonwise: %s: plan-cache miss (%s)", self.__name__, reason)
-            plan = self._prepare(args, outs, collapse=True)
+            plan = self._templates.derive(key, torch.get_default_dtype()) if outs is self._no_outputs else None
+            if plan is None:
+                plan = self._prepare(args, outs, collapse=True)
+                if outs is self._no_outputs and not self._along_dims:
+                    self._templates.remember(key, plan)
             self._plans.put(key, plan)
         return plan.run(args, outs)
 

@@ -72,26 +72,12 @@ class KernelParameters:
     """What the kernel takes, in order: the operands' C types, then the fixed values (index
     arguments; constexpr values are compiled in, not passed), then the scratch pointers Triton
     appends without listing them (two since Triton 3.5, passed as NULL). The driver's count and
-    sizes of the kernel's parameters must agree, or the kernel is left to Triton."""
+    sizes of the kernel's parameters must agree, or the kernel is left to Triton. What depends
+    on the kernel alone is worked out once per kernel (`_layout`); a plan adds its tail values."""
 
     def __init__(self, compiled, tail: tuple, n_inputs: int):
-        types = list(compiled.src.signature.values())
-        n_operands = len(types) - len(tail)
-        if n_operands < n_inputs or "constexpr" in types[:n_operands]:
-            raise ValueError("operands do not match the kernel signature")
-        self.operands = [self._c_type(t) for t in types[:n_operands]]  # (ctype, kind letter)
-        self.fixed = [(self._c_type(t)[0], v) for t, v in zip(types[n_operands:], tail) if t != "constexpr"]
-        listed = [c for c, _ in self.operands] + [c for c, _ in self.fixed]
-        sizes = cuda_driver.param_sizes(compiled.function)
-        if sizes is None:
-            raise ValueError("the driver cannot list kernel parameters")
-        self.n_scratch = len(sizes) - len(listed)
-        if [ctypes.sizeof(c) for c in listed] + [8] * self.n_scratch != sizes:
-            raise ValueError("kernel parameters differ from the signature")
-
-    @staticmethod
-    def _c_type(t: str) -> tuple:
-        return _POINTER if t.startswith("*") else _SCALARS[t]  # KeyError: not passed here (fp16)
+        self.operands, fixed_types, self.n_scratch = _layout(compiled, n_inputs, len(tail))
+        self.fixed = [(c_type, v) for c_type, v in zip(fixed_types, tail) if c_type is not None]
 
     def kinds(self) -> bytes:
         return "".join(kind for _, kind in self.operands).encode()
@@ -100,6 +86,37 @@ class KernelParameters:
         """The fixed values and scratch pointers, one little-endian 8-byte slot each."""
         slots = [bytes(c_type(value)).ljust(8, b"\0") for c_type, value in self.fixed]
         return b"".join(slots) + bytes(8 * self.n_scratch)
+
+
+_layouts: dict = {}  # (id(compiled), n_inputs, n_tail) -> (compiled, layout): kept, so ids stay theirs
+
+
+def _layout(compiled, n_inputs: int, n_tail: int) -> tuple:
+    """(operand (ctype, kind) list, ctype or None (constexpr) per tail value, scratch slots)."""
+    key = (id(compiled), n_inputs, n_tail)
+    found = _layouts.get(key)
+    if found is not None and found[0] is compiled:
+        return found[1]
+    types = list(compiled.src.signature.values())
+    n_operands = len(types) - n_tail
+    if n_operands < n_inputs or "constexpr" in types[:n_operands]:
+        raise ValueError("operands do not match the kernel signature")
+    operands = [_c_type(t) for t in types[:n_operands]]  # (ctype, kind letter)
+    fixed_types = [None if t == "constexpr" else _c_type(t)[0] for t in types[n_operands:]]
+    listed = [c for c, _ in operands] + [c for c in fixed_types if c is not None]
+    sizes = cuda_driver.param_sizes(compiled.function)
+    if sizes is None:
+        raise ValueError("the driver cannot list kernel parameters")
+    n_scratch = len(sizes) - len(listed)
+    if [ctypes.sizeof(c) for c in listed] + [8] * n_scratch != sizes:
+        raise ValueError("kernel parameters differ from the signature")
+    layout = (operands, fixed_types, n_scratch)
+    _layouts[key] = (compiled, layout)
+    return layout
+
+
+def _c_type(t: str) -> tuple:
+    return _POINTER if t.startswith("*") else _SCALARS[t]  # KeyError: not passed here (fp16)
 
 
 def _launchable(compiled) -> bool:
@@ -153,6 +170,7 @@ def own_launcher(compiled, grid, tail, device_index, n_inputs, hooked: Callable)
         if code:
             raise cuda_driver.CudaError(f"launching {compiled.name}: {cuda_driver.error_text(code)}")
 
+    launch.compiled = compiled  # what a plan derived from this one's launches (kernels.first_launch)
     if not check_device:  # what the C hit path needs to launch the same way (runtime/hit_path.py)
         launch.c_record = (cu_launch_kernel, function, g0, g1, g2, threads, shared, device_index, kinds, fixed)
         launch.c_module = module

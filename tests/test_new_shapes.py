@@ -1,0 +1,115 @@
+"""New shapes of contiguous calls derived from a template plan (new_shapes.py): the derived plan
+equals the one the analysis builds, field for field, and its results equal torch's; calls of any
+other kind are never derived."""
+
+import pytest
+import torch
+import triton
+
+from conftest import poisoned_like
+from tritonwise import StridedBuffer, pointwise_dynamic
+from tritonwise.new_shapes import contiguous_class
+from tritonwise.runtime.arguments import call_signature
+
+
+@pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])
+@triton.jit
+def add_alpha(x, y, alpha):
+    return x + y * alpha
+
+
+@pointwise_dynamic(promotion_methods=[((0, 1), "DEFAULT"), ((0, 1), "DEFAULT")])
+@triton.jit
+def sum_and_difference(x, y):
+    return x + y, x - y
+
+
+FIELDS = ("grid", "index_args", "out_shape", "out_strides", "numel", "constexprs", "num_warps", "out_dtypes")
+SHAPES = [(5,), (16,), (3, 7), (32, 4), (2, 3, 5), (1, 17), (4096,), (4097,), (64, 65), (2, 1, 33)]
+
+
+def _plan_fields(plan) -> tuple:
+    task = plan.task
+    return tuple(getattr(plan, f) for f in FIELDS) + (task.task_shape, task.num_tiles, task.grid, task.index_bits)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int32])
+def test_a_derived_plan_is_the_plan_the_analysis_builds(dtype):
+    fn = pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])(add_alpha.payload)
+    compared = 0
+    for shape in SHAPES:
+        x, y = (torch.randn(shape) * 10).to(dtype), (torch.randn(shape) * 10).to(dtype)
+        args = (x, y, 3)
+        key = call_signature(args)
+        derived = fn._templates.derive(key, torch.get_default_dtype())
+        prepared = fn._prepare(args, (None,), collapse=True)
+        if derived is not None:
+            assert _plan_fields(derived) == _plan_fields(prepared), shape
+            compared += 1
+        fn(*args)  # the first call of each alignment class leaves a template
+    assert compared == len(SHAPES) - 2  # all but the first of each class: numel a multiple of 16 or not
+    assert fn._templates.derive(call_signature((x[:2], y[:2], 3)), torch.get_default_dtype()) is not None
+
+
+def test_derived_plans_compute_what_torch_computes():
+    for shape in SHAPES * 2:
+        x, y = torch.randn(shape), torch.randn(shape)
+        torch.testing.assert_close(add_alpha(x, y, 0.5), x + 0.5 * y)
+        s, d = sum_and_difference(x, y)
+        torch.testing.assert_close(s, x + y)
+        torch.testing.assert_close(d, x - y)
+    misses = add_alpha.plan_cache.misses
+    add_alpha(torch.randn(77), torch.randn(77), 0.5)
+    assert add_alpha.plan_cache.misses == misses + 1  # a derived plan is still a plan-cache miss
+
+
+def test_given_outputs_are_never_derived():
+    x, y = torch.randn(40), torch.randn(40)
+    add_alpha(x, y, 0.5)
+    for n in (41, 48):
+        x, y = torch.randn(n), torch.randn(n)
+        out = poisoned_like(x)
+        assert add_alpha(x, y, 0.5, out0=out) is out
+        torch.testing.assert_close(out, x + 0.5 * y)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: (torch.randn(4, 6).t(), torch.randn(6, 4), 0.5),  # strided
+        lambda: (torch.randn(4, 6), torch.randn(6), 0.5),  # broadcast
+        lambda: (torch.randn(1), torch.randn(1), 0.5),  # one element
+        lambda: (torch.randn(0), torch.randn(0), 0.5),  # empty
+        lambda: (torch.randn(5, requires_grad=True), torch.randn(5), 0.5),  # recorded for autograd
+        lambda: (torch.randn(5, dtype=torch.complex64).conj().imag, torch.randn(5), 0.5),  # negative bit
+        lambda: (StridedBuffer(torch.randn(5)), torch.randn(5), 0.5),
+        lambda: (torch.nn.Parameter(torch.randn(5)), torch.randn(5), 0.5),
+        lambda: (torch.randn(5), torch.tensor(2.0), 0.5),  # a 0-d tensor beside
+    ],
+)
+def test_other_calls_have_no_contiguous_class(make):
+    assert contiguous_class(call_signature(make())) is None
+
+
+def test_the_class_ignores_shape_but_not_dtype_device_or_alignment():
+    a = contiguous_class(call_signature((torch.randn(5), torch.randn(5), 0.5)))
+    b = contiguous_class(call_signature((torch.randn(3, 9), torch.randn(3, 9), 2.0)))
+    assert a[0] == b[0] and (a[1], a[2]) == ((5,), 5) and (b[1], b[2]) == ((3, 9), 27)
+    assert contiguous_class(call_signature((torch.randn(5).double(), torch.randn(5), 0.5)))[0] != a[0]
+    assert contiguous_class(call_signature((torch.randn(6)[1:], torch.randn(5), 0.5)))[0] != a[0]  # misaligned
+    assert contiguous_class(call_signature((torch.randn(5), torch.randn(5), 2**40)))[0] != a[0]  # int64 scalar
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_on_the_gpu_a_derived_plan_launches_its_templates_kernel():
+    fn = pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])(add_alpha.payload)
+    x, y = torch.randn(1000, device="cuda"), torch.randn(1000, device="cuda")
+    fn(x, y, 0.5)
+    for n in (1001, 1500, 3, 77777, 4096 * 3 + 5):
+        x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+        torch.testing.assert_close(fn(x, y, 0.5), x + 0.5 * y)
+        torch.testing.assert_close(fn(x, y, 0.5), x + 0.5 * y)  # the cached plan (the C hit path)
+        plan = fn.plan_cache.get(call_signature((x, y, 0.5)))
+        assert plan.sibling is not None
+        assert getattr(plan.direct, "compiled", None) is getattr(plan.sibling, "compiled", None)

@@ -1,0 +1,115 @@
+"""A new shape of a known contiguous call, derived from a plan of the same class.
+
+The everyday new shape (a sequence length that changes) is a call whose tensors are all plain,
+of one shape and C-contiguous: its task is always the flat one of `numel` elements, so its plan
+differs from any earlier plan of the same class only in numel and the values that follow from
+it (output shape and strides, tile count, grid, index arguments). A class here is the call
+signature without shapes and strides, plus what the flat layout class reads of numel (whether it
+is a multiple of 16, whether int32 indexes it). `Templates` keeps one plan per class; a miss of
+such a class then skips the analysis and the binding of a new plan (function.py's _prepare), and
+its first launch reuses the template's compiled kernel (the file, block, warps and every
+specialization Triton makes are the same: kernels.first_launch).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import replace
+from typing import Optional
+
+from .analysis.tiling import ALIGNMENT, INT32_LIMIT
+from .codegen.params import stride_classes
+from .schemes import get_scheme
+
+
+def contiguous_class(key: tuple) -> Optional[tuple]:
+    """(class, shape, numel) of a call signature (runtime/arguments.call_signature) whose tensors
+    are plain torch.Tensors, none negative or requiring grad, all of one C-contiguous shape of
+    two or more elements; None for any other call."""
+    shape, strides, parts = None, None, []
+    for entry in key:
+        if type(entry) is tuple:
+            if len(entry) != 7:  # a subclass or a StridedBuffer: the general path
+                return None
+            dtype, entry_shape, entry_strides, device, aligned, negative, grad = entry
+            if negative or grad:
+                return None
+            if shape is None:
+                shape, strides = entry_shape, _c_strides(entry_shape)
+            if entry_shape != shape or entry_strides != strides:
+                return None
+            parts.append((dtype, device, aligned))
+        else:
+            parts.append(entry)
+    numel = math.prod(shape) if shape is not None else 0
+    if numel < 2 or strides is None:
+        return None
+    return tuple(parts), tuple(shape), numel
+
+
+def _c_strides(shape) -> Optional[tuple]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        if size < 1:
+            return None
+        strides.append(step)
+        step *= size
+    return tuple(reversed(strides))
+
+
+class Templates:
+    """One plan per contiguous call class (and alignment of numel), the source of derived plans."""
+
+    def __init__(self, config):
+        self._config = config
+        self._plans: dict = {}
+
+    def remember(self, key: tuple, plan) -> None:
+        """Keep `plan` (just built for the call `key`) as its class's template, when it is one."""
+        found = contiguous_class(key)
+        task = plan.task
+        if found is None or plan.reductions or plan.split is not None or task is None:
+            return
+        if task.tiling.scheme != "flat" or task.task_shape != (found[2],):
+            return
+        self._plans.setdefault((found[0], task.aligned), (plan, stride_classes(plan.spec)))
+
+    def derive(self, key: tuple, default_dtype):
+        """The plan of call `key` derived from its class's template, or None (no template, or
+        one whose index width or default dtype differs)."""
+        found = contiguous_class(key)
+        if found is None:
+            return None
+        parts, shape, numel = found
+        kept = self._plans.get((parts, numel % ALIGNMENT == 0))
+        if kept is None:
+            return None
+        template, classes = kept
+        block = template.task.tiling.block
+        if (32 if numel + math.prod(block) <= INT32_LIMIT else 64) != template.task.index_bits:
+            return None
+        if template.default_dtype is not None and template.default_dtype != default_dtype:
+            return None
+        return _derived(template, classes, shape, numel, self._config)
+
+    def clear(self) -> None:
+        self._plans.clear()
+
+
+def _derived(template, classes: tuple, shape: tuple, numel: int, config):
+    """`template` for `numel` elements of `shape`: what the flat task and the plan change
+    (`classes`: the template's stride classes, codegen.params.stride_classes of its spec)."""
+    task, scheme = template.task, get_scheme("flat")
+    block = task.tiling.block
+    tiles = scheme.num_tiles((numel,), None, block)
+    grid = (min(tiles, config.max_grid_size[0]),)
+    out_strides = (_c_strides(shape),) * len(template.out_strides)
+    new_task = replace(task, shape=shape, output_strides=out_strides, task_shape=(numel,), num_tiles=tiles, grid=grid)
+    plan = copy.copy(template)
+    index_args = scheme.index_values((numel,), None, block, classes, task.strides)
+    plan.grid, plan.index_args, plan.task = grid, index_args, new_task
+    plan.out_shape, plan.out_strides, plan.numel = shape, out_strides, numel
+    plan.sibling = template.direct  # its compiled kernel serves this plan too (kernels.first_launch)
+    plan.direct = plan.fast = plan.hit = None
+    return plan
