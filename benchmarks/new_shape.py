@@ -8,7 +8,8 @@ median microseconds per call. On CUDA (the default when present) a call is the w
 launch included (the clock stops before synchronizing). Elsewhere it measures the host part
 only: `--device meta` times whole calls on meta tensors (allocation, no launch); `--device cpu`
 times `fn._prepare` (the miss without the interpreter's launch). The breakdown times the layers
-of `_prepare` on the same shapes (when this tritonwise has them).
+of `_prepare` on the same shapes (when this tritonwise has them); a whole call of the contiguous
+flat case no longer runs them (its plan is derived from a template: tritonwise/new_shapes.py).
 """
 
 from __future__ import annotations

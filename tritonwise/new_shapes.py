@@ -6,9 +6,9 @@ differs from any earlier plan of the same class only in numel and the values tha
 it (output shape and strides, tile count, grid, index arguments). A class here is the call
 signature without shapes and strides, plus what the flat layout class reads of numel (whether it
 is a multiple of 16, whether int32 indexes it). `Templates` keeps one plan per class; a miss of
-such a class then skips the analysis and the binding of a new plan (function.py's _prepare), and
-its first launch reuses the template's compiled kernel (the file, block, warps and every
-specialization Triton makes are the same: kernels.first_launch).
+such a class then skips the analysis and the binding of a new plan (function.py's _prepare). Its
+first launch is any plan's (kernels.first_launch): Triton's specialization is computed for its
+values and finds the template's compiled kernel in memory.
 """
 
 from __future__ import annotations
@@ -110,6 +110,5 @@ def _derived(template, classes: tuple, shape: tuple, numel: int, config):
     index_args = scheme.index_values((numel,), None, block, classes, task.strides)
     plan.grid, plan.index_args, plan.task = grid, index_args, new_task
     plan.out_shape, plan.out_strides, plan.numel = shape, out_strides, numel
-    plan.sibling = template.direct  # its compiled kernel serves this plan too (kernels.first_launch)
     plan.direct = plan.fast = plan.hit = None
     return plan

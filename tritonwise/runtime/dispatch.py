@@ -79,8 +79,6 @@ class LaunchPlan:
     default_dtype: Optional[torch.dtype] = None
     split: Optional["SplitLaunch"] = None  # a split reduction along dims: partials to combine
     hit: Optional[tuple] = None  # what launch.c's hit() reads to serve this plan (runtime/hit_path.py)
-    # the launcher of the plan this one was derived from (new_shapes.py): the same compiled kernel
-    sibling: Optional[Callable] = None
 
     def run(self, args: tuple, outs: list):
         if self.reductions:

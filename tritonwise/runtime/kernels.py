@@ -288,9 +288,7 @@ def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
 
     try:
         if store_enabled() and _drivable() and hasattr(kernel, "params"):  # a JITFunction, not interpreted
-            found = getattr(plan.sibling, "compiled", None)  # a derived plan: its template's kernel
-            if found is None:
-                found = loaded(plan.spec.file_name, kernel, (*inputs, *outputs, *tail), plan.num_warps, device)
+            found = loaded(plan.spec.file_name, kernel, (*inputs, *outputs, *tail), plan.num_warps, device)
             launch = found and own_launcher(found, grid, tail, device, len(inputs), through_triton)
             if launch:
                 launch(inputs, outputs)
