@@ -83,6 +83,16 @@ def test_signature_is_call_signatures(module, args):
     assert module.signature(args) == arguments.call_signature(args)
 
 
+def test_a_tensor_whose_key_cannot_be_read_raises_as_call_signature_does(module):
+    sparse = torch.randn(3, 3).to_sparse()  # a plain torch.Tensor without a data pointer
+    with pytest.raises(RuntimeError) as python:
+        arguments.call_signature((sparse,))
+    with pytest.raises(RuntimeError) as c:
+        module.signature((sparse,))
+    assert str(c.value) == str(python.value)
+    assert module.hit({}, (sparse,), hit_path.MISS) is hit_path.MISS  # the Python path reports it
+
+
 def test_a_hit_allocates_and_launches_as_the_python_path_would(module):
     driver = FakeDriver()
     x, y = torch.randn(4, 3), torch.randn(4, 3)

@@ -51,32 +51,37 @@ static PyObject *configure(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_RETURN_NONE;
 }
 
-static PyObject *tensor_key(PyObject *a) {
-    PyObject *items[7] = {NULL};
-    PyObject *address = NULL, *key = NULL;
-    items[0] = PyObject_GetAttr(a, name_dtype);
-    items[1] = PyObject_GetAttr(a, name_shape);
-    items[2] = PyObject_CallMethodNoArgs(a, name_stride);
-    items[3] = PyObject_GetAttr(a, name_device);
-    address = PyObject_CallMethodNoArgs(a, data_ptr_name);
-    if (address != NULL) {
+/* One item of a tensor's key; NULL with an exception set, after which no further item is read. */
+static PyObject *key_item(PyObject *a, int k) {
+    switch (k) {
+    case 0: return PyObject_GetAttr(a, name_dtype);
+    case 1: return PyObject_GetAttr(a, name_shape);
+    case 2: return PyObject_CallMethodNoArgs(a, name_stride);
+    case 3: return PyObject_GetAttr(a, name_device);
+    case 4: {
+        PyObject *address = PyObject_CallMethodNoArgs(a, data_ptr_name);
+        if (address == NULL) return NULL;
         unsigned long long value = PyLong_AsUnsignedLongLong(address);
-        if (!PyErr_Occurred()) items[4] = PyBool_FromLong((value & 15) == 0);
         Py_DECREF(address);
+        return PyErr_Occurred() ? NULL : PyBool_FromLong((value & 15) == 0);
     }
-    items[5] = PyObject_CallMethodNoArgs(a, name_is_neg);
-    items[6] = PyObject_GetAttr(a, name_requires_grad);
-    int complete = 1;
-    for (int k = 0; k < 7; ++k) complete = complete && items[k] != NULL;
-    if (complete) {
-        key = PyTuple_New(7);
-        if (key != NULL) {
-            for (int k = 0; k < 7; ++k) PyTuple_SET_ITEM(key, k, items[k]);
-            return key;
+    case 5: return PyObject_CallMethodNoArgs(a, name_is_neg);
+    default: return PyObject_GetAttr(a, name_requires_grad);
+    }
+}
+
+static PyObject *tensor_key(PyObject *a) {
+    PyObject *key = PyTuple_New(7);
+    if (key == NULL) return NULL;
+    for (int k = 0; k < 7; ++k) {
+        PyObject *item = key_item(a, k);
+        if (item == NULL) {
+            Py_DECREF(key);  /* the items set so far go with it; the rest are NULL, which it skips */
+            return NULL;
         }
+        PyTuple_SET_ITEM(key, k, item);
     }
-    for (int k = 0; k < 7; ++k) Py_XDECREF(items[k]);
-    return NULL;
+    return key;
 }
 
 static PyObject *build_signature(PyObject *args) {
