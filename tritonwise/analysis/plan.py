@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Optional, Sequence
 
 from ..config import CodeGenConfig
@@ -44,11 +45,11 @@ class TaskPlan:
     def rank(self) -> int:
         return len(self.task_shape)
 
-    @property
+    @cached_property
     def stride_classes(self) -> tuple:
         return tuple("".join(stride_class(s) for s in op) for op in self.strides)
 
-    @property
+    @cached_property
     def layout_class(self) -> tuple:
         """Every field of the task a generated file depends on (codegen's build_spec reads no
         other): rank, scheme, tiled dim, block choices, index width, alignment, stride classes.

@@ -22,6 +22,7 @@ Each scheme's choices, pick, warps and tile count live in its own module under s
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -57,9 +58,15 @@ def choose_tiling(
     scheme = choose_scheme(task_shape, strides, split, config)
     m_dim = split if split is not None else scheme.tiled_dim(task_shape, strides)
     aligned = is_aligned(task_shape, strides, scheme.aligned_dims(len(task_shape), m_dim) if task_shape else [])
-    choices = scheme.block_choices(len(task_shape), itemsize, aligned, config)
+    choices = _block_choices(scheme, len(task_shape), itemsize, aligned, config)
     block = scheme.pick_block(task_shape, m_dim, choices)
     return Tiling(scheme.name, m_dim, block, scheme.num_warps(block, config), choices, aligned)
+
+
+@functools.lru_cache(maxsize=1024)
+def _block_choices(scheme, rank: int, itemsize: int, aligned: bool, config: CodeGenConfig) -> tuple:
+    """A scheme's blocks depend on these alone: worked out once per combination, not per task."""
+    return scheme.block_choices(rank, itemsize, aligned, config)
 
 
 def index_bits(task_shape: tuple, strides: Sequence[tuple], block: tuple) -> int:

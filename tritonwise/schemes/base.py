@@ -12,6 +12,7 @@ registry.py. Nothing here imports sympy or jinja2.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Optional, Sequence
 
@@ -111,9 +112,10 @@ def runtime_stride_params(stride_classes: Sequence[tuple]) -> list:
     return [f"{name}_stride{d}" for name, classes in stride_classes for d in _runtime_dims(classes)]
 
 
-def _runtime_dims(classes: str) -> list:
+@functools.lru_cache(maxsize=1024)
+def _runtime_dims(classes: str) -> tuple:
     """Dims with run-time strides, in the order their parameters are listed (by name, as text)."""
-    return sorted((d for d, c in enumerate(classes) if c == "s"), key=str)
+    return tuple(sorted((d for d, c in enumerate(classes) if c == "s"), key=str))
 
 
 def pow2_floor(n: int) -> int:
