@@ -65,7 +65,9 @@ def choose_tiling(
 
 @functools.lru_cache(maxsize=1024)
 def _block_choices(scheme, rank: int, itemsize: int, aligned: bool, config: CodeGenConfig) -> tuple:
-    """A scheme's blocks depend on these alone: worked out once per combination, not per task."""
+    """A scheme's blocks depend on these alone: worked out once per combination, not per task
+    (an experiment that patches a scheme's block_choices in a running process must call
+    `_block_choices.cache_clear()`)."""
     return scheme.block_choices(rank, itemsize, aligned, config)
 
 
