@@ -120,11 +120,10 @@ class PointwiseDynamicFunction:
             if logger.isEnabledFor(logging.DEBUG):
                 reason = argcheck.miss_reason(key, self._plans.newest_key())
                 logger.debug("tritonwise: %s: plan-cache miss (%s)", self.__name__, reason)
-            plan = self._templates.derive(key, torch.get_default_dtype()) if outs is self._no_outputs else None
+            plan = self._templates.derive(key, torch.get_default_dtype())
             if plan is None:
                 plan = self._prepare(args, outs, collapse=True)
-                if outs is self._no_outputs and not self._along_dims:
-                    self._templates.remember(key, plan)
+                self._templates.remember(key, plan)
             self._plans.put(key, plan)
         return plan.run(args, outs)
 

@@ -18,6 +18,7 @@ import math
 from dataclasses import replace
 from typing import Optional
 
+from .analysis.layout import c_strides
 from .analysis.tiling import ALIGNMENT, INT32_LIMIT
 from .codegen.params import stride_classes
 from .schemes import get_scheme
@@ -30,13 +31,13 @@ def contiguous_class(key: tuple) -> Optional[tuple]:
     shape, strides, parts = None, None, []
     for entry in key:
         if type(entry) is tuple:
-            if len(entry) != 7:  # a subclass or a StridedBuffer: the general path
+            if len(entry) != 7:  # a subclass, a StridedBuffer or a given output: the general path
                 return None
             dtype, entry_shape, entry_strides, device, aligned, negative, grad = entry
             if negative or grad:
                 return None
             if shape is None:
-                shape, strides = entry_shape, _c_strides(entry_shape)
+                shape, strides = entry_shape, c_strides(entry_shape)
             if entry_shape != shape or entry_strides != strides:
                 return None
             parts.append((dtype, device, aligned))
@@ -46,16 +47,6 @@ def contiguous_class(key: tuple) -> Optional[tuple]:
     if numel < 2 or strides is None:
         return None
     return tuple(parts), tuple(shape), numel
-
-
-def _c_strides(shape) -> Optional[tuple]:
-    strides, step = [], 1
-    for size in reversed(shape):
-        if size < 1:
-            return None
-        strides.append(step)
-        step *= size
-    return tuple(reversed(strides))
 
 
 class Templates:
@@ -93,9 +84,6 @@ class Templates:
             return None
         return _derived(template, classes, shape, numel, self._config)
 
-    def clear(self) -> None:
-        self._plans.clear()
-
 
 def _derived(template, classes: tuple, shape: tuple, numel: int, config):
     """`template` for `numel` elements of `shape`: what the flat task and the plan change
@@ -104,7 +92,7 @@ def _derived(template, classes: tuple, shape: tuple, numel: int, config):
     block = task.tiling.block
     tiles = scheme.num_tiles((numel,), None, block)
     grid = (min(tiles, config.max_grid_size[0]),)
-    out_strides = (_c_strides(shape),) * len(template.out_strides)
+    out_strides = (c_strides(shape),) * len(template.out_strides)
     new_task = replace(task, shape=shape, output_strides=out_strides, task_shape=(numel,), num_tiles=tiles, grid=grid)
     plan = copy.copy(template)
     index_args = scheme.index_values((numel,), None, block, classes, task.strides)

@@ -8,7 +8,7 @@ its last dim is the one the first operand walks fastest.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 
 def _compare(a: int, b: int, shape: tuple, operands: Sequence[tuple]) -> int:
@@ -47,6 +47,18 @@ def dense_strides(shape: tuple, inner_to_outer: Sequence[int]) -> tuple:
         strides[d] = step
         step *= max(shape[d], 1)
     return tuple(strides)
+
+
+def c_strides(shape) -> Optional[tuple]:
+    """Strides of a C-contiguous tensor of `shape`, or None when an extent is 0 (an empty tensor,
+    whose strides say nothing about its layout)."""
+    strides, step = [], 1
+    for size in reversed(shape):
+        if size < 1:
+            return None
+        strides.append(step)
+        step *= size
+    return tuple(reversed(strides))
 
 
 def collapse(shape: tuple, operands: Sequence[tuple], inner_to_outer: Sequence[int]) -> tuple:

@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 
 from ..config import CodeGenConfig
 from .broadcast import broadcast_shapes, broadcast_strides
-from .layout import collapse, dense_strides, dim_order
+from .layout import c_strides, collapse, dense_strides, dim_order
 from .tiling import Tiling, choose_tiling, index_bits, num_tiles, stride_class
 
 
@@ -141,19 +141,11 @@ def _contiguous_task(inputs: Sequence[tuple], outputs: Sequence[Optional[tuple]]
     if not inputs or any(o is not None for o in outputs):
         return None
     shape = inputs[0][0]
-    c_strides, step = [], 1
-    for size in reversed(shape):
-        if size < 1:
-            return None
-        c_strides.append(step)
-        step *= size
-    if step < 2:
-        return None
-    c_strides = tuple(reversed(c_strides))
-    if any(s != shape or st != c_strides for s, st in inputs):
+    strides, numel = c_strides(shape), math.prod(shape)
+    if strides is None or numel < 2 or any(s != shape or st != strides for s, st in inputs):
         return None
     unit = ((1,),) * (len(inputs) + len(outputs))
-    return tuple(shape), (c_strides,) * len(outputs), (step,), unit
+    return tuple(shape), (strides,) * len(outputs), (numel,), unit
 
 
 def _tile(shape, out_strides, task_shape, strides, itemsize, config, split=None, work=None) -> TaskPlan:

@@ -212,7 +212,7 @@ class LaunchPlan:
         layouts = tuple(zip(self.out_strides, self.out_dtypes))
         c_record = getattr(direct, "c_record", None)
         if c_record is not None:
-            hit_path.enable(direct.c_module)
+            hit_path.enable()
             self.hit = hit_path.record(shape, layouts, device, c_record)
         if len(layouts) == 1:
             ((strides, dtype),) = layouts

@@ -17,24 +17,29 @@ from typing import Callable, Optional
 
 import torch
 
+from . import native
 from .arguments import _other_key
 
 MISS = object()
 entry: Optional[Callable] = None  # launch.c's hit(plans, args, MISS), once configured
 
 
-def enable(module) -> None:
+def enable() -> None:
     """Give launch.c's hit() the objects it calls, and publish it as `entry`."""
     global entry
     if entry is None:
+        module = native.launch_module()
         configure(module)
         entry = module.hit
 
 
-def configure(module, raw_stream: Optional[Callable] = None, hooks=MISS) -> None:
+_DEFAULT = object()
+
+
+def configure(module, raw_stream: Optional[Callable] = None, hooks=_DEFAULT) -> None:
     """What hit() calls: torch's current-stream query (`raw_stream`) and Triton's launch hooks
     (`hooks`, knobs.runtime; None where this Triton has none) unless given (tests give fakes)."""
-    if hooks is MISS:
+    if hooks is _DEFAULT:
         try:
             from triton import knobs
 
@@ -47,21 +52,6 @@ def configure(module, raw_stream: Optional[Callable] = None, hooks=MISS) -> None
 
 def record(shape: tuple, layouts: tuple, device: torch.device, launch: tuple) -> tuple:
     """The tuple hit() reads (see hit.h): the outputs' shape, (strides, dtype) per output, their
-    device, then the launcher's (cu_launch_kernel, function, grid x, y, z, threads, shared,
-    device index, kinds, fixed)."""
-    (cu_launch_kernel, function, g0, g1, g2, threads, shared, device_index, kinds, fixed) = launch
-    return (
-        tuple(shape),
-        tuple((tuple(strides), dtype) for strides, dtype in layouts),
-        device,
-        cu_launch_kernel,
-        function,
-        g0,
-        g1,
-        g2,
-        threads,
-        shared,
-        device_index,
-        kinds,
-        fixed,
-    )
+    device, then the launcher's c_record (cu_launch_kernel, function, grid x, y, z, threads,
+    shared, device index, kinds, fixed)."""
+    return (tuple(shape), tuple((tuple(strides), dtype) for strides, dtype in layouts), device, *launch)

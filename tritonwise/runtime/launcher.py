@@ -172,7 +172,6 @@ def own_launcher(compiled, grid, tail, device_index, n_inputs, hooked: Callable)
 
     if not check_device:  # what the C hit path needs to launch the same way (runtime/hit_path.py)
         launch.c_record = (cu_launch_kernel, function, g0, g1, g2, threads, shared, device_index, kinds, fixed)
-        launch.c_module = module
     return launch
 
 

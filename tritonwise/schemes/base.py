@@ -18,7 +18,6 @@ from typing import Optional, Sequence
 
 from ..config import CodeGenConfig
 
-
 # A task of fewer tiles than this is small enough that shorter tiles on more programs finish
 # sooner (the tile2d and nd schemes take their shortest BLOCK_M for it).
 SMALL_TASK_TILES = 3
