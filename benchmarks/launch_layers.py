@@ -32,8 +32,8 @@ def layers(a, b) -> list:
     out = torch.empty(1024, device="cuda")
     compiled = plan.launch(plan.grid, a, b, out, *plan.index_args, *plan.constexprs, plan.num_warps)
     tail = plan.index_args + plan.constexprs
-    parameters = KernelParameters(compiled, tail, 2)
-    kinds, fixed = parameters.kinds(), parameters.fixed_slots()
+    parameters = KernelParameters(compiled, 2, len(tail))
+    kinds, fixed = parameters.kinds(), parameters.fixed_slots(tail)
     cu_launch_kernel = ctypes.cast(cuda_driver.driver().cuLaunchKernel, ctypes.c_void_p).value
     c_launch, function, grid = native.launch_module().launch, compiled.function, plan.grid[0]
     threads, stream = 32 * compiled.metadata.num_warps, torch.cuda.current_stream().cuda_stream

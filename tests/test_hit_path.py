@@ -123,7 +123,7 @@ def test_two_outputs_come_back_as_a_tuple(module):
     "case",
     ["no plan", "a plan without a record", "another dtype", "a hook installed", "a failed launch", "a value too wide"],
 )
-def test_what_python_must_decide_misses_and_launches_nothing(module, case):
+def test_what_python_must_decide_misses_with_the_signature_and_launches_nothing(module, case):
     driver = FakeDriver(result=700 if case == "a failed launch" else 0)
     x, y = torch.randn(4, 3), torch.randn(4, 3)
     plan = SimpleNamespace(hit=None if case == "a plan without a record" else _record(driver))
@@ -135,7 +135,7 @@ def test_what_python_must_decide_misses_and_launches_nothing(module, case):
         hit_path.configure(module, raw_stream=lambda device: 0x5000, hooks=Hooks(enter=[print]))
     if case == "a value too wide":
         plan.hit = plan.hit[:11] + (b"ppbp",) + plan.hit[12:]  # alpha packed as int8: 0.5 is no int
-    assert module.hit(plans, args, hit_path.MISS) is hit_path.MISS
+    assert module.hit(plans, args, hit_path.MISS) == (hit_path.MISS, arguments.call_signature(args))
     assert len(driver.launches) == (1 if case == "a failed launch" else 0)  # tried once, then Python's turn
 
 

@@ -86,6 +86,25 @@ def test_each_call_packs_its_own_operands(fake_driver):
     ]
 
 
+def test_a_rebound_launcher_runs_the_same_kernel_on_its_own_grid_and_tail(fake_driver):
+    launch = launcher.own_launcher(_compiled(), (4,), TAIL, 0, 4, hooked=None)
+    rebound = launch.rebind((9,), (2222, 9, 1024), None)
+    operands = ((_Pointer(0x1000), 3, 1.5, True), [_Pointer(0x2000)])
+    rebound(*operands)
+    launch(*operands)
+    assert fake_driver.launches == [
+        ((0x1234, 9, 1, 1, 128, 0, 0x5000), [0x1000, 3, 1.5, 1, 0x2000, 2222, 9, 0, 0]),
+        ((0x1234, 4, 1, 1, 128, 0, 0x5000), [0x1000, 3, 1.5, 1, 0x2000, 1000, 4, 0, 0]),
+    ]
+    assert rebound.c_record[2:5] == (9, 1, 1) and launch.c_record[2:5] == (4, 1, 1)
+
+
+def test_an_index_value_that_does_not_fit_its_parameter_raises(fake_driver):
+    launch = launcher.own_launcher(_compiled(), (4,), TAIL, 0, 4, hooked=None)
+    with pytest.raises(ValueError, match="does not fit"):
+        launch.rebind((4,), (2**31, 4, 1024), None)  # size0 is an int32
+
+
 def test_a_value_that_does_not_fit_its_parameter_raises(fake_driver):
     launch = launcher.own_launcher(_compiled(flag="i8"), (4,), TAIL, 0, 4, hooked=None)
     with pytest.raises(OverflowError, match="parameter 3"):

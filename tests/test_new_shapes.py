@@ -100,14 +100,32 @@ def test_the_class_ignores_shape_but_not_dtype_device_or_alignment():
     assert contiguous_class(call_signature((torch.randn(5), torch.randn(5), 2**40)))[0] != a[0]  # int64 scalar
 
 
+def test_a_shape_int32_cannot_index_is_not_derived_from_an_int32_template():
+    fn = pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])(add_alpha.payload)
+    for n in (40, 48):  # a template of each class: numel a multiple of 16 or not
+        fn(torch.randn(n), torch.randn(n), 0.5)
+    key = call_signature((torch.randn(40), torch.randn(40), 0.5))
+
+    def derived(numel):
+        resized = tuple((e[0], (numel,), (1,), *e[3:]) if isinstance(e, tuple) else e for e in key)
+        return fn._templates.derive(resized, torch.get_default_dtype())
+
+    assert derived(2**20 + 8) is not None and derived(2**20 + 16) is not None
+    assert derived(2**31 - 56) is None and derived(2**31 + 64) is None  # int64 offsets past the last block
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_on_the_gpu_derived_plans_compute_what_torch_computes():
     fn = pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])(add_alpha.payload)
-    x, y = torch.randn(1000, device="cuda"), torch.randn(1000, device="cuda")
-    fn(x, y, 0.5)
-    for n in (1001, 1500, 3, 77777, 4096 * 3 + 5, 4096 * 16):
+    for n in (1000, 1024):  # the templates, launched: derived plans take their launchers rebound
+        fn(torch.randn(n, device="cuda"), torch.randn(n, device="cuda"), 0.5)
+    for n in (1001, 1500, 3, 77777, 4096 * 3 + 5, 4096 * 16, 2**22 + 16):
         x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
-        assert fn._templates.derive(call_signature((x, y, 0.5)), torch.get_default_dtype()) is not None or n % 16 == 0
-        torch.testing.assert_close(fn(x, y, 0.5), x + 0.5 * y)
+        plan = fn._templates.derive(call_signature((x, y, 0.5)), torch.get_default_dtype())
+        assert plan is not None and plan.direct is not None and plan.fast is not None, n
+        out = fn(x, y, 0.5)
+        torch.testing.assert_close(out, x + 0.5 * y)
+        out.fill_(float("nan"))
+        del out  # the next output likely reuses its poisoned block
         torch.testing.assert_close(fn(x, y, 0.5), x + 0.5 * y)  # the cached plan (the C hit path)

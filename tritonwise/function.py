@@ -99,14 +99,17 @@ class PointwiseDynamicFunction:
         return f"PointwiseDynamicFunction({self._payload.origin}, {self._schema})"
 
     def __call__(self, *args, **kwargs):
-        entry = hit_path.entry
+        entry, key = hit_path.entry, None
         if entry is not None and not kwargs:  # the C hit path: signature, lookup, allocation, launch
             result = entry(self._plans.by_key, args, hit_path.MISS)
-            if result is not hit_path.MISS:
+            if type(result) is tuple and len(result) == 2 and result[0] is hit_path.MISS:
+                key = result[1]  # a miss, with the signature hit() built
+            elif result is not hit_path.MISS:
                 self._plans.hits += 1
                 return result
         outs = self._outputs(kwargs) if kwargs else ()
-        key = argcheck.call_signature(args, outs)
+        if key is None:
+            key = argcheck.call_signature(args, outs)
         plan = self._plans.get(key)
         if plan is not None and plan.fast is not None and not outs:
             return plan.fast(args)  # the steady state: allocate and launch, nothing else
@@ -114,13 +117,15 @@ class PointwiseDynamicFunction:
         if plan is not None and plan.default_dtype is not None and plan.default_dtype != torch.get_default_dtype():
             plan = None  # built under another default dtype, which decided its result dtype
         if plan is None:
-            routed = self._route(args, outs)
-            if routed is not _NO_ROUTE:
-                return routed
+            # A template's class routes nowhere, as a cached plan's does: derive before routing.
+            plan = self._templates.derive(key, torch.get_default_dtype())
+            if plan is None:
+                routed = self._route(args, outs)
+                if routed is not _NO_ROUTE:
+                    return routed
             if logger.isEnabledFor(logging.DEBUG):
                 reason = argcheck.miss_reason(key, self._plans.newest_key())
                 logger.debug("tritonwise: %s: plan-cache miss (%s)", self.__name__, reason)
-            plan = self._templates.derive(key, torch.get_default_dtype())
             if plan is None:
                 plan = self._prepare(args, outs, collapse=True)
                 self._templates.remember(key, plan)

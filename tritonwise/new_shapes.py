@@ -6,21 +6,22 @@ differs from any earlier plan of the same class only in numel and the values tha
 it (output shape and strides, tile count, grid, index arguments). A class here is the call
 signature without shapes and strides, plus what the flat layout class reads of numel (whether it
 is a multiple of 16, whether int32 indexes it). `Templates` keeps one plan per class; a miss of
-such a class then skips the analysis and the binding of a new plan (function.py's _prepare). Its
-first launch is any plan's (kernels.first_launch): Triton's specialization is computed for its
-values and finds the template's compiled kernel in memory.
+such a class then skips the analysis and the binding of a new plan (function.py's _prepare). Once
+the template has launched, the derived plan launches through the template's launcher rebound to
+its grid and index values (kernels.derived_launcher): one kernel, one specialization, nothing
+looked up. Before that, or where the kernel could be specialized on those values, its first
+launch is any plan's (kernels.first_launch).
 """
 
 from __future__ import annotations
 
-import copy
 import math
-from dataclasses import replace
 from typing import Optional
 
 from .analysis.layout import c_strides
 from .analysis.tiling import ALIGNMENT, INT32_LIMIT
 from .codegen.params import stride_classes
+from .runtime.kernels import derived_launcher
 from .schemes import get_scheme
 
 
@@ -93,10 +94,21 @@ def _derived(template, classes: tuple, shape: tuple, numel: int, config):
     tiles = scheme.num_tiles((numel,), None, block)
     grid = (min(tiles, config.max_grid_size[0]),)
     out_strides = (c_strides(shape),) * len(template.out_strides)
-    new_task = replace(task, shape=shape, output_strides=out_strides, task_shape=(numel,), num_tiles=tiles, grid=grid)
-    plan = copy.copy(template)
     index_args = scheme.index_values((numel,), None, block, classes, task.strides)
-    plan.grid, plan.index_args, plan.task = grid, index_args, new_task
-    plan.out_shape, plan.out_strides, plan.numel = shape, out_strides, numel
-    plan.direct = plan.fast = plan.hit = None
+    new_task = _copy(task, shape=shape, output_strides=out_strides, task_shape=(numel,), num_tiles=tiles, grid=grid)
+    changes = dict(grid=grid, index_args=index_args, task=new_task, out_shape=shape, out_strides=out_strides)
+    plan = _copy(template, numel=numel, direct=None, fast=None, hit=None, **changes)
+    if template.direct is not None:
+        direct = derived_launcher(plan, template)
+        if direct is not None:
+            plan.use_launcher(direct)
     return plan
+
+
+def _copy(instance, **changes):
+    """A shallow copy of a dataclass instance with `changes` to its fields, made without calling
+    its __init__ (a derived plan is built per new shape, so its few microseconds count). Cached
+    properties come along: a derived task's depend on its layout class alone, which it shares."""
+    copied = object.__new__(type(instance))
+    copied.__dict__.update(instance.__dict__, **changes)
+    return copied

@@ -125,7 +125,7 @@ class KernelSpec:
     # because payload_hash already stands for it
     payload_source: str = field(default="", repr=False, compare=False)
 
-    @property
+    @functools.cached_property
     def kernel_name(self) -> str:
         """`add_r2_tile2d_i32_f32`: payload, rank, scheme, index width, then the distinct dtypes of
         the tensor inputs and outputs (as stored), so kernels of other dtypes differ in a profiler."""
@@ -138,7 +138,7 @@ class KernelSpec:
         """Hashed once per spec object (a new shape of a known class reuses the spec)."""
         return hashlib.sha256(repr(self).encode()).hexdigest()[:20]
 
-    @property
+    @functools.cached_property
     def file_name(self) -> str:
         return f"{self.kernel_name}_{self.key}.py"
 

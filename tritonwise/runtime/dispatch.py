@@ -176,8 +176,13 @@ class LaunchPlan:
                 self.launch(self.grid, *operands, *index_args, *self.constexprs, self.num_warps)
         else:
             with torch.cuda.device(self.device.index), self._payload_errors("compile"):
-                self.direct = first_launch(self, inputs, outputs)  # runtime/kernels.py
-            self.fast = self._fast_call()
+                direct = first_launch(self, inputs, outputs)  # runtime/kernels.py
+            self.use_launcher(direct)
+
+    def use_launcher(self, direct: Callable) -> None:
+        """Launch through `direct(inputs, outputs)` from now on (and build the hit path on it)."""
+        self.direct = direct
+        self.fast = self._fast_call()
 
     @contextlib.contextmanager
     def _payload_errors(self, action: str):

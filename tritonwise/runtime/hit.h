@@ -212,15 +212,16 @@ static PyObject *hit(PyObject *self, PyObject *const *argv, Py_ssize_t nargs) {
         if (hooked == 0) result = run_record(record, args);
     }
     Py_XDECREF(record);
-    if (result != NULL) {
-        PyObject *moved = PyObject_CallMethodOneArg(plans, name_move_to_end, key);  /* the LRU's order */
-        Py_XDECREF(moved);
-    }
-    Py_DECREF(key);
-    if (result == NULL) {
+    if (result == NULL) {  /* a miss: the signature goes back with it, so Python need not build it again */
         PyErr_Clear();
-        return Py_NewRef(miss);
+        PyObject *missed = PyTuple_Pack(2, miss, key);
+        Py_DECREF(key);
+        if (missed == NULL) PyErr_Clear();
+        return missed != NULL ? missed : Py_NewRef(miss);
     }
+    PyObject *moved = PyObject_CallMethodOneArg(plans, name_move_to_end, key);  /* the LRU's order */
+    Py_XDECREF(moved);
+    Py_DECREF(key);
     if (PyErr_Occurred()) PyErr_Clear();
     return result;
 }

@@ -5,9 +5,9 @@ call_signature, PlanCache.get, LaunchPlan.fast and the launcher.
 A plan offers itself to it by carrying `hit`, a tuple of what the launch needs (`record`); only
 plans whose fast path is plain allocation and a launch through launch.c get one (no reductions,
 splits, scalars to move, default-dtype condition), and only with one visible GPU, where the
-current device is always the plan's. The C function returns `MISS` wherever Python must decide
-(no such plan, launch hooks installed, a failed launch: nothing was launched), and __call__ goes
-on as before. `entry` is None until the first plan gets a record, so processes that never launch
+current device is always the plan's. Wherever Python must decide (no such plan, launch hooks
+installed, a failed launch: nothing was launched) the C function returns (`MISS`, the signature it
+built), or `MISS` alone if building it raised, and __call__ goes on as before with that signature. `entry` is None until the first plan gets a record, so processes that never launch
 through launch.c never load it for this.
 """
 

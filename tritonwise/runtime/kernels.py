@@ -280,12 +280,9 @@ def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
     calls: launch.c over the stored binary (compiled and stored first when missing), else what
     Triton's own compilation gives (runtime/launcher.py). Triton's JIT launches instead while
     profiler hooks are installed, and for kernels the driver alone cannot start."""
-    kernel = plan.launch.__globals__[plan.spec.kernel_name]  # the generated module's @triton.jit kernel
+    kernel = _kernel_of(plan)
     tail, device, grid = plan.index_args + plan.constexprs, plan.device.index, plan.grid
-
-    def through_triton(inputs: Sequence, outputs: Sequence):
-        return plan.launch(grid, *inputs, *outputs, *plan.index_args, *plan.constexprs, plan.num_warps)
-
+    through_triton = _through_triton(plan)
     try:
         if store_enabled() and _drivable() and hasattr(kernel, "params"):  # a JITFunction, not interpreted
             found = loaded(plan.spec.file_name, kernel, (*inputs, *outputs, *tail), plan.num_warps, device)
@@ -298,3 +295,64 @@ def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
         raise freeze.FrozenError(f"{plan.name}({describe_values(inputs)}): {e}") from None
     compiled = through_triton(inputs, outputs)
     return direct_launcher(compiled, grid, tail, device, len(inputs)) or through_triton
+
+
+def derived_launcher(plan, template) -> Optional[Callable]:
+    """The launcher of `plan`, derived (new_shapes.py) from `template`, a launched plan of the
+    same class: the template's launcher rebound to this plan's grid and index values, when
+    Triton gives both one specialization of their one kernel (_one_specialization). None
+    otherwise, or for a template without launch.c's launcher: the plan then takes first_launch."""
+    rebind = getattr(template.direct, "rebind", None)
+    if rebind is None or not _one_specialization(_kernel_of(plan), plan, template):
+        return None
+    return rebind(plan.grid, plan.index_args + plan.constexprs, _through_triton(plan))
+
+
+def _kernel_of(plan):
+    return plan.launch.__globals__[plan.spec.kernel_name]  # the generated module's @triton.jit kernel
+
+
+def _through_triton(plan) -> Callable:
+    """`launch(inputs, outputs)` through Triton's JIT (compiling or looking the kernel up)."""
+    grid, tail = plan.grid, plan.index_args + plan.constexprs
+
+    def through_triton(inputs: Sequence, outputs: Sequence):
+        return plan.launch(grid, *inputs, *outputs, *tail, plan.num_warps)
+
+    return through_triton
+
+
+def _one_specialization(kernel, plan, template) -> bool:
+    """Whether Triton specializes `kernel` alike for two plans of one call class: their
+    pointers' dtypes and alignment are the class's, so what remains is that no payload scalar
+    is specialized on its value and that each index argument classes alike in both (width,
+    divisibility by 16, the value 1: see _parameter), constexpr values being equal."""
+    n_args = len(plan.spec.inputs)
+    n_operands = n_args + len(plan.out_dtypes)
+    if not _scalars_never_value_specialized(kernel, tuple(plan.tensor_positions), n_args, n_operands):
+        return False
+    tails = zip(
+        kernel.params[n_operands:], template.index_args + template.constexprs, plan.index_args + plan.constexprs
+    )
+    return all(
+        ours == theirs if param.is_constexpr else _parameter(param, ours) == _parameter(param, theirs)
+        for param, ours, theirs in tails
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _scalars_never_value_specialized(kernel, tensor_positions: tuple, n_args: int, n_operands: int) -> bool:
+    """Whether each of the kernel's operands is a pointer (a tensor input, or an output at
+    n_args and after) or a scalar Triton never specializes on its value."""
+    pointers = set(tensor_positions) | set(range(n_args, n_operands))
+    return all(
+        position in pointers or param.is_constexpr or _never_value_specialized(param)
+        for position, param in enumerate(kernel.params[:n_operands])
+    )
+
+
+def _never_value_specialized(param) -> bool:
+    """Triton types such a parameter by its annotation or (ints) by its width, which a call
+    signature holds, and specializes it on nothing else."""
+    annotation = param.annotation_type
+    return param.do_not_specialize or annotation == "u1" or annotation[:2] in ("fp", "bf")

@@ -25,6 +25,7 @@ the driver confirms gets it; Triton's C entry is reachable only on 3.6.
 from __future__ import annotations
 
 import ctypes
+import struct
 from typing import Callable, Optional
 
 import torch
@@ -72,27 +73,44 @@ class KernelParameters:
     """What the kernel takes, in order: the operands' C types, then the fixed values (index
     arguments; constexpr values are compiled in, not passed), then the scratch pointers Triton
     appends without listing them (two since Triton 3.5, passed as NULL). The driver's count and
-    sizes of the kernel's parameters must agree, or the kernel is left to Triton. What depends
-    on the kernel alone is worked out once per kernel (`_layout`); a plan adds its tail values."""
+    sizes of the kernel's parameters must agree, or the kernel is left to Triton. All of it
+    depends on the kernel alone and is worked out once per kernel (`_layout`); each plan packs
+    its own tail values (`fixed_slots`)."""
 
-    def __init__(self, compiled, tail: tuple, n_inputs: int):
-        self.operands, fixed_types, self.n_scratch = _layout(compiled, n_inputs, len(tail))
-        self.fixed = [(c_type, v) for c_type, v in zip(fixed_types, tail) if c_type is not None]
+    def __init__(self, compiled, n_inputs: int, n_tail: int):
+        self.operands, self._passed, self._slots = _layout(compiled, n_inputs, n_tail)
 
     def kinds(self) -> bytes:
         return "".join(kind for _, kind in self.operands).encode()
 
-    def fixed_slots(self) -> bytes:
-        """The fixed values and scratch pointers, one little-endian 8-byte slot each."""
-        slots = [bytes(c_type(value)).ljust(8, b"\0") for c_type, value in self.fixed]
-        return b"".join(slots) + bytes(8 * self.n_scratch)
+    def fixed_slots(self, tail: tuple) -> bytes:
+        """The tail's passed values and the scratch pointers, one little-endian 8-byte slot
+        each; a value that does not fit its parameter raises ValueError."""
+        try:
+            return self._slots.pack(*[tail[k] for k in self._passed])
+        except (struct.error, OverflowError) as e:
+            raise ValueError(f"an index argument does not fit its kernel parameter: {e}") from None
 
 
 _layouts: dict = {}  # (id(compiled), n_inputs, n_tail) -> (compiled, layout): kept, so ids stay theirs
+# struct's code for each C type a fixed value takes, padded to its 8-byte slot
+_SLOT = {
+    ctypes.c_int8: "b7x",
+    ctypes.c_uint8: "B7x",
+    ctypes.c_int16: "h6x",
+    ctypes.c_uint16: "H6x",
+    ctypes.c_int32: "i4x",
+    ctypes.c_uint32: "I4x",
+    ctypes.c_int64: "q",
+    ctypes.c_uint64: "Q",
+    ctypes.c_float: "f4x",
+    ctypes.c_double: "d",
+}
 
 
 def _layout(compiled, n_inputs: int, n_tail: int) -> tuple:
-    """(operand (ctype, kind) list, ctype or None (constexpr) per tail value, scratch slots)."""
+    """(operand (ctype, kind) list, the tail positions passed (not constexpr), the struct that
+    packs those values and the scratch slots)."""
     key = (id(compiled), n_inputs, n_tail)
     found = _layouts.get(key)
     if found is not None and found[0] is compiled:
@@ -102,15 +120,16 @@ def _layout(compiled, n_inputs: int, n_tail: int) -> tuple:
     if n_operands < n_inputs or "constexpr" in types[:n_operands]:
         raise ValueError("operands do not match the kernel signature")
     operands = [_c_type(t) for t in types[:n_operands]]  # (ctype, kind letter)
-    fixed_types = [None if t == "constexpr" else _c_type(t)[0] for t in types[n_operands:]]
-    listed = [c for c, _ in operands] + [c for c in fixed_types if c is not None]
+    fixed = [(k, _c_type(t)[0]) for k, t in enumerate(types[n_operands:]) if t != "constexpr"]
+    listed = [c for c, _ in operands] + [c for _, c in fixed]
     sizes = cuda_driver.param_sizes(compiled.function)
     if sizes is None:
         raise ValueError("the driver cannot list kernel parameters")
     n_scratch = len(sizes) - len(listed)
     if [ctypes.sizeof(c) for c in listed] + [8] * n_scratch != sizes:
         raise ValueError("kernel parameters differ from the signature")
-    layout = (operands, fixed_types, n_scratch)
+    slots = struct.Struct("<" + "".join(_SLOT[c] for _, c in fixed) + "8x" * n_scratch)
+    layout = (operands, [k for k, _ in fixed], slots)
     _layouts[key] = (compiled, layout)
     return layout
 
@@ -135,44 +154,54 @@ def _launchable(compiled) -> bool:
 
 def own_launcher(compiled, grid, tail, device_index, n_inputs, hooked: Callable) -> Optional[Callable]:
     """launch.c's launcher (see the module docstring), or None where unsupported. `hooked`
-    launches through Triton while launch hooks are installed."""
+    launches through Triton while launch hooks are installed. The launcher's `rebind(grid,
+    tail, hooked)` gives the same kernel's launcher for other values of the grid and the tail:
+    a derived plan's (new_shapes.py), whose kernel and specialization are this one's."""
     lib, module = cuda_driver.driver(), native.launch_module()
     if lib is None or module is None or not _launchable(compiled):
         return None
     try:
-        parameters = KernelParameters(compiled, tail, n_inputs)
+        parameters = KernelParameters(compiled, n_inputs, len(tail))
     except (AttributeError, KeyError, ValueError):
         return None
     from triton import knobs
 
     hooks, c_launch, raw_stream = knobs.runtime, module.launch, torch._C._cuda_getCurrentRawStream
     cu_launch_kernel = ctypes.cast(lib.cuLaunchKernel, ctypes.c_void_p).value
-    kinds, fixed, function = parameters.kinds(), parameters.fixed_slots(), compiled.function
-    g0, g1, g2 = (tuple(grid) + (1, 1))[:3]
+    kinds, function = parameters.kinds(), compiled.function
     threads, shared = 32 * compiled.metadata.num_warps, compiled.metadata.shared
     # With one visible device the current device is always the plan's: nothing to check.
     check_device = torch.cuda.device_count() > 1
     current_device = torch._C._cuda_getDevice if check_device else None
 
-    def launch(inputs, outputs) -> None:
-        if check_device and current_device() != device_index:
-            with torch.cuda.device(device_index):
-                return launch(inputs, outputs)
-        if _hooks_installed(hooks):
-            return hooked(inputs, outputs)
-        stream = raw_stream(device_index)
-        code = c_launch(cu_launch_kernel, function, g0, g1, g2, threads, shared, stream, kinds, fixed, inputs, outputs)
-        if code == cuda_driver.CUDA_ERROR_INVALID_CONTEXT:  # a thread new to CUDA
-            cuda_driver.make_primary_context_current(device_index)
+    def bind(grid, tail: tuple, hooked: Callable) -> Callable:
+        fixed = parameters.fixed_slots(tail)
+        g0, g1, g2 = (tuple(grid) + (1, 1))[:3]
+
+        def launch(inputs, outputs) -> None:
+            if check_device and current_device() != device_index:
+                with torch.cuda.device(device_index):
+                    return launch(inputs, outputs)
+            if _hooks_installed(hooks):
+                return hooked(inputs, outputs)
+            stream = raw_stream(device_index)
             code = c_launch(
                 cu_launch_kernel, function, g0, g1, g2, threads, shared, stream, kinds, fixed, inputs, outputs
             )
-        if code:
-            raise cuda_driver.CudaError(f"launching {compiled.name}: {cuda_driver.error_text(code)}")
+            if code == cuda_driver.CUDA_ERROR_INVALID_CONTEXT:  # a thread new to CUDA
+                cuda_driver.make_primary_context_current(device_index)
+                code = c_launch(
+                    cu_launch_kernel, function, g0, g1, g2, threads, shared, stream, kinds, fixed, inputs, outputs
+                )
+            if code:
+                raise cuda_driver.CudaError(f"launching {compiled.name}: {cuda_driver.error_text(code)}")
 
-    if not check_device:  # what the C hit path needs to launch the same way (runtime/hit_path.py)
-        launch.c_record = (cu_launch_kernel, function, g0, g1, g2, threads, shared, device_index, kinds, fixed)
-    return launch
+        launch.rebind = bind
+        if not check_device:  # what the C hit path needs to launch the same way (runtime/hit_path.py)
+            launch.c_record = (cu_launch_kernel, function, g0, g1, g2, threads, shared, device_index, kinds, fixed)
+        return launch
+
+    return bind(grid, tail, hooked)
 
 
 def _c_entry(run) -> Optional[tuple]:
