@@ -404,7 +404,7 @@ def test_a_derived_plan_runs_the_templates_kernel_on_its_own_grid(stand_in_gpu, 
     plan.direct = kernels.first_launch(plan, inputs, outputs)
     derived = dataclasses.replace(plan, grid=(3,), index_args=(3 * 1024 + n % 16, 3))
     monkeypatch.setattr(triton, "compile", None)  # nothing compiles or loads again
-    kernels.derived_launcher(derived, plan)(inputs, outputs)
+    kernels.Rebinding(plan).launcher(derived)(inputs, outputs)
     threads = 32 * plan.num_warps
     assert stand_in_gpu.launches == [(0xF00D, (plan.grid[0], 1, 1), threads, 0), (0xF00D, (3, 1, 1), threads, 0)]
     assert len(stand_in_gpu.loaded) == 1
@@ -414,7 +414,7 @@ def test_a_plan_another_specialization_would_run_is_not_derived(stand_in_gpu):
     plan, inputs, outputs = gpu_plan(AXPBY, torch.randn(64), torch.randn(64), 2.0, 3, True)
     plan.direct = kernels.first_launch(plan, inputs, outputs)
     unaligned = dataclasses.replace(plan, index_args=(3 * 1024 + 1, 3))  # size0 is specialized on % 16
-    assert kernels.derived_launcher(unaligned, plan) is None
+    assert kernels.Rebinding(plan).launcher(unaligned) is None
 
 
 def test_a_payload_scalar_specialized_on_its_value_is_never_derived(stand_in_gpu, monkeypatch):
@@ -422,5 +422,4 @@ def test_a_payload_scalar_specialized_on_its_value_is_never_derived(stand_in_gpu
     plan.direct = kernels.first_launch(plan, inputs, outputs)
     kernel = kernels._kernel_of(plan)
     monkeypatch.setattr(kernel.params[3], "do_not_specialize", False)  # the int scalar n
-    kernels._scalars_never_value_specialized.cache_clear()  # the verdict is kept per kernel
-    assert kernels.derived_launcher(dataclasses.replace(plan, grid=(3,)), plan) is None
+    assert kernels.Rebinding(plan).launcher(dataclasses.replace(plan, grid=(3,))) is None

@@ -113,23 +113,31 @@ class PointwiseDynamicFunction:
         plan = self._plans.get(key)
         if plan is not None and plan.fast is not None and not outs:
             return plan.fast(args)  # the steady state: allocate and launch, nothing else
-        outs = outs or self._no_outputs
         if plan is not None and plan.default_dtype is not None and plan.default_dtype != torch.get_default_dtype():
             plan = None  # built under another default dtype, which decided its result dtype
         if plan is None:
-            # A template's class routes nowhere, as a cached plan's does: derive before routing.
-            plan = self._templates.derive(key, torch.get_default_dtype())
-            if plan is None:
-                routed = self._route(args, outs)
-                if routed is not _NO_ROUTE:
-                    return routed
-            if logger.isEnabledFor(logging.DEBUG):
-                reason = argcheck.miss_reason(key, self._plans.newest_key())
-                logger.debug("tritonwise: %s: plan-cache miss (%s)", self.__name__, reason)
-            if plan is None:
-                plan = self._prepare(args, outs, collapse=True)
-                self._templates.remember(key, plan)
-            self._plans.put(key, plan)
+            return self._miss(key, args, outs)
+        return plan.run(args, outs or self._no_outputs)
+
+    def _miss(self, key: tuple, args: tuple, given: tuple):
+        """A call no cached plan serves: its plan derived from a template of its class
+        (new_shapes.py), else routed elsewhere or built by the analysis; then cached and run."""
+        outs = given or self._no_outputs
+        # A template's class routes nowhere, as a cached plan's does: derive before routing.
+        plan = self._templates.derive(key, torch.get_default_dtype())
+        if plan is None:
+            routed = self._route(args, outs)
+            if routed is not _NO_ROUTE:
+                return routed
+        if logger.isEnabledFor(logging.DEBUG):
+            reason = argcheck.miss_reason(key, self._plans.newest_key())
+            logger.debug("tritonwise: %s: plan-cache miss (%s)", self.__name__, reason)
+        if plan is None:
+            plan = self._prepare(args, outs, collapse=True)
+            self._templates.remember(key, plan)
+        self._plans.put(key, plan)
+        if plan.fast is not None and not given:  # a derived plan, its launcher already rebound
+            return plan.fast(args)
         return plan.run(args, outs)
 
     def _route(self, args: tuple, outs: tuple):

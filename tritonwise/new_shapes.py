@@ -8,7 +8,7 @@ signature without shapes and strides, plus what the flat layout class reads of n
 is a multiple of 16, whether int32 indexes it). `Templates` keeps one plan per class; a miss of
 such a class then skips the analysis and the binding of a new plan (function.py's _prepare). Once
 the template has launched, the derived plan launches through the template's launcher rebound to
-its grid and index values (kernels.derived_launcher): one kernel, one specialization, nothing
+its grid and index values (kernels.Rebinding): one kernel, one specialization, nothing
 looked up. Before that, or where the kernel could be specialized on those values, its first
 launch is any plan's (kernels.first_launch).
 """
@@ -21,7 +21,7 @@ from typing import Optional
 from .analysis.layout import c_strides
 from .analysis.tiling import ALIGNMENT, INT32_LIMIT
 from .codegen.params import stride_classes
-from .runtime.kernels import derived_launcher
+from .runtime.kernels import Rebinding
 from .schemes import get_scheme
 
 
@@ -55,7 +55,7 @@ class Templates:
 
     def __init__(self, config):
         self._config = config
-        self._plans: dict = {}
+        self._templates: dict = {}
 
     def remember(self, key: tuple, plan) -> None:
         """Keep `plan` (just built for the call `key`) as its class's template, when it is one."""
@@ -65,7 +65,7 @@ class Templates:
             return
         if task.tiling.scheme != "flat" or task.task_shape != (found[2],):
             return
-        self._plans.setdefault((found[0], task.aligned), (plan, stride_classes(plan.spec)))
+        self._templates.setdefault((found[0], task.aligned), _Template(plan, self._config))
 
     def derive(self, key: tuple, default_dtype):
         """The plan of call `key` derived from its class's template, or None (no template, or
@@ -74,35 +74,48 @@ class Templates:
         if found is None:
             return None
         parts, shape, numel = found
-        kept = self._plans.get((parts, numel % ALIGNMENT == 0))
-        if kept is None:
+        template = self._templates.get((parts, numel % ALIGNMENT == 0))
+        if template is None or template.index_bits(numel) != template.plan.task.index_bits:
             return None
-        template, classes = kept
-        block = template.task.tiling.block
-        if (32 if numel + math.prod(block) <= INT32_LIMIT else 64) != template.task.index_bits:
+        if template.plan.default_dtype not in (None, default_dtype):
             return None
-        if template.default_dtype is not None and template.default_dtype != default_dtype:
-            return None
-        return _derived(template, classes, shape, numel, self._config)
+        return template.derived(shape, numel)
 
 
-def _derived(template, classes: tuple, shape: tuple, numel: int, config):
-    """`template` for `numel` elements of `shape`: what the flat task and the plan change
-    (`classes`: the template's stride classes, codegen.params.stride_classes of its spec)."""
-    task, scheme = template.task, get_scheme("flat")
-    block = task.tiling.block
-    tiles = scheme.num_tiles((numel,), None, block)
-    grid = (min(tiles, config.max_grid_size[0]),)
-    out_strides = (c_strides(shape),) * len(template.out_strides)
-    index_args = scheme.index_values((numel,), None, block, classes, task.strides)
-    new_task = _copy(task, shape=shape, output_strides=out_strides, task_shape=(numel,), num_tiles=tiles, grid=grid)
-    changes = dict(grid=grid, index_args=index_args, task=new_task, out_shape=shape, out_strides=out_strides)
-    plan = _copy(template, numel=numel, direct=None, fast=None, hit=None, **changes)
-    if template.direct is not None:
-        direct = derived_launcher(plan, template)
+class _Template:
+    """A class's template plan, with what every plan derived from it reuses."""
+
+    def __init__(self, plan, config):
+        self.plan = plan
+        self._scheme = get_scheme("flat")
+        self._classes = stride_classes(plan.spec)  # codegen.params.stride_classes of its spec
+        self._block = plan.task.tiling.block
+        self._max_grid = config.max_grid_size[0]
+        self._rebinding = None  # kernels.Rebinding, once the template has launched
+
+    def index_bits(self, numel: int) -> int:
+        return 32 if numel + math.prod(self._block) <= INT32_LIMIT else 64
+
+    def derived(self, shape: tuple, numel: int):
+        """The template for `numel` elements of `shape`: what the flat task and the plan change."""
+        template, task, scheme, block = self.plan, self.plan.task, self._scheme, self._block
+        tiles = scheme.num_tiles((numel,), None, block)
+        grid = (min(tiles, self._max_grid),)
+        out_strides = (c_strides(shape),) * len(template.out_strides)
+        index_args = scheme.index_values((numel,), None, block, self._classes, task.strides)
+        new_task = _copy(task, shape=shape, output_strides=out_strides, task_shape=(numel,), num_tiles=tiles, grid=grid)
+        changes = dict(grid=grid, index_args=index_args, task=new_task, out_shape=shape, out_strides=out_strides)
+        plan = _copy(template, numel=numel, direct=None, fast=None, hit=None, **changes)
+        rebinding = self._launched()
+        direct = rebinding and rebinding.launcher(plan)
         if direct is not None:
             plan.use_launcher(direct)
-    return plan
+        return plan
+
+    def _launched(self):
+        if self._rebinding is None and self.plan.direct is not None:
+            self._rebinding = Rebinding(self.plan)
+        return self._rebinding
 
 
 def _copy(instance, **changes):

@@ -297,15 +297,30 @@ def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
     return direct_launcher(compiled, grid, tail, device, len(inputs)) or through_triton
 
 
-def derived_launcher(plan, template) -> Optional[Callable]:
-    """The launcher of `plan`, derived (new_shapes.py) from `template`, a launched plan of the
-    same class: the template's launcher rebound to this plan's grid and index values, when
-    Triton gives both one specialization of their one kernel (_one_specialization). None
-    otherwise, or for a template without launch.c's launcher: the plan then takes first_launch."""
-    rebind = getattr(template.direct, "rebind", None)
-    if rebind is None or not _one_specialization(_kernel_of(plan), plan, template):
-        return None
-    return rebind(plan.grid, plan.index_args + plan.constexprs, _through_triton(plan))
+class Rebinding:
+    """How plans derived (new_shapes.py) from `template`, a launched plan of their class, get
+    their launchers: the template's launcher rebound to each plan's grid and index values, where
+    Triton gives both one specialization of their one kernel. Their pointers' dtypes and
+    alignment are the class's; what remains is that no payload scalar is specialized on its
+    value, that the constexpr values are equal, and that each index argument Triton specializes
+    on its value classes alike (width, divisibility by 16, the value 1: see _parameter)."""
+
+    def __init__(self, template):
+        self._rebind = getattr(template.direct, "rebind", None)  # launch.c's launcher only
+        self._constexprs = template.constexprs
+        self._specialized = _value_specialized_tail(_kernel_of(template), template)
+        if self._specialized is not None:
+            self._classes = [_parameter(param, template.index_args[k]) for k, param in self._specialized]
+
+    def launcher(self, plan) -> Optional[Callable]:
+        """`plan`'s launcher, or None (the plan then takes first_launch)."""
+        if self._rebind is None or self._specialized is None or plan.constexprs != self._constexprs:
+            return None
+        values = plan.index_args
+        for (k, param), kind in zip(self._specialized, self._classes):
+            if _parameter(param, values[k]) != kind:
+                return None
+        return self._rebind(plan.grid, values + plan.constexprs, _through_triton(plan))
 
 
 def _kernel_of(plan):
@@ -322,33 +337,18 @@ def _through_triton(plan) -> Callable:
     return through_triton
 
 
-def _one_specialization(kernel, plan, template) -> bool:
-    """Whether Triton specializes `kernel` alike for two plans of one call class: their
-    pointers' dtypes and alignment are the class's, so what remains is that no payload scalar
-    is specialized on its value and that each index argument classes alike in both (width,
-    divisibility by 16, the value 1: see _parameter), constexpr values being equal."""
+def _value_specialized_tail(kernel, plan) -> Optional[list]:
+    """(index argument position, parameter) for each index argument of `plan` that Triton
+    specializes on its value; None where a payload scalar is. The kernel's operands are the
+    tensor inputs' pointers and the scalars in payload order, then the outputs' pointers."""
     n_args = len(plan.spec.inputs)
     n_operands = n_args + len(plan.out_dtypes)
-    if not _scalars_never_value_specialized(kernel, tuple(plan.tensor_positions), n_args, n_operands):
-        return False
-    tails = zip(
-        kernel.params[n_operands:], template.index_args + template.constexprs, plan.index_args + plan.constexprs
-    )
-    return all(
-        ours == theirs if param.is_constexpr else _parameter(param, ours) == _parameter(param, theirs)
-        for param, ours, theirs in tails
-    )
-
-
-@functools.lru_cache(maxsize=256)
-def _scalars_never_value_specialized(kernel, tensor_positions: tuple, n_args: int, n_operands: int) -> bool:
-    """Whether each of the kernel's operands is a pointer (a tensor input, or an output at
-    n_args and after) or a scalar Triton never specializes on its value."""
-    pointers = set(tensor_positions) | set(range(n_args, n_operands))
-    return all(
-        position in pointers or param.is_constexpr or _never_value_specialized(param)
-        for position, param in enumerate(kernel.params[:n_operands])
-    )
+    pointers = set(plan.tensor_positions) | set(range(n_args, n_operands))
+    for position, param in enumerate(kernel.params[:n_operands]):
+        if position not in pointers and not param.is_constexpr and not _never_value_specialized(param):
+            return None
+    tail = kernel.params[n_operands:]
+    return [(k, p) for k, p in enumerate(tail) if not p.is_constexpr and not _never_value_specialized(p)]
 
 
 def _never_value_specialized(param) -> bool:
