@@ -365,7 +365,7 @@ def gpu_plan(fn, *args):
     plan = fn._prepare(args, outs, True)
     alias = payload_alias(plan.spec.payload_name, plan.spec.kernel_name)
     module = loader.load(plan.path, plan.spec.kernel_name, alias, fn._payload, "gpu")
-    plan = dataclasses.replace(plan, launch=module.launch, device=torch.device("cuda", 0))
+    plan = dataclasses.replace(plan, launch=module.launch, device=torch.device("cuda", 0), interpreted=False)
     return plan, list(args), [torch.empty(plan.out_shape)]
 
 
@@ -423,3 +423,26 @@ def test_a_payload_scalar_specialized_on_its_value_is_never_derived(stand_in_gpu
     kernel = kernels._kernel_of(plan)
     monkeypatch.setattr(kernel.params[3], "do_not_specialize", False)  # the int scalar n
     assert kernels.Rebinding(plan).launcher(dataclasses.replace(plan, grid=(3,))) is None
+
+
+def test_a_new_shape_the_analysis_plans_takes_its_siblings_launcher(stand_in_gpu, monkeypatch):
+    from tritonwise.new_shapes import Siblings
+    from tritonwise.runtime import hit_path
+    from tritonwise.runtime.arguments import call_signature
+
+    monkeypatch.setattr(hit_path, "enable", lambda: None)  # no C hit path on the stand-in
+    calls = [(torch.randn(n, 32), torch.randn(32), 2.0, 3, True) for n in (64, 48)]
+    (first, inputs, outputs), (second, inputs2, outputs2) = [gpu_plan(AXPBY, *c) for c in calls]
+    assert first.spec.file_name == second.spec.file_name and first.grid != second.grid
+    siblings = Siblings()
+    siblings.adopt(call_signature(calls[0]), first)
+    first.direct = kernels.first_launch(first, inputs, outputs)
+    monkeypatch.setattr(triton, "compile", None)  # nothing compiles or loads again
+    siblings.adopt(call_signature(calls[1]), second)
+    second.direct(inputs2, outputs2)
+    threads = 32 * first.num_warps
+    assert stand_in_gpu.launches[-1] == (0xF00D, (second.grid[0], 1, 1), threads, 0)
+    assert len(stand_in_gpu.loaded) == 1
+    third, inputs3, outputs3 = gpu_plan(AXPBY, torch.randn(65)[1:].view(2, 32), torch.randn(32), 2.0, 3, True)
+    siblings.adopt(call_signature((torch.randn(65)[1:].view(2, 32), torch.randn(32), 2.0, 3, True)), third)
+    assert third.direct is None  # a misaligned pointer: another class, its own first launch

@@ -8,7 +8,7 @@ import triton
 
 from conftest import poisoned_like
 from tritonwise import StridedBuffer, pointwise_dynamic
-from tritonwise.new_shapes import contiguous_class
+from tritonwise.new_shapes import contiguous_class, shape_free_class
 from tritonwise.runtime.arguments import call_signature
 
 
@@ -129,3 +129,34 @@ def test_on_the_gpu_derived_plans_compute_what_torch_computes():
         out.fill_(float("nan"))
         del out  # the next output likely reuses its poisoned block
         torch.testing.assert_close(fn(x, y, 0.5), x + 0.5 * y)  # the cached plan (the C hit path)
+
+
+def test_the_shape_free_class_keeps_dtypes_alignment_and_scalar_widths():
+    base = shape_free_class(call_signature((torch.randn(4, 5), torch.randn(5), 0.5)))
+    assert shape_free_class(call_signature((torch.randn(7, 3), torch.randn(3), 2.5))) == base
+    assert shape_free_class(call_signature((torch.randn(4, 5).double(), torch.randn(5), 0.5))) != base
+    assert shape_free_class(call_signature((torch.randn(21)[1:].view(4, 5), torch.randn(5), 0.5))) != base
+    assert shape_free_class(call_signature((torch.randn(4, 5), torch.randn(5), 2**40))) != base
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_on_the_gpu_new_shapes_the_analysis_plans_launch_through_their_siblings_launcher(monkeypatch):
+    from tritonwise.runtime import dispatch
+
+    fn = pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])(add_alpha.payload)
+
+    def operands(n):
+        return torch.randn(4, n, 64, device="cuda"), torch.randn(n, 1, device="cuda")
+
+    x, y = operands(40)
+    fn(x, y, 0.5), fn(x, y, 0.5, out0=torch.empty_like(x))  # the first of each pair launches
+    first_launches, real = [], dispatch.first_launch
+    monkeypatch.setattr(dispatch, "first_launch", lambda *a: first_launches.append(a) or real(*a))
+    for n in (48, 64, 100, 333):
+        x, y = operands(n)
+        torch.testing.assert_close(fn(x, y, 0.5), x + 0.5 * y)
+        out = poisoned_like(x)
+        assert fn(x, y, 0.5, out0=out) is out
+        torch.testing.assert_close(out, x + 0.5 * y)
+    assert first_launches == []

@@ -29,7 +29,7 @@ from .frontend.reduction import AxisEntry, kind_of, parse_reductions, reduction_
 from .frontend.schema import FunctionSchema
 from .frontend.summary import summarize
 from .instantiate import InstantiatedFunction
-from .new_shapes import Templates
+from .new_shapes import Siblings, Templates
 from .runtime import arguments as argcheck
 from .runtime import hit_path
 from .runtime.cache import ensure_file
@@ -64,6 +64,7 @@ class PointwiseDynamicFunction:
         self._deterministic = bool(deterministic)
         self._plans = PlanCache()
         self._templates = Templates(self._config)  # new shapes of contiguous calls (new_shapes.py)
+        self._siblings = Siblings()  # other new shapes launch through a launched plan of their kernel
         self._frontends: dict = {}  # call class -> _Frontend (see _frontend)
         self._kernels: dict = {}  # (call class, layout class, ...) -> _Kernel (see _kernel)
         self._instances: dict = {}
@@ -135,6 +136,7 @@ class PointwiseDynamicFunction:
         if plan is None:
             plan = self._prepare(args, outs, collapse=True)
             self._templates.remember(key, plan)
+            self._siblings.adopt(key, plan)
         self._plans.put(key, plan)
         if plan.fast is not None and not given:  # a derived plan, its launcher already rebound
             return plan.fast(args)

@@ -1,4 +1,4 @@
-"""A new shape of a known contiguous call, derived from a plan of the same class.
+"""New shapes of known calls: plans derived from a plan of the same class, launchers rebound.
 
 The everyday new shape (a sequence length that changes) is a call whose tensors are all plain,
 of one shape and C-contiguous: its task is always the flat one of `numel` elements, so its plan
@@ -11,6 +11,10 @@ the template has launched, the derived plan launches through the template's laun
 its grid and index values (kernels.Rebinding): one kernel, one specialization, nothing
 looked up. Before that, or where the kernel could be specialized on those values, its first
 launch is any plan's (kernels.first_launch).
+
+New shapes of other classes (broadcast, strided, transposed) still take the analysis, but
+`Siblings` gives their plans the same rebound launcher of an earlier plan of their call class
+and generated file, so they skip the first launch too.
 """
 
 from __future__ import annotations
@@ -91,7 +95,7 @@ class _Template:
         self._classes = stride_classes(plan.spec)  # codegen.params.stride_classes of its spec
         self._block = plan.task.tiling.block
         self._max_grid = config.max_grid_size[0]
-        self._rebinding = None  # kernels.Rebinding, once the template has launched
+        self._launched = _Launched(plan)
 
     def index_bits(self, numel: int) -> int:
         return 32 if numel + math.prod(self._block) <= INT32_LIMIT else 64
@@ -106,16 +110,52 @@ class _Template:
         new_task = _copy(task, shape=shape, output_strides=out_strides, task_shape=(numel,), num_tiles=tiles, grid=grid)
         changes = dict(grid=grid, index_args=index_args, task=new_task, out_shape=shape, out_strides=out_strides)
         plan = _copy(template, numel=numel, direct=None, fast=None, hit=None, **changes)
-        rebinding = self._launched()
-        direct = rebinding and rebinding.launcher(plan)
-        if direct is not None:
-            plan.use_launcher(direct)
+        self._launched.lend(plan)
         return plan
 
-    def _launched(self):
-        if self._rebinding is None and self.plan.direct is not None:
+
+class Siblings:
+    """Plans the analysis builds (new shapes of classes no template serves: nd, tile2d, strided):
+    one plan per call class (the signature without shapes and strides) and generated file. A
+    later plan of the same pair runs the same kernel on operands of the same dtypes, alignment
+    and scalar widths, so it launches through the first one's launcher rebound (kernels.Rebinding)
+    instead of a first launch, wherever Triton would give it the same specialization."""
+
+    def __init__(self):
+        self._firsts: dict = {}
+
+    def adopt(self, key: tuple, plan) -> None:
+        """Give `plan` (just built for the call `key`) a rebound launcher, or keep it as the
+        first of its pair."""
+        if plan.reductions or plan.split is not None or plan.to_device or plan.spec is None or plan.interpreted:
+            return
+        pair = (shape_free_class(key), plan.spec.file_name)
+        first = self._firsts.setdefault(pair, _Launched(plan))
+        if first.plan is not plan:
+            first.lend(plan)
+
+
+def shape_free_class(key: tuple) -> tuple:
+    """A call signature (runtime/arguments.call_signature) without its shapes and strides."""
+    return tuple(tuple(x for x in e if not isinstance(x, tuple)) if isinstance(e, tuple) else e for e in key)
+
+
+class _Launched:
+    """A plan whose launcher, once it has launched, later plans of its kernel take rebound."""
+
+    def __init__(self, plan):
+        self.plan = plan
+        self._rebinding = None  # kernels.Rebinding, once the plan has launched
+
+    def lend(self, plan) -> None:
+        """Give `plan` this plan's launcher rebound to its values, where that is sound."""
+        if self._rebinding is None:
+            if self.plan.direct is None:
+                return
             self._rebinding = Rebinding(self.plan)
-        return self._rebinding
+        direct = self._rebinding.launcher(plan)
+        if direct is not None:
+            plan.use_launcher(direct)
 
 
 def _copy(instance, **changes):

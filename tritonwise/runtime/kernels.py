@@ -301,21 +301,24 @@ class Rebinding:
     """How plans derived (new_shapes.py) from `template`, a launched plan of their class, get
     their launchers: the template's launcher rebound to each plan's grid and index values, where
     Triton gives both one specialization of their one kernel. Their pointers' dtypes and
-    alignment are the class's; what remains is that no payload scalar is specialized on its
-    value, that the constexpr values are equal, and that each index argument Triton specializes
-    on its value classes alike (width, divisibility by 16, the value 1: see _parameter)."""
+    alignment and their scalars' types are the class's; what remains is that no payload scalar
+    is specialized on its value, that the constexpr values and warps are equal, and that each
+    index argument Triton specializes on its value classes alike (width, divisibility by 16,
+    the value 1: see _parameter)."""
 
     def __init__(self, template):
         self._rebind = getattr(template.direct, "rebind", None)  # launch.c's launcher only
-        self._constexprs = template.constexprs
+        self._constexprs, self._num_warps = template.constexprs, template.num_warps
         self._specialized = _value_specialized_tail(_kernel_of(template), template)
         if self._specialized is not None:
             self._classes = [_parameter(param, template.index_args[k]) for k, param in self._specialized]
 
     def launcher(self, plan) -> Optional[Callable]:
         """`plan`'s launcher, or None (the plan then takes first_launch)."""
-        if self._rebind is None or self._specialized is None or plan.constexprs != self._constexprs:
+        if self._rebind is None or self._specialized is None:
             return None
+        if plan.constexprs != self._constexprs or plan.num_warps != self._num_warps:
+            return None  # another compiled kernel
         values = plan.index_args
         for (k, param), kind in zip(self._specialized, self._classes):
             if _parameter(param, values[k]) != kind:
