@@ -443,6 +443,12 @@ def test_a_new_shape_the_analysis_plans_takes_its_siblings_launcher(stand_in_gpu
     threads = 32 * first.num_warps
     assert stand_in_gpu.launches[-1] == (0xF00D, (second.grid[0], 1, 1), threads, 0)
     assert len(stand_in_gpu.loaded) == 1
-    third, inputs3, outputs3 = gpu_plan(AXPBY, torch.randn(65)[1:].view(2, 32), torch.randn(32), 2.0, 3, True)
-    siblings.adopt(call_signature((torch.randn(65)[1:].view(2, 32), torch.randn(32), 2.0, 3, True)), third)
-    assert third.direct is None  # a misaligned pointer: another class, its own first launch
+    misaligned = (torch.randn(65)[1:].view(2, 32), torch.randn(32), 2.0, 3, True)
+    third, _, _ = gpu_plan(AXPBY, *misaligned)
+    siblings.adopt(call_signature(misaligned), third)
+    assert third.direct is None  # another class: its own first launch
+    fourth, _, _ = gpu_plan(AXPBY, torch.randn(40, 32), torch.randn(32), 2.0, 3, True)
+    fourth.index_args = (33, *fourth.index_args[1:])  # a size Triton specializes on, not divisible by 16
+    siblings.adopt(call_signature(calls[0]), fourth)
+    assert fourth.direct is None  # another specialization: its own first launch, then a sibling
+    assert len(siblings._groups[next(iter(siblings._groups))]) == 2

@@ -149,11 +149,12 @@ def test_on_the_gpu_new_shapes_the_analysis_plans_launch_through_their_siblings_
     def operands(n):
         return torch.randn(4, n, 64, device="cuda"), torch.randn(n, 1, device="cuda")
 
-    x, y = operands(40)
-    fn(x, y, 0.5), fn(x, y, 0.5, out0=torch.empty_like(x))  # the first of each pair launches
+    for n in (40, 48):  # the first plan of each group and specialization (n divisible by 16 or not) launches
+        x, y = operands(n)
+        fn(x, y, 0.5), fn(x, y, 0.5, out0=torch.empty_like(x))
     first_launches, real = [], dispatch.first_launch
     monkeypatch.setattr(dispatch, "first_launch", lambda *a: first_launches.append(a) or real(*a))
-    for n in (48, 64, 100, 333):
+    for n in (64, 100, 333, 56):
         x, y = operands(n)
         torch.testing.assert_close(fn(x, y, 0.5), x + 0.5 * y)
         out = poisoned_like(x)

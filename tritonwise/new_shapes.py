@@ -115,24 +115,26 @@ class _Template:
 
 
 class Siblings:
-    """Plans the analysis builds (new shapes of classes no template serves: nd, tile2d, strided):
-    one plan per call class (the signature without shapes and strides) and generated file. A
-    later plan of the same pair runs the same kernel on operands of the same dtypes, alignment
-    and scalar widths, so it launches through the first one's launcher rebound (kernels.Rebinding)
-    instead of a first launch, wherever Triton would give it the same specialization."""
+    """Plans the analysis builds (new shapes of classes no template serves: nd, tile2d, strided),
+    grouped by call class (the signature without shapes and strides) and generated file. A later
+    plan of a group runs the same kernel on operands of the same dtypes, alignment and scalar
+    widths, so it launches through an earlier one's launcher rebound (kernels.Rebinding) instead
+    of a first launch, wherever Triton gives it the same specialization. A group keeps the first
+    plan of each specialization it has met (sizes divisible by 16 or not), up to PER_GROUP."""
+
+    PER_GROUP = 8
 
     def __init__(self):
-        self._firsts: dict = {}
+        self._groups: dict = {}
 
     def adopt(self, key: tuple, plan) -> None:
         """Give `plan` (just built for the call `key`) a rebound launcher, or keep it as the
-        first of its pair."""
+        first of its specialization in its group."""
         if plan.reductions or plan.split is not None or plan.to_device or plan.spec is None or plan.interpreted:
             return
-        pair = (shape_free_class(key), plan.spec.file_name)
-        first = self._firsts.setdefault(pair, _Launched(plan))
-        if first.plan is not plan:
-            first.lend(plan)
+        group = self._groups.setdefault((shape_free_class(key), plan.spec.file_name), [])
+        if not any(launched.lend(plan) for launched in group) and len(group) < self.PER_GROUP:
+            group.append(_Launched(plan))
 
 
 def shape_free_class(key: tuple) -> tuple:
@@ -147,15 +149,16 @@ class _Launched:
         self.plan = plan
         self._rebinding = None  # kernels.Rebinding, once the plan has launched
 
-    def lend(self, plan) -> None:
+    def lend(self, plan) -> bool:
         """Give `plan` this plan's launcher rebound to its values, where that is sound."""
         if self._rebinding is None:
             if self.plan.direct is None:
-                return
+                return False
             self._rebinding = Rebinding(self.plan)
         direct = self._rebinding.launcher(plan)
         if direct is not None:
             plan.use_launcher(direct)
+        return direct is not None
 
 
 def _copy(instance, **changes):
