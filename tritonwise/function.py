@@ -29,7 +29,7 @@ from .frontend.reduction import AxisEntry, kind_of, parse_reductions, reduction_
 from .frontend.schema import FunctionSchema
 from .frontend.summary import summarize
 from .instantiate import InstantiatedFunction
-from .new_shapes import Siblings, Templates
+from .new_shapes import NewShapes
 from .runtime import arguments as argcheck
 from .runtime import hit_path
 from .runtime.cache import ensure_file
@@ -63,8 +63,7 @@ class PointwiseDynamicFunction:
         self._along_dims = any(isinstance(r, AxisEntry) for r in self._reductions)
         self._deterministic = bool(deterministic)
         self._plans = PlanCache()
-        self._templates = Templates(self._config)  # new shapes of contiguous calls (new_shapes.py)
-        self._siblings = Siblings()  # other new shapes launch through a launched plan of their kernel
+        self._new_shapes = NewShapes(self._config)  # plans and launchers of new shapes without the analysis
         self._frontends: dict = {}  # call class -> _Frontend (see _frontend)
         self._kernels: dict = {}  # (call class, layout class, ...) -> _Kernel (see _kernel)
         self._instances: dict = {}
@@ -125,7 +124,7 @@ class PointwiseDynamicFunction:
         (new_shapes.py), else routed elsewhere or built by the analysis; then cached and run."""
         outs = given or self._no_outputs
         # A template's class routes nowhere, as a cached plan's does: derive before routing.
-        plan = self._templates.derive(key, torch.get_default_dtype())
+        plan = self._new_shapes.derive(key, torch.get_default_dtype())
         if plan is None:
             routed = self._route(args, outs)
             if routed is not _NO_ROUTE:
@@ -135,8 +134,7 @@ class PointwiseDynamicFunction:
             logger.debug("tritonwise: %s: plan-cache miss (%s)", self.__name__, reason)
         if plan is None:
             plan = self._prepare(args, outs, collapse=True)
-            self._templates.remember(key, plan)
-            self._siblings.adopt(key, plan)
+            self._new_shapes.remember(key, plan)
         self._plans.put(key, plan)
         if plan.fast is not None and not given:  # a derived plan, its launcher already rebound
             return plan.fast(args)

@@ -24,6 +24,7 @@ from typing import Optional
 
 from .analysis.layout import c_strides
 from .analysis.tiling import ALIGNMENT, INT32_LIMIT
+from .broadcast_templates import BroadcastTemplates
 from .codegen.params import stride_classes
 from .runtime.kernels import Rebinding
 from .schemes import get_scheme
@@ -52,6 +53,32 @@ def contiguous_class(key: tuple) -> Optional[tuple]:
     if numel < 2 or strides is None:
         return None
     return tuple(parts), tuple(shape), numel
+
+
+class NewShapes:
+    """Where a plan-cache miss of a known call gets its plan without the analysis (contiguous
+    calls here, broadcasting ones in broadcast_templates.py), and where any new plan gets its
+    launcher without a first launch (Siblings)."""
+
+    def __init__(self, config):
+        self.contiguous = Templates(config)
+        self.broadcast = BroadcastTemplates(config)
+        self.siblings = Siblings()
+
+    def derive(self, key: tuple, default_dtype):
+        """The plan of call `key` derived from a template, or None (the analysis must run)."""
+        plan = self.contiguous.derive(key, default_dtype)  # launcher rebound already, where sound
+        if plan is None:
+            plan = self.broadcast.derive(key, default_dtype)
+            if plan is not None:
+                self.siblings.adopt(key, plan)
+        return plan
+
+    def remember(self, key: tuple, plan) -> None:
+        """Learn from `plan`, which the analysis just built for the call `key`."""
+        self.contiguous.remember(key, plan)
+        self.broadcast.remember(key, plan)
+        self.siblings.adopt(key, plan)
 
 
 class Templates:

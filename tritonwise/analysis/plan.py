@@ -116,7 +116,7 @@ def analyze(
     if collapse_dims:
         contiguous = _contiguous_task(inputs, outputs)
         if contiguous is not None:
-            return _tile(*contiguous, itemsize, config)
+            return tile(*contiguous, itemsize, config)
     given = [o for o in outputs if o is not None]
     shape = broadcast_shapes([s for s, _ in inputs] + [s for s, _ in given])
     in_strides = [broadcast_strides(s, st, shape) for s, st in inputs]
@@ -129,7 +129,7 @@ def analyze(
         task_shape, strides = collapse(shape, operands, order)
     else:
         task_shape, strides = shape, tuple(operands)
-    return _tile(shape, out_strides, task_shape, strides, itemsize, config)
+    return tile(shape, out_strides, task_shape, strides, itemsize, config)
 
 
 def _contiguous_task(inputs: Sequence[tuple], outputs: Sequence[Optional[tuple]]) -> Optional[tuple]:
@@ -148,7 +148,7 @@ def _contiguous_task(inputs: Sequence[tuple], outputs: Sequence[Optional[tuple]]
     return tuple(shape), (strides,) * len(outputs), (numel,), unit
 
 
-def _tile(shape, out_strides, task_shape, strides, itemsize, config, split=None, work=None) -> TaskPlan:
+def tile(shape, out_strides, task_shape, strides, itemsize, config, split=None, work=None) -> TaskPlan:
     """The TaskPlan of a collapsed task; no tiles when `work` (default: the broadcast shape; the
     kept rows for reductions along dims) is empty."""
     tiling = choose_tiling(task_shape, strides, itemsize, config, split=split)
@@ -204,7 +204,7 @@ def analyze_rows(
         )
     task_shape = rows + cols
     strides = tuple(r + c for r, c in zip(row_strides, col_strides))
-    return _tile(shape, out_strides, task_shape, strides, itemsize, config, split=len(rows), work=rows)
+    return tile(shape, out_strides, task_shape, strides, itemsize, config, split=len(rows), work=rows)
 
 
 def _split_task(shape, out_strides, rows, cols, row_strides, col_strides, n_inputs, parts, itemsize, config):
@@ -216,7 +216,7 @@ def _split_task(shape, out_strides, rows, cols, row_strides, col_strides, n_inpu
     buffer = dense_strides((parts, *rows), list(range(len(rows), -1, -1)))
     strides += [(*buffer, *(0,) * len(cols))] * (len(row_strides) - n_inputs)
     split = SplitRows(parts, rows, tuple(row_strides[n_inputs:]))
-    plan = _tile(shape, out_strides, task_shape, tuple(strides), itemsize, config, split=1 + len(rows), work=rows)
+    plan = tile(shape, out_strides, task_shape, tuple(strides), itemsize, config, split=1 + len(rows), work=rows)
     return replace(plan, split=split)
 
 
