@@ -157,7 +157,9 @@ class Siblings:
     def adopt(self, key: tuple, plan) -> None:
         """Give `plan` (just built for the call `key`) a rebound launcher, or keep it as the
         first of its specialization in its group."""
-        if plan.reductions or plan.split is not None or plan.to_device or plan.spec is None or plan.interpreted:
+        if plan.device.type != "cuda" or plan.interpreted or plan.spec is None:
+            return  # nothing launches through launch.c
+        if plan.reductions or plan.split is not None or plan.to_device:
             return
         group = self._groups.setdefault((shape_free_class(key), plan.spec.file_name), [])
         if not any(launched.lend(plan) for launched in group) and len(group) < self.PER_GROUP:
