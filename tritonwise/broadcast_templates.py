@@ -21,7 +21,6 @@ analysis's own.
 
 from __future__ import annotations
 
-import math
 from typing import Optional
 
 from .analysis.layout import c_strides
@@ -89,7 +88,7 @@ class BroadcastTemplates:
         task = tile(shape, out_strides, task_shape, strides, itemsize, self._config)
         if task.layout_class != template.task.layout_class:
             return None
-        return _copy(
+        return copy_with(
             template,
             grid=task.grid,
             index_args=index_arg_values(template.spec, task),
@@ -138,7 +137,10 @@ def _collapsed(shapes: list, n_outputs: int) -> Optional[tuple]:
     return tuple(reversed(sizes)), tuple(task_strides), tuple(shape), tuple(out_strides)
 
 
-def _copy(instance, **changes):
+def copy_with(instance, **changes):
+    """A shallow copy of a dataclass instance with `changes` to its fields, made without calling
+    its __init__ (a derived plan is built per new shape, so its few microseconds count). Cached
+    properties come along: a derived task's depend on its layout class alone, which it shares."""
     copied = object.__new__(type(instance))
     copied.__dict__.update(instance.__dict__, **changes)
     return copied

@@ -24,7 +24,7 @@ from typing import Optional
 
 from .analysis.layout import c_strides
 from .analysis.tiling import ALIGNMENT, INT32_LIMIT
-from .broadcast_templates import BroadcastTemplates
+from .broadcast_templates import BroadcastTemplates, copy_with
 from .codegen.params import stride_classes
 from .runtime.kernels import Rebinding
 from .schemes import get_scheme
@@ -134,9 +134,11 @@ class _Template:
         grid = (min(tiles, self._max_grid),)
         out_strides = (c_strides(shape),) * len(template.out_strides)
         index_args = scheme.index_values((numel,), None, block, self._classes, task.strides)
-        new_task = _copy(task, shape=shape, output_strides=out_strides, task_shape=(numel,), num_tiles=tiles, grid=grid)
+        new_task = copy_with(
+            task, shape=shape, output_strides=out_strides, task_shape=(numel,), num_tiles=tiles, grid=grid
+        )
         changes = dict(grid=grid, index_args=index_args, task=new_task, out_shape=shape, out_strides=out_strides)
-        plan = _copy(template, numel=numel, direct=None, fast=None, hit=None, **changes)
+        plan = copy_with(template, numel=numel, direct=None, fast=None, hit=None, **changes)
         self._launched.lend(plan)
         return plan
 
@@ -188,12 +190,3 @@ class _Launched:
         if direct is not None:
             plan.use_launcher(direct)
         return direct is not None
-
-
-def _copy(instance, **changes):
-    """A shallow copy of a dataclass instance with `changes` to its fields, made without calling
-    its __init__ (a derived plan is built per new shape, so its few microseconds count). Cached
-    properties come along: a derived task's depend on its layout class alone, which it shares."""
-    copied = object.__new__(type(instance))
-    copied.__dict__.update(instance.__dict__, **changes)
-    return copied
