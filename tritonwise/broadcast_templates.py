@@ -57,7 +57,7 @@ class BroadcastTemplates:
     def remember(self, key: tuple, plan) -> None:
         """Keep `plan` (just built for the call `key`) as its structure's template, when it is one."""
         found = structure(key)
-        if found is None or plan.reductions or plan.split is not None or plan.to_device or plan.task is None:
+        if found is None or not plan.allocates_and_launches or plan.task is None:
             return
         n_out = len(plan.out_dtypes)
         if (
@@ -88,20 +88,7 @@ class BroadcastTemplates:
         task = tile(shape, out_strides, task_shape, strides, itemsize, self._config)
         if task.layout_class != template.task.layout_class:
             return None
-        return copy_with(
-            template,
-            grid=task.grid,
-            index_args=index_arg_values(template.spec, task),
-            out_shape=shape,
-            out_strides=out_strides,
-            numel=task.numel,
-            constexprs=tuple(task.tiling.block),
-            num_warps=task.tiling.num_warps,
-            task=task,
-            direct=None,
-            fast=None,
-            hit=None,
-        )
+        return template.for_task(task, index_arg_values(template.spec, task), out_shape=shape, out_strides=out_strides)
 
 
 def _collapsed(shapes: list, n_outputs: int) -> Optional[tuple]:
@@ -135,12 +122,3 @@ def _collapsed(shapes: list, n_outputs: int) -> Optional[tuple]:
         out_step *= extent
     task_strides = [tuple(reversed(s)) for s in strides] + [tuple(reversed(out_task))] * n_outputs
     return tuple(reversed(sizes)), tuple(task_strides), tuple(shape), tuple(out_strides)
-
-
-def copy_with(instance, **changes):
-    """A shallow copy of a dataclass instance with `changes` to its fields, made without calling
-    its __init__ (a derived plan is built per new shape, so its few microseconds count). Cached
-    properties come along: a derived task's depend on its layout class alone, which it shares."""
-    copied = object.__new__(type(instance))
-    copied.__dict__.update(instance.__dict__, **changes)
-    return copied

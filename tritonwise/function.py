@@ -459,21 +459,17 @@ class PointwiseDynamicFunction:
         return LaunchPlan(
             name=self.__name__,
             launch=launch,
-            grid=task.grid,
             index_args=index_arg_values(spec, task),
             tensor_positions=positions,
             out_shape=reductions[0].result_shape(task.shape) if rows else task.shape,
             out_strides=out_strides,
             out_dtypes=tuple(r.result for r in reductions) if rows else types.results,
             device=device,
-            numel=task.numel,
             to_device=moved,
             out_extents=extents,
             in_extents=tuple(argcheck.dense_extent(args[i].shape, args[i].stride()) for i in positions if given),
             reductions=reductions if any(reductions) and not rows else (),
             deterministic=spec.deterministic,
-            constexprs=tuple(task.tiling.block),
-            num_warps=task.tiling.num_warps,
             path=path,
             task=task,
             spec=spec,
@@ -481,6 +477,7 @@ class PointwiseDynamicFunction:
             empty_fill=0 if rows and not task.numel else None,  # a sum of nothing (_analyze_rows refuses max/min)
             split=_split_launch(task, reductions),
             default_dtype=_default_dtype_decided(args, types.results),
+            **LaunchPlan.task_fields(task),
         )
 
 

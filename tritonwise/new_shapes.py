@@ -24,8 +24,9 @@ from typing import Optional
 
 from .analysis.layout import c_strides
 from .analysis.tiling import ALIGNMENT, INT32_LIMIT
-from .broadcast_templates import BroadcastTemplates, copy_with
+from .broadcast_templates import BroadcastTemplates
 from .codegen.params import stride_classes
+from .runtime.dispatch import copy_with
 from .runtime.kernels import Rebinding
 from .schemes import get_scheme
 
@@ -92,7 +93,7 @@ class Templates:
         """Keep `plan` (just built for the call `key`) as its class's template, when it is one."""
         found = contiguous_class(key)
         task = plan.task
-        if found is None or plan.reductions or plan.split is not None or task is None:
+        if found is None or not plan.allocates_and_launches or task is None:
             return
         if task.tiling.scheme != "flat" or task.task_shape != (found[2],):
             return
@@ -137,8 +138,7 @@ class _Template:
         new_task = copy_with(
             task, shape=shape, output_strides=out_strides, task_shape=(numel,), num_tiles=tiles, grid=grid
         )
-        changes = dict(grid=grid, index_args=index_args, task=new_task, out_shape=shape, out_strides=out_strides)
-        plan = copy_with(template, numel=numel, direct=None, fast=None, hit=None, **changes)
+        plan = template.for_task(new_task, index_args, out_shape=shape, out_strides=out_strides)
         self._launched.lend(plan)
         return plan
 
@@ -161,7 +161,7 @@ class Siblings:
         first of its specialization in its group."""
         if plan.device.type != "cuda" or plan.interpreted or plan.spec is None:
             return  # nothing launches through launch.c
-        if plan.reductions or plan.split is not None or plan.to_device:
+        if not plan.allocates_and_launches:
             return
         group = self._groups.setdefault((shape_free_class(key), plan.spec.file_name), [])
         if not any(launched.lend(plan) for launched in group) and len(group) < self.PER_GROUP:

@@ -48,6 +48,16 @@ class SplitLaunch:
         return [torch.empty((self.parts, *self.rows), dtype=acc, device=device) for acc in self.accs]
 
 
+def copy_with(instance, **changes):
+    """A shallow copy of a dataclass instance with `changes` to its fields, made without calling
+    its __init__ (a plan for a new shape is built per call of that shape, so its few
+    microseconds count). Cached properties come along: a derived task's depend on its layout
+    class alone, which it shares."""
+    copied = object.__new__(type(instance))
+    copied.__dict__.update(instance.__dict__, **changes)
+    return copied
+
+
 @dataclass
 class LaunchPlan:
     name: str
@@ -79,6 +89,25 @@ class LaunchPlan:
     default_dtype: Optional[torch.dtype] = None
     split: Optional["SplitLaunch"] = None  # a split reduction along dims: partials to combine
     hit: Optional[tuple] = None  # what launch.c's hit() reads to serve this plan (runtime/hit_path.py)
+
+    @property
+    def allocates_and_launches(self) -> bool:
+        """Whether a call is just outputs allocated and one launch: no reductions, no split
+        partials to combine, no 0-d CPU scalars to move first."""
+        return not (self.reductions or self.split is not None or self.to_device)
+
+    @staticmethod
+    def task_fields(task) -> dict:
+        """What a plan takes from its task (analysis.plan.TaskPlan) besides the index arguments:
+        the grid, the element count, the block (the constexpr values) and its warps."""
+        tiling = task.tiling
+        return dict(grid=task.grid, numel=task.numel, constexprs=tuple(tiling.block), num_warps=tiling.num_warps)
+
+    def for_task(self, task, index_args: tuple, **changes) -> "LaunchPlan":
+        """This plan for another task of its layout class (a new shape: new_shapes.py), with
+        its `index_args` and `changes`; not launched yet."""
+        fields = self.task_fields(task)
+        return copy_with(self, task=task, index_args=index_args, direct=None, fast=None, hit=None, **fields, **changes)
 
     def run(self, args: tuple, outs: list):
         if self.reductions:
@@ -210,8 +239,7 @@ class LaunchPlan:
 
     def _fast_call(self) -> Optional[Callable]:
         """The whole hit path for calls that give no outputs, built once: allocate, launch."""
-        unusual = self.reductions or self.split or self.to_device or self.default_dtype is not None
-        if self.direct is None or unusual:
+        if self.direct is None or not self.allocates_and_launches or self.default_dtype is not None:
             return None
         direct, shape, device, empty = self.direct, self.out_shape, self.device, torch.empty_strided
         layouts = tuple(zip(self.out_strides, self.out_dtypes))
