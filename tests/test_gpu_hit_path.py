@@ -105,6 +105,28 @@ def test_calls_the_c_path_does_not_serve_still_come_out_right():
     assert not _served_by_c(squared_error_sum, x, y) and not _served_by_c(add_alpha, x, scalar, 0.5)
 
 
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_with_several_gpus_the_c_path_serves_only_while_the_plans_device_is_current(monkeypatch):
+    x, y = _cuda(2048).to("cuda:1"), _cuda(2048).to("cuda:1")
+    with torch.cuda.device(1):
+        add_alpha(x, y, 0.5)
+    entry, served = hit_path.entry, []
+
+    def counting(plans, args, miss):
+        result = entry(plans, args, miss)
+        served.append(not (type(result) is tuple and result[0] is miss))
+        return result
+
+    monkeypatch.setattr(hit_path, "entry", counting)
+    with torch.cuda.device(1):
+        current = add_alpha(x, y, 0.5)
+    other = add_alpha(x, y, 0.5)  # cuda:0 is current: the Python launcher switches to cuda:1
+    assert served == [True, False] and torch.cuda.current_device() == 0
+    assert current.device == other.device == x.device
+    torch.testing.assert_close(other, current, rtol=0, atol=0)
+    torch.testing.assert_close(current, x + 0.5 * y)
+
+
 def test_a_plan_is_never_served_to_another_signature():
     x, y = _cuda(4, 300), _cuda(4, 300)
     add_alpha(x, y, 0.5)

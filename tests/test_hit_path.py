@@ -53,7 +53,7 @@ def module():
     module = native.launch_module()
     if module is None:
         pytest.skip("no C compiler or Python headers: launch.c cannot be built here")
-    hit_path.configure(module, raw_stream=lambda device: 0x5000 + device, hooks=Hooks())
+    hit_path.configure(module, raw_stream=lambda device: 0x5000 + device, hooks=Hooks(), current_device=None)
     yield module
     if hit_path.entry is not None:  # a GPU process already serves hits: give back the real objects
         hit_path.configure(module)
@@ -121,7 +121,15 @@ def test_two_outputs_come_back_as_a_tuple(module):
 
 @pytest.mark.parametrize(
     "case",
-    ["no plan", "a plan without a record", "another dtype", "a hook installed", "a failed launch", "a value too wide"],
+    [
+        "no plan",
+        "a plan without a record",
+        "another dtype",
+        "a hook installed",
+        "another device current",
+        "a failed launch",
+        "a value too wide",
+    ],
 )
 def test_what_python_must_decide_misses_with_the_signature_and_launches_nothing(module, case):
     driver = FakeDriver(result=700 if case == "a failed launch" else 0)
@@ -133,6 +141,8 @@ def test_what_python_must_decide_misses_with_the_signature_and_launches_nothing(
         args = (x.double(), y, 0.5)
     if case == "a hook installed":
         hit_path.configure(module, raw_stream=lambda device: 0x5000, hooks=Hooks(enter=[print]))
+    if case == "another device current":  # the record launches on device 0
+        hit_path.configure(module, raw_stream=lambda device: 0x5000, hooks=Hooks(), current_device=lambda: 1)
     if case == "a value too wide":
         plan.hit = plan.hit[:11] + (b"ppbp",) + plan.hit[12:]  # alpha packed as int8: 0.5 is no int
     assert module.hit(plans, args, hit_path.MISS) == (hit_path.MISS, arguments.call_signature(args))

@@ -13,7 +13,7 @@
  */
 
 static PyObject *tensor_type = NULL, *other_key = NULL, *empty_strided = NULL, *raw_stream = NULL;
-static PyObject *hooks = NULL, *alloc_kwnames = NULL;
+static PyObject *hooks = NULL, *current_device = NULL, *alloc_kwnames = NULL;
 static PyObject *name_dtype, *name_shape, *name_stride, *name_device, *name_is_neg, *name_requires_grad;
 static PyObject *name_hit, *name_enter, *name_exit, *name_calls, *name_move_to_end;
 
@@ -36,15 +36,16 @@ static int intern_names(void) {
            name_enter && name_exit && name_calls && name_move_to_end && alloc_kwnames;
 }
 
-/* configure(tensor_type, other_key, empty_strided, raw_stream, hooks): hooks is Triton's
- * knobs.runtime, or None where this Triton has no launch hooks. */
+/* configure(tensor_type, other_key, empty_strided, raw_stream, hooks, current_device): hooks is
+ * Triton's knobs.runtime, or None where this Triton has no launch hooks; current_device is torch's
+ * current-device query, or None where one device is visible (it is then always the plan's). */
 static PyObject *configure(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "configure() takes 5 arguments");
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "configure() takes 6 arguments");
         return NULL;
     }
-    PyObject **targets[5] = {&tensor_type, &other_key, &empty_strided, &raw_stream, &hooks};
-    for (int k = 0; k < 5; ++k) {
+    PyObject **targets[6] = {&tensor_type, &other_key, &empty_strided, &raw_stream, &hooks, &current_device};
+    for (int k = 0; k < 6; ++k) {
         Py_INCREF(args[k]);
         Py_XSETREF(*targets[k], args[k]);
     }
@@ -141,10 +142,22 @@ static PyObject *allocate(PyObject *shape, PyObject *strides, PyObject *dtype, P
     return PyObject_Vectorcall(empty_strided, call, 2, alloc_kwnames);
 }
 
+/* 1 where the current device is the one the record launches on, 0 where not (the Python
+ * launcher switches devices), -1 with an exception set. */
+static int on_record_device(PyObject *device_index) {
+    if (current_device == Py_None) return 1;
+    PyObject *now = PyObject_CallNoArgs(current_device);
+    if (now == NULL) return -1;
+    int same = PyObject_RichCompareBool(now, device_index, Py_EQ);
+    Py_DECREF(now);
+    return same;
+}
+
 /* Launch plan `record` (see the header) on `args`; the output(s), or NULL with or without an
- * exception set (without: a failed launch, for the Python path to retry or report). */
+ * exception set (without: another device current or a failed launch, for the Python path). */
 static PyObject *run_record(PyObject *record, PyObject *args) {
     PyObject *const *f = &PyTuple_GET_ITEM(record, 0);
+    if (on_record_device(f[10]) != 1) return NULL;
     PyObject *layouts = f[1];
     Py_ssize_t n_out = PyTuple_GET_SIZE(layouts);
     PyObject *outs = PyTuple_New(n_out);

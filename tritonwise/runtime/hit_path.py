@@ -4,9 +4,8 @@ call_signature, PlanCache.get, LaunchPlan.fast and the launcher.
 
 A plan offers itself to it by carrying `hit`, a tuple of what the launch needs (`record`); only
 plans whose fast path is plain allocation and a launch through launch.c get one (no reductions,
-splits, scalars to move, default-dtype condition), and only with one visible GPU, where the
-current device is always the plan's. Wherever Python must decide (no such plan, launch hooks
-installed, a failed launch: nothing was launched) the C function returns (`MISS`, the signature it
+splits, scalars to move, default-dtype condition). Wherever Python must decide (no such plan,
+launch hooks installed, another device current, a failed launch: nothing was launched) the C function returns (`MISS`, the signature it
 built), or `MISS` alone if building it raised, and __call__ goes on as before with that signature. `entry` is None until the first plan gets a record, so processes that never launch
 through launch.c never load it for this.
 """
@@ -36,9 +35,13 @@ def enable() -> None:
 _DEFAULT = object()
 
 
-def configure(module, raw_stream: Optional[Callable] = None, hooks=_DEFAULT) -> None:
-    """What hit() calls: torch's current-stream query (`raw_stream`) and Triton's launch hooks
-    (`hooks`, knobs.runtime; None where this Triton has none) unless given (tests give fakes)."""
+def configure(
+    module, raw_stream: Optional[Callable] = None, hooks=_DEFAULT, current_device: Optional[Callable] = _DEFAULT
+) -> None:
+    """What hit() calls: torch's current-stream query (`raw_stream`), Triton's launch hooks
+    (`hooks`, knobs.runtime; None where this Triton has none) and torch's current-device query
+    (`current_device`; None with one visible GPU, which is then always the plan's), unless given
+    (tests give fakes)."""
     if hooks is _DEFAULT:
         try:
             from triton import knobs
@@ -46,8 +49,11 @@ def configure(module, raw_stream: Optional[Callable] = None, hooks=_DEFAULT) -> 
             hooks = knobs.runtime
         except (ImportError, AttributeError):
             hooks = None
+    if current_device is _DEFAULT:
+        several = torch.cuda.is_available() and torch.cuda.device_count() > 1
+        current_device = torch._C._cuda_getDevice if several else None
     raw_stream = raw_stream or torch._C._cuda_getCurrentRawStream
-    module.configure(torch.Tensor, _other_key, torch.empty_strided, raw_stream, hooks)
+    module.configure(torch.Tensor, _other_key, torch.empty_strided, raw_stream, hooks, current_device)
 
 
 def record(shape: tuple, layouts: tuple, device: torch.device, launch: tuple) -> tuple:

@@ -21,9 +21,9 @@
  * runtime/arguments.py's call_signature builds it, the plan looked up in `plans` (the plan cache's
  * dict), outputs allocated through torch.empty_strided, the stream asked of torch, and the launch
  * above. Wherever the Python path must decide (no plan, a plan without a `hit` record, launch
- * hooks installed, a failed launch) it launches nothing and returns (`miss`, the signature it
- * built), or `miss` alone where building the signature failed. `configure` gives it
- * the Python objects it calls. Built on first use by tritonwise/runtime/native.py; nothing here
+ * hooks installed, another device current, a failed launch) it launches nothing and returns
+ * (`miss`, the signature it built), or `miss` alone where building the signature failed.
+ * `configure` gives it the Python objects it calls. Built on first use by tritonwise/runtime/native.py; nothing here
  * includes cuda.h.
  */
 #define PY_SSIZE_T_CLEAN

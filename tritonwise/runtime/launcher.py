@@ -197,8 +197,9 @@ def own_launcher(compiled, grid, tail, device_index, n_inputs, hooked: Callable)
                 raise cuda_driver.CudaError(f"launching {compiled.name}: {cuda_driver.error_text(code)}")
 
         launch.rebind = bind
-        if not check_device:  # what the C hit path needs to launch the same way (runtime/hit_path.py)
-            launch.c_record = (cu_launch_kernel, function, g0, g1, g2, threads, shared, device_index, kinds, fixed)
+        # What the C hit path needs to launch the same way (runtime/hit_path.py); it checks the
+        # current device itself where several are visible.
+        launch.c_record = (cu_launch_kernel, function, g0, g1, g2, threads, shared, device_index, kinds, fixed)
         return launch
 
     return bind(grid, tail, hooked)
