@@ -10,7 +10,9 @@ such a class then skips the analysis and the binding of a new plan (function.py'
 the template has launched, the derived plan launches through the template's launcher rebound to
 its grid and index values (kernels.Rebinding): one kernel, one specialization, nothing
 looked up. Before that, or where the kernel could be specialized on those values, its first
-launch is any plan's (kernels.first_launch).
+launch is any plan's (kernels.first_launch). Once a derived plan has launched so, the class's
+`c_record` lets the C hit path (runtime/hit.h, run_template) launch its later new shapes itself:
+the same launch, with size0, num_tiles and the grid worked out in C, and no plan at all.
 
 New shapes of other classes (broadcast, strided, transposed) still take the analysis, but
 `Siblings` gives their plans the same rebound launcher of an earlier plan of their call class
@@ -88,6 +90,9 @@ class Templates:
     def __init__(self, config):
         self._config = config
         self._templates: dict = {}
+        # class -> what launch.c's hit() needs to serve that class's new shapes itself
+        # (hit.h's run_template), published once a plan derived from its template has launched
+        self.c_records: dict = {}
 
     def remember(self, key: tuple, plan) -> None:
         """Keep `plan` (just built for the call `key`) as its class's template, when it is one."""
@@ -106,12 +111,18 @@ class Templates:
         if found is None:
             return None
         parts, shape, numel = found
-        template = self._templates.get((parts, numel % ALIGNMENT == 0))
+        class_key = (parts, numel % ALIGNMENT == 0)
+        template = self._templates.get(class_key)
         if template is None or template.index_bits(numel) != template.plan.task.index_bits:
             return None
         if template.plan.default_dtype not in (None, default_dtype):
             return None
-        return template.derived(shape, numel)
+        plan = template.derived(shape, numel)
+        if class_key not in self.c_records:
+            record = template.c_record()
+            if record is not None:
+                self.c_records[class_key] = record
+        return plan
 
 
 class _Template:
@@ -141,6 +152,27 @@ class _Template:
         plan = template.for_task(new_task, index_args, out_shape=shape, out_strides=out_strides)
         self._launched.lend(plan)
         return plan
+
+    def c_record(self) -> Optional[tuple]:
+        """What hit() (hit.h's run_template) needs to serve this class's new shapes without a
+        plan: the template's launch, with the two index values (size0, num_tiles) and the grid
+        left to work out per call. None where that would not launch what a derived plan does:
+        no hit record (several GPUs, a default-dtype condition), other index arguments (run-time
+        strides), or a kernel Triton specializes on a value the class does not fix (only size0 of
+        a class whose numel is a multiple of 16 is)."""
+        plan, rebinding = self.plan, self._launched.rebinding()
+        positions = rebinding and rebinding.value_positions()
+        if plan.hit is None or positions is None or len(plan.index_args) != 2 or plan.default_dtype is not None:
+            return None
+        if set(positions) - ({0} if plan.task.aligned else set()):
+            return None
+        _, layouts, device, cu_launch, function, _, _, _, threads, shared, index, kinds, fixed = plan.hit
+        block = math.prod(self._block)
+        low, high = (2, INT32_LIMIT - block) if plan.task.index_bits == 32 else (INT32_LIMIT - block + 1, 2**62)
+        kind = "i" if plan.task.index_bits == 32 else "l"
+        dtypes = tuple(dtype for _, dtype in layouts)
+        launch = (cu_launch, function, threads, shared, index, kinds)
+        return (dtypes, device, *launch, block, self._max_grid, low, high, kind, len(fixed) // 8 - 2)
 
 
 class Siblings:
@@ -180,13 +212,16 @@ class _Launched:
         self.plan = plan
         self._rebinding = None  # kernels.Rebinding, once the plan has launched
 
+    def rebinding(self) -> Optional[Rebinding]:
+        """The Rebinding of this plan's launcher, once it has launched."""
+        if self._rebinding is None and self.plan.direct is not None:
+            self._rebinding = Rebinding(self.plan)
+        return self._rebinding
+
     def lend(self, plan) -> bool:
         """Give `plan` this plan's launcher rebound to its values, where that is sound."""
-        if self._rebinding is None:
-            if self.plan.direct is None:
-                return False
-            self._rebinding = Rebinding(self.plan)
-        direct = self._rebinding.launcher(plan)
+        rebinding = self.rebinding()
+        direct = rebinding and rebinding.launcher(plan)
         if direct is not None:
             plan.use_launcher(direct)
         return direct is not None

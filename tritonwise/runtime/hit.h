@@ -202,13 +202,115 @@ static PyObject *run_record(PyObject *record, PyObject *args) {
     return outs;
 }
 
-/* hit(plans, args, miss): see the header of launch.c. */
-static PyObject *hit(PyObject *self, PyObject *const *argv, Py_ssize_t nargs) {
-    if (nargs != 3 || !PyDict_Check(argv[0]) || !PyTuple_Check(argv[1])) {
-        PyErr_SetString(PyExc_TypeError, "hit() takes a dict, a tuple and the miss value");
+/* The shape, strides and element count shared by every tensor of `key` (a signature): plain
+ * tensors, none negative or requiring grad, all of one C-contiguous shape of two or more
+ * elements (new_shapes.contiguous_class's test); and in `parts` the key without shapes and
+ * strides, as that function gives it. 0 when the call is not of this kind (no exception). */
+static int contiguous_call(PyObject *key, PyObject **shape, PyObject **strides, long long *numel, PyObject *parts) {
+    *shape = *strides = NULL;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(key); ++k) {
+        PyObject *e = PyTuple_GET_ITEM(key, k), *part;
+        if (PyTuple_CheckExact(e) && PyTuple_GET_SIZE(e) == 7) {
+            PyObject *const *f = &PyTuple_GET_ITEM(e, 0);
+            if (f[5] != Py_False || f[6] != Py_False) return 0;
+            if (*shape == NULL) {
+                *shape = f[1];
+                *strides = f[2];
+            } else if (PyObject_RichCompareBool(f[1], *shape, Py_EQ) != 1 ||
+                       PyObject_RichCompareBool(f[2], *strides, Py_EQ) != 1) {
+                PyErr_Clear();
+                return 0;
+            }
+            part = PyTuple_Pack(3, f[0], f[3], f[4]);
+            if (part == NULL) return 0;
+        } else if (PyTuple_Check(e)) {
+            return 0;  /* a subclass or a StridedBuffer: the general path */
+        } else {
+            part = Py_NewRef(e);
+        }
+        PyTuple_SET_ITEM(parts, k, part);
+    }
+    if (*shape == NULL || !PyTuple_Check(*strides) || PyTuple_GET_SIZE(*strides) != PyObject_Length(*shape)) return 0;
+    long long expected = 1;
+    for (Py_ssize_t d = PyTuple_GET_SIZE(*strides) - 1; d >= 0; --d) {
+        PyObject *size_object = PySequence_GetItem(*shape, d);
+        long long size = size_object == NULL ? -1 : PyLong_AsLongLong(size_object);
+        Py_XDECREF(size_object);
+        long long stride = PyLong_AsLongLong(PyTuple_GET_ITEM(*strides, d));
+        if (PyErr_Occurred() || size < 1 || stride != expected || expected > (1LL << 62) / size) {
+            PyErr_Clear();
+            return 0;
+        }
+        expected *= size;
+    }
+    *numel = expected;
+    return expected >= 2;
+}
+
+/* Launch a contiguous call from its class's template record (new_shapes.py's c_record):
+ *   (out dtypes, device, cu_launch_kernel, function, threads, shared, device_index, kinds,
+ *    block, max_grid, min_numel, max_numel, index kind "i" or "l", scratch slots)
+ * the outputs C-contiguous like the inputs, the grid and the two index values (size0,
+ * num_tiles) worked out as the derived plan would. NULL without an exception: not served. */
+static PyObject *run_template(PyObject *templates, PyObject *key, PyObject *args) {
+    PyObject *shape, *strides, *parts = PyTuple_New(PyTuple_GET_SIZE(key)), *result = NULL;
+    long long numel;
+    if (parts == NULL || !contiguous_call(key, &shape, &strides, &numel, parts)) {
+        Py_XDECREF(parts);
         return NULL;
     }
-    PyObject *plans = argv[0], *args = argv[1], *miss = argv[2];
+    PyObject *class_key = Py_BuildValue("(OO)", parts, numel % 16 == 0 ? Py_True : Py_False);
+    Py_DECREF(parts);
+    PyObject *t = class_key == NULL ? NULL : Py_XNewRef(PyDict_GetItemWithError(templates, class_key));
+    Py_XDECREF(class_key);
+    if (t == NULL || !PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 14) goto done;
+    PyObject *const *f = &PyTuple_GET_ITEM(t, 0);
+    long long block = PyLong_AsLongLong(f[8]), max_grid = PyLong_AsLongLong(f[9]);
+    long long low = PyLong_AsLongLong(f[10]), high = PyLong_AsLongLong(f[11]), scratch = PyLong_AsLongLong(f[13]);
+    const char *index_kind = PyUnicode_AsUTF8(f[12]);
+    if (PyErr_Occurred() || block < 1 || numel < low || numel > high || index_kind == NULL) goto done;
+    long long tiles = (numel + block - 1) / block, grid = tiles < max_grid ? tiles : max_grid;
+    PyObject *fixed = PyBytes_FromStringAndSize(NULL, 8 * (2 + scratch));
+    if (fixed == NULL) goto done;
+    char *slots = PyBytes_AS_STRING(fixed);
+    memset(slots, 0, 8 * (2 + scratch));
+    if (index_kind[0] == 'i') {
+        int32_t values[2] = {(int32_t)numel, (int32_t)tiles};
+        memcpy(slots, &values[0], 4);
+        memcpy(slots + 8, &values[1], 4);
+    } else {
+        int64_t values[2] = {numel, tiles};
+        memcpy(slots, values, 16);
+    }
+    Py_ssize_t n_out = PyTuple_GET_SIZE(f[0]);
+    PyObject *layouts = PyTuple_New(n_out);
+    for (Py_ssize_t k = 0; layouts != NULL && k < n_out; ++k) {
+        PyObject *layout = PyTuple_Pack(2, strides, PyTuple_GET_ITEM(f[0], k));
+        if (layout == NULL) Py_CLEAR(layouts);
+        else PyTuple_SET_ITEM(layouts, k, layout);
+    }
+    PyObject *record = layouts == NULL ? NULL
+        : Py_BuildValue("(OOOOOLiiOOOOO)", shape, layouts, f[1], f[2], f[3], grid, 1, 1, f[4], f[5], f[6], f[7], fixed);
+    Py_XDECREF(layouts);
+    Py_DECREF(fixed);
+    if (record != NULL) {
+        result = run_record(record, args);
+        Py_DECREF(record);
+    }
+done:
+    Py_XDECREF(t);
+    if (result == NULL) PyErr_Clear();
+    return result;
+}
+
+/* hit(plans, args, miss[, templates]): see the header of launch.c. */
+static PyObject *hit(PyObject *self, PyObject *const *argv, Py_ssize_t nargs) {
+    if ((nargs != 3 && nargs != 4) || !PyDict_Check(argv[0]) || !PyTuple_Check(argv[1]) ||
+        (nargs == 4 && !PyDict_Check(argv[3]))) {
+        PyErr_SetString(PyExc_TypeError, "hit() takes a dict, a tuple, the miss value and optionally a dict");
+        return NULL;
+    }
+    PyObject *plans = argv[0], *args = argv[1], *miss = argv[2], *templates = nargs == 4 ? argv[3] : NULL;
     if (!configured()) return NULL;
     PyObject *key = build_signature(args);
     if (key == NULL) {
@@ -217,14 +319,21 @@ static PyObject *hit(PyObject *self, PyObject *const *argv, Py_ssize_t nargs) {
     }
     PyObject *plan = Py_XNewRef(PyDict_GetItemWithError(plans, key));
     PyObject *record = plan == NULL ? NULL : PyObject_GetAttr(plan, name_hit);
-    Py_XDECREF(plan);
+    PyErr_Clear();
+    int usable = record != NULL && PyTuple_Check(record) && PyTuple_GET_SIZE(record) == HIT_FIELDS;
     PyObject *result = NULL;
-    if (record != NULL && PyTuple_Check(record) && PyTuple_GET_SIZE(record) == HIT_FIELDS) {
+    if (usable || (plan == NULL && templates != NULL && PyDict_GET_SIZE(templates))) {
         int hooked = hooks == Py_None ? 0 : hook_active(name_enter);
         if (hooked == 0 && hooks != Py_None) hooked = hook_active(name_exit);
-        if (hooked == 0) result = run_record(record, args);
+        if (hooked == 0) result = usable ? run_record(record, args) : run_template(templates, key, args);
     }
+    Py_XDECREF(plan);
     Py_XDECREF(record);
+    if (result != NULL && !usable) {  /* served from a template: no plan to move */
+        Py_DECREF(key);
+        if (PyErr_Occurred()) PyErr_Clear();
+        return result;
+    }
     if (result == NULL) {  /* a miss: the signature goes back with it, so Python need not build it again */
         PyErr_Clear();
         PyObject *missed = PyTuple_Pack(2, miss, key);

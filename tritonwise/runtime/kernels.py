@@ -313,6 +313,13 @@ class Rebinding:
         if self._specialized is not None:
             self._classes = [_parameter(param, template.index_args[k]) for k, param in self._specialized]
 
+    def value_positions(self) -> Optional[tuple]:
+        """Positions among the index arguments of those Triton specializes on their values; None
+        where no plan can be rebound (no launch.c launcher, a value-specialized scalar)."""
+        if self._rebind is None or self._specialized is None:
+            return None
+        return tuple(k for k, _ in self._specialized)
+
     def launcher(self, plan) -> Optional[Callable]:
         """`plan`'s launcher, or None (the plan then takes first_launch)."""
         if self._rebind is None or self._specialized is None:

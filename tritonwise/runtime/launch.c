@@ -15,15 +15,18 @@
  * as the kernel's parameter has, from the start of the slot (x86-64 and aarch64 are little
  * endian). The slots are this call's own, packed while holding the GIL; the driver call then
  * releases it, as Triton's launcher does, so threads driving other devices are not held up.
- *   hit(plans, args, miss) -> the call's output(s), or (`miss`, signature), or `miss`
+ *   hit(plans, args, miss[, templates]) -> the call's output(s), or (`miss`, signature), or `miss`
  *
  * `hit` is a cached call's whole path (runtime/hit_path.py): the call signature built as
  * runtime/arguments.py's call_signature builds it, the plan looked up in `plans` (the plan cache's
  * dict), outputs allocated through torch.empty_strided, the stream asked of torch, and the launch
- * above. Wherever the Python path must decide (no plan, a plan without a `hit` record, launch
- * hooks installed, another device current, a failed launch) it launches nothing and returns
- * (`miss`, the signature it built), or `miss` alone where building the signature failed.
- * `configure` gives it the Python objects it calls. Built on first use by tritonwise/runtime/native.py; nothing here
+ * above. A call no plan serves whose tensors are plain, C-contiguous and of one shape is launched
+ * from its class's record in `templates` when there is one (new_shapes.py: a new shape of a
+ * contiguous call needs no plan of its own). Wherever the Python path must decide (no plan or
+ * template, a plan without a `hit` record, launch hooks installed, another device current, a
+ * failed launch) it launches nothing and returns (`miss`, the signature it built), or `miss`
+ * alone where building the signature failed. `configure` gives it the Python objects it calls.
+ * Built on first use by tritonwise/runtime/native.py; nothing here
  * includes cuda.h.
  */
 #define PY_SSIZE_T_CLEAN
