@@ -101,7 +101,7 @@ class PointwiseDynamicFunction:
     def __call__(self, *args, **kwargs):
         entry, key = hit_path.entry, None
         if entry is not None and not kwargs:  # the C hit path: signature, lookup, allocation, launch
-            result = entry(self._plans.by_key, args, hit_path.MISS, self._templates.c_records)
+            result = entry(self._plans.by_key, args, hit_path.MISS, self._new_shapes.contiguous.c_records)
             if type(result) is tuple and len(result) == 2 and result[0] is hit_path.MISS:
                 key = result[1]  # a miss, with the signature hit() built
             elif result is not hit_path.MISS:
