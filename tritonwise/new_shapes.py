@@ -157,7 +157,7 @@ class _Template:
         """What hit() (hit.h's run_template) needs to serve this class's new shapes without a
         plan: the template's launch, with the two index values (size0, num_tiles) and the grid
         left to work out per call. None where that would not launch what a derived plan does:
-        no hit record (several GPUs, a default-dtype condition), other index arguments (run-time
+        no hit record (not launched through launch.c, a default-dtype condition), other index arguments (run-time
         strides), or a kernel Triton specializes on a value the class does not fix (only size0 of
         a class whose numel is a multiple of 16 is)."""
         plan, rebinding = self.plan, self._launched.rebinding()

@@ -10,8 +10,8 @@ C-contiguous and of one shape is launched from its class's template record
 counts it as a hit. Wherever Python must decide (no such plan or template, launch hooks installed,
 another device current, a failed launch: nothing was launched) the C function returns (`MISS`,
 the signature it built), or `MISS` alone if building it raised, and __call__ goes on as before
-with that signature. `entry` is None until the first plan gets a record, so processes that never launch
-through launch.c never load it for this.
+with that signature. `entry` is None until the first plan gets a record, so processes that never
+launch through launch.c never load it for this.
 """
 
 from __future__ import annotations
