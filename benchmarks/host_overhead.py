@@ -7,6 +7,10 @@ call (the GPU work is ~2 us, so the host dominates): the median of 9 rounds, tri
 and torch.compile interleaved in each round. A breakdown times each layer of
 tritonwise's hot path on its own, and the cold first call (analysis, render, write, load;
 Triton's compile excluded) is timed against a fresh cache directory.
+
+The ATen helpers (tritonwise/runtime/aten.py) are built before the first launch, so every
+timed call uses them unless TRITONWISE_ATEN=0 is set; the breakdown times a whole add with them
+on and off side by side.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ import time
 
 import torch
 
-from tritonwise.runtime import hit_path
-from tritonwise.runtime.arguments import call_signature
+os.environ.setdefault("TRITONWISE_ATEN", "wait")  # read when the first plan launches
+from tritonwise.runtime import aten, hit_path, native  # noqa: E402
+from tritonwise.runtime.arguments import call_signature  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import launch_layers  # noqa: E402
@@ -74,6 +79,16 @@ def _with_entry(entry, fn, *args):
         hit_path.entry = saved
 
 
+def _with_aten(module, helpers, restore, *args):
+    """add(*args) with launch.c using the ATen helpers (`helpers`) or torch's Python API (None),
+    then `restore`d."""
+    aten.use(module, helpers)
+    try:
+        return add(*args)
+    finally:
+        aten.use(module, restore)
+
+
 def breakdown() -> list:
     """Microseconds of each layer of a cached `add(a, b)` call, timed alone, then the launch
     layers of launch_layers.py (Triton's own launcher and torch's add among them)."""
@@ -92,6 +107,14 @@ def breakdown() -> list:
         rows.append(("its signature alone (C)", lambda: hit_path.entry.__self__.signature((a, b))))
         rows.append(("whole add(a, b) in a wrapper, C hit path on", lambda: _with_entry(hit_path.entry, add, a, b)))
         rows.append(("whole add(a, b) in a wrapper, C hit path off", lambda: _with_entry(None, add, a, b)))
+        if os.environ["TRITONWISE_ATEN"] != "0":
+            module, helpers = native.launch_module(), aten.helpers()
+            on, off = (
+                (lambda: _with_aten(module, helpers, helpers, a, b)),
+                (lambda: _with_aten(module, None, helpers, a, b)),
+            )
+            rows.append(("whole add(a, b) in a wrapper, ATen helpers on", on))
+            rows.append(("whole add(a, b) in a wrapper, ATen helpers off", off))
     times = median_us([fn for _, fn in rows], rounds=5)
     return [(name, us) for (name, _), us in zip(rows, times)]
 

@@ -13,7 +13,7 @@ import torch
 
 from tritonwise import StridedBuffer
 from tritonwise.new_shapes import contiguous_class
-from tritonwise.runtime import arguments, hit_path, native
+from tritonwise.runtime import arguments, aten, hit_path, native
 
 LAUNCH_KERNEL = ctypes.CFUNCTYPE(
     ctypes.c_int,
@@ -49,15 +49,30 @@ class Hooks:
         self.launch_exit_hook = SimpleNamespace(calls=list(leave))
 
 
-@pytest.fixture
-def module():
+@pytest.fixture(scope="session")
+def aten_helpers():
+    try:
+        return aten.helpers()
+    except native.BUILD_ERRORS as e:
+        if "no compiler found" in str(e):
+            pytest.skip(str(e))
+        raise
+
+
+@pytest.fixture(params=["torch's Python API", "ATen helpers"])
+def module(request):
+    """launch.c, configured with stand-ins, allocating and reading pointers each way."""
     module = native.launch_module()
     if module is None:
         pytest.skip("no C compiler or Python headers: launch.c cannot be built here")
     hit_path.configure(module, raw_stream=lambda device: 0x5000 + device, hooks=Hooks(), current_device=None)
+    with_aten = request.param == "ATen helpers"
+    aten.use(module, request.getfixturevalue("aten_helpers") if with_aten else None)
     yield module
+    aten.use(module, None)
     if hit_path.entry is not None:  # a GPU process already serves hits: give back the real objects
         hit_path.configure(module)
+        aten.use(module, request.getfixturevalue("aten_helpers"))
 
 
 def _record(driver, outputs=1, shape=(4, 3), dtype=torch.float32):
@@ -236,3 +251,95 @@ def test_a_call_its_template_cannot_serve_misses_with_the_signature(module, case
         hit_path.configure(module, raw_stream=lambda device: 0x5000, hooks=Hooks(enter=[print]))
     assert module.hit({}, args, hit_path.MISS, templates) == (hit_path.MISS, arguments.call_signature(args))
     assert driver.launches == []
+
+
+class Recording(torch.overrides.TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.calls.append(getattr(func, "__name__", str(func)))
+        return func(*args, **(kwargs or {}))
+
+
+def test_under_a_torch_function_mode_outputs_are_allocated_where_the_mode_sees_them(module):
+    driver = FakeDriver()
+    x, y = torch.randn(4, 3), torch.randn(4, 3)
+    plans = {arguments.call_signature((x, y, 0.5)): SimpleNamespace(hit=_record(driver))}
+    with Recording() as mode:
+        out = module.hit(plans, (x, y, 0.5), hit_path.MISS)
+    assert "empty_strided" in mode.calls and driver.launches[0][1][3] == out.data_ptr()
+
+
+EMPTY_STRIDED = ctypes.PYFUNCTYPE(ctypes.py_object, *[ctypes.py_object] * 4)
+
+
+@pytest.mark.parametrize(
+    "shape, strides, dtype, device",
+    [
+        ((4, 3), (3, 1), torch.float32, "cpu"),
+        ((), (), torch.bool, "cpu"),
+        ((0, 5), (5, 1), torch.complex128, "cpu"),
+        ((2, 3, 4), (1, 2, 6), torch.bfloat16, "cpu"),  # column-major
+        ((8, 2), (0, 1), torch.int8, "cpu"),  # overlapping, as torch allows
+        ((1024, 1024), (1024, 1), torch.float16, "meta"),
+    ],
+)
+def test_the_aten_allocation_is_torch_empty_strided(aten_helpers, shape, strides, dtype, device):
+    empty_strided = EMPTY_STRIDED(aten_helpers.addresses()[0])
+    got = empty_strided(shape, strides, dtype, torch.device(device))
+    want = torch.empty_strided(shape, strides, dtype=dtype, device=device)
+    assert type(got) is torch.Tensor and not got.requires_grad
+    assert (got.shape, got.stride(), got.dtype, got.device) == (want.shape, want.stride(), want.dtype, want.device)
+
+
+def test_the_aten_allocation_reports_what_torch_reports(aten_helpers):
+    empty_strided = EMPTY_STRIDED(aten_helpers.addresses()[0])
+    with pytest.raises(RuntimeError, match="negative"):
+        torch.empty_strided((-1,), (1,), dtype=torch.float32, device="cpu")
+    with pytest.raises(RuntimeError, match="negative"):
+        empty_strided((-1,), (1,), torch.float32, torch.device("cpu"))
+
+
+def test_data_pointers_of_every_kind_of_operand(module):
+    driver = FakeDriver()
+    base = torch.randn(64)
+    operands = [torch.randn(5), torch.nn.Parameter(torch.randn(3)), StridedBuffer(base, (8, 8), (1, 8)), base[7:]]
+    saved = _with_param_types([ctypes.c_uint64] * 4)
+    try:
+        code = module.launch(driver.address, 1, 1, 1, 1, 32, 0, 0, b"pppp", b"", operands, [])
+    finally:
+        _with_param_types(saved)
+    assert code == 0 and driver.launches[0][1] == [o.data_ptr() for o in operands]
+    sparse = torch.randn(3, 3).to_sparse()  # no storage: data_ptr() raises, whichever way it is asked
+    with pytest.raises(RuntimeError):
+        module.launch(driver.address, 1, 1, 1, 1, 32, 0, 0, b"p", b"", [sparse], [])
+
+
+def test_with_the_aten_helpers_outputs_skip_torchs_python_api(module, aten_helpers):
+    def refuse(*args, **kwargs):
+        raise AssertionError("torch.empty_strided called through Python")
+
+    driver = FakeDriver()
+    x, y = torch.randn(4, 3), torch.randn(4, 3)
+    plans = {arguments.call_signature((x, y, 0.5)): SimpleNamespace(hit=_record(driver))}
+    module.configure(torch.Tensor, arguments._other_key, refuse, lambda device: 0x5000, Hooks(), None)
+    aten.use(module, aten_helpers)
+    assert isinstance(module.hit(plans, (x, y, 0.5), hit_path.MISS), torch.Tensor)
+    aten.use(module, None)
+    assert module.hit(plans, (x, y, 0.5), hit_path.MISS)[0] is hit_path.MISS  # allocation raised: Python's turn
+    assert len(driver.launches) == 1
+
+
+@pytest.mark.parametrize("setting", ["0", "wait", "1"])
+def test_the_helpers_are_handed_over_once_as_tritonwise_aten_says(monkeypatch, aten_helpers, setting):
+    handed = []
+    launch_module = SimpleNamespace(use_aten=lambda *addresses: handed.append(addresses))
+    monkeypatch.setattr(aten, "_started", None)
+    monkeypatch.setenv("TRITONWISE_ATEN", setting)
+    aten.start(launch_module)
+    if setting == "1":  # built (here: found built) on a background thread
+        aten._started.join(timeout=60)
+    aten.start(launch_module)
+    assert handed == ([] if setting == "0" else [aten_helpers.addresses()])

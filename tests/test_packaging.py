@@ -40,8 +40,8 @@ def test_numpy_is_declared_for_tritons_interpreter():
 
 
 def test_the_c_launchers_sources_are_packaged_and_hashed():
-    """Every file launch.c #includes ships in the wheel and is part of the build's hash (a
-    change to it must rebuild the shared object)."""
+    """launch.c, aten.cpp and every file launch.c #includes ship in the wheel; the included
+    files are part of the build's hash (a change to one must rebuild the shared object)."""
     from fnmatch import fnmatch
 
     from tritonwise.runtime import native
@@ -52,6 +52,6 @@ def test_the_c_launchers_sources_are_packaged_and_hashed():
         r'"([^"]+)"', re.search(r"^tritonwise = \[(.*?)\]", (ROOT / "pyproject.toml").read_text(), re.M).group(1)
     )
     assert included, "launch.c includes none of its own files any more: update this test"
-    for name in included + ["launch.c"]:
+    for name in included + ["launch.c", "aten.cpp"]:
         assert any(fnmatch(f"runtime/{name}", p) for p in patterns), f"{name} is not package data"
     assert {runtime / name for name in included} == set(native.INCLUDED)

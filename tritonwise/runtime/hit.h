@@ -72,6 +72,10 @@ static PyObject *key_item(PyObject *a, int k) {
 }
 
 static PyObject *tensor_key(PyObject *a) {
+    if (aten_tensor_key != NULL) {
+        PyObject *key = aten_tensor_key(a);
+        if (key != NULL || PyErr_Occurred()) return key;
+    }
     PyObject *key = PyTuple_New(7);
     if (key == NULL) return NULL;
     for (int k = 0; k < 7; ++k) {
@@ -138,6 +142,10 @@ static int hook_active(PyObject *name) {
 }
 
 static PyObject *allocate(PyObject *shape, PyObject *strides, PyObject *dtype, PyObject *device) {
+    if (aten_empty_strided != NULL) {
+        PyObject *out = aten_empty_strided(shape, strides, dtype, device);
+        if (out != NULL || PyErr_Occurred()) return out;  /* NULL alone: declined, for torch's Python API */
+    }
     PyObject *call[4] = {shape, strides, dtype, device};
     return PyObject_Vectorcall(empty_strided, call, 2, alloc_kwnames);
 }

@@ -20,7 +20,7 @@ from typing import Callable, Optional
 
 import torch
 
-from . import native
+from . import aten, native
 from .arguments import _other_key
 
 MISS = object()
@@ -33,6 +33,7 @@ def enable() -> None:
     if entry is None:
         module = native.launch_module()
         configure(module)
+        aten.start(module)  # allocation and data pointers through ATen, once built
         entry = module.hit
 
 

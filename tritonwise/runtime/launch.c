@@ -15,6 +15,8 @@
  * as the kernel's parameter has, from the start of the slot (x86-64 and aarch64 are little
  * endian). The slots are this call's own, packed while holding the GIL; the driver call then
  * releases it, as Triton's launcher does, so threads driving other devices are not held up.
+ * Once use_aten() has given it aten.cpp's helpers (runtime/aten.py), a plain tensor's data
+ * pointer and hit()'s outputs are taken through ATen rather than torch's Python API.
  *   hit(plans, args, miss[, templates]) -> the call's output(s), or (`miss`, signature), or `miss`
  *
  * `hit` is a cached call's whole path (runtime/hit_path.py): the call signature built as
@@ -40,12 +42,22 @@ typedef int (*cu_launch_kernel_t)(void *function, unsigned grid_x, unsigned grid
                                   unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared,
                                   void *stream, void **params, void **extra);
 
+typedef PyObject *(*aten_empty_strided_t)(PyObject *shape, PyObject *strides, PyObject *dtype, PyObject *device);
+typedef int (*aten_data_ptr_t)(PyObject *tensor, uint64_t *address);
+typedef PyObject *(*aten_tensor_key_t)(PyObject *tensor);
+
 static PyObject *data_ptr_name = NULL;
+/* aten.cpp's helpers once runtime/aten.py has handed over their addresses (use_aten), else NULL */
+static aten_empty_strided_t aten_empty_strided = NULL;
+static aten_data_ptr_t aten_data_ptr = NULL;
+static aten_tensor_key_t aten_tensor_key = NULL;
 
 /* Writes `value` into `slot` as kind `kind`; 0 with an exception set on failure. Integers are
  * range-checked, then their low bytes copied (little endian: they are the narrow value). */
 static int pack(char kind, PyObject *value, uint64_t *slot, Py_ssize_t index) {
     if (kind == 'p') {
+        int done = aten_data_ptr == NULL ? -1 : aten_data_ptr(value, slot);
+        if (done >= 0) return done;  /* -1: not a plain tensor, asked of its data_ptr method */
         PyObject *address = PyObject_CallMethodNoArgs(value, data_ptr_name);
         if (address == NULL) return 0;
         *slot = PyLong_AsUnsignedLongLong(address);
@@ -163,6 +175,22 @@ static PyObject *launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return code < 0 ? NULL : PyLong_FromLong(code);
 }
 
+/* use_aten(empty_strided, data_ptr, tensor_key): aten.cpp's helpers' addresses, or 0, 0, 0 to
+ * stop using them. */
+static PyObject *use_aten(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "use_aten() takes 3 arguments");
+        return NULL;
+    }
+    void *empty_strided = PyLong_AsVoidPtr(args[0]), *data_ptr = PyLong_AsVoidPtr(args[1]);
+    void *tensor_key = PyLong_AsVoidPtr(args[2]);
+    if (PyErr_Occurred()) return NULL;
+    aten_empty_strided = (aten_empty_strided_t)empty_strided;
+    aten_data_ptr = (aten_data_ptr_t)data_ptr;
+    aten_tensor_key = (aten_tensor_key_t)tensor_key;
+    Py_RETURN_NONE;
+}
+
 #include "hit.h"
 
 static PyMethodDef methods[] = {
@@ -170,6 +198,7 @@ static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL, "Give hit() the Python objects it calls."},
     {"signature", (PyCFunction)(void (*)(void))signature, METH_FASTCALL, "call_signature(args), built in C."},
     {"hit", (PyCFunction)(void (*)(void))hit, METH_FASTCALL, "A cached call's whole path, or `miss`."},
+    {"use_aten", (PyCFunction)(void (*)(void))use_aten, METH_FASTCALL, "Allocate and read pointers through aten.cpp."},
     {NULL, NULL, 0, NULL},
 };
 

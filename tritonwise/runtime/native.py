@@ -1,10 +1,11 @@
-"""Building and loading the C launcher (launch.c), once per machine and Python version.
+"""Building and loading the C launcher (launch.c), once per machine and Python version, and
+the ATen helpers it may call (aten.cpp, runtime/aten.py), once per torch version.
 
 Triton builds its own launchers the same way, so wherever Triton runs kernels a C compiler and
-the Python headers are there. The shared object goes to `<cache dir>/native/`, named by a hash
-of the source and the interpreter, written under a temporary name and renamed into place (a
-read-only cache directory that holds it is used as it is).
-Where it cannot be built, `launch_module()` is None and kernels launch through Triton.
+the Python headers are there. A shared object goes to `<cache dir>/native/`, named by a hash
+of its source, the interpreter and what else its build depends on, written under a temporary
+name and renamed into place (a read-only cache directory that holds it is used as it is).
+Where the launcher cannot be built, `launch_module()` is None and kernels launch through Triton.
 """
 
 from __future__ import annotations
@@ -29,36 +30,43 @@ INCLUDED = (Path(__file__).with_name("hit.h"),)  # #included by launch.c: part o
 MODULE_NAME = "_tritonwise_launch"
 
 
+BUILD_ERRORS = (OSError, ImportError, subprocess.SubprocessError)
+
+
 @functools.lru_cache(maxsize=None)
 def launch_module():
     """The compiled launcher module, or None where it cannot be built or loaded."""
     try:
-        path = build()
-        try:
-            return _load(path)
-        except ImportError:  # a damaged file: build afresh once
-            path.unlink(missing_ok=True)
-            return _load(build())
-    except (OSError, ImportError, subprocess.SubprocessError) as e:
+        return built_module(MODULE_NAME, [SOURCE, *INCLUDED], lambda: compiler("CC", "cc", "gcc"), [])
+    except BUILD_ERRORS as e:
         logger.warning("tritonwise: the C launcher could not be built (%s); launching through Triton", e)
         return None
 
 
-def build() -> Path:
-    """The path of the compiled launcher, compiling it if this machine has none yet."""
-    source = SOURCE.read_bytes() + b"".join(path.read_bytes() for path in INCLUDED)
-    tag = hashlib.sha256(source + sys.version.encode() + sysconfig.get_platform().encode()).hexdigest()[:16]
-    name = f"native/{MODULE_NAME}_{tag}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
-    found = find(name, Path.exists)  # a read-only cache may hold it
+def built_module(name: str, sources: list, compiler, flags: list, depends_on: bytes = b""):
+    """Extension module `name` compiled from `sources[0]` (the rest are files it includes) by
+    `compiler()` with `flags`, built once per content of the sources, interpreter and
+    `depends_on`, then loaded. Raises one of BUILD_ERRORS where it cannot be built or loaded."""
+    path = build(name, sources, compiler, flags, depends_on)
+    try:
+        return _load(name, path)
+    except ImportError:  # a damaged file: build afresh once
+        path.unlink(missing_ok=True)
+        return _load(name, build(name, sources, compiler, flags, depends_on))
+
+
+def build(name: str, sources: list, compiler, flags: list, depends_on: bytes = b"") -> Path:
+    """The path of the compiled module (see built_module), compiling it if this machine has none."""
+    content = b"".join(path.read_bytes() for path in sources) + b" ".join(f.encode() for f in flags) + depends_on
+    tag = hashlib.sha256(content + sys.version.encode() + sysconfig.get_platform().encode()).hexdigest()[:16]
+    file_name = f"native/{name}_{tag}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
+    found = find(file_name, Path.exists)  # a read-only cache may hold it
     if found is not None:
         return found
-    target = cache_dir() / name
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        raise OSError("no C compiler found (set CC)")
+    target = cache_dir() / file_name
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
-    command = [compiler, "-O2", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", str(SOURCE)]
+    command = [compiler(), "-O2", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", str(sources[0]), *flags]
     result = subprocess.run([*command, "-o", str(partial)], capture_output=True, text=True, timeout=300, check=False)
     if result.returncode != 0:
         partial.unlink(missing_ok=True)
@@ -67,8 +75,16 @@ def build() -> Path:
     return target
 
 
-def _load(path: Path):
-    spec = importlib.util.spec_from_file_location(MODULE_NAME, path)
+def compiler(variable: str, *names: str) -> str:
+    """The compiler the environment names in `variable`, else the first of `names` found."""
+    found = os.environ.get(variable) or next(filter(None, map(shutil.which, names)), None)
+    if found is None:
+        raise OSError(f"no compiler found among {', '.join(names)} (set {variable})")
+    return found
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

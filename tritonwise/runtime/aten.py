@@ -1,0 +1,80 @@
+"""ATen helpers for the C launcher (aten.cpp): a cached call's signature, output allocation and
+data pointers taken on the C++ tensor, not through torch's Python API (`torch.empty_strided`
+parses its arguments in Python's terms; each item of a tensor's key is an attribute or method
+call). launch.c calls them once `use(module)` has handed it their addresses, and falls back to
+the Python API wherever they decline (a torch function mode active, an argument of another type).
+
+The helpers link against the installed torch, so they are built once per torch version (about
+10 s of C++ compilation). The first process that needs them builds them on a background thread
+while calls go on through the Python API; later processes load the cached file. Set
+`TRITONWISE_ATEN=0` to do without them, `TRITONWISE_ATEN=wait` to build before the first launch
+(benchmarks do, so that every timed call uses them).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+from . import native
+
+logger = logging.getLogger("tritonwise")
+SOURCE = Path(__file__).with_name("aten.cpp")
+MODULE_NAME = "_tritonwise_aten"
+
+_lock = threading.Lock()
+_started: Optional[threading.Thread] = None
+
+
+@functools.lru_cache(maxsize=None)
+def helpers():
+    """The compiled helper module; raises one of native.BUILD_ERRORS where it cannot be built."""
+    torch_dir = Path(torch.__file__).parent
+    include, lib = torch_dir / "include", torch_dir / "lib"
+    flags = [
+        "-std=c++17",
+        "-w",  # torch's headers warn under this standard and compiler; nothing of ours is hidden
+        f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
+        f"-I{include}",
+        f"-I{include / 'torch' / 'csrc' / 'api' / 'include'}",
+        f"-L{lib}",
+        f"-Wl,-rpath,{lib}",
+        "-lc10",
+        "-ltorch_cpu",
+        "-ltorch_python",
+    ]
+    depends_on = f"{torch.__version__} {torch_dir}".encode()
+    return native.built_module(MODULE_NAME, [SOURCE], lambda: native.compiler("CXX", "c++", "g++"), flags, depends_on)
+
+
+def use(launch_module, helper_module) -> None:
+    """Hand launch.c the helpers' addresses (None: stop using them)."""
+    launch_module.use_aten(*(helper_module.addresses() if helper_module is not None else (0, 0, 0)))
+
+
+def start(launch_module) -> None:
+    """Give launch.c the helpers: now where they are built or TRITONWISE_ATEN=wait, else once a
+    background thread has built them. Once per process; nothing where TRITONWISE_ATEN=0."""
+    global _started
+    setting = os.environ.get("TRITONWISE_ATEN", "1")
+    with _lock:
+        if _started is not None or setting == "0":
+            return
+        _started = threading.Thread(target=_build_and_use, args=(launch_module,), name="tritonwise-aten", daemon=True)
+        if setting == "wait":
+            _started.run()
+        else:
+            _started.start()
+
+
+def _build_and_use(launch_module) -> None:
+    try:
+        use(launch_module, helpers())
+    except native.BUILD_ERRORS as e:
+        logger.info("tritonwise: ATen helpers not built (%s); allocating through torch's Python API", e)
