@@ -36,6 +36,7 @@ from .runtime.cache import ensure_file
 from .runtime.cache import location as cache_location
 from .runtime.dispatch import LaunchPlan, PlanCache, SplitLaunch
 from .runtime.freeze import FrozenError
+from .runtime.hit_path import MISS
 from .runtime.interpret import runs_interpreted
 from .runtime.kernels import compile_ahead
 from .runtime.loader import load
@@ -64,6 +65,7 @@ class PointwiseDynamicFunction:
         self._deterministic = bool(deterministic)
         self._plans = PlanCache()
         self._new_shapes = NewShapes(self._config)  # plans and launchers of new shapes without the analysis
+        self._c_tables = (self._plans.by_key, self._new_shapes.contiguous.c_records)  # what hit() reads
         self._frontends: dict = {}  # call class -> _Frontend (see _frontend)
         self._kernels: dict = {}  # (call class, layout class, ...) -> _Kernel (see _kernel)
         self._instances: dict = {}
@@ -101,10 +103,11 @@ class PointwiseDynamicFunction:
     def __call__(self, *args, **kwargs):
         entry, key = hit_path.entry, None
         if entry is not None and not kwargs:  # the C hit path: signature, lookup, allocation, launch
-            result = entry(self._plans.by_key, args, hit_path.MISS, self._new_shapes.contiguous.c_records)
-            if type(result) is tuple and len(result) == 2 and result[0] is hit_path.MISS:
+            plans, templates = self._c_tables
+            result = entry(plans, args, MISS, templates)
+            if type(result) is tuple and len(result) == 2 and result[0] is MISS:
                 key = result[1]  # a miss, with the signature hit() built
-            elif result is not hit_path.MISS:
+            elif result is not MISS:
                 self._plans.hits += 1
                 return result
         outs = self._outputs(kwargs) if kwargs else ()
