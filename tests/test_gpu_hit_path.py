@@ -3,6 +3,7 @@ launch.c's hit() gives what the Python path gives, bit for bit, and what torch g
 C path must not serve (given outputs, reductions, 0-d CPU scalars, another signature) still
 come out right; threads share it."""
 
+import sys
 import threading
 
 import pytest
@@ -90,6 +91,19 @@ def test_two_outputs():
     polar(r, theta)
     got = polar(r, theta)
     assert _served_by_c(polar, r, theta)
+    torch.testing.assert_close(got, (r * torch.cos(theta), r * torch.sin(theta)))
+
+
+def test_a_cached_call_runs_no_python_frame():
+    r, theta = _cuda(300, 7), _cuda(7)
+    polar(r, theta)  # the first call builds the plan (and enables the C path)
+    hits, frames = polar.plan_cache.hits, []
+    sys.setprofile(lambda frame, event, arg: frames.append(frame.f_code.co_name) if event == "call" else None)
+    try:
+        got = polar(r, theta)
+    finally:
+        sys.setprofile(None)
+    assert frames == [] and polar.plan_cache.hits == hits + 1
     torch.testing.assert_close(got, (r * torch.cos(theta), r * torch.sin(theta)))
 
 

@@ -343,3 +343,71 @@ def test_the_helpers_are_handed_over_once_as_tritonwise_aten_says(monkeypatch, a
         aten._started.join(timeout=60)
     aten.start(launch_module)
     assert handed == ([] if setting == "0" else [aten_helpers.addresses()])
+
+
+def test_launch_c_builds_wherever_a_c_compiler_is():
+    """The stand-in tests above skip without launch.c; that must not hide a launcher that no
+    longer compiles."""
+    try:
+        native.compiler("CC", "cc", "gcc")
+    except OSError:
+        pytest.skip("no C compiler here")
+    assert native.launch_module() is not None, "launch.c failed to build: see the warning logged"
+
+
+class Function:
+    """What call.h's __call__ reads of a pointwise function: `_c_tables` and a fallback."""
+
+    def __init__(self, plans, templates=None):
+        self._plans = SimpleNamespace(hits=0)
+        self._c_tables = (self._plans, plans, templates or {})
+
+    def _call_missed(self, args, kwargs, key):
+        return ("Python", args, kwargs, key)
+
+
+@pytest.fixture
+def function_class(module):
+    switch = SimpleNamespace(entry=module.hit)
+    cls = type("Served", (Function,), {})
+    cls.__call__ = module.call_method(Function._call_missed, switch)
+    return cls, switch
+
+
+def test_the_c_call_serves_a_cached_call_and_counts_the_hit(function_class):
+    cls, _ = function_class
+    driver = FakeDriver()
+    x, y = torch.randn(4, 3), torch.randn(4, 3)
+    f = cls({arguments.call_signature((x, y, 0.5)): SimpleNamespace(hit=_record(driver))})
+    for call in (lambda: f(x, y, 0.5), lambda: f.__call__(x, y, 0.5), lambda: cls.__call__(f, x, y, 0.5)):
+        out = call()
+        assert isinstance(out, torch.Tensor) and driver.launches[-1][1][3] == out.data_ptr()
+    assert f._plans.hits == 3 and len(driver.launches) == 3
+
+
+def test_the_c_call_hands_what_it_does_not_serve_to_the_fallback(function_class):
+    cls, switch = function_class
+    driver = FakeDriver()
+    x, y = torch.randn(4, 3), torch.randn(4, 3)
+    f = cls({arguments.call_signature((x, y, 0.5)): SimpleNamespace(hit=_record(driver))})
+    wide = x.double()
+
+    def fallen(result, args, kwargs, key):
+        assert result[0] == "Python" and len(result[1]) == len(args)
+        assert all(a is b for a, b in zip(result[1], args)) and result[2] == kwargs and result[3] == key
+
+    fallen(f(wide, y, 0.5), (wide, y, 0.5), {}, arguments.call_signature((wide, y, 0.5)))  # a miss
+    fallen(f(x, y, 0.5, out0=None), (x, y, 0.5), {"out0": None}, None)
+    fallen(f(), (), {}, ())
+    switch.entry = None  # the Python path, as tests and benchmarks ask for it
+    fallen(f(x, y, 0.5), (x, y, 0.5), {}, None)
+    assert driver.launches == [] and f._plans.hits == 0
+
+
+def test_the_c_call_lets_the_fallbacks_exception_through(module):
+    def fallback(function, args, kwargs, key):
+        raise ValueError(f"argument 'x' of {function!r}: expected a tensor")
+
+    cls = type("Refusing", (Function,), {"__call__": module.call_method(fallback, SimpleNamespace(entry=None))})
+    with pytest.raises(ValueError, match="argument 'x'"):
+        cls({})(1, 2)

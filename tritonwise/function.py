@@ -65,7 +65,8 @@ class PointwiseDynamicFunction:
         self._deterministic = bool(deterministic)
         self._plans = PlanCache()
         self._new_shapes = NewShapes(self._config)  # plans and launchers of new shapes without the analysis
-        self._c_tables = (self._plans.by_key, self._new_shapes.contiguous.c_records)  # what hit() reads
+        # what hit() reads (and call.h's __call__, which counts its hits in the PlanCache)
+        self._c_tables = (self._plans, self._plans.by_key, self._new_shapes.contiguous.c_records)
         self._frontends: dict = {}  # call class -> _Frontend (see _frontend)
         self._kernels: dict = {}  # (call class, layout class, ...) -> _Kernel (see _kernel)
         self._instances: dict = {}
@@ -101,15 +102,21 @@ class PointwiseDynamicFunction:
         return f"PointwiseDynamicFunction({self._payload.origin}, {self._schema})"
 
     def __call__(self, *args, **kwargs):
+        """The call. Once the C hit path is enabled, launch.c's method (runtime/call.h) takes
+        this one's place: the same first part in C, then _call_missed."""
         entry, key = hit_path.entry, None
         if entry is not None and not kwargs:  # the C hit path: signature, lookup, allocation, launch
-            plans, templates = self._c_tables
+            _, plans, templates = self._c_tables
             result = entry(plans, args, MISS, templates)
             if type(result) is tuple and len(result) == 2 and result[0] is MISS:
                 key = result[1]  # a miss, with the signature hit() built
             elif result is not MISS:
                 self._plans.hits += 1
                 return result
+        return self._call_missed(args, kwargs, key)
+
+    def _call_missed(self, args: tuple, kwargs: dict, key: Optional[tuple]):
+        """A call the C hit path did not serve; `key` is the signature it built, or None."""
         outs = self._outputs(kwargs) if kwargs else ()
         if key is None:
             key = argcheck.call_signature(args, outs)
@@ -482,6 +489,9 @@ class PointwiseDynamicFunction:
             default_dtype=_default_dtype_decided(args, types.results),
             **LaunchPlan.task_fields(task),
         )
+
+
+hit_path.serve_calls_of(PointwiseDynamicFunction, PointwiseDynamicFunction._call_missed)
 
 
 def _split_launch(task: TaskPlan, reductions: tuple) -> Optional[SplitLaunch]:

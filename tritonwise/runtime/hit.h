@@ -311,19 +311,13 @@ done:
     return result;
 }
 
-/* hit(plans, args, miss[, templates]): see the header of launch.c. */
-static PyObject *hit(PyObject *self, PyObject *const *argv, Py_ssize_t nargs) {
-    if ((nargs != 3 && nargs != 4) || !PyDict_Check(argv[0]) || !PyTuple_Check(argv[1]) ||
-        (nargs == 4 && !PyDict_Check(argv[3]))) {
-        PyErr_SetString(PyExc_TypeError, "hit() takes a dict, a tuple, the miss value and optionally a dict");
-        return NULL;
-    }
-    PyObject *plans = argv[0], *args = argv[1], *miss = argv[2], *templates = nargs == 4 ? argv[3] : NULL;
-    if (!configured()) return NULL;
-    PyObject *key = build_signature(args);
+/* A cached call's whole path: the output(s), or NULL (no exception) with *key the signature
+ * (NULL where building it failed) for the Python path to go on with. */
+static PyObject *serve(PyObject *plans, PyObject *args, PyObject *templates, PyObject **key_out) {
+    PyObject *key = *key_out = build_signature(args);
     if (key == NULL) {
         PyErr_Clear();  /* the Python path builds the signature again and reports what is wrong */
-        return Py_NewRef(miss);
+        return NULL;
     }
     PyObject *plan = Py_XNewRef(PyDict_GetItemWithError(plans, key));
     PyObject *record = plan == NULL ? NULL : PyObject_GetAttr(plan, name_hit);
@@ -337,21 +331,33 @@ static PyObject *hit(PyObject *self, PyObject *const *argv, Py_ssize_t nargs) {
     }
     Py_XDECREF(plan);
     Py_XDECREF(record);
-    if (result != NULL && !usable) {  /* served from a template: no plan to move */
-        Py_DECREF(key);
-        if (PyErr_Occurred()) PyErr_Clear();
-        return result;
-    }
-    if (result == NULL) {  /* a miss: the signature goes back with it, so Python need not build it again */
+    if (result == NULL) {
         PyErr_Clear();
-        PyObject *missed = PyTuple_Pack(2, miss, key);
-        Py_DECREF(key);
-        if (missed == NULL) PyErr_Clear();
-        return missed != NULL ? missed : Py_NewRef(miss);
+        return NULL;
     }
-    PyObject *moved = PyObject_CallMethodOneArg(plans, name_move_to_end, key);  /* the LRU's order */
-    Py_XDECREF(moved);
-    Py_DECREF(key);
+    if (usable) {  /* served by a plan: the LRU's order (a template's call has no plan to move) */
+        PyObject *moved = PyObject_CallMethodOneArg(plans, name_move_to_end, key);
+        Py_XDECREF(moved);
+    }
+    Py_CLEAR(*key_out);
     if (PyErr_Occurred()) PyErr_Clear();
     return result;
+}
+
+/* hit(plans, args, miss[, templates]): see the header of launch.c. */
+static PyObject *hit(PyObject *self, PyObject *const *argv, Py_ssize_t nargs) {
+    if ((nargs != 3 && nargs != 4) || !PyDict_Check(argv[0]) || !PyTuple_Check(argv[1]) ||
+        (nargs == 4 && !PyDict_Check(argv[3]))) {
+        PyErr_SetString(PyExc_TypeError, "hit() takes a dict, a tuple, the miss value and optionally a dict");
+        return NULL;
+    }
+    if (!configured()) return NULL;
+    PyObject *key, *miss = argv[2];
+    PyObject *result = serve(argv[0], argv[1], nargs == 4 ? argv[3] : NULL, &key);
+    if (result != NULL) return result;
+    if (key == NULL) return Py_NewRef(miss);
+    PyObject *missed = PyTuple_Pack(2, miss, key);  /* the signature goes back with the miss */
+    Py_DECREF(key);
+    if (missed == NULL) PyErr_Clear();
+    return missed != NULL ? missed : Py_NewRef(miss);
 }

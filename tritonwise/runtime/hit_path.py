@@ -16,6 +16,7 @@ launch through launch.c never load it for this.
 
 from __future__ import annotations
 
+import sys
 from typing import Callable, Optional
 
 import torch
@@ -25,16 +26,34 @@ from .arguments import _other_key
 
 MISS = object()
 entry: Optional[Callable] = None  # launch.c's hit(plans, args, MISS), once configured
+_served_classes: list = []  # (class, fallback) whose __call__ call.h's method replaces on enable()
+
+
+def serve_calls_of(cls, fallback: Callable) -> None:
+    """Once the hit path is enabled, `cls.__call__` becomes launch.c's C method (call.h): a call
+    without keyword arguments is served in C, with no Python frame, where hit() would serve it;
+    any other goes on as `fallback(function, args, kwargs, key)`, key being the signature hit()
+    built or None. Until then the class's own __call__ stays."""
+    _served_classes.append((cls, fallback))
+    if entry is not None:
+        _install(native.launch_module(), cls, fallback)
+
+
+def _install(module, cls, fallback: Callable) -> None:
+    cls.__call__ = module.call_method(fallback, sys.modules[__name__])
 
 
 def enable() -> None:
-    """Give launch.c's hit() the objects it calls, and publish it as `entry`."""
+    """Give launch.c's hit() the objects it calls, publish it as `entry`, and hand the classes
+    registered with serve_calls_of their C __call__."""
     global entry
     if entry is None:
         module = native.launch_module()
         configure(module)
         aten.start(module)  # allocation and data pointers through ATen, once built
         entry = module.hit
+        for cls, fallback in _served_classes:
+            _install(module, cls, fallback)
 
 
 _DEFAULT = object()

@@ -27,12 +27,13 @@
  * contiguous call needs no plan of its own). Wherever the Python path must decide (no plan or
  * template, a plan without a `hit` record, launch hooks installed, another device current, a
  * failed launch) it launches nothing and returns (`miss`, the signature it built), or `miss`
- * alone where building the signature failed. `configure` gives it the Python objects it calls.
- * Built on first use by tritonwise/runtime/native.py; nothing here
- * includes cuda.h.
+ * alone where building the signature failed. `configure` gives it the Python objects it calls;
+ * `call_method` (call.h) makes a pointwise function's __call__ of it.
+ * Built on first use by tritonwise/runtime/native.py; nothing here includes cuda.h.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -192,12 +193,14 @@ static PyObject *use_aten(PyObject *self, PyObject *const *args, Py_ssize_t narg
 }
 
 #include "hit.h"
+#include "call.h"
 
 static PyMethodDef methods[] = {
     {"launch", (PyCFunction)(void (*)(void))launch, METH_FASTCALL, "Pack parameters and launch; returns the CUresult."},
     {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL, "Give hit() the Python objects it calls."},
     {"signature", (PyCFunction)(void (*)(void))signature, METH_FASTCALL, "call_signature(args), built in C."},
     {"hit", (PyCFunction)(void (*)(void))hit, METH_FASTCALL, "A cached call's whole path, or `miss`."},
+    {"call_method", (PyCFunction)(void (*)(void))call_method, METH_FASTCALL, "A pointwise function's __call__ in C."},
     {"use_aten", (PyCFunction)(void (*)(void))use_aten, METH_FASTCALL, "Allocate and read pointers through aten.cpp."},
     {NULL, NULL, 0, NULL},
 };
@@ -206,6 +209,6 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_tritonwise_launch",
 
 PyMODINIT_FUNC PyInit__tritonwise_launch(void) {
     data_ptr_name = PyUnicode_InternFromString("data_ptr");
-    if (data_ptr_name == NULL || !intern_names()) return NULL;
+    if (data_ptr_name == NULL || !intern_names() || !intern_call_names()) return NULL;
     return PyModule_Create(&module);
 }

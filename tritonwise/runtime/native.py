@@ -26,7 +26,8 @@ from .cache import cache_dir, find
 
 logger = logging.getLogger("tritonwise")
 SOURCE = Path(__file__).with_name("launch.c")
-INCLUDED = (Path(__file__).with_name("hit.h"),)  # #included by launch.c: part of the build's hash
+# #included by launch.c: part of the build's hash
+INCLUDED = (Path(__file__).with_name("hit.h"), Path(__file__).with_name("call.h"))
 MODULE_NAME = "_tritonwise_launch"
 
 

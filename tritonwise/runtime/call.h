@@ -1,0 +1,120 @@
+/* A pointwise function's __call__ in C; included by launch.c after hit.h.
+ *
+ * call_method(fallback, switch) makes a method descriptor that runtime/hit_path.py installs as
+ * PointwiseDynamicFunction.__call__ once hit() is configured, so that a cached call runs no
+ * Python frame at all. A call without keyword arguments goes to serve() with the function's
+ * `_c_tables`: (its PlanCache, the PlanCache's dict, the contiguous templates' records); a call
+ * served there counts as a hit in the PlanCache's `hits`. Any other call, and a miss, goes on
+ * in Python as fallback(function, args, kwargs, key), `key` being the signature serve() built
+ * (None where it built none). While switch.entry is None (runtime/hit_path's `entry`, which
+ * tests and benchmarks clear to time the Python path), every call takes the fallback.
+ */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *fallback;
+    PyObject *switch_module;
+} CallMethod;
+
+static PyObject *name_entry, *name_c_tables, *name_hits, *one;
+
+static int intern_call_names(void) {
+    name_entry = PyUnicode_InternFromString("entry");
+    name_c_tables = PyUnicode_InternFromString("_c_tables");
+    name_hits = PyUnicode_InternFromString("hits");
+    one = PyLong_FromLong(1);
+    return name_entry && name_c_tables && name_hits && one;
+}
+
+static void count_hit(PyObject *plan_cache) {
+    PyObject *hits = PyObject_GetAttr(plan_cache, name_hits);
+    PyObject *more = hits == NULL ? NULL : PyNumber_Add(hits, one);
+    if (more != NULL) PyObject_SetAttr(plan_cache, name_hits, more);
+    Py_XDECREF(hits);
+    Py_XDECREF(more);
+    PyErr_Clear();
+}
+
+/* The output(s) of a call served in C, or NULL with *key the signature (or NULL). */
+static PyObject *served(CallMethod *method, PyObject *function, PyObject *args, PyObject **key) {
+    *key = NULL;
+    if (tensor_type == NULL) return NULL;
+    PyObject *entry = PyObject_GetAttr(method->switch_module, name_entry);
+    int on = entry != NULL && entry != Py_None;
+    Py_XDECREF(entry);
+    PyObject *tables = on ? PyObject_GetAttr(function, name_c_tables) : NULL;
+    PyObject *result = NULL;
+    if (tables != NULL && PyTuple_CheckExact(tables) && PyTuple_GET_SIZE(tables) == 3 &&
+        PyDict_Check(PyTuple_GET_ITEM(tables, 1)) && PyDict_Check(PyTuple_GET_ITEM(tables, 2))) {
+        result = serve(PyTuple_GET_ITEM(tables, 1), args, PyTuple_GET_ITEM(tables, 2), key);
+        if (result != NULL) count_hit(PyTuple_GET_ITEM(tables, 0));
+    }
+    Py_XDECREF(tables);
+    PyErr_Clear();
+    return result;
+}
+
+static PyObject *call_method_vectorcall(PyObject *callable, PyObject *const *argv, size_t nargsf, PyObject *kwnames) {
+    CallMethod *method = (CallMethod *)callable;
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf), n_kw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    if (n < 1) {
+        PyErr_SetString(PyExc_TypeError, "__call__ needs the function it is called on");
+        return NULL;
+    }
+    PyObject *args = PyTuple_New(n - 1);
+    if (args == NULL) return NULL;
+    for (Py_ssize_t k = 1; k < n; ++k) PyTuple_SET_ITEM(args, k - 1, Py_NewRef(argv[k]));
+    PyObject *key = NULL, *result = n_kw == 0 ? served(method, argv[0], args, &key) : NULL;
+    PyObject *kwargs = result == NULL ? PyDict_New() : NULL;
+    for (Py_ssize_t k = 0; kwargs != NULL && k < n_kw; ++k) {
+        if (PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwnames, k), argv[n + k]) < 0) Py_CLEAR(kwargs);
+    }
+    if (kwargs != NULL) {
+        result = PyObject_CallFunctionObjArgs(method->fallback, argv[0], args, kwargs, key ? key : Py_None, NULL);
+        Py_DECREF(kwargs);
+    }
+    Py_XDECREF(key);
+    Py_DECREF(args);
+    return result;
+}
+
+/* Bound to an instance, a plain method: call_method.__get__(f)(*a) is f.__call__(*a). */
+static PyObject *call_method_get(PyObject *self, PyObject *instance, PyObject *owner) {
+    if (instance == NULL || instance == Py_None) return Py_NewRef(self);
+    return PyMethod_New(self, instance);
+}
+
+static void call_method_dealloc(PyObject *self) {
+    CallMethod *method = (CallMethod *)self;
+    Py_XDECREF(method->fallback);
+    Py_XDECREF(method->switch_module);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyTypeObject CallMethodType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_tritonwise_launch.CallMethod",
+    .tp_basicsize = sizeof(CallMethod),
+    .tp_dealloc = call_method_dealloc,
+    .tp_vectorcall_offset = offsetof(CallMethod, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_descr_get = call_method_get,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "A pointwise function's __call__: cached calls in C, the rest through `fallback`.",
+};
+
+/* call_method(fallback, switch): see the header. */
+static PyObject *call_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyCallable_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "call_method() takes a callable and the module holding `entry`");
+        return NULL;
+    }
+    if (PyType_Ready(&CallMethodType) < 0) return NULL;
+    CallMethod *method = PyObject_New(CallMethod, &CallMethodType);
+    if (method == NULL) return NULL;
+    method->vectorcall = call_method_vectorcall;
+    method->fallback = Py_NewRef(args[0]);
+    method->switch_module = Py_NewRef(args[1]);
+    return (PyObject *)method;
+}
