@@ -90,6 +90,7 @@ ARGS_OF_EVERY_KIND = [
     (StridedBuffer(torch.randn(12), (3, 4), (1, 3)), 2**31, -(2**63), 2**63, 2**64),  # int widths
     (np.float32(1.0), np.int64(3), None, "text", torch.randn(2, device="meta")),
     (torch.empty(0), torch.randint(0, 9, (5,), dtype=torch.int8)),
+    (2**31 - 1, -(2**31), 2**31, -(2**31) - 1, 0, True, False, 1.5, float("nan"), -0.0),  # scalars' classes in C
     (),
 ]
 

@@ -89,13 +89,26 @@ static PyObject *tensor_key(PyObject *a) {
     return key;
 }
 
+/* arguments._other_key(a): a float's and a bool's key is their type, an int's is `int` where it
+ * fits in int32 (int_class); anything else is asked of Python. */
+static PyObject *scalar_key(PyObject *a) {
+    if (PyFloat_CheckExact(a)) return Py_NewRef((PyObject *)&PyFloat_Type);
+    if (PyBool_Check(a)) return Py_NewRef((PyObject *)&PyBool_Type);
+    if (PyLong_CheckExact(a)) {
+        int overflow;
+        long long value = PyLong_AsLongLongAndOverflow(a, &overflow);
+        if (!overflow && value >= INT32_MIN && value <= INT32_MAX) return Py_NewRef((PyObject *)&PyLong_Type);
+    }
+    return PyObject_CallOneArg(other_key, a);
+}
+
 static PyObject *build_signature(PyObject *args) {
     Py_ssize_t n = PyTuple_GET_SIZE(args);
     PyObject *key = PyTuple_New(n);
     if (key == NULL) return NULL;
     for (Py_ssize_t k = 0; k < n; ++k) {
         PyObject *a = PyTuple_GET_ITEM(args, k);
-        PyObject *item = (PyObject *)Py_TYPE(a) == tensor_type ? tensor_key(a) : PyObject_CallOneArg(other_key, a);
+        PyObject *item = (PyObject *)Py_TYPE(a) == tensor_type ? tensor_key(a) : scalar_key(a);
         if (item == NULL) {
             Py_DECREF(key);
             return NULL;
