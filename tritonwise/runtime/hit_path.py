@@ -12,6 +12,10 @@ another device current, a failed launch: nothing was launched) the C function re
 the signature it built), or `MISS` alone if building it raised, and __call__ goes on as before
 with that signature. `entry` is None until the first plan gets a record, so processes that never
 launch through launch.c never load it for this.
+
+From then on the pointwise function's __call__ is C too (call.h, installed by `enable` for the
+classes `serve_calls_of` names), and the signature, allocation and data pointers are read on the
+C++ tensor once the ATen helpers are built (aten.py).
 """
 
 from __future__ import annotations
