@@ -54,6 +54,16 @@ def _cuda(*shape, dtype=torch.float32):
     return torch.randn(*shape, device="cuda").to(dtype)
 
 
+def _python_frames(fn, *args):
+    """fn(*args) and the names of the Python functions the call ran (none: served in C)."""
+    frames = []
+    sys.setprofile(lambda frame, event, arg: frames.append(frame.f_code.co_name) if event == "call" else None)
+    try:
+        return fn(*args), frames
+    finally:
+        sys.setprofile(None)
+
+
 CASES = {
     "float alpha": lambda: (_cuda(1024), _cuda(1024), 0.5),
     "int alpha": lambda: (_cuda(64, 33), _cuda(33), 3),
@@ -97,12 +107,8 @@ def test_two_outputs():
 def test_a_cached_call_runs_no_python_frame():
     r, theta = _cuda(300, 7), _cuda(7)
     polar(r, theta)  # the first call builds the plan (and enables the C path)
-    hits, frames = polar.plan_cache.hits, []
-    sys.setprofile(lambda frame, event, arg: frames.append(frame.f_code.co_name) if event == "call" else None)
-    try:
-        got = polar(r, theta)
-    finally:
-        sys.setprofile(None)
+    hits = polar.plan_cache.hits
+    got, frames = _python_frames(polar, r, theta)
     assert frames == [] and polar.plan_cache.hits == hits + 1
     torch.testing.assert_close(got, (r * torch.cos(theta), r * torch.sin(theta)))
 
@@ -120,22 +126,14 @@ def test_calls_the_c_path_does_not_serve_still_come_out_right():
 
 
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
-def test_with_several_gpus_the_c_path_serves_only_while_the_plans_device_is_current(monkeypatch):
+def test_with_several_gpus_the_c_path_serves_only_while_the_plans_device_is_current():
     x, y = _cuda(2048).to("cuda:1"), _cuda(2048).to("cuda:1")
     with torch.cuda.device(1):
         add_alpha(x, y, 0.5)
-    entry, served = hit_path.entry, []
-
-    def counting(plans, args, miss, *more):
-        result = entry(plans, args, miss, *more)
-        served.append(not (type(result) is tuple and result[0] is miss))
-        return result
-
-    monkeypatch.setattr(hit_path, "entry", counting)
-    with torch.cuda.device(1):
-        current = add_alpha(x, y, 0.5)
-    other = add_alpha(x, y, 0.5)  # cuda:0 is current: the Python launcher switches to cuda:1
-    assert served == [True, False] and torch.cuda.current_device() == 0
+        current, in_python = _python_frames(add_alpha, x, y, 0.5)
+    assert in_python == []  # served in C
+    other, in_python = _python_frames(add_alpha, x, y, 0.5)  # cuda:0 current: Python switches devices
+    assert "_call_missed" in in_python and torch.cuda.current_device() == 0
     assert current.device == other.device == x.device
     torch.testing.assert_close(other, current, rtol=0, atol=0)
     torch.testing.assert_close(current, x + 0.5 * y)
