@@ -13,9 +13,9 @@ given, the analysis's decisions depend on which sizes are 1 and nothing else:
 
 So a *structure*, the call signature without shapes and strides plus each input's rank and
 size-1 dims, fixes the collapsed task's dims, and its sizes and strides follow from the sizes
-alone (`_collapsed`). Tiling then runs as usual (`analysis.plan.tile`), and the plan is the
-template's with what the task changes, provided the task falls in the template's layout class,
-which keeps the generated file. A property test compares every derived task and plan with the
+alone (`_collapsed`). The template's tiling holds but for the block, picked again
+(`analysis.plan.retile`), and the plan is the template's with what the task changes, provided
+the task falls in the template's layout class, which keeps the generated file. A property test compares every derived task and plan with the
 analysis's own.
 """
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .analysis.layout import c_strides
-from .analysis.plan import tile
+from .analysis.plan import retile
 from .codegen.params import index_arg_values
 
 
@@ -66,18 +66,15 @@ class BroadcastTemplates:
             or (plan.task.task_shape, plan.task.strides) != (_collapsed(found[1], n_out)[:2])
         ):
             return  # the closed form must agree with the analysis on the template itself
-        tensors = [e[0] for e in key if type(e) is tuple]
-        itemsize = max(d.itemsize for d in [*tensors, *plan.out_dtypes])  # function._itemsize's rule
-        self._templates.setdefault(found[0], (plan, itemsize))
+        self._templates.setdefault(found[0], plan)
 
     def derive(self, key: tuple, default_dtype):
         """The plan of call `key` derived from its structure's template, or None (no template, a
         task of another layout class, shapes that do not broadcast, an empty task)."""
         found = structure(key)
-        kept = found and self._templates.get(found[0])
-        if kept is None:
+        template = found and self._templates.get(found[0])
+        if template is None:
             return None
-        template, itemsize = kept
         if template.default_dtype not in (None, default_dtype):
             return None
         collapsed = _collapsed(found[1], len(template.out_dtypes))
@@ -85,8 +82,8 @@ class BroadcastTemplates:
             return None
         task_shape, strides, shape, allocated = collapsed
         out_strides = (allocated,) * len(template.out_strides)
-        task = tile(shape, out_strides, task_shape, strides, itemsize, self._config)
-        if task.layout_class != template.task.layout_class:
+        task = retile(template.task, shape, out_strides, task_shape, strides, self._config)
+        if task is None:  # another layout class: another generated file
             return None
         return template.for_task(task, index_arg_values(template.spec, task), out_shape=shape, out_strides=out_strides)
 
