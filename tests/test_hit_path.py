@@ -3,6 +3,9 @@ call_signature's for every argument kind, and whole hits through a stand-in for 
 that reads the parameter block as the driver does. GPU tests run it for real (test_gpu_hit_path)."""
 
 import ctypes
+import os
+import subprocess
+import sys
 import threading
 from collections import OrderedDict
 from types import SimpleNamespace
@@ -412,3 +415,20 @@ def test_the_c_call_lets_the_fallbacks_exception_through(module):
     cls = type("Refusing", (Function,), {"__call__": module.call_method(fallback, SimpleNamespace(entry=None))})
     with pytest.raises(ValueError, match="argument 'x'"):
         cls({})(1, 2)
+
+
+def test_processes_that_need_launch_c_at_once_compile_it_once(tmp_path):
+    """The ranks of a distributed job start together in one empty cache: the first compiles
+    launch.c (and likewise aten.cpp), the others wait for its file instead of compiling too."""
+    try:
+        cc = native.compiler("CC", "cc", "gcc")
+    except OSError:
+        pytest.skip("no C compiler here")
+    log, wrapper = tmp_path / "compiles", tmp_path / "cc"
+    wrapper.write_text(f'#!/bin/sh\necho compile >> "{log}"\nsleep 1\nexec "{cc}" "$@"\n')
+    wrapper.chmod(0o755)
+    env = {**os.environ, "CC": str(wrapper), "TRITONWISE_CACHE_DIR": str(tmp_path / "cache")}
+    code = "from tritonwise.runtime import native; assert native.launch_module() is not None"
+    ranks = [subprocess.Popen([sys.executable, "-c", code], env=env) for _ in range(4)]
+    assert [rank.wait(timeout=300) for rank in ranks] == [0] * 4
+    assert log.read_text().split() == ["compile"]

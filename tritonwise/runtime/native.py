@@ -10,6 +10,7 @@ Where the launcher cannot be built, `launch_module()` is None and kernels launch
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.machinery
@@ -66,14 +67,39 @@ def build(name: str, sources: list, compiler, flags: list, depends_on: bytes = b
         return found
     target = cache_dir() / file_name
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
-    command = [compiler(), "-O2", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", str(sources[0]), *flags]
-    result = subprocess.run([*command, "-o", str(partial)], capture_output=True, text=True, timeout=300, check=False)
-    if result.returncode != 0:
-        partial.unlink(missing_ok=True)
-        raise OSError(f"{' '.join(command)} failed: {result.stderr.strip()[-2000:]}")
-    os.replace(partial, target)
+    with _only_one_builder(target):  # the ranks of a job started together compile it once
+        if target.exists():
+            return target
+        partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
+        command = [compiler(), "-O2", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", str(sources[0])]
+        command += flags
+        result = subprocess.run(
+            [*command, "-o", str(partial)], capture_output=True, text=True, timeout=300, check=False
+        )
+        if result.returncode != 0:
+            partial.unlink(missing_ok=True)
+            raise OSError(f"{' '.join(command)} failed: {result.stderr.strip()[-2000:]}")
+        os.replace(partial, target)
     return target
+
+
+@contextlib.contextmanager
+def _only_one_builder(target: Path):
+    """Hold an exclusive lock on `target`.lock while building it, so that processes building the
+    same file at once (the ranks of a distributed job) wait for the first instead of each
+    compiling it; the lock goes with its holder, even one that dies. Where locking is not
+    available, every process builds (each into its own partial file, renamed into place)."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(target.with_name(f"{target.name}.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def compiler(variable: str, *names: str) -> str:
