@@ -28,23 +28,34 @@ from .analysis.plan import retile
 from .codegen.params import index_arg_values
 
 
-def structure(key: tuple) -> Optional[tuple]:
-    """(structure, input shapes) of a call signature (runtime/arguments.call_signature) whose
-    tensors are plain torch.Tensors, none negative or requiring grad, each C-contiguous over
-    its own shape and not empty; None for any other call."""
-    parts, shapes = [], []
+def contiguous_operands(key: tuple) -> Optional[list]:
+    """Per entry of a call signature (runtime/arguments.call_signature): (dtype, shape, device,
+    aligned) for a plain torch.Tensor, neither negative nor requiring grad, C-contiguous over
+    its own non-empty shape; a scalar's entry as it is. None where any tensor entry is not such
+    a tensor (a subclass, a StridedBuffer, a given output, a strided or empty one)."""
+    operands = []
     for entry in key:
-        if type(entry) is tuple:
-            if len(entry) != 7:  # a subclass, a StridedBuffer or a given output: the general path
-                return None
-            dtype, shape, strides, device, aligned, negative, grad = entry
-            if negative or grad or c_strides(shape) != strides or not shape:
-                return None
-            parts.append((dtype, device, aligned, tuple(size == 1 for size in shape)))
-            shapes.append(tuple(shape))
-        else:
-            parts.append(entry)
-    return (tuple(parts), shapes) if shapes else None
+        if type(entry) is not tuple:
+            operands.append(entry)
+            continue
+        if len(entry) != 7:
+            return None
+        dtype, shape, strides, device, aligned, negative, grad = entry
+        if negative or grad or not shape or c_strides(shape) != strides:
+            return None
+        operands.append((dtype, tuple(shape), device, aligned))
+    return operands
+
+
+def structure(key: tuple) -> Optional[tuple]:
+    """(structure, input shapes) of a call signature whose tensors are all contiguous_operands:
+    the signature without sizes, with each tensor's size-1 dims; None for any other call."""
+    operands = contiguous_operands(key) or ()
+    shapes = [op[1] for op in operands if type(op) is tuple]
+    if not shapes:
+        return None
+    parts = [(op[0], op[2], op[3], tuple(size == 1 for size in op[1])) if type(op) is tuple else op for op in operands]
+    return tuple(parts), shapes
 
 
 class BroadcastTemplates:

@@ -26,7 +26,7 @@ from typing import Optional
 
 from .analysis.layout import c_strides
 from .analysis.tiling import ALIGNMENT, INT32_LIMIT
-from .broadcast_templates import BroadcastTemplates
+from .broadcast_templates import BroadcastTemplates, contiguous_operands
 from .codegen.params import stride_classes
 from .runtime.dispatch import copy_with
 from .runtime.kernels import Rebinding
@@ -34,28 +34,18 @@ from .schemes import get_scheme
 
 
 def contiguous_class(key: tuple) -> Optional[tuple]:
-    """(class, shape, numel) of a call signature (runtime/arguments.call_signature) whose tensors
-    are plain torch.Tensors, none negative or requiring grad, all of one C-contiguous shape of
-    two or more elements; None for any other call."""
-    shape, strides, parts = None, None, []
-    for entry in key:
-        if type(entry) is tuple:
-            if len(entry) != 7:  # a subclass, a StridedBuffer or a given output: the general path
-                return None
-            dtype, entry_shape, entry_strides, device, aligned, negative, grad = entry
-            if negative or grad:
-                return None
-            if shape is None:
-                shape, strides = entry_shape, c_strides(entry_shape)
-            if entry_shape != shape or entry_strides != strides:
-                return None
-            parts.append((dtype, device, aligned))
-        else:
-            parts.append(entry)
-    numel = math.prod(shape) if shape is not None else 0
-    if numel < 2 or strides is None:
+    """(class, shape, numel) of a call signature whose tensors are all contiguous_operands of
+    one shape of two or more elements; None for any other call. The class is the signature
+    without shapes and strides."""
+    operands = contiguous_operands(key) or ()
+    shapes = {op[1] for op in operands if type(op) is tuple}
+    if len(shapes) != 1:
         return None
-    return tuple(parts), tuple(shape), numel
+    (shape,) = shapes
+    numel = math.prod(shape)
+    if numel < 2:
+        return None
+    return tuple(op[0:1] + op[2:] if type(op) is tuple else op for op in operands), shape, numel
 
 
 class NewShapes:
@@ -157,9 +147,9 @@ class _Template:
         """What hit() (hit.h's run_template) needs to serve this class's new shapes without a
         plan: the template's launch, with the two index values (size0, num_tiles) and the grid
         left to work out per call. None where that would not launch what a derived plan does:
-        no hit record (not launched through launch.c, a default-dtype condition), other index arguments (run-time
-        strides), or a kernel Triton specializes on a value the class does not fix (only size0 of
-        a class whose numel is a multiple of 16 is)."""
+        no hit record (not launched through launch.c, a default-dtype condition), other index
+        arguments (run-time strides), or a kernel Triton specializes on a value the class does
+        not fix (only size0 of a class whose numel is a multiple of 16 is)."""
         plan, rebinding = self.plan, self._launched.rebinding()
         positions = rebinding and rebinding.value_positions()
         if plan.hit is None or positions is None or len(plan.index_args) != 2 or plan.default_dtype is not None:
