@@ -210,4 +210,11 @@ def launch(world: int, backend: str, port: int = 0) -> int:
 if __name__ == "__main__":
     if sys.argv[1] == "--launch":
         sys.exit(1 if launch(int(sys.argv[2]), sys.argv[3]) else 0)
-    sys.exit(1 if run_rank(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]) else 0)
+    failed = run_rank(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
+    # The cases have run and reported, and the process group is destroyed. Leave without the
+    # interpreter's finalization: torch's gloo backend at times aborts there ("terminate called
+    # without an active exception", torch 2.13 CPU, about one CI run in several), which would
+    # count as a failure of cases that passed.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(1 if failed else 0)
