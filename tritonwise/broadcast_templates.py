@@ -28,22 +28,34 @@ from .analysis.plan import retile
 from .codegen.params import index_arg_values
 
 
-def contiguous_operands(key: tuple) -> Optional[list]:
-    """Per entry of a call signature (runtime/arguments.call_signature): (dtype, shape, device,
-    aligned) for a plain torch.Tensor, neither negative nor requiring grad, C-contiguous over
-    its own non-empty shape; a scalar's entry as it is. None where any tensor entry is not such
-    a tensor (a subclass, a StridedBuffer, a given output, a strided or empty one)."""
+def plain_operands(key: tuple) -> Optional[list]:
+    """Per entry of a call signature (runtime/arguments.call_signature): (dtype, shape, strides,
+    device, aligned) for a plain torch.Tensor, neither negative nor requiring grad; a scalar's
+    entry as it is. None where any tensor entry is not such a tensor (a subclass, a
+    StridedBuffer, a given output): calls that route elsewhere or check outputs."""
     operands = []
     for entry in key:
         if type(entry) is not tuple:
             operands.append(entry)
             continue
-        if len(entry) != 7:
+        if len(entry) != 7 or entry[5] or entry[6]:
             return None
-        dtype, shape, strides, device, aligned, negative, grad = entry
-        if negative or grad or not shape or c_strides(shape) != strides:
-            return None
-        operands.append((dtype, tuple(shape), device, aligned))
+        operands.append(entry[:5])
+    return operands
+
+
+def contiguous_operands(key: tuple) -> Optional[list]:
+    """plain_operands as (dtype, shape, device, aligned), where every tensor is C-contiguous
+    over its own non-empty shape; None where one is not (or the call has no plain operands)."""
+    operands = plain_operands(key)
+    if operands is None:
+        return None
+    for i, op in enumerate(operands):
+        if type(op) is tuple:
+            dtype, shape, strides, device, aligned = op
+            if not shape or c_strides(shape) != strides:
+                return None
+            operands[i] = (dtype, tuple(shape), device, aligned)
     return operands
 
 

@@ -11,7 +11,7 @@ from ..config import CodeGenConfig
 from ..schemes import get_scheme
 from .broadcast import broadcast_shapes, broadcast_strides
 from .layout import c_strides, collapse, dense_strides, dim_order
-from .tiling import Tiling, choose_tiling, index_bits, is_aligned, num_tiles, stride_class
+from .tiling import Tiling, choose_tiling, index_bits, is_aligned, num_tiles, operand_classes
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class TaskPlan:
 
     @cached_property
     def stride_classes(self) -> tuple:
-        return tuple("".join(stride_class(s) for s in op) for op in self.strides)
+        return operand_classes(self.strides)
 
     @cached_property
     def layout_class(self) -> tuple:
@@ -118,6 +118,13 @@ def analyze(
         contiguous = _contiguous_task(inputs, outputs)
         if contiguous is not None:
             return tile(*contiguous, itemsize, config)
+    return tile(*geometry(inputs, outputs, collapse_dims), itemsize, config)
+
+
+def geometry(inputs: Sequence[tuple], outputs: Sequence[Optional[tuple]], collapse_dims: bool = True) -> tuple:
+    """The first part of analyze(), before any tiling: (broadcast shape, the outputs' strides
+    over it, the collapsed task's shape, each operand's strides over it). A RuntimeError naming
+    the shapes when they do not broadcast."""
     given = [o for o in outputs if o is not None]
     shape = broadcast_shapes([s for s, _ in inputs] + [s for s, _ in given])
     in_strides = [broadcast_strides(s, st, shape) for s, st in inputs]
@@ -130,7 +137,7 @@ def analyze(
         task_shape, strides = collapse(shape, operands, order)
     else:
         task_shape, strides = shape, tuple(operands)
-    return tile(shape, out_strides, task_shape, strides, itemsize, config)
+    return shape, out_strides, task_shape, strides
 
 
 def _contiguous_task(inputs: Sequence[tuple], outputs: Sequence[Optional[tuple]]) -> Optional[tuple]:

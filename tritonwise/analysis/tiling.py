@@ -49,6 +49,11 @@ def stride_class(stride: int) -> str:
     return "0" if stride == 0 else "1" if stride == 1 else "s"
 
 
+def operand_classes(strides: Sequence[tuple]) -> tuple:
+    """Each operand's stride classes over a task, as one string ("1s", "s1", "0"...)."""
+    return tuple("".join(stride_class(s) for s in op) for op in strides)
+
+
 def choose_tiling(
     task_shape: tuple, strides: Sequence[tuple], itemsize: int, config: CodeGenConfig, split: Optional[int] = None
 ) -> Tiling:

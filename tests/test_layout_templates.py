@@ -1,0 +1,171 @@
+"""New shapes of calls of any layout derived from a template of the same stride classes
+(layout_templates.py): a derived plan equals the plan the analysis builds, field for field, for
+permuted, sliced, expanded and broadcasting operands; where none is derived the new task's
+layout class differs; results equal torch's; calls that route elsewhere are never derived."""
+
+import pytest
+import torch
+import triton
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tritonwise import pointwise_dynamic
+from tritonwise.runtime.arguments import call_signature
+
+
+@triton.jit
+def _add_alpha(x, y, alpha):
+    return x + y * alpha
+
+
+@triton.jit
+def _fma(x, y, z):
+    return x * y + z, x - z
+
+
+def add_alpha():
+    return pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])(_add_alpha)
+
+
+def fma():
+    return pointwise_dynamic(promotion_methods=[((0, 1, 2), "DEFAULT"), ((0, 2), "DEFAULT")])(_fma)
+
+
+def _operand(rank: int):
+    """One input's layout: its rank, size-1 dims, memory order of its dims, a step per dim (a
+    sliced view) and dims expanded to stride 0."""
+    return st.tuples(
+        st.just(rank),
+        st.lists(st.booleans(), min_size=rank, max_size=rank),
+        st.permutations(range(rank)),
+        st.lists(st.sampled_from([1, 1, 2]), min_size=rank, max_size=rank),
+        st.lists(st.sampled_from([False, False, False, True]), min_size=rank, max_size=rank),
+    )
+
+
+# A pattern: the broadcast rank, then the layouts of the inputs.
+patterns = st.integers(1, 4).flatmap(
+    lambda rank: st.lists(st.integers(0, rank).flatmap(_operand), min_size=2, max_size=3).map(
+        lambda inputs: (rank, inputs)
+    )
+)
+
+
+def _tensor(shape: tuple, order: list, steps: list, expanded: list) -> torch.Tensor:
+    """A tensor of `shape` whose dims lie in memory in `order` (outer first), sliced by `steps`,
+    with the `expanded` dims broadcast from one element."""
+    stored = [1 if e else n * s for n, s, e in zip(shape, steps, expanded)]
+    inverse = sorted(range(len(order)), key=order.__getitem__)
+    t = torch.randn([stored[d] for d in order]).permute(inverse)
+    t = t[tuple(slice(None, None, 1 if e else s) for s, e in zip(steps, expanded))]
+    return t.expand(shape)
+
+
+def _inputs(pattern, sizes) -> list:
+    rank, inputs = pattern
+    return [
+        _tensor(tuple(1 if one else sizes[rank - r + i] for i, one in enumerate(ones)), order, steps, expanded)
+        for r, ones, order, steps, expanded in inputs
+    ]
+
+
+def _check_derived(fn, template_args, args):
+    """Once the plan of `template_args` is offered as the only template, the plan derived for
+    `args` is the analysis's; none is derived only where no template was kept (its own call
+    derives nothing: a 0-d task whose dtype torch's default decided, an empty one) or where the
+    new task falls in another layout class."""
+    outs = (None,) * len(fn._out_index)
+    template = fn._prepare(template_args, outs, collapse=True)
+    layouts, default = fn._new_shapes.layouts, torch.get_default_dtype()
+    layouts.remember(call_signature(template_args), template)
+    kept = layouts.derive(call_signature(template_args), default)
+    assert kept is None or kept == template
+    derived = layouts.derive(call_signature(args), default)
+    prepared = fn._prepare(args, outs, collapse=True)
+    if derived is not None:
+        assert derived == prepared
+    else:
+        assert kept is None or prepared.task.layout_class != template.task.layout_class
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    patterns, st.lists(st.integers(2, 12), min_size=4, max_size=4), st.lists(st.integers(2, 12), min_size=4, max_size=4)
+)
+def test_a_derived_plan_is_the_plan_the_analysis_builds(pattern, first, second):
+    fn = add_alpha()
+    template_inputs, inputs = _inputs(pattern, first), _inputs(pattern, second)
+    _check_derived(fn, (template_inputs[0], template_inputs[-1], 0.5), (inputs[0], inputs[-1], 0.5))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    patterns, st.lists(st.integers(2, 9), min_size=4, max_size=4), st.lists(st.integers(2, 9), min_size=4, max_size=4)
+)
+def test_derived_plans_of_two_outputs_are_the_analysis_plans(pattern, first, second):
+    fn = fma()
+    template_inputs, inputs = _inputs(pattern, first), _inputs(pattern, second)
+    pick = lambda ts: (ts[0], ts[1 % len(ts)], ts[-1])  # noqa: E731
+    _check_derived(fn, pick(template_inputs), pick(inputs))
+
+
+def test_new_shapes_of_a_transposed_call_are_derived_and_compute_what_torch_computes():
+    fn = add_alpha()
+    derived = 0
+    for n in (3, 17, 64, 5, 33, 8):
+        x, y = torch.randn(n, 7), torch.randn(7, n).t()
+        derived += fn._new_shapes.layouts.derive(call_signature((x, y, 0.5)), torch.get_default_dtype()) is not None
+        out = torch.full((n, 7), float("nan"))
+        torch.testing.assert_close(fn(x, y, 0.5), x + y * 0.5)
+        fn(x, y, 0.5, out0=out)
+        torch.testing.assert_close(out, x + y * 0.5)
+    assert derived >= 4  # every new shape after the first of each layout class (alignment, block)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: (torch.randn(4, 6, requires_grad=True).t(), torch.randn(6, 4), 0.5),  # recorded for autograd
+        lambda: (torch.nn.Parameter(torch.randn(6, 4)), torch.randn(4, 6).t(), 0.5),  # a subclass
+        lambda: (torch.randn(4, 6).t()._neg_view(), torch.randn(6, 4), 0.5),  # a negative view
+    ],
+)
+def test_calls_that_route_elsewhere_are_not_derived(make):
+    fn = add_alpha()
+    args = make()
+    plain = tuple(
+        a.detach().resolve_neg().as_subclass(torch.Tensor) if isinstance(a, torch.Tensor) else a for a in args
+    )
+    fn._new_shapes.layouts.remember(call_signature(plain), fn._prepare(plain, (None,), collapse=True))
+    assert fn._new_shapes.layouts.derive(call_signature(args), torch.get_default_dtype()) is None
+
+
+def test_a_given_output_is_not_derived():
+    fn = add_alpha()
+    x, y = torch.randn(5, 6).t(), torch.randn(6, 5)
+    fn._new_shapes.layouts.remember(call_signature((x, y, 0.5)), fn._prepare((x, y, 0.5), (None,), collapse=True))
+    assert fn._new_shapes.layouts.derive(call_signature((x, y, 0.5)), torch.get_default_dtype()) is not None
+    out = torch.empty(6, 5)
+    assert fn._new_shapes.layouts.derive(call_signature((x, y, 0.5), (out,)), torch.get_default_dtype()) is None
+
+
+def test_a_zero_dim_tensor_is_not_served_by_a_plan_of_a_sized_one():
+    fn = pointwise_dynamic(promotion_methods=[(0, 1, "DEFAULT")])(_add_two)
+    sized = (torch.ones(3, 4, dtype=torch.int8).t(), torch.ones(4, 3, dtype=torch.int32))
+    fn._new_shapes.layouts.remember(call_signature(sized), fn._prepare(sized, (None,), collapse=True))
+    zero_dim = (torch.ones(3, 4, dtype=torch.int8).t(), torch.tensor(7, dtype=torch.int32))
+    assert fn._new_shapes.layouts.derive(call_signature(zero_dim), torch.get_default_dtype()) is None
+    assert fn(*zero_dim).dtype == (zero_dim[0] + zero_dim[1]).dtype == torch.int8
+
+
+@triton.jit
+def _add_two(x, y):
+    return x + y
+
+
+def test_shapes_that_do_not_broadcast_are_refused_by_the_analysis():
+    fn = add_alpha()
+    x, y = torch.randn(5, 6).t(), torch.randn(6, 5)
+    fn(x, y, 0.5)
+    with pytest.raises(RuntimeError, match="cannot be broadcast"):
+        fn(torch.randn(5, 7).t(), torch.randn(6, 5), 0.5)
