@@ -113,6 +113,32 @@ def test_a_cached_call_runs_no_python_frame():
     torch.testing.assert_close(got, (r * torch.cos(theta), r * torch.sin(theta)))
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda n: (_cuda(4, n, 64), _cuda(n, 1)), id="broadcast (nd)"),
+        pytest.param(lambda n: (_cuda(n, 256), _cuda(256, n).t()), id="transposed (tile2d)"),
+        pytest.param(lambda n: (_cuda(2 * n, 64)[::2], _cuda(64)), id="sliced rows (nd)"),
+        pytest.param(lambda n: (_cuda(64, n).t(), _cuda(64, n).t()), id="both transposed (flat)"),
+    ],
+)
+def test_new_shapes_of_a_layout_run_in_c_once_their_kernel_has(make):
+    """The first shape builds the template, the second is derived and publishes the record of
+    its call class and stride classes; later ones (same block, same specialization classes) are
+    launched by layout.h with no plan and no Python frame. The sizes keep one block and
+    alignment throughout."""
+    fn = pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])(add_alpha.payload)
+    for n in (80, 96):
+        fn(*make(n), 0.5)
+    for n in (112, 144, 160, 208):
+        x, y = make(n)
+        misses = fn.plan_cache.misses
+        got, frames = _python_frames(fn, x, y, 0.5)
+        assert frames == [] and fn.plan_cache.misses == misses
+        torch.testing.assert_close(got, x + 0.5 * y)
+        assert got.stride() == (x + y).stride()
+
+
 def test_calls_the_c_path_does_not_serve_still_come_out_right():
     x, y = _cuda(500), _cuda(500)
     out = torch.full_like(x, float("nan"))

@@ -360,11 +360,12 @@ def test_launch_c_builds_wherever_a_c_compiler_is():
 
 
 class Function:
-    """What call.h's __call__ reads of a pointwise function: `_c_tables` and a fallback."""
+    """What call.h's __call__ reads of a pointwise function: `_c_tables` (its PlanCache, plans,
+    contiguous and broadcast records) and a fallback."""
 
     def __init__(self, plans, templates=None):
         self._plans = SimpleNamespace(hits=0)
-        self._c_tables = (self._plans, plans, templates or {})
+        self._c_tables = (self._plans, plans, templates or {}, {})
 
     def _call_missed(self, args, kwargs, key):
         return ("Python", args, kwargs, key)

@@ -31,24 +31,29 @@ def fma():
     return pointwise_dynamic(promotion_methods=[((0, 1, 2), "DEFAULT"), ((0, 2), "DEFAULT")])(_fma)
 
 
-def _operand(rank: int):
+def _operand(rank: int, rare: int = 1):
     """One input's layout: its rank, size-1 dims, memory order of its dims, a step per dim (a
-    sliced view) and dims expanded to stride 0."""
+    sliced view) and dims expanded to stride 0; each but the order `rare` times rarer."""
     return st.tuples(
         st.just(rank),
-        st.lists(st.booleans(), min_size=rank, max_size=rank),
+        st.lists(st.sampled_from([False] * (2 * rare - 1) + [True]), min_size=rank, max_size=rank),
         st.permutations(range(rank)),
-        st.lists(st.sampled_from([1, 1, 2]), min_size=rank, max_size=rank),
-        st.lists(st.sampled_from([False, False, False, True]), min_size=rank, max_size=rank),
+        st.lists(st.sampled_from([1] * (2 * rare) + [2]), min_size=rank, max_size=rank),
+        st.lists(st.sampled_from([False] * (3 * rare) + [True]), min_size=rank, max_size=rank),
     )
 
 
-# A pattern: the broadcast rank, then the layouts of the inputs.
-patterns = st.integers(1, 4).flatmap(
+# A pattern: the broadcast rank, then the layouts of the inputs: any ranks and size-1 dims, or
+# full-rank operands with few size-1 dims, whose dim orders differ often (tile2d tasks).
+any_patterns = st.integers(1, 4).flatmap(
     lambda rank: st.lists(st.integers(0, rank).flatmap(_operand), min_size=2, max_size=3).map(
         lambda inputs: (rank, inputs)
     )
 )
+full_rank_patterns = st.integers(2, 4).flatmap(
+    lambda rank: st.lists(_operand(rank, rare=4), min_size=2, max_size=3).map(lambda inputs: (rank, inputs))
+)
+patterns = any_patterns | full_rank_patterns
 
 
 def _tensor(shape: tuple, order: list, steps: list, expanded: list) -> torch.Tensor:

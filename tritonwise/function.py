@@ -66,7 +66,8 @@ class PointwiseDynamicFunction:
         self._plans = PlanCache()
         self._new_shapes = NewShapes(self._config)  # plans and launchers of new shapes without the analysis
         # what hit() reads (and call.h's __call__, which counts its hits in the PlanCache)
-        self._c_tables = (self._plans, self._plans.by_key, self._new_shapes.contiguous.c_records)
+        new = self._new_shapes
+        self._c_tables = (self._plans, self._plans.by_key, new.contiguous.c_records, new.layouts.c_records)
         self._frontends: dict = {}  # call class -> _Frontend (see _frontend)
         self._kernels: dict = {}  # (call class, layout class, ...) -> _Kernel (see _kernel)
         self._instances: dict = {}
@@ -106,8 +107,8 @@ class PointwiseDynamicFunction:
         this one's place: the same first part in C, then _call_missed."""
         entry, key = hit_path.entry, None
         if entry is not None and not kwargs:  # the C hit path: signature, lookup, allocation, launch
-            _, plans, templates = self._c_tables
-            result = entry(plans, args, MISS, templates)
+            _, plans, templates, layouts = self._c_tables
+            result = entry(plans, args, MISS, templates, layouts)
             if type(result) is tuple and len(result) == 2 and result[0] is MISS:
                 key = result[1]  # a miss, with the signature hit() built
             elif result is not MISS:

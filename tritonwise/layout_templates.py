@@ -16,16 +16,29 @@ A call qualifies when its tensors are plain (broadcast_templates.plain_operands:
 StridedBuffer, given output, negative bit or grad) and the task is elementwise and non-empty.
 The call's class here keeps each tensor's rank (a 0-d tensor promotes differently).
 tests/test_layout_templates.py holds each derived plan equal to the analysis's own.
+
+Once a derived plan of a class launches through launch.c, `publish` gives the C hit path
+(runtime/layout.h) a record of its call class and stride classes: later new shapes of them are
+launched from C with no plan, the geometry and the retiling done there in integers, wherever
+the record holds the kernel of their block and specialization (tests/test_layout_c_path.py holds
+every such launch to the plan Python derives).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 from .analysis.plan import geometry, retile
 from .analysis.tiling import operand_classes
 from .broadcast_templates import plain_operands
-from .codegen.params import index_arg_values
+from .codegen.params import index_arg_values, index_params
+from .runtime.kernels import Rebinding
+from .schemes import get_scheme
+from .schemes.base import SMALL_TASK_TILES
+
+# The schemes layout.h retiles, by the code it knows them by.
+C_SCHEMES = {"flat": 0, "nd": 1, "tile2d": 2}
 
 
 class LayoutTemplates:
@@ -34,6 +47,9 @@ class LayoutTemplates:
     def __init__(self, config):
         self._config = config
         self._templates: dict = {}  # call class -> {stride classes of the task: plan}
+        # call class -> {stride classes: record}: what launch.c's hit() needs to launch new
+        # shapes of them itself (layout.h's run_layout); filled by publish() as derived plans launch
+        self.c_records: dict = {}
 
     def remember(self, key: tuple, plan) -> None:
         """Keep `plan` (just built for the call `key`) as a template, when it can be one."""
@@ -65,6 +81,88 @@ class LayoutTemplates:
         if task is None:
             return None
         return template.for_task(task, index_arg_values(template.spec, task), out_shape=shape, out_strides=out_strides)
+
+    def publish(self, key: tuple, plan) -> None:
+        """Let the C hit path launch later new shapes of `key`'s call class and stride classes
+        with `plan`'s kernel, once `plan` (derived for `key`) launches through launch.c (it has
+        a hit record). A record serves one layout class (its first plan's): plans of another
+        alignment or index width run other kernels and are not added to it."""
+        operands = plain_operands(key)
+        task = plan.task
+        if operands is None or plan.hit is None or task.tiling.scheme not in C_SCHEMES or not task.rank:
+            return
+        call_class = _call_class(operands)
+        record = self.c_records.get(call_class, {}).get(task.stride_classes)
+        if record is None:
+            positions = Rebinding(plan).value_positions()
+            record = None if positions is None else c_record(plan, positions, self._config)
+            if record is None:
+                return
+            self.c_records.setdefault(call_class, {})[task.stride_classes] = record
+        if (record[9], record[10]) == (task.aligned, _index_kind(task)):
+            add_kernel(record, plan)
+
+
+def add_kernel(record: tuple, plan) -> None:
+    """Give `record` `plan`'s kernel, under its block and the classes (divisible by 16, equal to 1)
+    of its value-specialized index arguments: the kernel Triton compiled for them."""
+    _, _, _, _, function, _, _, _, threads, shared, _, _, _ = plan.hit
+    classes = tuple((plan.index_args[k] % 16 == 0, plan.index_args[k] == 1) for k in record[14])
+    record[15].setdefault((*plan.task.tiling.block, classes), (function, threads, shared))
+
+
+def c_record(plan, positions: tuple, config) -> Optional[tuple]:
+    """The record of `plan` (a derived plan with a hit record) for layout.h's run_layout (see
+    there), its kernels still to add; None where the record's codes would not give `plan`'s own
+    index values. `positions`: the index arguments Triton specializes on their values
+    (kernels.Rebinding.value_positions)."""
+    task, names = plan.task, index_params(plan.spec)
+    counts = get_scheme(task.tiling.scheme).count_params(task.rank)
+    operands = {op.name: k for k, op in enumerate(plan.spec.tensors)}
+    codes = []
+    for name in names:
+        if name.startswith("size"):
+            codes.append((0, int(name[4:]), 0))
+        elif name in counts:
+            codes.append((2, counts.index(name), 0))
+        else:
+            operand, _, dim = name.rpartition("_stride")
+            codes.append((1, operands[operand], int(dim)))
+    codes = tuple(codes)
+    if _values(codes, task) != plan.index_args:
+        return None
+    _, layouts, device, cu_launch, _, _, _, _, _, _, device_index, kinds, fixed = plan.hit
+    m_dim = task.tiling.m_dim
+    return (
+        tuple(dtype for _, dtype in layouts),
+        device,
+        cu_launch,
+        device_index,
+        kinds,
+        C_SCHEMES[task.tiling.scheme],
+        -1 if m_dim is None else m_dim,
+        task.tiling.choices,
+        SMALL_TASK_TILES,
+        task.aligned,
+        _index_kind(task),
+        config.max_grid_size[0],
+        codes,
+        len(fixed) // 8 - len(names),
+        positions,
+        {},
+    )
+
+
+def _values(codes: tuple, task) -> tuple:
+    """The index values `codes` give for `task` (what run_layout computes in C)."""
+    tiling = task.tiling
+    counts = list(get_scheme(tiling.scheme).counts(task.task_shape, tiling.m_dim, tiling.block).values())
+    by_kind = (lambda a, b: task.task_shape[a], lambda a, b: task.strides[a][b], lambda a, b: counts[a])
+    return tuple(by_kind[kind](a, b) for kind, a, b in codes)
+
+
+def _index_kind(task) -> str:
+    return "i" if task.index_bits == 32 else "l"
 
 
 def _call_class(operands: list) -> tuple:

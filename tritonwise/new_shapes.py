@@ -70,6 +70,7 @@ class NewShapes:
             plan = self.broadcast.derive(key, default_dtype) or self.layouts.derive(key, default_dtype)
             if plan is not None:
                 self.siblings.adopt(key, plan)
+                self.layouts.publish(key, plan)  # once it launches through launch.c
         return plan
 
     def remember(self, key: tuple, plan) -> None:

@@ -3,7 +3,8 @@
  * call_method(fallback, switch) makes a method descriptor that runtime/hit_path.py installs as
  * PointwiseDynamicFunction.__call__ once hit() is configured, so that a cached call runs no
  * Python frame at all. A call without keyword arguments goes to serve() with the function's
- * `_c_tables`: (its PlanCache, the PlanCache's dict, the contiguous templates' records); a call
+ * `_c_tables`: (its PlanCache, the PlanCache's dict, the contiguous templates' records and the
+ * layout records); a call
  * served there counts as a hit in the PlanCache's `hits`. Any other call, and a miss, goes on
  * in Python as fallback(function, args, kwargs, key), `key` being the signature serve() built
  * (None where it built none). While switch.entry is None (runtime/hit_path's `entry`, which
@@ -45,9 +46,10 @@ static PyObject *served(CallMethod *method, PyObject *function, PyObject *args, 
     Py_XDECREF(entry);
     PyObject *tables = on ? PyObject_GetAttr(function, name_c_tables) : NULL;
     PyObject *result = NULL;
-    if (tables != NULL && PyTuple_CheckExact(tables) && PyTuple_GET_SIZE(tables) == 3 &&
-        PyDict_Check(PyTuple_GET_ITEM(tables, 1)) && PyDict_Check(PyTuple_GET_ITEM(tables, 2))) {
-        result = serve(PyTuple_GET_ITEM(tables, 1), args, PyTuple_GET_ITEM(tables, 2), key);
+    if (tables != NULL && PyTuple_CheckExact(tables) && PyTuple_GET_SIZE(tables) == 4 &&
+        PyDict_Check(PyTuple_GET_ITEM(tables, 1)) && PyDict_Check(PyTuple_GET_ITEM(tables, 2)) &&
+        PyDict_Check(PyTuple_GET_ITEM(tables, 3))) {
+        result = serve(PyTuple_GET_ITEM(tables, 1), args, PyTuple_GET_ITEM(tables, 2), PyTuple_GET_ITEM(tables, 3), key);
         if (result != NULL) count_hit(PyTuple_GET_ITEM(tables, 0));
     }
     Py_XDECREF(tables);

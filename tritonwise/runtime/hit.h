@@ -268,6 +268,30 @@ static int contiguous_call(PyObject *key, PyObject **shape, PyObject **strides, 
     return expected >= 2;
 }
 
+/* Allocate outputs of `shape` and `strides`, one per dtype of `dtypes`, and launch `kernel`
+ * (function, threads, shared) on `grid` programs with `fixed` after the operands: a call served
+ * without a plan (run_template, run_layout), through run_record. */
+static PyObject *launch_planless(PyObject *shape, PyObject *strides, PyObject *dtypes, PyObject *device,
+                                 PyObject *cu_launch, PyObject *kernel[3], long long grid, PyObject *device_index,
+                                 PyObject *kinds, PyObject *fixed, PyObject *args) {
+    Py_ssize_t n_out = PyTuple_GET_SIZE(dtypes);
+    PyObject *layouts = PyTuple_New(n_out), *result = NULL;
+    for (Py_ssize_t k = 0; layouts != NULL && k < n_out; ++k) {
+        PyObject *layout = PyTuple_Pack(2, strides, PyTuple_GET_ITEM(dtypes, k));
+        if (layout == NULL) Py_CLEAR(layouts);
+        else PyTuple_SET_ITEM(layouts, k, layout);
+    }
+    PyObject *record = layouts == NULL ? NULL
+        : Py_BuildValue("(OOOOOLiiOOOOO)", shape, layouts, device, cu_launch, kernel[0], grid, 1, 1, kernel[1],
+                        kernel[2], device_index, kinds, fixed);
+    Py_XDECREF(layouts);
+    if (record != NULL) {
+        result = run_record(record, args);
+        Py_DECREF(record);
+    }
+    return result;
+}
+
 /* Launch a contiguous call from its class's template record (new_shapes.py's c_record):
  *   (out dtypes, device, cu_launch_kernel, function, threads, shared, device_index, kinds,
  *    block, max_grid, min_numel, max_numel, index kind "i" or "l", scratch slots)
@@ -303,30 +327,23 @@ static PyObject *run_template(PyObject *templates, PyObject *key, PyObject *args
         int64_t values[2] = {numel, tiles};
         memcpy(slots, values, 16);
     }
-    Py_ssize_t n_out = PyTuple_GET_SIZE(f[0]);
-    PyObject *layouts = PyTuple_New(n_out);
-    for (Py_ssize_t k = 0; layouts != NULL && k < n_out; ++k) {
-        PyObject *layout = PyTuple_Pack(2, strides, PyTuple_GET_ITEM(f[0], k));
-        if (layout == NULL) Py_CLEAR(layouts);
-        else PyTuple_SET_ITEM(layouts, k, layout);
-    }
-    PyObject *record = layouts == NULL ? NULL
-        : Py_BuildValue("(OOOOOLiiOOOOO)", shape, layouts, f[1], f[2], f[3], grid, 1, 1, f[4], f[5], f[6], f[7], fixed);
-    Py_XDECREF(layouts);
+    PyObject *kernel[3] = {f[3], f[4], f[5]};
+    result = launch_planless(shape, strides, f[0], f[1], f[2], kernel, grid, f[6], f[7], fixed, args);
     Py_DECREF(fixed);
-    if (record != NULL) {
-        result = run_record(record, args);
-        Py_DECREF(record);
-    }
 done:
     Py_XDECREF(t);
     if (result == NULL) PyErr_Clear();
     return result;
 }
 
+static PyObject *run_layout(PyObject *records, PyObject *key, PyObject *args); /* layout.h */
+
 /* A cached call's whole path: the output(s), or NULL (no exception) with *key the signature
- * (NULL where building it failed) for the Python path to go on with. */
-static PyObject *serve(PyObject *plans, PyObject *args, PyObject *templates, PyObject **key_out) {
+ * (NULL where building it failed) for the Python path to go on with. A call no plan serves is
+ * launched from its class's contiguous template (`templates`) or the record of its call class
+ * and stride classes (`layouts`), where there is one. */
+static PyObject *serve(PyObject *plans, PyObject *args, PyObject *templates, PyObject *layouts,
+                       PyObject **key_out) {
     PyObject *key = *key_out = build_signature(args);
     if (key == NULL) {
         PyErr_Clear();  /* the Python path builds the signature again and reports what is wrong */
@@ -337,10 +354,14 @@ static PyObject *serve(PyObject *plans, PyObject *args, PyObject *templates, PyO
     PyErr_Clear();
     int usable = record != NULL && PyTuple_Check(record) && PyTuple_GET_SIZE(record) == HIT_FIELDS;
     PyObject *result = NULL;
-    if (usable || (plan == NULL && templates != NULL && PyDict_GET_SIZE(templates))) {
+    int derivable = plan == NULL && ((templates != NULL && PyDict_GET_SIZE(templates)) ||
+                                     (layouts != NULL && PyDict_GET_SIZE(layouts)));
+    if (usable || derivable) {
         int hooked = hooks == Py_None ? 0 : hook_active(name_enter);
         if (hooked == 0 && hooks != Py_None) hooked = hook_active(name_exit);
-        if (hooked == 0) result = usable ? run_record(record, args) : run_template(templates, key, args);
+        if (hooked == 0 && usable) result = run_record(record, args);
+        if (hooked == 0 && !usable && templates != NULL) result = run_template(templates, key, args);
+        if (hooked == 0 && !usable && result == NULL && layouts != NULL) result = run_layout(layouts, key, args);
     }
     Py_XDECREF(plan);
     Py_XDECREF(record);
@@ -357,16 +378,16 @@ static PyObject *serve(PyObject *plans, PyObject *args, PyObject *templates, PyO
     return result;
 }
 
-/* hit(plans, args, miss[, templates]): see the header of launch.c. */
+/* hit(plans, args, miss[, templates[, layouts]]): see the header of launch.c. */
 static PyObject *hit(PyObject *self, PyObject *const *argv, Py_ssize_t nargs) {
-    if ((nargs != 3 && nargs != 4) || !PyDict_Check(argv[0]) || !PyTuple_Check(argv[1]) ||
-        (nargs == 4 && !PyDict_Check(argv[3]))) {
-        PyErr_SetString(PyExc_TypeError, "hit() takes a dict, a tuple, the miss value and optionally a dict");
+    if (nargs < 3 || nargs > 5 || !PyDict_Check(argv[0]) || !PyTuple_Check(argv[1]) ||
+        (nargs >= 4 && !PyDict_Check(argv[3])) || (nargs == 5 && !PyDict_Check(argv[4]))) {
+        PyErr_SetString(PyExc_TypeError, "hit() takes a dict, a tuple, the miss value and optionally two dicts");
         return NULL;
     }
     if (!configured()) return NULL;
     PyObject *key, *miss = argv[2];
-    PyObject *result = serve(argv[0], argv[1], nargs == 4 ? argv[3] : NULL, &key);
+    PyObject *result = serve(argv[0], argv[1], nargs >= 4 ? argv[3] : NULL, nargs == 5 ? argv[4] : NULL, &key);
     if (result != NULL) return result;
     if (key == NULL) return Py_NewRef(miss);
     PyObject *missed = PyTuple_Pack(2, miss, key);  /* the signature goes back with the miss */

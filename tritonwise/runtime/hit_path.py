@@ -6,8 +6,11 @@ A plan offers itself to it by carrying `hit`, a tuple of what the launch needs (
 plans whose fast path is plain allocation and a launch through launch.c get one (no reductions,
 splits, scalars to move, default-dtype condition). A call no plan serves whose tensors are plain,
 C-contiguous and of one shape is launched from its class's template record
-(new_shapes.Templates.c_records) when there is one, without a plan of its own; the plan cache
-counts it as a hit. Wherever Python must decide (no such plan or template, launch hooks installed,
+(new_shapes.Templates.c_records) when there is one, without a plan of its own; any other call
+of plain tensors (broadcast, transposed, strided) from the record of its call class and stride
+classes (layout.h; LayoutTemplates.c_records) once a plan of its block and specialization has
+launched. The plan cache counts either as a hit. Wherever Python must decide (no such plan or
+template, launch hooks installed,
 another device current, a failed launch: nothing was launched) the C function returns (`MISS`,
 the signature it built), or `MISS` alone if building it raised, and __call__ goes on as before
 with that signature. `entry` is None until the first plan gets a record, so processes that never

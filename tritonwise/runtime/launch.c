@@ -17,14 +17,15 @@
  * releases it, as Triton's launcher does, so threads driving other devices are not held up.
  * Once use_aten() has given it aten.cpp's helpers (runtime/aten.py), a plain tensor's data
  * pointer and hit()'s outputs are taken through ATen rather than torch's Python API.
- *   hit(plans, args, miss[, templates]) -> the call's output(s), or (`miss`, signature), or `miss`
+ *   hit(plans, args, miss[, templates[, layouts]]) -> the call's output(s), or (`miss`, signature), or `miss`
  *
  * `hit` is a cached call's whole path (runtime/hit_path.py): the call signature built as
  * runtime/arguments.py's call_signature builds it, the plan looked up in `plans` (the plan cache's
  * dict), outputs allocated through torch.empty_strided, the stream asked of torch, and the launch
  * above. A call no plan serves whose tensors are plain, C-contiguous and of one shape is launched
  * from its class's record in `templates` when there is one (new_shapes.py: a new shape of a
- * contiguous call needs no plan of its own). Wherever the Python path must decide (no plan or
+ * contiguous call needs no plan of its own), any other call of plain tensors from the record of
+ * its call class and stride classes in `layouts` (layout.h). Wherever the Python path must decide (no plan or
  * template, a plan without a `hit` record, launch hooks installed, another device current, a
  * failed launch) it launches nothing and returns (`miss`, the signature it built), or `miss`
  * alone where building the signature failed. `configure` gives it the Python objects it calls;
@@ -193,6 +194,7 @@ static PyObject *use_aten(PyObject *self, PyObject *const *args, Py_ssize_t narg
 }
 
 #include "hit.h"
+#include "layout.h"
 #include "call.h"
 
 static PyMethodDef methods[] = {

@@ -1,0 +1,158 @@
+"""layout.h's run_layout on the CPU, through a stand-in for cuLaunchKernel: a new shape of a call
+class and stride classes whose record holds the kernel of its block and specialization is
+launched from C with exactly the grid, kernel, index values and output layout of the plan
+Python derives (broadcast_templates.py, layout_templates.py); any other new shape is refused,
+launching nothing. GPU tests run it for real."""
+
+import ctypes
+from types import SimpleNamespace
+
+import pytest
+import torch
+from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import strategies as st
+from test_broadcast_templates import add_alpha, shapes_of
+from test_layout_templates import _inputs, any_patterns, full_rank_patterns
+
+from tritonwise.broadcast_templates import plain_operands
+from tritonwise.layout_templates import C_SCHEMES, _call_class, add_kernel, c_record
+from tritonwise.runtime import hit_path, native
+from tritonwise.runtime.arguments import call_signature
+
+PARAMS = ctypes.POINTER(ctypes.c_void_p)
+LAUNCH_KERNEL = ctypes.CFUNCTYPE(
+    ctypes.c_int, *[ctypes.c_void_p] + [ctypes.c_uint] * 7, ctypes.c_void_p, PARAMS, ctypes.c_void_p
+)
+# A full operand beside one of lower rank or with size-1 dims (a bias, a scale): mostly nd tasks.
+nd_patterns = st.integers(2, 4).flatmap(
+    lambda rank: st.integers(1, rank).flatmap(
+        lambda r: st.lists(st.booleans(), min_size=r, max_size=r).map(
+            lambda ones: (rank, [(rank, [False] * rank), (r, ones)])
+        )
+    )
+)
+
+
+class Driver:
+    """cuLaunchKernel's stand-in: reads add_alpha's parameters (x, y, alpha, out, then `n_values`
+    index arguments of `index_type`, then two scratch pointers) as the driver would."""
+
+    def __init__(self):
+        self.launches, self.n_values, self.index_type = [], 0, ctypes.c_int32
+        self.entry = LAUNCH_KERNEL(self._launch)
+        self.address = ctypes.cast(self.entry, ctypes.c_void_p).value
+
+    def _launch(self, function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        types = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_float, ctypes.c_uint64]
+        types += [self.index_type] * self.n_values
+        values = [ctypes.cast(params[k], ctypes.POINTER(t)).contents.value for k, t in enumerate(types)]
+        self.launches.append((function, (gx, gy, gz), bx, values))
+        return 0
+
+
+@pytest.fixture(scope="module")
+def module():
+    module = native.launch_module()
+    if module is None:
+        pytest.skip("no C compiler or Python headers: launch.c cannot be built here")
+    hooks = SimpleNamespace(launch_enter_hook=None, launch_exit_hook=None)
+    hit_path.configure(module, raw_stream=lambda device: 0x5000, hooks=hooks, current_device=None)
+    yield module
+    if hit_path.entry is not None:  # a GPU process already serves hits: give back the real objects
+        hit_path.configure(module)
+
+
+def _function_of(plan) -> int:
+    """A stand-in kernel handle per block and specialization."""
+    return 0x10000 + hash((plan.task.tiling.block, plan.index_args)) % 0xFFFF
+
+
+def _launched_through_c(plan, driver) -> None:
+    """Give `plan` the hit record launch.c's launcher would give it (a stand-in kernel)."""
+    fmt = "i" if plan.task.index_bits == 32 else "q"
+    fixed = b"".join(
+        int(v).to_bytes(4 if fmt == "i" else 8, "little", signed=True).ljust(8, b"\0") for v in plan.index_args
+    )
+    launch = (
+        driver.address,
+        _function_of(plan),
+        *plan.grid,
+        1,
+        1,
+        32 * plan.num_warps,
+        0,
+        0,
+        b"ppfp",
+        fixed + bytes(16),
+    )
+    layouts = tuple(zip(plan.out_strides, plan.out_dtypes))
+    plan.hit = hit_path.record(plan.out_shape, layouts, plan.device, launch[:2] + launch[2:5] + launch[5:])
+
+
+def _broadcast_args(pattern, sizes):
+    operands = [torch.randn(s) for s in shapes_of(pattern, sizes)]
+    return operands[0], operands[-1], 0.5
+
+
+def _layout_args(pattern, sizes):
+    operands = _inputs(pattern, sizes)
+    return operands[0], operands[-1], 0.5
+
+
+def _case(make, patterns, largest):
+    three = st.lists(st.lists(st.integers(2, largest), min_size=4, max_size=4), min_size=3, max_size=3)
+    return st.tuples(st.just(make), patterns, three)
+
+
+# Broadcasts of C-contiguous tensors (mostly nd tasks), and permuted, sliced, expanded operands.
+cases = (
+    _case(_broadcast_args, nd_patterns, 40)
+    | _case(_layout_args, any_patterns, 12)
+    | _case(_layout_args, full_rank_patterns, 12)
+)
+
+
+def _derive(fn, args):
+    key, default = call_signature(args), torch.get_default_dtype()
+    return fn._new_shapes.broadcast.derive(key, default) or fn._new_shapes.layouts.derive(key, default)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(cases, st.booleans())
+def test_the_c_path_launches_what_the_derived_plan_would(module, case, registered):
+    make, pattern, (first, second, third) = case
+    fn, driver = add_alpha(), Driver()
+    template_args, seen_args, args = make(pattern, first), make(pattern, second), make(pattern, third)
+    template = fn._prepare(template_args, (None,), collapse=True)
+    fn._new_shapes.remember(call_signature(template_args), template)
+    seen = _derive(fn, seen_args)
+    assume(seen is not None and seen.task.tiling.scheme in C_SCHEMES and seen.task.rank)
+    _launched_through_c(seen, driver)
+    record = c_record(seen, tuple(range(len(seen.index_args))), fn._config)
+    assert record is not None
+    add_kernel(record, seen)
+    expected = _derive(fn, args)
+    if expected is not None and registered:
+        _launched_through_c(expected, driver)
+        add_kernel(record, expected)
+    operands = plain_operands(call_signature(args))
+    records = {_call_class(operands): {seen.task.stride_classes: record}} if operands else {}
+    driver.n_values = len(seen.index_args)
+    driver.index_type = ctypes.c_int32 if seen.task.index_bits == 32 else ctypes.c_int64
+    out = module.hit({}, args, hit_path.MISS, {}, records)
+    same_kernel = expected is not None and (
+        expected.task.tiling.block == seen.task.tiling.block
+        and all((a % 16 == 0, a == 1) == (b % 16 == 0, b == 1) for a, b in zip(expected.index_args, seen.index_args))
+    )
+    event(seen.task.tiling.scheme)
+    event("refused" if expected is None else "served" if registered or same_kernel else "no kernel for it")
+    if expected is None or not (registered or same_kernel):
+        assert type(out) is tuple and out[0] is hit_path.MISS and driver.launches == []
+        return
+    x, y, alpha = args
+    assert isinstance(out, torch.Tensor) and out.shape == expected.out_shape
+    assert out.stride() == expected.out_strides[0] and out.dtype == expected.out_dtypes[0]
+    ((function, grid, threads, values),) = driver.launches
+    assert grid == (*expected.grid, 1, 1)[:3] and threads == 32 * expected.num_warps
+    assert function == _function_of(seen if same_kernel else expected)  # the first kernel of its key stays
+    assert values == [x.data_ptr(), y.data_ptr(), alpha, out.data_ptr(), *expected.index_args]

@@ -1,0 +1,375 @@
+/* run_layout(): a new shape of a plain call launched from the record of its call class and stride
+ * classes, with no plan; included by launch.c after hit.h (which declares it for serve()).
+ *
+ * What Python does for such a call in layout_templates.py, done here in integers:
+ * analysis.plan.geometry (broadcast, TensorIterator's dim order, dense outputs in that order,
+ * collapse), then analysis.plan.retile for the schemes flat, nd and tile2d (the block picked as
+ * the scheme picks it, alignment and index width checked against the record's), the index
+ * values by codes, and the launch of the kernel compiled for the block and for the classes of
+ * the index values Triton specializes on. A call qualifies as layout_templates.plain_operands
+ * says: plain tensors, none negative or requiring grad, no given outputs. Records come from
+ * LayoutTemplates.publish (layout_templates.py):
+ *   records[call class][stride classes] = (out dtypes, device, cu_launch_kernel, device index,
+ *     kinds, scheme, m_dim, block choices, small-task tiles, aligned, index kind "i" or "l",
+ *     max grid, codes, scratch slots, specialized positions, kernels)
+ * The call class is the signature without sizes and strides, each tensor's entry (dtype, rank,
+ * device, aligned); the stride classes one string per operand ("0", "1", "s" per task dim).
+ * `codes` say what each index argument is: (0, d, 0) the extent of task dim d, (1, o, d) operand
+ * o's stride along it (inputs, then outputs), (2, c, 0) the scheme's c-th tile count. NULL
+ * without an exception: not served. */
+
+#define MAX_OPERANDS 16
+#define MAX_RANK 16
+#define MAX_VALUES 128
+#define LAYOUT_FIELDS 16
+
+enum { SCHEME_FLAT = 0, SCHEME_ND = 1, SCHEME_TILE2D = 2 };
+
+typedef struct {
+    int n_in, n_ops, rank, task_rank;
+    long long shape[MAX_RANK];                  /* the broadcast shape */
+    long long strides[MAX_OPERANDS][MAX_RANK];  /* each input's strides over it (broadcast_strides) */
+    long long allocated[MAX_RANK];              /* the outputs' strides over it */
+    long long task[MAX_RANK];                   /* the collapsed task, outer to inner */
+    long long task_strides[MAX_OPERANDS][MAX_RANK];
+} LayoutTask;
+
+static long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+static long long magnitude(long long v) { return v < 0 ? -v : v; }
+
+/* One tensor entry of the signature: its sizes and strides into `sizes`/`strides`, its rank
+ * returned; -1 where it is not a plain tensor the C path takes. */
+static int read_tensor(PyObject *e, long long *sizes, long long *strides) {
+    PyObject *const *f = &PyTuple_GET_ITEM(e, 0);
+    Py_ssize_t rank = PyObject_Length(f[1]);
+    if (f[5] != Py_False || f[6] != Py_False || rank < 0 || rank > MAX_RANK || !PyTuple_Check(f[2]) ||
+        PyTuple_GET_SIZE(f[2]) != rank)
+        return -1;
+    for (Py_ssize_t d = 0; d < rank; ++d) {
+        PyObject *size = PySequence_GetItem(f[1], d);
+        sizes[d] = size == NULL ? -1 : PyLong_AsLongLong(size);
+        Py_XDECREF(size);
+        strides[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(f[2], d));
+        if (sizes[d] < 0 || PyErr_Occurred()) return -1;
+    }
+    return (int)rank;
+}
+
+/* The call class of signature `key` into `parts` (layout_templates._call_class) and its inputs,
+ * broadcast, into `t`; 0 where the call has no plain tensors or they do not broadcast. */
+static int read_operands(PyObject *key, PyObject *parts, LayoutTask *t) {
+    long long sizes[MAX_OPERANDS][MAX_RANK], raw[MAX_OPERANDS][MAX_RANK];
+    int ranks[MAX_OPERANDS];
+    t->n_in = t->rank = 0;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(key); ++k) {
+        PyObject *e = PyTuple_GET_ITEM(key, k), *part;
+        if (PyTuple_CheckExact(e) && PyTuple_GET_SIZE(e) == 7) {
+            int i = t->n_in;
+            if (i == MAX_OPERANDS || (ranks[i] = read_tensor(e, sizes[i], raw[i])) < 0) return 0;
+            t->rank = ranks[i] > t->rank ? ranks[i] : t->rank;
+            t->n_in++;
+            PyObject *const *f = &PyTuple_GET_ITEM(e, 0);
+            part = Py_BuildValue("(OiOO)", f[0], ranks[i], f[3], f[4]);
+            if (part == NULL) return 0;
+        } else if (PyTuple_Check(e)) {
+            return 0; /* a subclass, a StridedBuffer or a given output: the general path */
+        } else {
+            part = Py_NewRef(e);
+        }
+        PyTuple_SET_ITEM(parts, k, part);
+    }
+    for (int d = 0; d < t->rank; ++d) t->shape[d] = 1;
+    for (int i = 0; i < t->n_in; ++i) { /* analysis.broadcast: shapes, then strides over the shape */
+        int lead = t->rank - ranks[i];
+        for (int d = lead; d < t->rank; ++d) {
+            long long size = sizes[i][d - lead];
+            if (size != 1 && t->shape[d] != 1 && size != t->shape[d]) return 0;
+            if (size != 1) t->shape[d] = size;
+        }
+    }
+    for (int i = 0; i < t->n_in; ++i) {
+        int lead = t->rank - ranks[i];
+        for (int d = 0; d < t->rank; ++d) {
+            long long size = d < lead ? 1 : sizes[i][d - lead];
+            t->strides[i][d] = d < lead || (size == 1 && t->shape[d] != 1) ? 0 : raw[i][d - lead];
+        }
+    }
+    return t->n_in > 0;
+}
+
+/* analysis.layout._compare over the inputs: 1 to move dim a outside dim b, -1 to keep, 0 unknown. */
+static int compare_dims(const LayoutTask *t, int a, int b) {
+    for (int i = 0; i < t->n_in; ++i) {
+        long long sa = t->strides[i][a], sb = t->strides[i][b];
+        if (sa == 0 || sb == 0) continue;
+        if (magnitude(sa) != magnitude(sb)) return magnitude(sa) > magnitude(sb) ? 1 : -1;
+        if (t->shape[a] > t->shape[b]) return 1;
+    }
+    return 0;
+}
+
+/* analysis.plan.geometry for allocated outputs: dim order, the outputs' dense strides, collapse.
+ * 0 where the task is empty, of rank 0, or has 2**62 elements or more. */
+static int collapse_layout(LayoutTask *t, int n_out) {
+    int order[MAX_RANK]; /* inner to outer */
+    long long numel = 1;
+    for (int d = 0; d < t->rank; ++d) {
+        if (t->shape[d] == 0 || numel > (1LL << 62) / t->shape[d]) return 0;
+        numel *= t->shape[d];
+        order[d] = t->rank - 1 - d;
+    }
+    for (int i = 1; i < t->rank; ++i) { /* analysis.layout.dim_order */
+        int moving = i;
+        for (int j = i - 1; j >= 0; --j) {
+            int verdict = compare_dims(t, order[j], order[moving]);
+            if (verdict > 0) {
+                int swap = order[j];
+                order[j] = order[moving];
+                order[moving] = swap;
+                moving = j;
+            } else if (verdict < 0) break;
+        }
+    }
+    long long step = 1;
+    for (int k = 0; k < t->rank; ++k) {
+        t->allocated[order[k]] = step;
+        step *= t->shape[order[k]];
+    }
+    t->n_ops = t->n_in + n_out;
+    if (t->n_ops > MAX_OPERANDS) return 0;
+    for (int o = t->n_in; o < t->n_ops; ++o)
+        for (int d = 0; d < t->rank; ++d) t->strides[o][d] = t->allocated[d];
+    long long sizes[MAX_RANK], merged[MAX_OPERANDS][MAX_RANK]; /* inner to outer */
+    int n = 0;
+    for (int k = 0; k < t->rank; ++k) { /* analysis.layout.collapse */
+        int d = order[k];
+        if (t->shape[d] == 1) continue;
+        int contiguous = n > 0;
+        for (int o = 0; contiguous && o < t->n_ops; ++o)
+            contiguous = merged[o][n - 1] * sizes[n - 1] == t->strides[o][d];
+        if (contiguous) {
+            sizes[n - 1] *= t->shape[d];
+            continue;
+        }
+        sizes[n] = t->shape[d];
+        for (int o = 0; o < t->n_ops; ++o) merged[o][n] = t->strides[o][d];
+        n++;
+    }
+    t->task_rank = n;
+    for (int g = 0; g < n; ++g) {
+        t->task[g] = sizes[n - 1 - g];
+        for (int o = 0; o < t->n_ops; ++o) t->task_strides[o][g] = merged[o][n - 1 - g];
+    }
+    return n > 0;
+}
+
+/* The task's stride classes (analysis.tiling.operand_classes), a new tuple of str. */
+static PyObject *stride_classes(const LayoutTask *t) {
+    PyObject *classes = PyTuple_New(t->n_ops);
+    char text[MAX_RANK + 1];
+    for (int o = 0; classes != NULL && o < t->n_ops; ++o) {
+        for (int g = 0; g < t->task_rank; ++g) {
+            long long s = t->task_strides[o][g];
+            text[g] = s == 0 ? '0' : s == 1 ? '1' : 's';
+        }
+        PyObject *item = PyUnicode_FromStringAndSize(text, t->task_rank);
+        if (item == NULL) Py_CLEAR(classes);
+        else PyTuple_SET_ITEM(classes, o, item);
+    }
+    return classes;
+}
+
+/* schemes.base.fit: the largest of `sizes` whose tiles along `extent` are over half used, else the
+ * smallest. */
+static long long fit(long long extent, const long long *sizes, int n) {
+    long long best = -1, smallest = -1;
+    for (int k = 0; k < n; ++k) {
+        if (2 * extent > ceil_div(extent, sizes[k]) * sizes[k] && sizes[k] > best) best = sizes[k];
+        if (smallest < 0 || sizes[k] < smallest) smallest = sizes[k];
+    }
+    return best > 0 ? best : smallest;
+}
+
+/* The scheme's tile counts (Scheme.counts, in count_params order) for `block`; how many. */
+static int tile_counts(const LayoutTask *t, int scheme, int m_dim, const long long *block, long long *counts) {
+    int inner = t->task_rank - 1;
+    if (scheme == SCHEME_FLAT) {
+        counts[0] = ceil_div(t->task[0], block[0]);
+        return 1;
+    }
+    long long rest = 1;
+    for (int g = 0; g < inner; ++g) rest *= g == m_dim && scheme == SCHEME_TILE2D ? 1 : t->task[g];
+    counts[1] = ceil_div(t->task[inner], block[1]);
+    if (scheme == SCHEME_ND) {
+        counts[0] = rest;
+        counts[2] = ceil_div(rest, block[0]) * counts[1];
+    } else {
+        counts[0] = ceil_div(t->task[m_dim], block[0]);
+        counts[2] = rest * counts[0] * counts[1];
+    }
+    return 3;
+}
+
+/* The block the scheme picks among `choices` (Flat, Nd, Tile2d.pick_block); 0 where none. */
+static int pick_block(const LayoutTask *t, int scheme, int m_dim, PyObject *choices, long long small,
+                      long long block[2]) {
+    long long bm[MAX_VALUES], bn[MAX_VALUES], with[MAX_VALUES], counts[3];
+    Py_ssize_t n = PyTuple_GET_SIZE(choices);
+    if (n < 1 || n > MAX_VALUES) return 0;
+    for (Py_ssize_t k = 0; k < n; ++k) {
+        PyObject *choice = PyTuple_GET_ITEM(choices, k);
+        if (!PyTuple_Check(choice) || PyTuple_GET_SIZE(choice) != (scheme == SCHEME_FLAT ? 1 : 2)) return 0;
+        bm[k] = PyLong_AsLongLong(PyTuple_GET_ITEM(choice, 0));
+        bn[k] = scheme == SCHEME_FLAT ? bm[k] : PyLong_AsLongLong(PyTuple_GET_ITEM(choice, 1));
+        if (bm[k] < 1 || bn[k] < 1) return 0;
+    }
+    if (scheme == SCHEME_FLAT) {
+        block[0] = bm[0];
+        return 1;
+    }
+    long long n_col = fit(t->task[t->task_rank - 1], bn, (int)n);
+    int m = 0, first = -1, shortest = -1;
+    for (Py_ssize_t k = 0; k < n; ++k) {
+        if (bn[k] != n_col) continue;
+        with[m++] = bm[k];
+        if (first < 0) first = (int)k;
+        if (shortest < 0 || bm[k] < bm[shortest]) shortest = (int)k;
+    }
+    if (first < 0) return 0;
+    long long rows = scheme == SCHEME_TILE2D ? fit(t->task[m_dim], with, m) : bm[first];
+    block[1] = n_col;
+    block[0] = rows;
+    tile_counts(t, scheme, m_dim, block, counts);
+    if (counts[2] < small) block[0] = bm[shortest];
+    return 1;
+}
+
+/* analysis.tiling.is_aligned for the scheme's masked dims, and index_bits (1: 64-bit). */
+static int is_aligned_task(const LayoutTask *t, int m_dim) {
+    if (t->task[t->task_rank - 1] % 16 != 0 || (m_dim >= 0 && t->task[m_dim] % 16 != 0)) return 0;
+    for (int o = 0; o < t->n_ops; ++o)
+        for (int g = 0; g < t->task_rank; ++g) {
+            long long s = t->task_strides[o][g];
+            if (s != 0 && s != 1 && s % 16 != 0) return 0;
+        }
+    return 1;
+}
+
+static int needs_wide_index(const LayoutTask *t, const long long *block, int n_block) {
+    long long numel = 1, area = 1, reach = 0;
+    for (int g = 0; g < t->task_rank; ++g) numel *= t->task[g];
+    for (int k = 0; k < n_block; ++k) area *= block[k];
+    for (int o = 0; o < t->n_ops; ++o) {
+        long long sum = 0;
+        for (int g = 0; g < t->task_rank; ++g) sum += (t->task[g] - 1) * magnitude(t->task_strides[o][g]);
+        reach = sum > reach ? sum : reach;
+    }
+    return numel + area > INT32_MAX || reach > INT32_MAX;
+}
+
+/* The index values of the record's `codes` into `values`; 0 where a code is out of range. */
+static int index_values(const LayoutTask *t, PyObject *codes, const long long *counts, int n_counts,
+                        long long *values) {
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(codes); ++k) {
+        PyObject *code = PyTuple_GET_ITEM(codes, k);
+        long kind = PyLong_AsLong(PyTuple_GET_ITEM(code, 0)), a = PyLong_AsLong(PyTuple_GET_ITEM(code, 1));
+        long b = PyLong_AsLong(PyTuple_GET_ITEM(code, 2));
+        if (kind == 0 && a >= 0 && a < t->task_rank) values[k] = t->task[a];
+        else if (kind == 1 && a >= 0 && a < t->n_ops && b >= 0 && b < t->task_rank) values[k] = t->task_strides[a][b];
+        else if (kind == 2 && a >= 0 && a < n_counts) values[k] = counts[a];
+        else return 0;
+    }
+    return !PyErr_Occurred();
+}
+
+/* The kernel of `block` and of the classes (divisible by 16, equal to 1) of the index values at
+ * the record's specialized `positions`: (function, threads, shared), borrowed, or NULL. */
+static PyObject *kernel_for(PyObject *kernels, PyObject *positions, const long long *values, Py_ssize_t n_values,
+                            const long long *block, int n_block) {
+    PyObject *classes = PyTuple_New(PyTuple_GET_SIZE(positions));
+    for (Py_ssize_t k = 0; classes != NULL && k < PyTuple_GET_SIZE(positions); ++k) {
+        long p = PyLong_AsLong(PyTuple_GET_ITEM(positions, k));
+        PyObject *c = p < 0 || p >= n_values ? NULL
+            : Py_BuildValue("(OO)", values[p] % 16 == 0 ? Py_True : Py_False, values[p] == 1 ? Py_True : Py_False);
+        if (c == NULL) Py_CLEAR(classes);
+        else PyTuple_SET_ITEM(classes, k, c);
+    }
+    if (classes == NULL) return NULL;
+    PyObject *key = n_block == 1 ? Py_BuildValue("(LN)", block[0], classes)
+                                 : Py_BuildValue("(LLN)", block[0], block[1], classes);
+    PyObject *kernel = key == NULL ? NULL : PyDict_GetItemWithError(kernels, key);
+    Py_XDECREF(key);
+    return kernel != NULL && PyTuple_Check(kernel) && PyTuple_GET_SIZE(kernel) == 3 ? kernel : NULL;
+}
+
+/* The record's launch of task `t`, or NULL. */
+static PyObject *launch_layout(const LayoutTask *t, PyObject *r, PyObject *args) {
+    PyObject *const *f = &PyTuple_GET_ITEM(r, 0);
+    int scheme = (int)PyLong_AsLong(f[5]), m_dim = (int)PyLong_AsLong(f[6]);
+    long long small = PyLong_AsLongLong(f[8]), max_grid = PyLong_AsLongLong(f[11]), scratch = PyLong_AsLongLong(f[13]);
+    const char *index_kind = PyUnicode_AsUTF8(f[10]);
+    PyObject *codes = f[12];
+    Py_ssize_t n_values = PyTuple_GET_SIZE(codes);
+    int n_block = scheme == SCHEME_FLAT ? 1 : 2;
+    long long block[2], counts[3], values[MAX_VALUES];
+    if (PyErr_Occurred() || index_kind == NULL || scheme < SCHEME_FLAT || scheme > SCHEME_TILE2D || scratch < 0 ||
+        n_values + scratch > MAX_VALUES || (scheme == SCHEME_FLAT) != (t->task_rank == 1) ||
+        (scheme == SCHEME_TILE2D && (m_dim < 0 || m_dim >= t->task_rank - 1)))
+        return NULL;
+    if (!pick_block(t, scheme, scheme == SCHEME_TILE2D ? m_dim : -1, f[7], small, block)) return NULL;
+    int n_counts = tile_counts(t, scheme, m_dim, block, counts);
+    int aligned = is_aligned_task(t, scheme == SCHEME_TILE2D ? m_dim : -1);
+    if (aligned != (f[9] == Py_True) || needs_wide_index(t, block, n_block) != (index_kind[0] == 'l')) return NULL;
+    if (!index_values(t, codes, counts, n_counts, values)) return NULL;
+    PyObject *kernel = kernel_for(f[15], f[14], values, n_values, block, n_block);
+    if (kernel == NULL) return NULL;
+    PyObject *fixed = PyBytes_FromStringAndSize(NULL, 8 * (n_values + scratch));
+    if (fixed == NULL) return NULL;
+    char *slots = PyBytes_AS_STRING(fixed);
+    memset(slots, 0, 8 * (n_values + scratch));
+    for (Py_ssize_t k = 0; k < n_values; ++k) {
+        if (index_kind[0] == 'i') {
+            int32_t v = (int32_t)values[k];
+            memcpy(slots + 8 * k, &v, 4);
+        } else memcpy(slots + 8 * k, &values[k], 8);
+    }
+    PyObject *shape = PyTuple_New(t->rank), *strides = PyTuple_New(t->rank), *result = NULL;
+    for (int d = 0; shape != NULL && strides != NULL && d < t->rank; ++d) {
+        PyTuple_SET_ITEM(shape, d, PyLong_FromLongLong(t->shape[d]));
+        PyTuple_SET_ITEM(strides, d, PyLong_FromLongLong(t->allocated[d]));
+    }
+    long long num_tiles = counts[n_counts - 1], grid = num_tiles < max_grid ? num_tiles : max_grid;
+    PyObject *fields[3] = {PyTuple_GET_ITEM(kernel, 0), PyTuple_GET_ITEM(kernel, 1), PyTuple_GET_ITEM(kernel, 2)};
+    if (shape != NULL && strides != NULL && !PyErr_Occurred())
+        result = launch_planless(shape, strides, f[0], f[1], f[2], fields, grid, f[3], f[4], fixed, args);
+    Py_XDECREF(shape);
+    Py_XDECREF(strides);
+    Py_DECREF(fixed);
+    return result;
+}
+
+static PyObject *run_layout(PyObject *records, PyObject *key, PyObject *args) {
+    LayoutTask t;
+    PyObject *parts = PyTuple_New(PyTuple_GET_SIZE(key)), *by_classes = NULL, *classes = NULL, *r, *result = NULL;
+    if (parts == NULL || !read_operands(key, parts, &t)) goto done;
+    by_classes = Py_XNewRef(PyDict_GetItemWithError(records, parts));
+    if (by_classes == NULL || !PyDict_Check(by_classes) || !PyDict_GET_SIZE(by_classes)) goto done;
+    Py_ssize_t position = 0;
+    PyObject *any_key, *any;
+    PyDict_Next(by_classes, &position, &any_key, &any); /* every record of the class has its outputs */
+    if (!PyTuple_Check(any) || PyTuple_GET_SIZE(any) != LAYOUT_FIELDS) goto done;
+    if (!collapse_layout(&t, (int)PyTuple_GET_SIZE(PyTuple_GET_ITEM(any, 0)))) goto done;
+    classes = stride_classes(&t);
+    r = classes == NULL ? NULL : PyDict_GetItemWithError(by_classes, classes);
+    if (r != NULL && PyTuple_Check(r) && PyTuple_GET_SIZE(r) == LAYOUT_FIELDS) {
+        Py_INCREF(r);
+        result = launch_layout(&t, r, args);
+        Py_DECREF(r);
+    }
+done:
+    Py_XDECREF(classes);
+    Py_XDECREF(by_classes);
+    Py_XDECREF(parts);
+    if (result == NULL) PyErr_Clear();
+    return result;
+}
