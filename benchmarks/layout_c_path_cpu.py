@@ -20,11 +20,10 @@ from types import SimpleNamespace
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from test_broadcast_templates import add_alpha  # noqa: E402
 from test_layout_c_path import Driver, _derive, _launched_through_c  # noqa: E402
+from test_layout_templates import add_alpha  # noqa: E402
 
-from tritonwise.broadcast_templates import plain_operands  # noqa: E402
-from tritonwise.layout_templates import _call_class, add_kernel, c_record  # noqa: E402
+from tritonwise.layout_templates import _call_class, add_kernel, c_record, plain_operands  # noqa: E402
 from tritonwise.runtime import hit_path, native  # noqa: E402
 from tritonwise.runtime.arguments import call_signature  # noqa: E402
 

@@ -1,7 +1,7 @@
 """layout.h's run_layout on the CPU, through a stand-in for cuLaunchKernel: a new shape of a call
 class and stride classes whose record holds the kernel of its block and specialization is
 launched from C with exactly the grid, kernel, index values and output layout of the plan
-Python derives (broadcast_templates.py, layout_templates.py); any other new shape is refused,
+Python derives (layout_templates.py); any other new shape is refused,
 launching nothing. GPU tests run it for real."""
 
 import ctypes
@@ -11,11 +11,9 @@ import pytest
 import torch
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
-from test_broadcast_templates import add_alpha, shapes_of
-from test_layout_templates import _inputs, any_patterns, full_rank_patterns
+from test_layout_templates import _inputs, add_alpha, any_patterns, contiguous, full_rank_patterns
 
-from tritonwise.broadcast_templates import plain_operands
-from tritonwise.layout_templates import C_SCHEMES, _call_class, add_kernel, c_record
+from tritonwise.layout_templates import C_SCHEMES, _call_class, add_kernel, c_record, plain_operands
 from tritonwise.runtime import hit_path, native
 from tritonwise.runtime.arguments import call_signature
 
@@ -27,7 +25,7 @@ LAUNCH_KERNEL = ctypes.CFUNCTYPE(
 nd_patterns = st.integers(2, 4).flatmap(
     lambda rank: st.integers(1, rank).flatmap(
         lambda r: st.lists(st.booleans(), min_size=r, max_size=r).map(
-            lambda ones: (rank, [(rank, [False] * rank), (r, ones)])
+            lambda ones: (rank, [contiguous(rank, [False] * rank), contiguous(r, ones)])
         )
     )
 )
@@ -89,40 +87,31 @@ def _launched_through_c(plan, driver) -> None:
     plan.hit = hit_path.record(plan.out_shape, layouts, plan.device, launch[:2] + launch[2:5] + launch[5:])
 
 
-def _broadcast_args(pattern, sizes):
-    operands = [torch.randn(s) for s in shapes_of(pattern, sizes)]
-    return operands[0], operands[-1], 0.5
-
-
-def _layout_args(pattern, sizes):
+def _args(pattern, sizes):
     operands = _inputs(pattern, sizes)
     return operands[0], operands[-1], 0.5
 
 
-def _case(make, patterns, largest):
+def _case(patterns, largest):
     three = st.lists(st.lists(st.integers(2, largest), min_size=4, max_size=4), min_size=3, max_size=3)
-    return st.tuples(st.just(make), patterns, three)
+    return st.tuples(patterns, three)
 
 
 # Broadcasts of C-contiguous tensors (mostly nd tasks), and permuted, sliced, expanded operands.
-cases = (
-    _case(_broadcast_args, nd_patterns, 40)
-    | _case(_layout_args, any_patterns, 12)
-    | _case(_layout_args, full_rank_patterns, 12)
-)
+cases = _case(nd_patterns, 40) | _case(any_patterns, 12) | _case(full_rank_patterns, 12)
 
 
 def _derive(fn, args):
     key, default = call_signature(args), torch.get_default_dtype()
-    return fn._new_shapes.broadcast.derive(key, default) or fn._new_shapes.layouts.derive(key, default)
+    return fn._new_shapes.layouts.derive(key, default)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(cases, st.booleans())
 def test_the_c_path_launches_what_the_derived_plan_would(module, case, registered):
-    make, pattern, (first, second, third) = case
+    pattern, (first, second, third) = case
     fn, driver = add_alpha(), Driver()
-    template_args, seen_args, args = make(pattern, first), make(pattern, second), make(pattern, third)
+    template_args, seen_args, args = _args(pattern, first), _args(pattern, second), _args(pattern, third)
     template = fn._prepare(template_args, (None,), collapse=True)
     fn._new_shapes.remember(call_signature(template_args), template)
     seen = _derive(fn, seen_args)

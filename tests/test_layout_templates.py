@@ -53,7 +53,24 @@ any_patterns = st.integers(1, 4).flatmap(
 full_rank_patterns = st.integers(2, 4).flatmap(
     lambda rank: st.lists(_operand(rank, rare=4), min_size=2, max_size=3).map(lambda inputs: (rank, inputs))
 )
-patterns = any_patterns | full_rank_patterns
+
+
+def contiguous(rank: int, ones) -> tuple:
+    """The layout of a C-contiguous input with size-1 dims at `ones` (a bias, a scale)."""
+    return (rank, list(ones), list(range(rank)), [1] * rank, [False] * rank)
+
+
+def _contiguous_operand(rank: int):
+    return st.lists(st.booleans(), min_size=rank, max_size=rank).map(lambda ones: contiguous(rank, ones))
+
+
+# The everyday broadcast: C-contiguous inputs of any ranks and size-1 dims.
+broadcast_patterns = st.integers(1, 4).flatmap(
+    lambda rank: st.lists(st.integers(0, rank).flatmap(_contiguous_operand), min_size=1, max_size=3).map(
+        lambda inputs: (rank, inputs)
+    )
+)
+patterns = any_patterns | full_rank_patterns | broadcast_patterns
 
 
 def _tensor(shape: tuple, order: list, steps: list, expanded: list) -> torch.Tensor:
@@ -114,6 +131,16 @@ def test_derived_plans_of_two_outputs_are_the_analysis_plans(pattern, first, sec
     _check_derived(fn, pick(template_inputs), pick(inputs))
 
 
+def test_derived_plans_of_several_outputs_compute_what_torch_computes():
+    fn = fma()
+    for n in (3, 17, 64, 5):
+        x, y, z = torch.randn(2, n, 8), torch.randn(n, 1), torch.randn(8)
+        first, second = fn(x, y, z)
+        torch.testing.assert_close(first, x * y + z)
+        torch.testing.assert_close(second, x - z)
+    assert fn._new_shapes.layouts.derive(call_signature((x, y, z)), torch.get_default_dtype()) is not None
+
+
 def test_new_shapes_of_a_transposed_call_are_derived_and_compute_what_torch_computes():
     fn = add_alpha()
     derived = 0
@@ -143,6 +170,14 @@ def test_calls_that_route_elsewhere_are_not_derived(make):
     )
     fn._new_shapes.layouts.remember(call_signature(plain), fn._prepare(plain, (None,), collapse=True))
     assert fn._new_shapes.layouts.derive(call_signature(args), torch.get_default_dtype()) is None
+
+
+def test_an_empty_task_is_not_derived():
+    fn = add_alpha()
+    x, y = torch.randn(5, 6).t(), torch.randn(6, 5)
+    fn._new_shapes.layouts.remember(call_signature((x, y, 0.5)), fn._prepare((x, y, 0.5), (None,), collapse=True))
+    empty = (torch.randn(5, 0).t(), torch.randn(0, 5), 0.5)
+    assert fn._new_shapes.layouts.derive(call_signature(empty), torch.get_default_dtype()) is None
 
 
 def test_a_given_output_is_not_derived():

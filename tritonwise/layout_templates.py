@@ -1,4 +1,4 @@
-"""New shapes of calls of any layout (transposed, permuted, strided views, broadcasting ones),
+"""New shapes of calls of any layout (broadcasting, transposed, permuted, strided views),
 derived from a plan whose task has the same stride classes.
 
 The tiling of a collapsed task (scheme, tiled dim, block choices) follows from its rank, the
@@ -9,11 +9,11 @@ analysis (analysis.plan.geometry: broadcasting, dim order, collapse) has given a
 task, an earlier plan of the same call whose task had the same stride classes is its template:
 analysis.plan.retile picks the block again and checks the two things that can still move the
 task to another layout class (alignment, index width), and the plan is the template's with what
-the task changes. The tiling choice and the binding of a new plan are skipped; contiguous and
-broadcasting calls (new_shapes.py, broadcast_templates.py) skip the geometry too, in closed form.
+the task changes. The tiling choice and the binding of a new plan are skipped; contiguous calls of
+one shape (new_shapes.Templates) skip the geometry too: their task is always flat.
 
-A call qualifies when its tensors are plain (broadcast_templates.plain_operands: no subclass,
-StridedBuffer, given output, negative bit or grad) and the task is elementwise and non-empty.
+A call qualifies when its tensors are plain (plain_operands: no subclass, StridedBuffer, given
+output, negative bit or grad) and the task is elementwise and non-empty.
 The call's class here keeps each tensor's rank (a 0-d tensor promotes differently).
 tests/test_layout_templates.py holds each derived plan equal to the analysis's own.
 
@@ -29,9 +29,9 @@ from __future__ import annotations
 import math
 from typing import Optional
 
+from .analysis.layout import c_strides
 from .analysis.plan import geometry, retile
 from .analysis.tiling import operand_classes
-from .broadcast_templates import plain_operands
 from .codegen.params import index_arg_values, index_params
 from .runtime.kernels import Rebinding
 from .schemes import get_scheme
@@ -39,6 +39,37 @@ from .schemes.base import SMALL_TASK_TILES
 
 # The schemes layout.h retiles, by the code it knows them by.
 C_SCHEMES = {"flat": 0, "nd": 1, "tile2d": 2}
+
+
+def plain_operands(key: tuple) -> Optional[list]:
+    """Per entry of a call signature (runtime/arguments.call_signature): (dtype, shape, strides,
+    device, aligned) for a plain torch.Tensor, neither negative nor requiring grad; a scalar's
+    entry as it is. None where any tensor entry is not such a tensor (a subclass, a
+    StridedBuffer, a given output): calls that route elsewhere or check outputs."""
+    operands = []
+    for entry in key:
+        if type(entry) is not tuple:
+            operands.append(entry)
+            continue
+        if len(entry) != 7 or entry[5] or entry[6]:
+            return None
+        operands.append(entry[:5])
+    return operands
+
+
+def contiguous_operands(key: tuple) -> Optional[list]:
+    """plain_operands as (dtype, shape, device, aligned), where every tensor is C-contiguous
+    over its own non-empty shape; None where one is not (or the call has no plain operands)."""
+    operands = plain_operands(key)
+    if operands is None:
+        return None
+    for i, op in enumerate(operands):
+        if type(op) is tuple:
+            dtype, shape, strides, device, aligned = op
+            if not shape or c_strides(shape) != strides:
+                return None
+            operands[i] = (dtype, tuple(shape), device, aligned)
+    return operands
 
 
 class LayoutTemplates:

@@ -14,9 +14,9 @@ launch is any plan's (kernels.first_launch). Once a derived plan has launched so
 `c_record` lets the C hit path (runtime/hit.h, run_template) launch its later new shapes itself:
 the same launch, with size0, num_tiles and the grid worked out in C, and no plan at all.
 
-New shapes of broadcasting calls are derived in closed form (broadcast_templates.py); those of
-any other plain call (strided, transposed) take the first part of the analysis only
-(layout_templates.py). `Siblings` gives such plans, and those the analysis builds, the
+New shapes of any other plain call (broadcasting, strided, transposed) take the first part of
+the analysis only (layout_templates.py), and once one has launched, the C hit path launches
+the later ones (runtime/layout.h). `Siblings` gives such plans, and those the analysis builds, the
 rebound launcher of an earlier plan of their call class and generated file, so they skip the
 first launch too.
 """
@@ -28,9 +28,8 @@ from typing import Optional
 
 from .analysis.layout import c_strides
 from .analysis.tiling import ALIGNMENT, INT32_LIMIT
-from .broadcast_templates import BroadcastTemplates, contiguous_operands
 from .codegen.params import stride_classes
-from .layout_templates import LayoutTemplates
+from .layout_templates import LayoutTemplates, contiguous_operands
 from .runtime.dispatch import copy_with
 from .runtime.kernels import Rebinding
 from .schemes import get_scheme
@@ -53,13 +52,12 @@ def contiguous_class(key: tuple) -> Optional[tuple]:
 
 class NewShapes:
     """Where a plan-cache miss of a known call gets its plan without the analysis (contiguous
-    calls here, broadcasting ones in broadcast_templates.py, any other plain call with its
-    tiling and binding skipped in layout_templates.py), and where any new plan gets its
+    calls here, any other plain call with its tiling and binding skipped in
+    layout_templates.py), and where any new plan gets its
     launcher without a first launch (Siblings)."""
 
     def __init__(self, config):
         self.contiguous = Templates(config)
-        self.broadcast = BroadcastTemplates(config)
         self.layouts = LayoutTemplates(config)
         self.siblings = Siblings()
 
@@ -67,7 +65,7 @@ class NewShapes:
         """The plan of call `key` derived from a template, or None (the analysis must run)."""
         plan = self.contiguous.derive(key, default_dtype)  # launcher rebound already, where sound
         if plan is None:
-            plan = self.broadcast.derive(key, default_dtype) or self.layouts.derive(key, default_dtype)
+            plan = self.layouts.derive(key, default_dtype)
             if plan is not None:
                 self.siblings.adopt(key, plan)
                 self.layouts.publish(key, plan)  # once it launches through launch.c
@@ -76,7 +74,6 @@ class NewShapes:
     def remember(self, key: tuple, plan) -> None:
         """Learn from `plan`, which the analysis just built for the call `key`."""
         self.contiguous.remember(key, plan)
-        self.broadcast.remember(key, plan)
         self.layouts.remember(key, plan)
         self.siblings.adopt(key, plan)
 
