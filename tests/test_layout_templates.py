@@ -110,25 +110,21 @@ def _check_derived(fn, template_args, args):
         assert kept is None or prepared.task.layout_class != template.task.layout_class
 
 
-@settings(max_examples=200, deadline=None)
-@given(
-    patterns, st.lists(st.integers(2, 12), min_size=4, max_size=4), st.lists(st.integers(2, 12), min_size=4, max_size=4)
-)
-def test_a_derived_plan_is_the_plan_the_analysis_builds(pattern, first, second):
-    fn = add_alpha()
-    template_inputs, inputs = _inputs(pattern, first), _inputs(pattern, second)
-    _check_derived(fn, (template_inputs[0], template_inputs[-1], 0.5), (inputs[0], inputs[-1], 0.5))
+sizes = st.lists(st.integers(2, 12), min_size=4, max_size=4)
 
 
-@settings(max_examples=60, deadline=None)
-@given(
-    patterns, st.lists(st.integers(2, 9), min_size=4, max_size=4), st.lists(st.integers(2, 9), min_size=4, max_size=4)
+@pytest.mark.parametrize(
+    "make, pick",
+    [
+        (add_alpha, lambda ts: (ts[0], ts[-1], 0.5)),
+        (fma, lambda ts: (ts[0], ts[1 % len(ts)], ts[-1])),  # two outputs
+    ],
+    ids=["add_alpha", "fma"],
 )
-def test_derived_plans_of_two_outputs_are_the_analysis_plans(pattern, first, second):
-    fn = fma()
-    template_inputs, inputs = _inputs(pattern, first), _inputs(pattern, second)
-    pick = lambda ts: (ts[0], ts[1 % len(ts)], ts[-1])  # noqa: E731
-    _check_derived(fn, pick(template_inputs), pick(inputs))
+@settings(max_examples=150, deadline=None)
+@given(pattern=patterns, first=sizes, second=sizes)
+def test_a_derived_plan_is_the_plan_the_analysis_builds(make, pick, pattern, first, second):
+    _check_derived(make(), pick(_inputs(pattern, first)), pick(_inputs(pattern, second)))
 
 
 def test_derived_plans_of_several_outputs_compute_what_torch_computes():
