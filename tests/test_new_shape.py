@@ -1,6 +1,7 @@
 """A new shape of a known layout class: torch's results, no code generation, no file access, and
 never a plan (or file) of another class. The memos this relies on are function.py's per call
-class (_frontend) and per call class and layout class (_kernel), and cache.ensure_file's per file."""
+class (_frontend), per call class and layout class (_kernel, _bind), and cache.ensure_file's per
+file."""
 
 from __future__ import annotations
 
@@ -189,6 +190,46 @@ def test_one_function_across_shapes_serves_what_a_fresh_one_would(rows, cols, tr
 
 
 _LONG_LIVED = fresh()
+
+
+@triton.jit
+def _squares(x):
+    return x * x
+
+
+def _row_sums():
+    return pointwise_dynamic(_squares, promotion_methods=[(0, "DEFAULT")], reductions=[("sum", -1)])
+
+
+_LONG_LIVED_ROWS = _row_sums()
+
+
+def _without_launch(plan) -> dict:
+    """A plan's fields but its loaded launcher (each function loads the file for itself)."""
+    return {k: v for k, v in vars(plan).items() if k != "launch"}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    shape=st.lists(st.integers(1, 9), min_size=1, max_size=3).map(tuple),
+    transpose=st.booleans(),
+    rows=st.booleans(),
+)
+def test_a_plan_bound_from_an_earlier_one_is_the_plan_a_fresh_function_binds(shape, transpose, rows):
+    """_bind copies the first plan of a call class, layout class and rank for later tasks of
+    them: every field equals the plan a function with no memo binds, and the call gives torch's
+    result (sums along the last dim included, whose Reductions depend on the rank)."""
+    x = torch.randn(*shape)
+    x = x.transpose(0, -1) if transpose else x
+    if rows:
+        long_lived, args, want = _LONG_LIVED_ROWS, (x,), (x * x).sum(-1)
+    else:
+        long_lived, args, want = _LONG_LIVED, (x, x[..., :1], 0.5), expected(x, x[..., :1], 0.5)
+    outs = (None,)
+    assert _without_launch(long_lived._prepare(args, outs, collapse=True)) == _without_launch(
+        (_row_sums() if rows else fresh())._prepare(args, outs, collapse=True)
+    )
+    torch.testing.assert_close(long_lived(*args), want)
 
 
 @settings(max_examples=200, deadline=None)
