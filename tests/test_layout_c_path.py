@@ -11,7 +11,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
-from test_layout_templates import _inputs, add_alpha, any_patterns, contiguous, full_rank_patterns
+from test_layout_templates import _inputs, add_alpha, any_patterns, contiguous, fma, full_rank_patterns
 
 from tritonwise.layout_templates import C_SCHEMES, _call_class, add_kernel, c_record, plain_operands
 from tritonwise.runtime import hit_path, native
@@ -32,16 +32,17 @@ nd_patterns = st.integers(2, 4).flatmap(
 
 
 class Driver:
-    """cuLaunchKernel's stand-in: reads add_alpha's parameters (x, y, alpha, out, then `n_values`
-    index arguments of `index_type`, then two scratch pointers) as the driver would."""
+    """cuLaunchKernel's stand-in: reads a kernel's parameters as the driver would: the payload's
+    operands and outputs as `kinds` says (launch.c's kinds: "p" a pointer, "f" an fp32 scalar),
+    then `n_values` index arguments of `index_type`."""
 
-    def __init__(self):
-        self.launches, self.n_values, self.index_type = [], 0, ctypes.c_int32
+    def __init__(self, kinds: bytes = b"ppfp"):
+        self.launches, self.n_values, self.index_type, self.kinds = [], 0, ctypes.c_int32, kinds
         self.entry = LAUNCH_KERNEL(self._launch)
         self.address = ctypes.cast(self.entry, ctypes.c_void_p).value
 
     def _launch(self, function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
-        types = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_float, ctypes.c_uint64]
+        types = [ctypes.c_uint64 if kind == ord("p") else ctypes.c_float for kind in self.kinds]
         types += [self.index_type] * self.n_values
         values = [ctypes.cast(params[k], ctypes.POINTER(t)).contents.value for k, t in enumerate(types)]
         self.launches.append((function, (gx, gy, gz), bx, values))
@@ -80,16 +81,18 @@ def _launched_through_c(plan, driver) -> None:
         32 * plan.num_warps,
         0,
         0,
-        b"ppfp",
+        driver.kinds,
         fixed + bytes(16),
     )
     layouts = tuple(zip(plan.out_strides, plan.out_dtypes))
     plan.hit = hit_path.record(plan.out_shape, layouts, plan.device, launch[:2] + launch[2:5] + launch[5:])
 
 
-def _args(pattern, sizes):
-    operands = _inputs(pattern, sizes)
-    return operands[0], operands[-1], 0.5
+# (function, the arguments it takes from a pattern's inputs, its kernel's operand kinds)
+FUNCTIONS = {
+    "add_alpha": (add_alpha, lambda ts: (ts[0], ts[-1], 0.5), b"ppfp"),
+    "fma (three inputs, two outputs)": (fma, lambda ts: (ts[0], ts[1 % len(ts)], ts[-1]), b"ppppp"),
+}
 
 
 def _case(patterns, largest):
@@ -106,13 +109,16 @@ def _derive(fn, args):
     return fn._new_shapes.layouts.derive(key, default)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
-@given(cases, st.booleans())
-def test_the_c_path_launches_what_the_derived_plan_would(module, case, registered):
+@pytest.mark.parametrize("function", list(FUNCTIONS.values()), ids=list(FUNCTIONS))
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(case=cases, registered=st.booleans())
+def test_the_c_path_launches_what_the_derived_plan_would(module, function, case, registered):
+    make, pick, kinds = function
     pattern, (first, second, third) = case
-    fn, driver = add_alpha(), Driver()
-    template_args, seen_args, args = _args(pattern, first), _args(pattern, second), _args(pattern, third)
-    template = fn._prepare(template_args, (None,), collapse=True)
+    fn, driver = make(), Driver(kinds)
+    template_args, seen_args, args = (pick(_inputs(pattern, sizes)) for sizes in (first, second, third))
+    outs = (None,) * len(fn._out_index)
+    template = fn._prepare(template_args, outs, collapse=True)
     fn._new_shapes.remember(call_signature(template_args), template)
     seen = _derive(fn, seen_args)
     assume(seen is not None and seen.task.tiling.scheme in C_SCHEMES and seen.task.rank)
@@ -138,10 +144,12 @@ def test_the_c_path_launches_what_the_derived_plan_would(module, case, registere
     if expected is None or not (registered or same_kernel):
         assert type(out) is tuple and out[0] is hit_path.MISS and driver.launches == []
         return
-    x, y, alpha = args
-    assert isinstance(out, torch.Tensor) and out.shape == expected.out_shape
-    assert out.stride() == expected.out_strides[0] and out.dtype == expected.out_dtypes[0]
-    ((function, grid, threads, values),) = driver.launches
+    outputs = out if isinstance(out, tuple) else (out,)
+    assert len(outputs) == len(expected.out_dtypes) and all(isinstance(o, torch.Tensor) for o in outputs)
+    for o, strides, dtype in zip(outputs, expected.out_strides, expected.out_dtypes):
+        assert (o.shape, o.stride(), o.dtype) == (expected.out_shape, strides, dtype)
+    ((kernel, grid, threads, values),) = driver.launches
     assert grid == (*expected.grid, 1, 1)[:3] and threads == 32 * expected.num_warps
-    assert function == _function_of(seen if same_kernel else expected)  # the first kernel of its key stays
-    assert values == [x.data_ptr(), y.data_ptr(), alpha, out.data_ptr(), *expected.index_args]
+    assert kernel == _function_of(seen if same_kernel else expected)  # the first kernel of its key stays
+    operands = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
+    assert values == [*operands, *(o.data_ptr() for o in outputs), *expected.index_args]
