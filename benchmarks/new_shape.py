@@ -23,7 +23,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from payloads import add, add_alpha  # noqa: E402
+from payloads import add, add_alpha, row_sum_of_squares  # noqa: E402
 
 WARM = 40  # sizes each case sees before timing: every class and block of the sweep is open by then
 
@@ -41,6 +41,11 @@ def cases(device: str):
             "2-D + transposed 2-D (tile2d)",
             add,
             lambda n: (torch.randn(n, 65, device=device), torch.randn(65, n, device=device).t()),
+        ),
+        (
+            "row sums of squares (n, 512) (a reduction along dims)",
+            row_sum_of_squares,
+            lambda n: (torch.randn(n, 512, device=device),),
         ),
     ]
 

@@ -41,3 +41,9 @@ def polar(abs, angle):
 def squared_error_sum(x, y):
     d = x - y
     return d * d
+
+
+@pointwise_dynamic(promotion_methods=[(0, "DEFAULT")], reductions=[("sum", -1)])
+@triton.jit
+def row_sum_of_squares(x):
+    return x * x

@@ -1,7 +1,6 @@
 """A new shape of a known layout class: torch's results, no code generation, no file access, and
 never a plan (or file) of another class. The memos this relies on are function.py's per call
-class (_frontend), per call class and layout class (_kernel, _bind), and cache.ensure_file's per
-file."""
+class (_frontend) and per call class and layout class (_kernel), and cache.ensure_file's per file."""
 
 from __future__ import annotations
 
@@ -215,10 +214,10 @@ def _without_launch(plan) -> dict:
     transpose=st.booleans(),
     rows=st.booleans(),
 )
-def test_a_plan_bound_from_an_earlier_one_is_the_plan_a_fresh_function_binds(shape, transpose, rows):
-    """_bind copies the first plan of a call class, layout class and rank for later tasks of
-    them: every field equals the plan a function with no memo binds, and the call gives torch's
-    result (sums along the last dim included, whose Reductions depend on the rank)."""
+def test_a_long_lived_function_binds_the_plan_a_fresh_one_binds(shape, transpose, rows):
+    """With its memos filled by earlier calls of other shapes and ranks (the frontend, the
+    kernels, the Reductions along dims resolved per rank), a function binds every field of the
+    plan a function with no memo binds, and the call gives torch's result."""
     x = torch.randn(*shape)
     x = x.transpose(0, -1) if transpose else x
     if rows:

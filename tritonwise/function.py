@@ -70,7 +70,6 @@ class PointwiseDynamicFunction:
         self._c_tables = (self._plans, self._plans.by_key, new.contiguous.c_records, new.layouts.c_records)
         self._frontends: dict = {}  # call class -> _Frontend (see _frontend)
         self._kernels: dict = {}  # (call class, layout class, ...) -> _Kernel (see _kernel)
-        self._bound: dict = {}  # (call class, layout class, ...) -> (_Kernel, its first plan) (see _bind)
         self._resolved: dict = {}  # (call class, rank) -> Reductions along dims (see _reductions_for)
         self._instances: dict = {}
         self._probed: dict = {}  # payload value dtypes per probe inputs (codegen elides agreeing casts)
@@ -457,41 +456,27 @@ class PointwiseDynamicFunction:
         return self._probed[inputs]
 
     def _bind(self, args, outs, types, reductions, task: TaskPlan, device, call_class=None) -> LaunchPlan:
-        """The launch plan of a task. A task of a call class, layout class and rank bound before,
-        with no given outputs, copies that first plan with what the task changes (`for_task`):
-        every other field follows from the call class and the kernel (the 0-d tensors to move,
-        the default-dtype condition, the output dtypes, the Reductions of that rank)."""
         meta = device.type == "meta"  # shapes and dtypes only: outputs are allocated, nothing runs
         interpreted = not meta and runs_interpreted(device)
         loads = bool(task.numel) and not meta
         kernel = self._kernel(call_class, args, outs, types, reductions, task, interpreted, loads)
         spec, path, launch = kernel.spec, kernel.path, kernel.launch
+        positions = tuple(i for i, a in enumerate(args) if argcheck.is_tensor_like(a))
+        moved = tuple(i for i in positions if device.type != "cpu" and args[i].device != device)
         rows = self._along_dims
         strides = iter(task.output_strides)
         out_strides = tuple(next(strides) if r is None or rows else None for r in reductions)
-        task_values = dict(
-            index_args=index_arg_values(spec, task),
-            out_shape=reductions[0].result_shape(task.shape) if rows else task.shape,
-            out_strides=out_strides,
-            empty_fill=0 if rows and not task.numel else None,  # a sum of nothing (_analyze_rows refuses max/min)
-            split=_split_launch(task, reductions),
-        )
-        memo = None
-        if call_class is not None and not any(o is not None for o in outs):
-            memo = (call_class, task.layout_class, len(task.shape), interpreted, loads)
-            bound = self._bound.get(memo)
-            if bound is not None and bound[0] is kernel:
-                return bound[1].for_task(task, **task_values)
-        positions = tuple(i for i, a in enumerate(args) if argcheck.is_tensor_like(a))
-        moved = tuple(i for i in positions if device.type != "cpu" and args[i].device != device)
         given = not meta and any(o is not None for o, r in zip(outs, reductions) if r is None)
         extents = (  # both only read by the overlap check of given outputs
             tuple(None if s is None else argcheck.dense_extent(task.shape, s) for s in out_strides) if given else ()
         )
-        plan = LaunchPlan(
+        return LaunchPlan(
             name=self.__name__,
             launch=launch,
+            index_args=index_arg_values(spec, task),
             tensor_positions=positions,
+            out_shape=reductions[0].result_shape(task.shape) if rows else task.shape,
+            out_strides=out_strides,
             out_dtypes=tuple(r.result for r in reductions) if rows else types.results,
             device=device,
             to_device=moved,
@@ -503,13 +488,11 @@ class PointwiseDynamicFunction:
             task=task,
             spec=spec,
             interpreted=interpreted,
+            empty_fill=0 if rows and not task.numel else None,  # a sum of nothing (_analyze_rows refuses max/min)
+            split=_split_launch(task, reductions),
             default_dtype=_default_dtype_decided(args, types.results),
-            **task_values,
             **LaunchPlan.task_fields(task),
         )
-        if memo is not None:
-            _remember(self._bound, memo, (kernel, plan))
-        return plan
 
 
 hit_path.serve_calls_of(PointwiseDynamicFunction, PointwiseDynamicFunction._call_missed)
