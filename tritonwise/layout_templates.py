@@ -27,7 +27,7 @@ every such launch to the plan Python derives).
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from .analysis.layout import c_strides
 from .analysis.plan import geometry, retile
@@ -39,6 +39,28 @@ from .schemes.base import SMALL_TASK_TILES
 
 # The schemes layout.h retiles, by the code it knows them by.
 C_SCHEMES = {"flat": 0, "nd": 1, "tile2d": 2}
+
+
+class LayoutRecord(NamedTuple):
+    """What layout.h's run_layout reads to launch new shapes of one call class and stride
+    classes (a tuple to C, in this order; see layout.h)."""
+
+    out_dtypes: tuple
+    device: object
+    cu_launch: int  # cuLaunchKernel's address
+    device_index: int
+    kinds: bytes  # the kernel's operand kinds, as launch.c packs them
+    scheme: int  # a value of C_SCHEMES
+    m_dim: int  # tile2d's tiled dim, else -1
+    choices: tuple  # the layout class's blocks
+    small_task_tiles: int
+    aligned: bool
+    index_kind: str  # "i" (32-bit index arguments) or "l"
+    max_grid: int
+    codes: tuple  # what each index argument is (layout.h)
+    scratch: int  # trailing 8-byte slots after the index arguments
+    positions: tuple  # index arguments Triton specializes on their values
+    kernels: dict  # (*block, classes at positions) -> (function, threads, shared)
 
 
 def plain_operands(key: tuple) -> Optional[list]:
@@ -130,19 +152,19 @@ class LayoutTemplates:
             if record is None:
                 return
             self.c_records.setdefault(call_class, {})[task.stride_classes] = record
-        if (record[9], record[10]) == (task.aligned, _index_kind(task)):
+        if (record.aligned, record.index_kind) == (task.aligned, _index_kind(task)):
             add_kernel(record, plan)
 
 
-def add_kernel(record: tuple, plan) -> None:
+def add_kernel(record: LayoutRecord, plan) -> None:
     """Give `record` `plan`'s kernel, under its block and the classes (divisible by 16, equal to 1)
     of its value-specialized index arguments: the kernel Triton compiled for them."""
     _, _, _, _, function, _, _, _, threads, shared, _, _, _ = plan.hit
-    classes = tuple((plan.index_args[k] % 16 == 0, plan.index_args[k] == 1) for k in record[14])
-    record[15].setdefault((*plan.task.tiling.block, classes), (function, threads, shared))
+    classes = tuple((plan.index_args[k] % 16 == 0, plan.index_args[k] == 1) for k in record.positions)
+    record.kernels.setdefault((*plan.task.tiling.block, classes), (function, threads, shared))
 
 
-def c_record(plan, positions: tuple, config) -> Optional[tuple]:
+def c_record(plan, positions: tuple, config) -> Optional[LayoutRecord]:
     """The record of `plan` (a derived plan with a hit record) for layout.h's run_layout (see
     there), its kernels still to add; None where the record's codes would not give `plan`'s own
     index values. `positions`: the index arguments Triton specializes on their values
@@ -164,23 +186,23 @@ def c_record(plan, positions: tuple, config) -> Optional[tuple]:
         return None
     _, layouts, device, cu_launch, _, _, _, _, _, _, device_index, kinds, fixed = plan.hit
     m_dim = task.tiling.m_dim
-    return (
-        tuple(dtype for _, dtype in layouts),
-        device,
-        cu_launch,
-        device_index,
-        kinds,
-        C_SCHEMES[task.tiling.scheme],
-        -1 if m_dim is None else m_dim,
-        task.tiling.choices,
-        SMALL_TASK_TILES,
-        task.aligned,
-        _index_kind(task),
-        config.max_grid_size[0],
-        codes,
-        len(fixed) // 8 - len(names),
-        positions,
-        {},
+    return LayoutRecord(
+        out_dtypes=tuple(dtype for _, dtype in layouts),
+        device=device,
+        cu_launch=cu_launch,
+        device_index=device_index,
+        kinds=kinds,
+        scheme=C_SCHEMES[task.tiling.scheme],
+        m_dim=-1 if m_dim is None else m_dim,
+        choices=task.tiling.choices,
+        small_task_tiles=SMALL_TASK_TILES,
+        aligned=task.aligned,
+        index_kind=_index_kind(task),
+        max_grid=config.max_grid_size[0],
+        codes=codes,
+        scratch=len(fixed) // 8 - len(names),
+        positions=positions,
+        kernels={},
     )
 
 

@@ -68,7 +68,7 @@ class NewShapes:
             plan = self.layouts.derive(key, default_dtype)
             if plan is not None:
                 self.siblings.adopt(key, plan)
-                self.layouts.publish(key, plan)  # once it launches through launch.c
+                self.layouts.publish(key, plan)  # where Siblings gave it launch.c's launcher
         return plan
 
     def remember(self, key: tuple, plan) -> None:

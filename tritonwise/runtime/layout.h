@@ -8,7 +8,7 @@
  * values by codes, and the launch of the kernel compiled for the block and for the classes of
  * the index values Triton specializes on. A call qualifies as layout_templates.plain_operands
  * says: plain tensors, none negative or requiring grad, no given outputs. Records come from
- * LayoutTemplates.publish (layout_templates.py):
+ * LayoutTemplates.publish (layout_templates.py, whose LayoutRecord names the fields):
  *   records[call class][stride classes] = (out dtypes, device, cu_launch_kernel, device index,
  *     kinds, scheme, m_dim, block choices, small-task tiles, aligned, index kind "i" or "l",
  *     max grid, codes, scratch slots, specialized positions, kernels)
