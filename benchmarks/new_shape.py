@@ -10,6 +10,8 @@ only: `--device meta` times whole calls on meta tensors (allocation, no launch);
 times `fn._prepare` (the miss without the interpreter's launch). The breakdown times the layers
 of `_prepare` on the same shapes (when this tritonwise has them); a whole call of the contiguous
 flat case no longer runs them (its plan is derived from a template: tritonwise/new_shapes.py).
+"served without a plan-cache miss" is the share of timed calls the C hit path launched with no
+plan (on a GPU, once a derived plan of the class has launched); the rest took a plan in Python.
 """
 
 from __future__ import annotations
@@ -99,17 +101,24 @@ def main() -> int:
     timer = prepare_only if device == "cpu" else whole_call
     what = "fn._prepare (host, no launch)" if device == "cpu" else f"whole call on {device} tensors"
     print(f"new shape of a known layout class, {what}: median µs over {args.shapes} new shapes")
-    print("| case | µs per new shape | " + " | ".join(["frontend", "task analysis", "bind"]) + " |")
-    print("|---|---|---|---|---|")
+    print(
+        "| case | µs per new shape | served without a plan-cache miss | "
+        + " | ".join(["frontend", "task analysis", "bind"])
+        + " |"
+    )
+    print("|---|---|---|---|---|---|")
     for name, fn, make in cases(device):
         for n in range(1, WARM + 1):
             fn(*make(n)) if device != "cpu" else fn._prepare(make(n), (None,), collapse=True)
         operands = [make(n) for n in range(WARM + 1, WARM + 1 + args.shapes)]
         half = len(operands) // 2
+        misses = fn.plan_cache.misses
         total = miss_us(fn, operands[:half], timer)
+        served = 1 - (fn.plan_cache.misses - misses) / half  # by the C hit path (layout.h, hit.h) on a GPU
         parts = layers(fn, operands[half:])
         cells = " | ".join(f"{us:.1f}" for _, us in parts) if parts else "— | — | —"
-        print(f"| {name} | {total:.1f} | {cells} |")
+        share = f"{served:.0%}" if timer is whole_call else "—"  # _prepare alone counts no misses
+        print(f"| {name} | {total:.1f} | {share} | {cells} |")
     return 0
 
 
