@@ -361,7 +361,7 @@ def test_launch_c_builds_wherever_a_c_compiler_is():
 
 class Function:
     """What call.h's __call__ reads of a pointwise function: `_c_tables` (its PlanCache, plans,
-    contiguous and broadcast records) and a fallback."""
+    contiguous templates' and layout records) and a fallback."""
 
     def __init__(self, plans, templates=None):
         self._plans = SimpleNamespace(hits=0)
