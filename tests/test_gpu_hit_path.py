@@ -10,6 +10,9 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+from test_layout_templates import _inputs, patterns
 
 from tritonwise import StridedBuffer, pointwise_dynamic
 from tritonwise.runtime import hit_path
@@ -137,6 +140,26 @@ def test_new_shapes_of_a_layout_run_in_c_once_their_kernel_has(make):
         assert frames == [] and fn.plan_cache.misses == misses
         torch.testing.assert_close(got, x + 0.5 * y)
         assert got.stride() == (x + y).stride()
+
+
+@settings(max_examples=60, deadline=None)
+@given(pattern=patterns, sizes=st.lists(st.lists(st.integers(2, 40), min_size=4, max_size=4), min_size=6, max_size=6))
+def test_new_shapes_of_any_layout_give_torchs_results_whichever_path_launches_them(pattern, sizes):
+    """Permuted, sliced, expanded and broadcasting operands in six shapes of one pattern: the
+    first builds a plan, later ones are derived in Python or launched by layout.h; each result
+    and its strides equal torch's."""
+    fn = pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])(add_alpha.payload)
+    misses = fn.plan_cache.misses
+    for size in sizes:
+        inputs = _inputs(pattern, size, "cuda")
+        x, y = inputs[0], inputs[-1]
+        got = fn(x, y, 0.5)
+        want = torch.add(x, y, alpha=0.5)  # one op, as ours: its output layout is TensorIterator's
+        torch.testing.assert_close(got, want)
+        assert [s for s, n in zip(got.stride(), got.shape) if n > 1] == [
+            s for s, n in zip(want.stride(), want.shape) if n > 1
+        ]
+    event(f"{len(sizes) - (fn.plan_cache.misses - misses)} of {len(sizes)} served without a miss")
 
 
 def test_calls_the_c_path_does_not_serve_still_come_out_right():

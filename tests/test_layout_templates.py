@@ -73,20 +73,20 @@ broadcast_patterns = st.integers(1, 4).flatmap(
 patterns = any_patterns | full_rank_patterns | broadcast_patterns
 
 
-def _tensor(shape: tuple, order: list, steps: list, expanded: list) -> torch.Tensor:
+def _tensor(shape: tuple, order: list, steps: list, expanded: list, device="cpu") -> torch.Tensor:
     """A tensor of `shape` whose dims lie in memory in `order` (outer first), sliced by `steps`,
     with the `expanded` dims broadcast from one element."""
     stored = [1 if e else n * s for n, s, e in zip(shape, steps, expanded)]
     inverse = sorted(range(len(order)), key=order.__getitem__)
-    t = torch.randn([stored[d] for d in order]).permute(inverse)
+    t = torch.randn([stored[d] for d in order], device=device).permute(inverse)
     t = t[tuple(slice(None, None, 1 if e else s) for s, e in zip(steps, expanded))]
     return t.expand(shape)
 
 
-def _inputs(pattern, sizes) -> list:
+def _inputs(pattern, sizes, device="cpu") -> list:
     rank, inputs = pattern
     return [
-        _tensor(tuple(1 if one else sizes[rank - r + i] for i, one in enumerate(ones)), order, steps, expanded)
+        _tensor(tuple(1 if one else sizes[rank - r + i] for i, one in enumerate(ones)), order, steps, expanded, device)
         for r, ones, order, steps, expanded in inputs
     ]
 
