@@ -91,18 +91,19 @@ def _inputs(pattern, sizes, device="cpu") -> list:
     ]
 
 
-def _check_derived(fn, template_args, args):
-    """Once the plan of `template_args` is offered as the only template, the plan derived for
-    `args` is the analysis's; none is derived only where no template was kept (its own call
-    derives nothing: a 0-d task whose dtype torch's default decided, an empty one) or where the
-    new task falls in another layout class."""
-    outs = (None,) * len(fn._out_index)
-    template = fn._prepare(template_args, outs, collapse=True)
+def _check_derived(fn, template_args, args, template_outs=None, outs=None):
+    """Once the plan of `template_args` (and given `template_outs`) is offered as the only
+    template, the plan derived for `args` (and `outs`) is the analysis's; none is derived only
+    where no template was kept (its own call derives nothing: a 0-d task whose dtype torch's
+    default decided, an empty one) or where the new task falls in another layout class."""
+    none = (None,) * len(fn._out_index)
+    template_outs, outs = template_outs or none, outs or none
+    template = fn._prepare(template_args, template_outs, collapse=True)
     layouts, default = fn._new_shapes.layouts, torch.get_default_dtype()
-    layouts.remember(call_signature(template_args), template)
-    kept = layouts.derive(call_signature(template_args), default)
+    layouts.remember(call_signature(template_args, template_outs), template)
+    kept = layouts.derive(call_signature(template_args, template_outs), default)
     assert kept is None or kept == template
-    derived = layouts.derive(call_signature(args), default)
+    derived = layouts.derive(call_signature(args, outs), default)
     prepared = fn._prepare(args, outs, collapse=True)
     if derived is not None:
         assert derived == prepared
@@ -125,6 +126,49 @@ sizes = st.lists(st.integers(2, 12), min_size=4, max_size=4)
 @given(pattern=patterns, first=sizes, second=sizes)
 def test_a_derived_plan_is_the_plan_the_analysis_builds(make, pick, pattern, first, second):
     _check_derived(make(), pick(_inputs(pattern, first)), pick(_inputs(pattern, second)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(pattern=patterns, first=sizes, second=sizes, data=st.data())
+def test_a_derived_plan_with_a_given_output_is_the_plan_the_analysis_builds(pattern, first, second, data):
+    """The output given in some dim order, or sliced, or (in place) the first input itself."""
+    template_inputs, inputs = _inputs(pattern, first), _inputs(pattern, second)
+    shape = torch.broadcast_shapes(template_inputs[0].shape, template_inputs[-1].shape)
+    in_place = data.draw(st.booleans()) and template_inputs[0].shape == shape and 0 not in template_inputs[0].stride()
+    if in_place:
+        template_out, out = template_inputs[0], inputs[0]
+    else:
+        order = data.draw(st.permutations(range(len(shape))))
+        steps = data.draw(st.lists(st.sampled_from([1, 1, 2]), min_size=len(shape), max_size=len(shape)))
+        new_shape = torch.broadcast_shapes(inputs[0].shape, inputs[-1].shape)
+        template_out = _tensor(tuple(shape), order, steps, [False] * len(shape))
+        out = _tensor(tuple(new_shape), order, steps, [False] * len(shape))
+    fn = add_alpha()
+    _check_derived(
+        fn, (template_inputs[0], template_inputs[-1], 0.5), (inputs[0], inputs[-1], 0.5), (template_out,), (out,)
+    )
+
+
+def test_a_given_output_of_the_wrong_shape_or_overlapping_itself_is_refused_as_before():
+    fn = add_alpha()
+    x, y = torch.randn(5, 6).t(), torch.randn(6, 5)
+    fn(x, y, 0.5, out0=torch.empty(6, 5))
+    with pytest.raises(RuntimeError, match="has shape"):
+        fn(x, y, 0.5, out0=torch.empty(6, 6))
+    with pytest.raises(RuntimeError, match="internal overlap"):
+        fn(x, y, 0.5, out0=torch.empty(6, 1).expand(6, 5))
+    out = torch.full((6, 5), float("nan"))
+    fn(torch.randn(7, 6).t()[:, :5], torch.randn(6, 5), 0.5, out0=out)  # a new shape's plan derived
+    x2, y2 = torch.randn(8, 9).t(), torch.randn(9, 8)
+    out2 = torch.full((9, 8), float("nan"))
+    assert fn._new_shapes.layouts.derive(call_signature((x2, y2, 0.5), (out2,)), torch.float32) is not None
+    fn(x2, y2, 0.5, out0=out2)
+    torch.testing.assert_close(out2, torch.add(x2, y2, alpha=0.5))
+    base = torch.randn(11, 8)  # rows of 32 bytes: base[1:] keeps the 16-byte alignment class
+    x3, y3, out3 = torch.randn(8, 10).t(), base[1:], base[:10]  # out3 partially overlaps y3
+    assert fn._new_shapes.layouts.derive(call_signature((x3, y3, 0.5), (out3,)), torch.float32) is not None
+    with pytest.raises(RuntimeError, match="overlap"):
+        fn(x3, y3, 0.5, out0=out3)
 
 
 def test_derived_plans_of_several_outputs_compute_what_torch_computes():
@@ -176,7 +220,7 @@ def test_an_empty_task_is_not_derived():
     assert fn._new_shapes.layouts.derive(call_signature(empty), torch.get_default_dtype()) is None
 
 
-def test_a_given_output_is_not_derived():
+def test_a_given_output_is_not_served_by_a_template_without_one():
     fn = add_alpha()
     x, y = torch.randn(5, 6).t(), torch.randn(6, 5)
     fn._new_shapes.layouts.remember(call_signature((x, y, 0.5)), fn._prepare((x, y, 0.5), (None,), collapse=True))

@@ -64,7 +64,8 @@ class PointwiseDynamicFunction:
         self._along_dims = any(isinstance(r, AxisEntry) for r in self._reductions)
         self._deterministic = bool(deterministic)
         self._plans = PlanCache()
-        self._new_shapes = NewShapes(self._config)  # plans and launchers of new shapes without the analysis
+        # plans and launchers of new shapes without the analysis
+        self._new_shapes = NewShapes(self._config, schema.num_inputs())
         # what hit() reads (and call.h's __call__, which counts its hits in the PlanCache)
         new = self._new_shapes
         self._c_tables = (self._plans, self._plans.by_key, new.contiguous.c_records, new.layouts.c_records)

@@ -12,8 +12,10 @@ task to another layout class (alignment, index width), and the plan is the templ
 the task changes. The tiling choice and the binding of a new plan are skipped; contiguous calls of
 one shape (new_shapes.Templates) skip the geometry too: their task is always flat.
 
-A call qualifies when its tensors are plain (plain_operands: no subclass, StridedBuffer, given
-output, negative bit or grad) and the task is elementwise and non-empty.
+A call qualifies when its tensors, inputs and given outputs, are plain (plain_call: no subclass,
+StridedBuffer, negative bit or grad) and the task is elementwise and non-empty; a given output
+is checked as the frontend checks it (the broadcast shape, no internal overlap; its dtype and
+device are part of the class), and its overlap with the inputs at launch, as for any plan.
 The call's class here keeps each tensor's rank (a 0-d tensor promotes differently).
 tests/test_layout_templates.py holds each derived plan equal to the analysis's own.
 
@@ -29,10 +31,14 @@ from __future__ import annotations
 import math
 from typing import NamedTuple, Optional
 
+import torch
+
 from .analysis.layout import c_strides
 from .analysis.plan import geometry, retile
 from .analysis.tiling import operand_classes
 from .codegen.params import index_arg_values, index_params
+from .frontend.validation import has_internal_overlap
+from .runtime.arguments import dense_extent
 from .runtime.kernels import Rebinding
 from .schemes import get_scheme
 from .schemes.base import SMALL_TASK_TILES
@@ -79,6 +85,25 @@ def plain_operands(key: tuple) -> Optional[list]:
     return operands
 
 
+def plain_call(key: tuple, n_inputs: int) -> Optional[tuple]:
+    """(plain_operands of the first `n_inputs` entries, the outputs) of a call signature: per
+    output (dtype, shape, strides, device, aligned) where a plain torch.Tensor, neither negative
+    nor requiring grad, is given, None where none is; () where the call gives no outputs. None
+    where an input or a given output is anything else."""
+    operands = plain_operands(key[:n_inputs])
+    if operands is None:
+        return None
+    outputs = []
+    for entry in key[n_inputs:]:
+        if entry is type(None):
+            outputs.append(None)
+        elif type(entry) is tuple and len(entry) == 8 and entry[0] is torch.Tensor and not entry[6] and not entry[7]:
+            outputs.append(entry[1:6])
+        else:
+            return None
+    return operands, tuple(outputs)
+
+
 def contiguous_operands(key: tuple) -> Optional[list]:
     """plain_operands as (dtype, shape, device, aligned), where every tensor is C-contiguous
     over its own non-empty shape; None where one is not (or the call has no plain operands)."""
@@ -97,8 +122,9 @@ def contiguous_operands(key: tuple) -> Optional[list]:
 class LayoutTemplates:
     """Per call class, one plan per stride classes of its task: the sources of derived plans."""
 
-    def __init__(self, config):
+    def __init__(self, config, n_inputs: int):
         self._config = config
+        self._n_inputs = n_inputs  # the payload's: where a signature's given outputs start
         self._templates: dict = {}  # call class -> {stride classes of the task: plan}
         # call class -> {stride classes: record}: what launch.c's hit() needs to launch new
         # shapes of them itself (layout.h's run_layout); filled by publish() as derived plans launch
@@ -106,41 +132,51 @@ class LayoutTemplates:
 
     def remember(self, key: tuple, plan) -> None:
         """Keep `plan` (just built for the call `key`) as a template, when it can be one."""
-        operands = plain_operands(key)
+        found = plain_call(key, self._n_inputs)
         task = plan.task
-        if operands is None or task is None or not plan.allocates_and_launches or plan.default_dtype is not None:
+        if found is None or task is None or not plan.allocates_and_launches or plan.default_dtype is not None:
             return
         if task.split is not None or not plan.numel or plan.out_shape != task.shape:
             return  # a reduction along dims (its outputs are not over the task's shape), or empty
-        self._templates.setdefault(_call_class(operands), {}).setdefault(task.stride_classes, plan)
+        self._templates.setdefault(_call_class(*found), {}).setdefault(task.stride_classes, plan)
 
     def derive(self, key: tuple, default_dtype):
         """The plan of call `key` derived from a template, or None (no template of its class
-        and stride classes, another layout class, shapes that do not broadcast, an empty task)."""
-        operands = plain_operands(key)
-        templates = operands and self._templates.get(_call_class(operands))
+        and stride classes, another layout class, shapes that do not broadcast, a given output
+        the analysis must refuse, an empty task)."""
+        found = plain_call(key, self._n_inputs)
+        templates = found and self._templates.get(_call_class(*found))
         if not templates:
             return None
+        operands, outputs = found
         tensors = [(tuple(op[1]), op[2]) for op in operands if type(op) is tuple]
-        outputs = len(next(iter(templates.values())).out_dtypes)
+        given = [None if o is None else (tuple(o[1]), o[2]) for o in outputs]
         try:
-            shape, out_strides, task_shape, strides = geometry(tensors, [None] * outputs)
+            shape, out_strides, task_shape, strides = geometry(
+                tensors, given or [None] * len(next(iter(templates.values())).out_dtypes)
+            )
         except RuntimeError:  # shapes that do not broadcast: the analysis names them
             return None
+        if any(o is not None and (o[0] != shape or has_internal_overlap(*o)) for o in given):
+            return None  # the analysis names what is wrong with the output
         template = templates.get(operand_classes(strides))
         if template is None or template.default_dtype not in (None, default_dtype) or not math.prod(shape):
             return None
         task = retile(template.task, shape, out_strides, task_shape, strides, self._config)
         if task is None:
             return None
-        return template.for_task(task, index_arg_values(template.spec, task), out_shape=shape, out_strides=out_strides)
+        changes = dict(out_shape=shape, out_strides=out_strides)
+        if template.out_extents:  # what the launch checks given outputs' overlap with (see _bind)
+            changes["out_extents"] = tuple(dense_extent(shape, s) for s in out_strides)
+            changes["in_extents"] = tuple(dense_extent(*t) for t in tensors)
+        return template.for_task(task, index_arg_values(template.spec, task), **changes)
 
     def publish(self, key: tuple, plan) -> None:
         """Let the C hit path launch later new shapes of `key`'s call class and stride classes
         with `plan`'s kernel, once `plan` (derived for `key`) launches through launch.c (it has
         a hit record). A record serves one layout class (its first plan's): plans of another
         alignment or index width run other kernels and are not added to it."""
-        operands = plain_operands(key)
+        operands = plain_operands(key)  # None where an output is given: hit() serves no such call
         task = plan.task
         if operands is None or plan.hit is None or task.tiling.scheme not in C_SCHEMES or not task.rank:
             return
@@ -218,6 +254,8 @@ def _index_kind(task) -> str:
     return "i" if task.index_bits == 32 else "l"
 
 
-def _call_class(operands: list) -> tuple:
-    """plain_operands without shapes and strides, with each tensor's rank."""
-    return tuple((op[0], len(op[1]), op[3], op[4]) if type(op) is tuple else op for op in operands)
+def _call_class(operands: list, outputs: tuple = ()) -> tuple:
+    """plain_operands without shapes and strides, with each tensor's rank (what layout.h builds
+    of a signature), then the same of each given output (none for calls hit() serves)."""
+    tensors = tuple((op[0], len(op[1]), op[3], op[4]) if type(op) is tuple else op for op in operands)
+    return tensors + tuple(None if o is None else ("out", o[0], len(o[1]), o[3], o[4]) for o in outputs)

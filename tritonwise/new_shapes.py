@@ -56,9 +56,9 @@ class NewShapes:
     layout_templates.py), and where any new plan gets its
     launcher without a first launch (Siblings)."""
 
-    def __init__(self, config):
+    def __init__(self, config, n_inputs: int):
         self.contiguous = Templates(config)
-        self.layouts = LayoutTemplates(config)
+        self.layouts = LayoutTemplates(config, n_inputs)
         self.siblings = Siblings()
 
     def derive(self, key: tuple, default_dtype):
