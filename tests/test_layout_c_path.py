@@ -153,3 +153,48 @@ def test_the_c_path_launches_what_the_derived_plan_would(module, function, case,
     assert kernel == _function_of(seen if same_kernel else expected)  # the first kernel of its key stays
     operands = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
     assert values == [*operands, *(o.data_ptr() for o in outputs), *expected.index_args]
+
+
+def test_threads_launch_while_records_grow(module):
+    """Four threads call hit() on new shapes while a fifth publishes the kernels they need: every
+    call is served with its plan's launch or refused, and nothing crashes (the stand-in driver
+    and the stream query call back into Python, so threads interleave inside hit())."""
+    import threading
+
+    fn, driver = add_alpha(), Driver()
+    make = lambda n: (torch.randn(n, 64), torch.randn(64, n).t(), 0.5)  # noqa: E731
+    template = fn._prepare(make(80), (None,), collapse=True)
+    fn._new_shapes.remember(call_signature(make(80)), template)
+    seen = _derive(fn, make(96))
+    _launched_through_c(seen, driver)
+    record = c_record(seen, (), fn._config)
+    add_kernel(record, seen)
+    records = {_call_class(plain_operands(call_signature(make(96)))): {seen.task.stride_classes: record}}
+    driver.n_values = len(seen.index_args)
+    shapes = [make(n) for n in range(16, 400, 16)]
+    plans = [_derive(fn, args) for args in shapes]
+    assert None not in plans  # one layout class throughout
+    failures = []
+
+    def publish():
+        for plan in plans:
+            _launched_through_c(plan, driver)
+            add_kernel(record, plan)
+
+    def call(offset):
+        try:
+            for k in range(300):
+                args, plan = shapes[(k + offset) % len(shapes)], plans[(k + offset) % len(shapes)]
+                out = module.hit({}, args, hit_path.MISS, {}, records)
+                if not (type(out) is tuple and out[0] is hit_path.MISS):
+                    assert (out.shape, out.stride()) == (plan.out_shape, plan.out_strides[0])
+        except Exception as e:  # reported below: an assertion in a thread does not fail the test
+            failures.append(e)
+
+    threads = [threading.Thread(target=call, args=(k,)) for k in range(4)] + [threading.Thread(target=publish)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    assert len(driver.launches) > 0
