@@ -11,8 +11,9 @@ import pytest
 import torch
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
-from test_layout_templates import _inputs, add_alpha, any_patterns, contiguous, fma, full_rank_patterns
+from test_layout_templates import _add_two, _inputs, add_alpha, any_patterns, contiguous, fma, full_rank_patterns
 
+from tritonwise import pointwise_dynamic
 from tritonwise.layout_templates import C_SCHEMES, _call_class, add_kernel, c_record, plain_operands
 from tritonwise.runtime import hit_path, native
 from tritonwise.runtime.arguments import call_signature
@@ -86,6 +87,10 @@ def _launched_through_c(plan, driver) -> None:
     )
     layouts = tuple(zip(plan.out_strides, plan.out_dtypes))
     plan.hit = hit_path.record(plan.out_shape, layouts, plan.device, launch[:2] + launch[2:5] + launch[5:])
+
+
+def _adder():
+    return pointwise_dynamic(promotion_methods=[(0, 1, "DEFAULT")])(_add_two)
 
 
 # (function, the arguments it takes from a pattern's inputs, its kernel's operand kinds)
@@ -198,3 +203,27 @@ def test_threads_launch_while_records_grow(module):
         t.join()
     assert failures == []
     assert len(driver.launches) > 0
+
+
+def test_a_task_past_int32_is_launched_with_64_bit_index_values(module):
+    """int8 operands broadcast from one element over more than 2**31 elements (the outputs are
+    allocated but never touched): the record's index kind is "l", and hit() packs 8-byte values."""
+    fn, driver = _adder(), Driver(b"ppp")
+    make = lambda rows: (torch.zeros(1, 1, dtype=torch.int8).expand(rows, 4096), torch.zeros(4096, dtype=torch.int8))  # noqa: E731
+    rows = [2**19 + 16 * k for k in (1, 2, 3)]  # 2**31 elements and more
+    template_args, seen_args, args = (make(r) for r in rows)
+    fn._new_shapes.remember(call_signature(template_args), fn._prepare(template_args, (None,), collapse=True))
+    seen, expected = _derive(fn, seen_args), _derive(fn, args)
+    assert seen.task.index_bits == expected.task.index_bits == 64
+    for plan in (seen, expected):
+        _launched_through_c(plan, driver)
+    record = c_record(seen, (), fn._config)
+    add_kernel(record, expected)
+    assert record.index_kind == "l"
+    driver.n_values, driver.index_type = len(seen.index_args), ctypes.c_int64
+    records = {_call_class(plain_operands(call_signature(args))): {seen.task.stride_classes: record}}
+    out = module.hit({}, args, hit_path.MISS, {}, records)
+    assert (out.shape, out.stride(), out.dtype) == (expected.out_shape, expected.out_strides[0], torch.int8)
+    ((_, grid, _, values),) = driver.launches
+    assert values == [args[0].data_ptr(), args[1].data_ptr(), out.data_ptr(), *expected.index_args]
+    assert grid == (*expected.grid, 1, 1)[:3]
