@@ -142,6 +142,19 @@ def test_new_shapes_of_a_layout_run_in_c_once_their_kernel_has(make):
         assert got.stride() == (x + y).stride()
 
 
+def test_new_shapes_stay_in_python_with_TRITONWISE_C_NEW_SHAPES_0(monkeypatch):
+    monkeypatch.setenv("TRITONWISE_C_NEW_SHAPES", "0")
+    fn = pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])(add_alpha.payload)
+    for make in (lambda n: (_cuda(n, 256), _cuda(256, n).t()), lambda n: (_cuda(64 * n),) * 2):
+        for n in (80, 96):
+            fn(*make(n), 0.5)
+        for n in (112, 144):
+            misses = fn.plan_cache.misses
+            x, y = make(n)
+            torch.testing.assert_close(fn(x, y, 0.5), x + 0.5 * y)
+            assert fn.plan_cache.misses == misses + 1  # a plan of its own, derived in Python
+
+
 @settings(max_examples=60, deadline=None)
 @given(pattern=patterns, sizes=st.lists(st.lists(st.integers(2, 40), min_size=4, max_size=4), min_size=6, max_size=6))
 def test_new_shapes_of_any_layout_give_torchs_results_whichever_path_launches_them(pattern, sizes):

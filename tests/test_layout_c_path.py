@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from test_layout_templates import _add_two, _inputs, add_alpha, any_patterns, contiguous, fma, full_rank_patterns
 
-from tritonwise import pointwise_dynamic
+from tritonwise import layout_templates, pointwise_dynamic
 from tritonwise.layout_templates import C_SCHEMES, _call_class, add_kernel, c_record, plain_operands
 from tritonwise.runtime import hit_path, native
 from tritonwise.runtime.arguments import call_signature
@@ -227,3 +227,17 @@ def test_a_task_past_int32_is_launched_with_64_bit_index_values(module):
     ((_, grid, _, values),) = driver.launches
     assert values == [args[0].data_ptr(), args[1].data_ptr(), out.data_ptr(), *expected.index_args]
     assert grid == (*expected.grid, 1, 1)[:3]
+
+
+@pytest.mark.parametrize("setting, published", [("1", True), ("0", False)])
+def test_publishing_follows_TRITONWISE_C_NEW_SHAPES(monkeypatch, setting, published):
+    monkeypatch.setenv("TRITONWISE_C_NEW_SHAPES", setting)
+    # the generated files specialize no index argument (an interpreted plan has no launcher to ask)
+    monkeypatch.setattr(layout_templates, "Rebinding", lambda plan: SimpleNamespace(value_positions=lambda: ()))
+    fn, driver = add_alpha(), Driver()
+    make = lambda n: (torch.randn(n, 64), torch.randn(64, n).t(), 0.5)  # noqa: E731
+    fn._new_shapes.remember(call_signature(make(80)), fn._prepare(make(80), (None,), collapse=True))
+    seen = _derive(fn, make(96))
+    _launched_through_c(seen, driver)
+    fn._new_shapes.layouts.publish(call_signature(make(96)), seen)
+    assert bool(fn._new_shapes.layouts.c_records) == published

@@ -38,6 +38,7 @@ from .analysis.plan import geometry, retile
 from .analysis.tiling import operand_classes
 from .codegen.params import index_arg_values, index_params
 from .frontend.validation import has_internal_overlap
+from .runtime import hit_path
 from .runtime.arguments import dense_extent
 from .runtime.kernels import Rebinding
 from .schemes import get_scheme
@@ -179,6 +180,8 @@ class LayoutTemplates:
         operands = plain_operands(key)  # None where an output is given: hit() serves no such call
         task = plan.task
         if operands is None or plan.hit is None or task.tiling.scheme not in C_SCHEMES or not task.rank:
+            return
+        if not hit_path.serves_new_shapes():
             return
         call_class = _call_class(operands)
         record = self.c_records.get(call_class, {}).get(task.stride_classes)

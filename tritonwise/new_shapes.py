@@ -30,6 +30,7 @@ from .analysis.layout import c_strides
 from .analysis.tiling import ALIGNMENT, INT32_LIMIT
 from .codegen.params import stride_classes
 from .layout_templates import LayoutTemplates, contiguous_operands
+from .runtime import hit_path
 from .runtime.dispatch import copy_with
 from .runtime.kernels import Rebinding
 from .schemes import get_scheme
@@ -112,7 +113,7 @@ class Templates:
         if template.plan.default_dtype not in (None, default_dtype):
             return None
         plan = template.derived(shape, numel)
-        if class_key not in self.c_records:
+        if class_key not in self.c_records and hit_path.serves_new_shapes():
             record = template.c_record()
             if record is not None:
                 self.c_records[class_key] = record

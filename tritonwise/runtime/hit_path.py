@@ -23,6 +23,7 @@ C++ tensor once the ATen helpers are built (aten.py).
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Callable, Optional
 
@@ -48,6 +49,13 @@ def serve_calls_of(cls, fallback: Callable) -> None:
 
 def _install(module, cls, fallback: Callable) -> None:
     cls.__call__ = module.call_method(fallback, sys.modules[__name__])
+
+
+def serves_new_shapes() -> bool:
+    """Whether new shapes may be launched from C with no plan (hit.h's run_template, layout.h's
+    run_layout): records for them are published only then. TRITONWISE_C_NEW_SHAPES=0 keeps every
+    new shape on the Python path (a plan of its own, then cached hits in C as usual)."""
+    return os.environ.get("TRITONWISE_C_NEW_SHAPES", "1") != "0"
 
 
 def enable() -> None:
