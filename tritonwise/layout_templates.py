@@ -133,19 +133,20 @@ class LayoutTemplates:
 
     def remember(self, key: tuple, plan) -> None:
         """Keep `plan` (just built for the call `key`) as a template, when it can be one."""
-        found = plain_call(key, self._n_inputs)
         task = plan.task
-        if found is None or task is None or not plan.allocates_and_launches or plan.default_dtype is not None:
+        if task is None or not plan.allocates_and_launches or plan.default_dtype is not None:
             return
         if task.split is not None or not plan.numel or plan.out_shape != task.shape:
             return  # a reduction along dims (its outputs are not over the task's shape), or empty
-        self._templates.setdefault(_call_class(*found), {}).setdefault(task.stride_classes, plan)
+        found = plain_call(key, self._n_inputs)
+        if found is not None:
+            self._templates.setdefault(_call_class(*found), {}).setdefault(task.stride_classes, plan)
 
     def derive(self, key: tuple, default_dtype):
         """The plan of call `key` derived from a template, or None (no template of its class
         and stride classes, another layout class, shapes that do not broadcast, a given output
         the analysis must refuse, an empty task)."""
-        found = plain_call(key, self._n_inputs)
+        found = plain_call(key, self._n_inputs) if self._templates else None
         templates = found and self._templates.get(_call_class(*found))
         if not templates:
             return None

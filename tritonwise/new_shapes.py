@@ -91,18 +91,18 @@ class Templates:
 
     def remember(self, key: tuple, plan) -> None:
         """Keep `plan` (just built for the call `key`) as its class's template, when it is one."""
-        found = contiguous_class(key)
         task = plan.task
-        if found is None or not plan.allocates_and_launches or task is None:
+        if task is None or not plan.allocates_and_launches or task.tiling.scheme != "flat":
             return
-        if task.tiling.scheme != "flat" or task.task_shape != (found[2],):
+        found = contiguous_class(key)
+        if found is None or task.task_shape != (found[2],):
             return
         self._templates.setdefault((found[0], task.aligned), _Template(plan, self._config))
 
     def derive(self, key: tuple, default_dtype):
         """The plan of call `key` derived from its class's template, or None (no template, or
         one whose index width or default dtype differs)."""
-        found = contiguous_class(key)
+        found = contiguous_class(key) if self._templates else None
         if found is None:
             return None
         parts, shape, numel = found
