@@ -192,16 +192,16 @@ class LayoutTemplates:
             if record is None:
                 return
             self.c_records.setdefault(call_class, {})[task.stride_classes] = record
-        if (record.aligned, record.index_kind) == (task.aligned, _index_kind(task)):
+        if (record.aligned, record.index_kind) == (task.aligned, index_kind(task)):
             add_kernel(record, plan)
 
 
 def add_kernel(record: LayoutRecord, plan) -> None:
     """Give `record` `plan`'s kernel, under its block and the classes (divisible by 16, equal to 1)
     of its value-specialized index arguments: the kernel Triton compiled for them."""
-    _, _, _, _, function, _, _, _, threads, shared, _, _, _ = plan.hit
+    hit = plan.hit
     classes = tuple((plan.index_args[k] % 16 == 0, plan.index_args[k] == 1) for k in record.positions)
-    record.kernels.setdefault((*plan.task.tiling.block, classes), (function, threads, shared))
+    record.kernels.setdefault((*plan.task.tiling.block, classes), (hit.function, hit.threads, hit.shared))
 
 
 def c_record(plan, positions: tuple, config) -> Optional[LayoutRecord]:
@@ -224,23 +224,22 @@ def c_record(plan, positions: tuple, config) -> Optional[LayoutRecord]:
     codes = tuple(codes)
     if _values(codes, task) != plan.index_args:
         return None
-    _, layouts, device, cu_launch, _, _, _, _, _, _, device_index, kinds, fixed = plan.hit
-    m_dim = task.tiling.m_dim
+    hit, m_dim = plan.hit, task.tiling.m_dim
     return LayoutRecord(
-        out_dtypes=tuple(dtype for _, dtype in layouts),
-        device=device,
-        cu_launch=cu_launch,
-        device_index=device_index,
-        kinds=kinds,
+        out_dtypes=tuple(dtype for _, dtype in hit.layouts),
+        device=hit.device,
+        cu_launch=hit.cu_launch,
+        device_index=hit.device_index,
+        kinds=hit.kinds,
         scheme=C_SCHEMES[task.tiling.scheme],
         m_dim=-1 if m_dim is None else m_dim,
         choices=task.tiling.choices,
         small_task_tiles=SMALL_TASK_TILES,
         aligned=task.aligned,
-        index_kind=_index_kind(task),
+        index_kind=index_kind(task),
         max_grid=config.max_grid_size[0],
         codes=codes,
-        scratch=len(fixed) // 8 - len(names),
+        scratch=len(hit.fixed) // 8 - len(names),
         positions=positions,
         kernels={},
     )
@@ -254,7 +253,8 @@ def _values(codes: tuple, task) -> tuple:
     return tuple(by_kind[kind](a, b) for kind, a, b in codes)
 
 
-def _index_kind(task) -> str:
+def index_kind(task) -> str:
+    """How the C paths pack a task's index arguments: "i" (int32) or "l" (int64)."""
     return "i" if task.index_bits == 32 else "l"
 
 

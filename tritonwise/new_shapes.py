@@ -29,7 +29,7 @@ from typing import Optional
 from .analysis.layout import c_strides
 from .analysis.tiling import ALIGNMENT, INT32_LIMIT
 from .codegen.params import stride_classes
-from .layout_templates import LayoutTemplates, contiguous_operands
+from .layout_templates import LayoutTemplates, contiguous_operands, index_kind
 from .runtime import hit_path
 from .runtime.dispatch import copy_with
 from .runtime.kernels import Rebinding
@@ -54,8 +54,8 @@ def contiguous_class(key: tuple) -> Optional[tuple]:
 class NewShapes:
     """Where a plan-cache miss of a known call gets its plan without the analysis (contiguous
     calls here, any other plain call with its tiling and binding skipped in
-    layout_templates.py), and where any new plan gets its
-    launcher without a first launch (Siblings)."""
+    layout_templates.py), and where any new plan gets its launcher without a first launch
+    (Siblings)."""
 
     def __init__(self, config, n_inputs: int):
         self.contiguous = Templates(config)
@@ -161,13 +161,12 @@ class _Template:
             return None
         if set(positions) - ({0} if plan.task.aligned else set()):
             return None
-        _, layouts, device, cu_launch, function, _, _, _, threads, shared, index, kinds, fixed = plan.hit
-        block = math.prod(self._block)
+        hit, block = plan.hit, math.prod(self._block)
         low, high = (2, INT32_LIMIT - block) if plan.task.index_bits == 32 else (INT32_LIMIT - block + 1, 2**62)
-        kind = "i" if plan.task.index_bits == 32 else "l"
-        dtypes = tuple(dtype for _, dtype in layouts)
-        launch = (cu_launch, function, threads, shared, index, kinds)
-        return (dtypes, device, *launch, block, self._max_grid, low, high, kind, len(fixed) // 8 - 2)
+        dtypes = tuple(dtype for _, dtype in hit.layouts)
+        launch = (hit.cu_launch, hit.function, hit.threads, hit.shared, hit.device_index, hit.kinds)
+        scratch = len(hit.fixed) // 8 - 2
+        return (dtypes, hit.device, *launch, block, self._max_grid, low, high, index_kind(plan.task), scratch)
 
 
 class Siblings:

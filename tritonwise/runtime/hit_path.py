@@ -10,10 +10,9 @@ C-contiguous and of one shape is launched from its class's template record
 of plain tensors (broadcast, transposed, strided) from the record of its call class and stride
 classes (layout.h; LayoutTemplates.c_records) once a plan of its block and specialization has
 launched. The plan cache counts either as a hit. Wherever Python must decide (no such plan or
-template, launch hooks installed,
-another device current, a failed launch: nothing was launched) the C function returns (`MISS`,
-the signature it built), or `MISS` alone if building it raised, and __call__ goes on as before
-with that signature. `entry` is None until the first plan gets a record, so processes that never
+template, launch hooks installed, another device current, a failed launch: nothing was
+launched) the C function returns (`MISS`, the signature it built), or `MISS` alone if building
+it raised, and __call__ goes on as before with that signature. `entry` is None until the first plan gets a record, so processes that never
 launch through launch.c never load it for this.
 
 From then on the pointwise function's __call__ is C too (call.h, installed by `enable` for the
@@ -25,7 +24,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 import torch
 
@@ -95,8 +94,25 @@ def configure(
     module.configure(torch.Tensor, _other_key, torch.empty_strided, raw_stream, hooks, current_device)
 
 
-def record(shape: tuple, layouts: tuple, device: torch.device, launch: tuple) -> tuple:
-    """The tuple hit() reads (see hit.h): the outputs' shape, (strides, dtype) per output, their
-    device, then the launcher's c_record (cu_launch_kernel, function, grid x, y, z, threads,
-    shared, device index, kinds, fixed)."""
-    return (tuple(shape), tuple((tuple(strides), dtype) for strides, dtype in layouts), device, *launch)
+class HitRecord(NamedTuple):
+    """What hit() reads to serve a plan (a tuple to hit.h, in this order): the outputs' shape,
+    (strides, dtype) per output, their device, then the launcher's c_record."""
+
+    shape: tuple
+    layouts: tuple
+    device: object
+    cu_launch: int  # cuLaunchKernel's address
+    function: int
+    grid_x: int
+    grid_y: int
+    grid_z: int
+    threads: int
+    shared: int
+    device_index: int
+    kinds: bytes
+    fixed: bytes  # the index arguments' 8-byte slots, then the scratch slots
+
+
+def record(shape: tuple, layouts: tuple, device: torch.device, launch: tuple) -> HitRecord:
+    """The HitRecord of a plan launched by a launcher whose c_record is `launch`."""
+    return HitRecord(tuple(shape), tuple((tuple(strides), dtype) for strides, dtype in layouts), device, *launch)
