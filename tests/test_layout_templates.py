@@ -249,3 +249,13 @@ def test_shapes_that_do_not_broadcast_are_refused_by_the_analysis():
     fn(x, y, 0.5)
     with pytest.raises(RuntimeError, match="cannot be broadcast"):
         fn(torch.randn(5, 7).t(), torch.randn(6, 5), 0.5)
+
+
+def test_an_output_larger_than_the_inputs_shape_is_refused_though_a_template_has_its_classes():
+    """Expanded inputs give the template the stride classes that inputs of a smaller shape
+    broadcast to the output would have; the analysis refuses the latter, so derive must too."""
+    fn = add_alpha()
+    wide = torch.randn(1, 65).expand(8, 65)
+    fn(wide, wide, 0.5, out0=torch.empty(8, 65))
+    with pytest.raises(RuntimeError, match=r"out0 has shape \(16, 65\), but the result has shape \(1, 65\)"):
+        fn(torch.randn(1, 65), torch.randn(1, 65), 0.5, out0=torch.empty(16, 65))

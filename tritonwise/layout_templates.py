@@ -33,6 +33,7 @@ from typing import NamedTuple, Optional
 
 import torch
 
+from .analysis.broadcast import broadcast_shapes
 from .analysis.layout import c_strides
 from .analysis.plan import geometry, retile
 from .analysis.tiling import operand_classes
@@ -161,6 +162,8 @@ class LayoutTemplates:
             return None
         if any(o is not None and (o[0] != shape or has_internal_overlap(*o)) for o in given):
             return None  # the analysis names what is wrong with the output
+        if given and shape != broadcast_shapes([t[0] for t in tensors]):
+            return None  # an output larger than the inputs' shape: the analysis refuses it
         template = templates.get(operand_classes(strides))
         if template is None or template.default_dtype not in (None, default_dtype) or not math.prod(shape):
             return None
