@@ -35,12 +35,14 @@ from timing import gpu_us_per_kernel, median_us, report  # noqa: E402
 
 
 def cases():
-    """Issue 13's five cases, then two outputs (polar) and a fused reduction."""
+    """Issue 13's five cases, then two outputs (polar), a fused reduction and an in-place add
+    (a given output, as FlagGems' add_ passes it)."""
     a, b = torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")
     p, q = torch.randn(4, 1, 64, device="cuda"), torch.randn(8, 1, device="cuda")
     x3, y3 = torch.randn(8, 16, 8, device="cuda"), torch.randn(16, 1, device="cuda")
     m, n = torch.randn(64, 64, device="cuda"), torch.randn(64, 64, device="cuda")
     i8 = torch.randint(-100, 100, (1024,), device="cuda", dtype=torch.int8)
+    c = torch.randn(1024, device="cuda")  # updated in place, by both sides (values drift; time does not)
     return [
         ("add 1024 fp32 + alpha", lambda: add_alpha(a, b, 0.5), lambda: torch.add(a, b, alpha=0.5)),
         ("broadcast (4,1,64) + (8,1) + alpha", lambda: add_alpha(p, q, 0.5), lambda: torch.add(p, q, alpha=0.5)),
@@ -49,6 +51,7 @@ def cases():
         ("int8 + fp32, 1024", lambda: add(i8, a), lambda: i8 + a),
         ("polar 1024 (two outputs)", lambda: polar(a, b), lambda: (a * torch.cos(b), a * torch.sin(b))),
         ("sum((x-y)**2) fused, 1024", lambda: squared_error_sum(a, b), lambda: ((a - b) ** 2).sum()),
+        ("in place: x += 0.5 * y, 1024", lambda: add_alpha(c, b, 0.5, out0=c), lambda: c.add_(b, alpha=0.5)),
     ]
 
 

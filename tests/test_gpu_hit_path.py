@@ -57,12 +57,12 @@ def _cuda(*shape, dtype=torch.float32):
     return torch.randn(*shape, device="cuda").to(dtype)
 
 
-def _python_frames(fn, *args):
-    """fn(*args) and the names of the Python functions the call ran (none: served in C)."""
+def _python_frames(fn, *args, **kwargs):
+    """fn(*args, **kwargs) and the names of the Python functions the call ran (none: served in C)."""
     frames = []
     sys.setprofile(lambda frame, event, arg: frames.append(frame.f_code.co_name) if event == "call" else None)
     try:
-        return fn(*args), frames
+        return fn(*args, **kwargs), frames
     finally:
         sys.setprofile(None)
 
@@ -175,12 +175,46 @@ def test_new_shapes_of_any_layout_give_torchs_results_whichever_path_launches_th
     event(f"{len(sizes) - (fn.plan_cache.misses - misses)} of {len(sizes)} served without a miss")
 
 
+# Calls giving their output, as functions of a size n: (x, y, the output). In place, out= of
+# another layout than the inputs', in place over a broadcast operand.
+GIVEN_OUTPUTS = {
+    "in place (flat)": lambda n: (lambda x: (x, _cuda(64 * n + 7), x))(_cuda(64 * n + 7)),
+    "in place, += a transposed operand (tile2d)": lambda n: (lambda x: (x, _cuda(256, n).t(), x))(_cuda(n, 256)),
+    "in place, += a broadcast bias (nd)": lambda n: (lambda x: (x, _cuda(n, 1), x))(_cuda(4, n, 64)),
+    "out= transposed": lambda n: (_cuda(n, 256), _cuda(n, 256), torch.full((256, n), float("nan"), device="cuda").t()),
+}
+
+
+@pytest.mark.parametrize("make", list(GIVEN_OUTPUTS.values()), ids=list(GIVEN_OUTPUTS))
+def test_given_outputs_are_served_in_c_for_cached_and_new_shapes(make):
+    """out0= in C: a cached call and, once a derived plan of its class has launched, new shapes
+    (layout.h), with no Python frame, the result written into the given output."""
+    fn = pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])(add_alpha.payload)
+    for n in (80, 96):
+        x, y, out = make(n)
+        fn(x, y, 0.5, out0=out)
+    for n in (96, 112, 144, 160, 208):  # 96: a cached plan; the others new shapes
+        x, y, out = make(n)
+        expected, misses = x + 0.5 * y, fn.plan_cache.misses
+        got, frames = _python_frames(fn, x, y, 0.5, out0=out)
+        assert got is out and frames == [] and fn.plan_cache.misses == misses
+        torch.testing.assert_close(out, expected)
+
+
+def test_an_output_partially_overlapping_an_input_is_refused_though_its_plan_is_cached():
+    base = _cuda(300)
+    x, y = base[:100], _cuda(100)
+    add_alpha(x, y, 0.5, out0=base[100:200])  # disjoint: a plan of this signature, served in C from now on
+    got, frames = _python_frames(add_alpha, x, y, 0.5, out0=base[200:300])
+    assert frames == []
+    torch.testing.assert_close(got, x + 0.5 * y)
+    with pytest.raises(RuntimeError, match="out0 partially overlaps input 0"):
+        add_alpha(x, y, 0.5, out0=base[4:104])  # 16 bytes past x: the same signature
+
+
 def test_calls_the_c_path_does_not_serve_still_come_out_right():
     x, y = _cuda(500), _cuda(500)
-    out = torch.full_like(x, float("nan"))
     for _ in range(2):
-        add_alpha(x, y, 0.5, out0=out)  # a given output: the Python path
-        torch.testing.assert_close(out, x + 0.5 * y)
         torch.testing.assert_close(squared_error_sum(x, y), ((x - y) ** 2).sum(), rtol=1e-4, atol=1e-3)
         scalar = torch.tensor(2.0)  # a 0-d CPU tensor beside CUDA ones
         torch.testing.assert_close(add_alpha(x, scalar, 0.5), x + 1.0)

@@ -169,6 +169,79 @@ def test_what_python_must_decide_misses_with_the_signature_and_launches_nothing(
     assert len(driver.launches) == (1 if case == "a failed launch" else 0)  # tried once, then Python's turn
 
 
+OUTPUTS_OF_EVERY_KIND = [
+    (torch.randn(4, 3),),
+    (None,),
+    (None, torch.randn(4, 3).t()),
+    (torch.randn(3)[1:], None),  # 4 bytes past alignment
+    (StridedBuffer(torch.randn(12), (3, 4), (1, 3)),),
+    (torch.nn.Parameter(torch.randn(3)), 2.5),
+]
+
+
+@pytest.mark.parametrize("outs", OUTPUTS_OF_EVERY_KIND, ids=range(len(OUTPUTS_OF_EVERY_KIND)))
+def test_signature_with_outputs_is_call_signatures(module, outs):
+    args = (torch.randn(4, 3), 0.5)
+    assert module.signature(args, outs) == arguments.call_signature(args, outs)
+
+
+def _served_on(module, driver, args: tuple, out: torch.Tensor):
+    """hit() of a plan cached for `args` and the given output `out`: what it returns."""
+    plans = {arguments.call_signature(args, (out,)): SimpleNamespace(hit=_record(driver))}
+    return module.hit(plans, args, hit_path.MISS, {}, {}, (out,))
+
+
+def test_a_hit_launches_on_the_given_output_and_returns_it(module):
+    driver = FakeDriver()
+    x, y, out = torch.randn(4, 3), torch.randn(4, 3), torch.empty(4, 3)
+    assert _served_on(module, driver, (x, y, 0.5), out) is out
+    assert driver.launches[0][1][:4] == [x.data_ptr(), y.data_ptr(), 0.5, out.data_ptr()]
+
+
+def _overlapping(case: str):
+    """(args, out) where out shares memory with input 0 as `case` says."""
+    base = torch.randn(40)
+    x, y = base[:12].view(4, 3), torch.randn(4, 3)
+    outs = {
+        "the input itself": x,
+        "the same memory, another view": base[:12].view(4, 3)[:],
+        "disjoint": base[12:24].view(4, 3),
+        "shifted by one element": base[1:13].view(4, 3),
+        "the same memory, transposed": base[:12].view(3, 4).t(),
+        "not dense (Python checks no such output)": base[::2][:12].view(4, 3),
+    }
+    return (x, y, 0.5), outs[case]
+
+
+@pytest.mark.parametrize(
+    "case, served",
+    [
+        ("the input itself", True),
+        ("the same memory, another view", True),
+        ("disjoint", True),
+        ("shifted by one element", False),
+        ("the same memory, transposed", False),
+        ("not dense (Python checks no such output)", True),
+    ],
+)
+def test_a_given_output_overlapping_an_input_partially_is_pythons_to_refuse(module, case, served):
+    driver = FakeDriver()
+    args, out = _overlapping(case)
+    plan = SimpleNamespace(out_extents=(arguments.dense_extent(out.shape, out.stride()),), name="f")
+    in_extents = [arguments.dense_extent(a.shape, a.stride()) for a in args[:2]]
+    try:
+        arguments.check_partial_overlap("f", 0, out, plan.out_extents[0], args[:2], in_extents)
+        python_serves = True
+    except RuntimeError:
+        python_serves = False
+    assert python_serves == served  # the case is what its name says
+    result = _served_on(module, driver, args, out)
+    if served:
+        assert result is out and len(driver.launches) == 1
+    else:
+        assert result == (hit_path.MISS, arguments.call_signature(args, (out,))) and driver.launches == []
+
+
 def test_a_hit_moves_its_plan_to_the_lru_end(module):
     driver = FakeDriver()
     x, y = torch.randn(4, 3), torch.randn(4, 3)
@@ -361,11 +434,11 @@ def test_launch_c_builds_wherever_a_c_compiler_is():
 
 class Function:
     """What call.h's __call__ reads of a pointwise function: `_c_tables` (its PlanCache, plans,
-    contiguous templates' and layout records) and a fallback."""
+    contiguous templates' and layout records, output names) and a fallback."""
 
     def __init__(self, plans, templates=None):
         self._plans = SimpleNamespace(hits=0)
-        self._c_tables = (self._plans, plans, templates or {}, {})
+        self._c_tables = (self._plans, plans, templates or {}, {}, {"out0": 0})
 
     def _call_missed(self, args, kwargs, key):
         return ("Python", args, kwargs, key)
@@ -402,11 +475,27 @@ def test_the_c_call_hands_what_it_does_not_serve_to_the_fallback(function_class)
         assert all(a is b for a, b in zip(result[1], args)) and result[2] == kwargs and result[3] == key
 
     fallen(f(wide, y, 0.5), (wide, y, 0.5), {}, arguments.call_signature((wide, y, 0.5)))  # a miss
-    fallen(f(x, y, 0.5, out0=None), (x, y, 0.5), {"out0": None}, None)
+    fallen(f(x, y, 0.5, alpha=2), (x, y, 0.5), {"alpha": 2}, None)  # not an output's name: Python refuses it
     fallen(f(), (), {}, ())
     switch.entry = None  # the Python path, as tests and benchmarks ask for it
     fallen(f(x, y, 0.5), (x, y, 0.5), {}, None)
     assert driver.launches == [] and f._plans.hits == 0
+
+
+def test_the_c_call_serves_given_outputs_by_name(function_class):
+    cls, _ = function_class
+    driver = FakeDriver()
+    x, y, out = torch.randn(4, 3), torch.randn(4, 3), torch.empty(4, 3)
+    f = cls(
+        {
+            arguments.call_signature((x, y, 0.5)): SimpleNamespace(hit=_record(driver)),
+            arguments.call_signature((x, y, 0.5), (out,)): SimpleNamespace(hit=_record(driver)),
+        }
+    )
+    assert f(x, y, 0.5, out0=out) is out and driver.launches[-1][1][3] == out.data_ptr()
+    allocated = f(x, y, 0.5, out0=None, unknown=None)  # asks for nothing, as in Python
+    assert allocated is not out and driver.launches[-1][1][3] == allocated.data_ptr()
+    assert f._plans.hits == 2
 
 
 def test_the_c_call_lets_the_fallbacks_exception_through(module):

@@ -241,3 +241,63 @@ def test_publishing_follows_TRITONWISE_C_NEW_SHAPES(monkeypatch, setting, publis
     _launched_through_c(seen, driver)
     fn._new_shapes.layouts.publish(call_signature(make(96)), seen)
     assert bool(fn._new_shapes.layouts.c_records) == published
+
+
+# Calls giving an output, each a function of the size n: (x, y, alpha) and the output. In place
+# (the output is x), out= of another layout, and what layout.h must refuse as the analysis does:
+# an output with a stride-0 dim, one of another shape, one larger than the inputs' shape.
+GIVEN_OUTPUT_CALLS = {
+    "in place, += a transposed operand (tile2d)": lambda n: _in_place(torch.randn(n, 65), torch.randn(65, n).t()),
+    "in place, += a broadcast bias (nd)": lambda n: _in_place(torch.randn(4, n, 64), torch.randn(n, 1)),
+    "in place, contiguous (flat)": lambda n: _in_place(torch.randn(64 * n + 7), torch.randn(64 * n + 7)),
+    "out= transposed": lambda n: ((torch.randn(n, 65), torch.randn(n, 65), 0.5), torch.empty(65, n).t()),
+}
+REFUSED = {
+    "out= with a stride-0 dim": lambda n: (
+        (torch.randn(n, 65), torch.randn(n, 65), 0.5),
+        torch.empty(n, 1).expand(n, 65),
+    ),
+    "out= of another shape": lambda n: ((torch.randn(n, 65), torch.randn(n, 65), 0.5), torch.empty(n, 64)),
+    "out= larger than the inputs": lambda n: ((torch.randn(1, 65), torch.randn(1, 65), 0.5), torch.empty(n, 65)),
+}
+
+
+def _in_place(x, y):
+    return (x, y, 0.5), x
+
+
+def _given(fn, args, out):
+    """The plan LayoutTemplates derives for the call (args, out0=out), or None."""
+    return fn._new_shapes.layouts.derive(call_signature(args, (out,)), torch.get_default_dtype())
+
+
+@pytest.mark.parametrize("refused", [None, *REFUSED])
+@pytest.mark.parametrize("call", list(GIVEN_OUTPUT_CALLS))
+def test_a_new_shape_given_its_output_launches_on_it_as_the_derived_plan_would(module, call, refused):
+    make, driver, fn = GIVEN_OUTPUT_CALLS[call], Driver(), add_alpha()
+    template_call, seen_call = make(80), make(96)
+    (template_args, template_out) = template_call
+    fn._new_shapes.remember(
+        call_signature(template_args, (template_out,)), fn._prepare(template_args, (template_out,), True)
+    )
+    seen = _given(fn, *seen_call)
+    assert seen is not None
+    _launched_through_c(seen, driver)
+    record = c_record(seen, tuple(range(len(seen.index_args))), fn._config)
+    expected = _given(fn, *make(112))
+    _launched_through_c(expected, driver)
+    for plan in (seen, expected):
+        add_kernel(record, plan)
+    args, out = make(112) if refused is None else REFUSED[refused](112)
+    key = call_signature(args, (out,))
+    records = {_call_class(*layout_templates.plain_call(key, 3)): {seen.task.stride_classes: record}}
+    driver.n_values = len(seen.index_args)
+    result = module.hit({}, args, hit_path.MISS, {}, records, (out,))
+    if refused is not None or _given(fn, args, out) is None:
+        assert _given(fn, args, out) is None  # Python refuses it too
+        assert result == (hit_path.MISS, key) and driver.launches == []
+        return
+    assert result is out
+    ((_, grid, threads, values),) = driver.launches
+    assert grid == (*expected.grid, 1, 1)[:3] and threads == 32 * expected.num_warps
+    assert values == [args[0].data_ptr(), args[1].data_ptr(), 0.5, out.data_ptr(), *expected.index_args]

@@ -66,9 +66,12 @@ class PointwiseDynamicFunction:
         self._plans = PlanCache()
         # plans and launchers of new shapes without the analysis
         self._new_shapes = NewShapes(self._config, schema.num_inputs())
-        # what hit() reads (and call.h's __call__, which counts its hits in the PlanCache)
+        self._out_index = {f"out{k}": k for k in range(schema.num_outputs())}
+        # what hit() reads (and call.h's __call__, which counts its hits in the PlanCache and
+        # reads given outputs by the names in _out_index)
         new = self._new_shapes
-        self._c_tables = (self._plans, self._plans.by_key, new.contiguous.c_records, new.layouts.c_records)
+        tables = (self._plans, self._plans.by_key, new.contiguous.c_records, new.layouts.c_records)
+        self._c_tables = (*tables, self._out_index)
         self._frontends: dict = {}  # call class -> _Frontend (see _frontend)
         self._kernels: dict = {}  # (call class, layout class, ...) -> _Kernel (see _kernel)
         self._resolved: dict = {}  # (call class, rank) -> Reductions along dims (see _reductions_for)
@@ -77,7 +80,6 @@ class PointwiseDynamicFunction:
         self._complex = None  # a complex.ComplexHandler once register_complex is called
         self._backward_payload = backward  # a hand-written backward payload, else None (derived)
         self._backward = None  # an autograd.Backward, built on the first call that records
-        self._out_index = {f"out{k}": k for k in range(schema.num_outputs())}
         self._no_outputs = (None,) * schema.num_outputs()
         self.__name__ = self._payload.name
         self.__qualname__ = self._payload.qualname
@@ -108,15 +110,28 @@ class PointwiseDynamicFunction:
         """The call. Once the C hit path is enabled, launch.c's method (runtime/call.h) takes
         this one's place: the same first part in C, then _call_missed."""
         entry, key = hit_path.entry, None
-        if entry is not None and not kwargs:  # the C hit path: signature, lookup, allocation, launch
-            _, plans, templates, layouts = self._c_tables
-            result = entry(plans, args, MISS, templates, layouts)
+        outs = self._given_outputs(kwargs) if kwargs else None
+        if entry is not None and (outs is not None or not kwargs):  # the C hit path
+            _, plans, templates, layouts, _ = self._c_tables
+            result = entry(plans, args, MISS, templates, layouts, outs)
             if type(result) is tuple and len(result) == 2 and result[0] is MISS:
                 key = result[1]  # a miss, with the signature hit() built
             elif result is not MISS:
                 self._plans.hits += 1
                 return result
         return self._call_missed(args, kwargs, key)
+
+    def _given_outputs(self, kwargs: dict) -> Optional[tuple]:
+        """The outputs keyword arguments give, one per output (None: not given), as call.h reads
+        them; None where a keyword that is not an output's name has a value (see _outputs)."""
+        outs = [None] * len(self._out_index)
+        for name, value in kwargs.items():
+            k = self._out_index.get(name)
+            if k is None and value is not None:
+                return None
+            if k is not None:
+                outs[k] = value
+        return tuple(outs)
 
     def _call_missed(self, args: tuple, kwargs: dict, key: Optional[tuple]):
         """A call the C hit path did not serve; `key` is the signature it built, or None."""
@@ -239,16 +254,12 @@ class PointwiseDynamicFunction:
     def _outputs(self, kwargs: dict) -> tuple:
         """The given outputs. An unknown keyword is an error unless its value is None: FlagGems'
         wrappers pass `out=None` through (e.g. its bitwise_left_shift), which asks for nothing."""
-        outs = [None] * len(self._out_index)
-        for name, value in kwargs.items():
-            k = self._out_index.get(name)
-            if k is None and value is None:
-                continue
-            if k is None:
-                expected = ", ".join(self._out_index)
-                raise TypeError(f"{self.__name__}() got an unexpected keyword argument '{name}' (outputs: {expected})")
-            outs[k] = value
-        return tuple(outs)
+        outs = self._given_outputs(kwargs)
+        if outs is None:
+            name = next(n for n, v in kwargs.items() if n not in self._out_index and v is not None)
+            expected = ", ".join(self._out_index)
+            raise TypeError(f"{self.__name__}() got an unexpected keyword argument '{name}' (outputs: {expected})")
+        return outs
 
     def _prepare(self, args: tuple, outs: tuple, collapse: bool) -> LaunchPlan:
         """The launch plan of a plan-cache miss. Only the analysis of shapes and strides and the

@@ -181,13 +181,13 @@ class LayoutTemplates:
         with `plan`'s kernel, once `plan` (derived for `key`) launches through launch.c (it has
         a hit record). A record serves one layout class (its first plan's): plans of another
         alignment or index width run other kernels and are not added to it."""
-        operands = plain_operands(key)  # None where an output is given: hit() serves no such call
+        found = plain_call(key, self._n_inputs)
         task = plan.task
-        if operands is None or plan.hit is None or task.tiling.scheme not in C_SCHEMES or not task.rank:
+        if found is None or plan.hit is None or task.tiling.scheme not in C_SCHEMES or not task.rank:
             return
         if not hit_path.serves_new_shapes():
             return
-        call_class = _call_class(operands)
+        call_class = _call_class(*found)
         record = self.c_records.get(call_class, {}).get(task.stride_classes)
         if record is None:
             positions = Rebinding(plan).value_positions()
@@ -263,6 +263,7 @@ def index_kind(task) -> str:
 
 def _call_class(operands: list, outputs: tuple = ()) -> tuple:
     """plain_operands without shapes and strides, with each tensor's rank (what layout.h builds
-    of a signature), then the same of each given output (none for calls hit() serves)."""
+    of a signature), then the same of each given output (None where not given; nothing where the
+    call gives none)."""
     tensors = tuple((op[0], len(op[1]), op[3], op[4]) if type(op) is tuple else op for op in operands)
     return tensors + tuple(None if o is None else ("out", o[0], len(o[1]), o[3], o[4]) for o in outputs)

@@ -2,9 +2,9 @@
  *
  * call_method(fallback, switch) makes a method descriptor that runtime/hit_path.py installs as
  * PointwiseDynamicFunction.__call__ once hit() is configured, so that a cached call runs no
- * Python frame at all. A call without keyword arguments goes to serve() with the function's
- * `_c_tables`: (its PlanCache, the PlanCache's dict, the contiguous templates' records and the
- * layout records); a call
+ * Python frame at all. A call whose keyword arguments are all outputs (out0=...) goes to serve()
+ * with the function's `_c_tables`: (its PlanCache, the PlanCache's dict, the contiguous
+ * templates' records, the layout records, and the output names: {"out0": 0, ...}); a call
  * served there counts as a hit in the PlanCache's `hits`. Any other call, and a miss, goes on
  * in Python as fallback(function, args, kwargs, key), `key` being the signature serve() built
  * (None where it built none). While switch.entry is None (runtime/hit_path's `entry`, which
@@ -37,21 +37,45 @@ static void count_hit(PyObject *plan_cache) {
     PyErr_Clear();
 }
 
+/* The outputs a call's keyword arguments give, one per output (None where not given), by the
+ * function's output names; NULL (no exception) where a keyword is not an output's name (Python's
+ * path ignores such a keyword whose value is None, and refuses any other). */
+static PyObject *given_outputs(PyObject *names, PyObject *const *values, PyObject *kwnames) {
+    PyObject *outs = PyTuple_New(PyDict_GET_SIZE(names));
+    for (Py_ssize_t k = 0; outs != NULL && k < PyTuple_GET_SIZE(outs); ++k) PyTuple_SET_ITEM(outs, k, Py_NewRef(Py_None));
+    for (Py_ssize_t k = 0; outs != NULL && k < PyTuple_GET_SIZE(kwnames); ++k) {
+        PyObject *position = PyDict_GetItemWithError(names, PyTuple_GET_ITEM(kwnames, k));
+        Py_ssize_t at = position == NULL ? -1 : PyLong_AsSsize_t(position);
+        if (at < 0 || at >= PyTuple_GET_SIZE(outs)) {
+            if (values[k] != Py_None || PyErr_Occurred()) Py_CLEAR(outs);
+            continue;
+        }
+        Py_SETREF(PyTuple_GET_ITEM(outs, at), Py_NewRef(values[k]));
+    }
+    PyErr_Clear();
+    return outs;
+}
+
 /* The output(s) of a call served in C, or NULL with *key the signature (or NULL). */
-static PyObject *served(CallMethod *method, PyObject *function, PyObject *args, PyObject **key) {
+static PyObject *served(CallMethod *method, PyObject *function, PyObject *args, PyObject *const *kwvalues,
+                        PyObject *kwnames, PyObject **key) {
     *key = NULL;
     if (tensor_type == NULL) return NULL;
     PyObject *entry = PyObject_GetAttr(method->switch_module, name_entry);
     int on = entry != NULL && entry != Py_None;
     Py_XDECREF(entry);
     PyObject *tables = on ? PyObject_GetAttr(function, name_c_tables) : NULL;
-    PyObject *result = NULL;
-    if (tables != NULL && PyTuple_CheckExact(tables) && PyTuple_GET_SIZE(tables) == 4 &&
+    PyObject *result = NULL, *outs = NULL;
+    if (tables != NULL && PyTuple_CheckExact(tables) && PyTuple_GET_SIZE(tables) == 5 &&
         PyDict_Check(PyTuple_GET_ITEM(tables, 1)) && PyDict_Check(PyTuple_GET_ITEM(tables, 2)) &&
-        PyDict_Check(PyTuple_GET_ITEM(tables, 3))) {
-        result = serve(PyTuple_GET_ITEM(tables, 1), args, PyTuple_GET_ITEM(tables, 2), PyTuple_GET_ITEM(tables, 3), key);
+        PyDict_Check(PyTuple_GET_ITEM(tables, 3)) && PyDict_Check(PyTuple_GET_ITEM(tables, 4))) {
+        int plain = kwnames == NULL || (outs = given_outputs(PyTuple_GET_ITEM(tables, 4), kwvalues, kwnames)) != NULL;
+        if (plain)
+            result = serve(PyTuple_GET_ITEM(tables, 1), args, outs, PyTuple_GET_ITEM(tables, 2),
+                           PyTuple_GET_ITEM(tables, 3), key);
         if (result != NULL) count_hit(PyTuple_GET_ITEM(tables, 0));
     }
+    Py_XDECREF(outs);
     Py_XDECREF(tables);
     PyErr_Clear();
     return result;
@@ -67,7 +91,7 @@ static PyObject *call_method_vectorcall(PyObject *callable, PyObject *const *arg
     PyObject *args = PyTuple_New(n - 1);
     if (args == NULL) return NULL;
     for (Py_ssize_t k = 1; k < n; ++k) PyTuple_SET_ITEM(args, k - 1, Py_NewRef(argv[k]));
-    PyObject *key = NULL, *result = n_kw == 0 ? served(method, argv[0], args, &key) : NULL;
+    PyObject *key = NULL, *result = served(method, argv[0], args, argv + n, n_kw ? kwnames : NULL, &key);
     PyObject *kwargs = result == NULL ? PyDict_New() : NULL;
     for (Py_ssize_t k = 0; kwargs != NULL && k < n_kw; ++k) {
         if (PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwnames, k), argv[n + k]) < 0) Py_CLEAR(kwargs);

@@ -6,6 +6,12 @@
  * anything else what arguments._other_key returns (called back). tests/test_hit_path.py checks
  * the two against each other.
  *
+ * Given outputs (`outs`, one per output, None where not given) extend the signature as
+ * call_signature(args, outs) does, with _other_key's entry per output. A plan serves a call with
+ * given outputs, launched on them, only where each given output shares no memory with an input
+ * or is exactly that input (arguments.check_partial_overlap's rule); anything else is Python's
+ * to decide (it raises).
+ *
  * A plan that hit() may serve carries `hit`, a tuple built by runtime/hit_path.py:
  *   (shape, layouts, device, cu_launch_kernel, function, grid_x, grid_y, grid_z, threads, shared,
  *    device_index, kinds, fixed)
@@ -15,9 +21,12 @@
 static PyObject *tensor_type = NULL, *other_key = NULL, *empty_strided = NULL, *raw_stream = NULL;
 static PyObject *hooks = NULL, *current_device = NULL, *alloc_kwnames = NULL;
 static PyObject *name_dtype, *name_shape, *name_stride, *name_device, *name_is_neg, *name_requires_grad;
-static PyObject *name_hit, *name_enter, *name_exit, *name_calls, *name_move_to_end;
+static PyObject *name_hit, *name_enter, *name_exit, *name_calls, *name_move_to_end, *name_itemsize;
 
 #define HIT_FIELDS 13
+#define MAX_RANK 16
+
+static long long magnitude(long long v) { return v < 0 ? -v : v; }
 
 static int intern_names(void) {
     name_dtype = PyUnicode_InternFromString("dtype");
@@ -31,9 +40,10 @@ static int intern_names(void) {
     name_exit = PyUnicode_InternFromString("launch_exit_hook");
     name_calls = PyUnicode_InternFromString("calls");
     name_move_to_end = PyUnicode_InternFromString("move_to_end");
+    name_itemsize = PyUnicode_InternFromString("itemsize");
     alloc_kwnames = Py_BuildValue("(ss)", "dtype", "device");
     return name_dtype && name_shape && name_stride && name_device && name_is_neg && name_requires_grad && name_hit &&
-           name_enter && name_exit && name_calls && name_move_to_end && alloc_kwnames;
+           name_enter && name_exit && name_calls && name_move_to_end && name_itemsize && alloc_kwnames;
 }
 
 /* configure(tensor_type, other_key, empty_strided, raw_stream, hooks, current_device): hooks is
@@ -102,13 +112,35 @@ static PyObject *scalar_key(PyObject *a) {
     return PyObject_CallOneArg(other_key, a);
 }
 
-static PyObject *build_signature(PyObject *args) {
-    Py_ssize_t n = PyTuple_GET_SIZE(args);
-    PyObject *key = PyTuple_New(n);
+/* A given output's entry, as arguments._other_key gives it: (torch.Tensor, *its tensor key) for
+ * a plain tensor, type(None) where the output is not given, anything else asked of Python. */
+static PyObject *output_key(PyObject *o) {
+    if (o == Py_None) return Py_NewRef((PyObject *)Py_TYPE(o));
+    if ((PyObject *)Py_TYPE(o) != tensor_type) return PyObject_CallOneArg(other_key, o);
+    PyObject *inner = tensor_key(o), *key = inner == NULL ? NULL : PyTuple_New(8);
+    if (key != NULL) {
+        PyTuple_SET_ITEM(key, 0, Py_NewRef(tensor_type));
+        for (int k = 0; k < 7; ++k) PyTuple_SET_ITEM(key, k + 1, Py_NewRef(PyTuple_GET_ITEM(inner, k)));
+    }
+    Py_XDECREF(inner);
+    return key;
+}
+
+/* Whether `outs` (NULL, or one value per output) gives any output. */
+static int gives_outputs(PyObject *outs) {
+    for (Py_ssize_t k = 0; outs != NULL && k < PyTuple_GET_SIZE(outs); ++k)
+        if (PyTuple_GET_ITEM(outs, k) != Py_None) return 1;
+    return 0;
+}
+
+static PyObject *build_signature(PyObject *args, PyObject *outs) {
+    Py_ssize_t n = PyTuple_GET_SIZE(args), n_out = gives_outputs(outs) ? PyTuple_GET_SIZE(outs) : 0;
+    PyObject *key = PyTuple_New(n + n_out);
     if (key == NULL) return NULL;
-    for (Py_ssize_t k = 0; k < n; ++k) {
-        PyObject *a = PyTuple_GET_ITEM(args, k);
-        PyObject *item = (PyObject *)Py_TYPE(a) == tensor_type ? tensor_key(a) : scalar_key(a);
+    for (Py_ssize_t k = 0; k < n + n_out; ++k) {
+        PyObject *a = k < n ? PyTuple_GET_ITEM(args, k) : PyTuple_GET_ITEM(outs, k - n), *item;
+        if (k >= n) item = output_key(a);
+        else item = (PyObject *)Py_TYPE(a) == tensor_type ? tensor_key(a) : scalar_key(a);
         if (item == NULL) {
             Py_DECREF(key);
             return NULL;
@@ -126,13 +158,13 @@ static int configured(void) {
     return 1;
 }
 
-/* signature(args): the plan-cache key of a call giving no outputs (for tests). */
+/* signature(args[, outs]): the plan-cache key of a call (for tests). */
 static PyObject *signature(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 1 || !PyTuple_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "signature() takes one tuple");
+    if (nargs < 1 || nargs > 2 || !PyTuple_Check(args[0]) || (nargs == 2 && !PyTuple_Check(args[1]))) {
+        PyErr_SetString(PyExc_TypeError, "signature() takes one or two tuples");
         return NULL;
     }
-    return configured() ? build_signature(args[0]) : NULL;
+    return configured() ? build_signature(args[0], nargs == 2 ? args[1] : NULL) : NULL;
 }
 
 /* Whether a Triton launch hook would run: the rule of launcher._hooks_installed. */
@@ -174,18 +206,21 @@ static int on_record_device(PyObject *device_index) {
     return same;
 }
 
-/* Launch plan `record` (see the header) on `args`; the output(s), or NULL with or without an
+/* Launch plan `record` (see the header) on `args` and on the outputs `given` (NULL, or one per
+ * output, None where the record's layout is allocated); the output(s), or NULL with or without an
  * exception set (without: another device current or a failed launch, for the Python path). */
-static PyObject *run_record(PyObject *record, PyObject *args) {
+static PyObject *run_record(PyObject *record, PyObject *args, PyObject *given) {
     PyObject *const *f = &PyTuple_GET_ITEM(record, 0);
     if (on_record_device(f[10]) != 1) return NULL;
     PyObject *layouts = f[1];
     Py_ssize_t n_out = PyTuple_GET_SIZE(layouts);
+    if (given != NULL && PyTuple_GET_SIZE(given) != n_out) return NULL;
     PyObject *outs = PyTuple_New(n_out);
     if (outs == NULL) return NULL;
     for (Py_ssize_t k = 0; k < n_out; ++k) {
-        PyObject *layout = PyTuple_GET_ITEM(layouts, k);
-        PyObject *out = allocate(f[0], PyTuple_GET_ITEM(layout, 0), PyTuple_GET_ITEM(layout, 1), f[2]);
+        PyObject *layout = PyTuple_GET_ITEM(layouts, k), *out = given ? PyTuple_GET_ITEM(given, k) : Py_None;
+        out = out != Py_None ? Py_NewRef(out)
+                             : allocate(f[0], PyTuple_GET_ITEM(layout, 0), PyTuple_GET_ITEM(layout, 1), f[2]);
         if (out == NULL) {
             Py_DECREF(outs);
             return NULL;
@@ -268,12 +303,102 @@ static int contiguous_call(PyObject *key, PyObject **shape, PyObject **strides, 
     return expected >= 2;
 }
 
-/* Allocate outputs of `shape` and `strides`, one per dtype of `dtypes`, and launch `kernel`
- * (function, threads, shared) on `grid` programs with `fixed` after the operands: a call served
- * without a plan (run_template, run_layout), through run_record. */
+/* arguments.dense_extent: the lowest and highest element offset of a non-overlapping dense
+ * layout (sizes, strides: sequences of ints); 0 where the layout is not one (or not read). */
+static int dense_extent(PyObject *sizes, PyObject *strides, long long extent[2]) {
+    long long size[MAX_RANK], stride[MAX_RANK], numel = 1, low = 0, expected = 1;
+    Py_ssize_t rank = PyObject_Length(sizes);
+    if (rank < 0 || rank > MAX_RANK || !PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != rank) {
+        PyErr_Clear();
+        return 0;
+    }
+    int n = 0;
+    for (Py_ssize_t d = 0; d < rank; ++d) {
+        PyObject *item = PySequence_GetItem(sizes, d);
+        long long sz = item == NULL ? -1 : PyLong_AsLongLong(item), st = PyLong_AsLongLong(PyTuple_GET_ITEM(strides, d));
+        Py_XDECREF(item);
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+        numel *= sz;
+        if (st < 0) low += (sz - 1) * st;
+        if (sz == 1) continue;
+        int at = n++; /* insertion by (|stride|, size), as Python's sorted() orders the pairs */
+        while (at > 0 && (magnitude(stride[at - 1]) > magnitude(st) ||
+                          (magnitude(stride[at - 1]) == magnitude(st) && size[at - 1] > sz))) {
+            stride[at] = stride[at - 1];
+            size[at] = size[at - 1];
+            --at;
+        }
+        stride[at] = st;
+        size[at] = sz;
+    }
+    for (int k = 0; k < n; ++k) {
+        if (magnitude(stride[k]) != expected) return 0;
+        expected *= size[k];
+    }
+    extent[0] = low;
+    extent[1] = low + (numel > 1 ? numel : 1) - 1;
+    return 1;
+}
+
+/* A tensor's [first, last) byte range over its dense `extent`; 0 with an exception set where its
+ * data pointer or element size cannot be read. */
+static int byte_range(PyObject *tensor, PyObject *dtype, const long long extent[2], long long range[2]) {
+    uint64_t address = 0;
+    int done = aten_data_ptr == NULL ? -1 : aten_data_ptr(tensor, &address);
+    if (done < 0) {
+        PyObject *value = PyObject_CallMethodNoArgs(tensor, data_ptr_name);
+        address = value == NULL ? 0 : PyLong_AsUnsignedLongLong(value);
+        Py_XDECREF(value);
+    }
+    PyObject *itemsize = PyObject_GetAttr(dtype, name_itemsize);
+    long long size = itemsize == NULL ? 0 : PyLong_AsLongLong(itemsize);
+    Py_XDECREF(itemsize);
+    range[0] = (long long)address + extent[0] * size;
+    range[1] = (long long)address + (extent[1] + 1) * size;
+    return done != 0 && !PyErr_Occurred();
+}
+
+/* Whether the outputs given to a call (signature `key`) may be launched on from C: each a plain
+ * tensor (an entry (torch.Tensor, dtype, shape, strides, ...)) that shares no memory with a
+ * tensor input or is exactly that input (arguments.check_partial_overlap, whose error Python
+ * raises where this says no). Inputs other than plain tensors and scalars: no. */
+static int outputs_clear(PyObject *key, PyObject *args, PyObject *outs) {
+    Py_ssize_t n_in = PyTuple_GET_SIZE(args);
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(outs); ++k) {
+        PyObject *out = PyTuple_GET_ITEM(outs, k), *entry = PyTuple_GET_ITEM(key, n_in + k);
+        if (out == Py_None) continue;
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 8 || PyTuple_GET_ITEM(entry, 0) != tensor_type) return 0;
+        PyObject *const *o = &PyTuple_GET_ITEM(entry, 1); /* dtype, shape, strides, ... */
+        long long o_extent[2], o_range[2];
+        if (!dense_extent(o[1], o[2], o_extent)) continue; /* Python checks no such output either */
+        if (!byte_range(out, o[0], o_extent, o_range)) return 0;
+        for (Py_ssize_t i = 0; i < n_in; ++i) {
+            PyObject *input = PyTuple_GET_ITEM(args, i), *e = PyTuple_GET_ITEM(key, i);
+            if (!PyTuple_Check(e)) continue; /* a scalar */
+            if (PyTuple_GET_SIZE(e) != 7) return 0;
+            long long i_extent[2], i_range[2];
+            if (input == out || !dense_extent(PyTuple_GET_ITEM(e, 1), PyTuple_GET_ITEM(e, 2), i_extent)) continue;
+            if (!byte_range(input, PyTuple_GET_ITEM(e, 0), i_extent, i_range)) return 0;
+            if (i_range[0] >= o_range[1] || o_range[0] >= i_range[1]) continue;
+            int same = i_range[0] == o_range[0] && i_range[1] == o_range[1] && PyTuple_GET_ITEM(e, 0) == o[0] &&
+                       PyObject_RichCompareBool(PyTuple_GET_ITEM(e, 2), o[2], Py_EQ) == 1 &&
+                       PyObject_RichCompareBool(PyTuple_GET_ITEM(e, 1), o[1], Py_EQ) == 1;
+            if (!same) return 0;
+        }
+    }
+    return 1;
+}
+
+/* Allocate outputs of `shape` and `strides`, one per dtype of `dtypes` (where `given`, NULL or
+ * one per output, has None), and launch `kernel` (function, threads, shared) on `grid` programs
+ * with `fixed` after the operands: a call served without a plan (run_template, run_layout),
+ * through run_record. */
 static PyObject *launch_planless(PyObject *shape, PyObject *strides, PyObject *dtypes, PyObject *device,
                                  PyObject *cu_launch, PyObject *kernel[3], long long grid, PyObject *device_index,
-                                 PyObject *kinds, PyObject *fixed, PyObject *args) {
+                                 PyObject *kinds, PyObject *fixed, PyObject *args, PyObject *given) {
     Py_ssize_t n_out = PyTuple_GET_SIZE(dtypes);
     PyObject *layouts = PyTuple_New(n_out), *result = NULL;
     for (Py_ssize_t k = 0; layouts != NULL && k < n_out; ++k) {
@@ -286,7 +411,7 @@ static PyObject *launch_planless(PyObject *shape, PyObject *strides, PyObject *d
                         kernel[2], device_index, kinds, fixed);
     Py_XDECREF(layouts);
     if (record != NULL) {
-        result = run_record(record, args);
+        result = run_record(record, args, given);
         Py_DECREF(record);
     }
     return result;
@@ -328,7 +453,7 @@ static PyObject *run_template(PyObject *templates, PyObject *key, PyObject *args
         memcpy(slots, values, 16);
     }
     PyObject *kernel[3] = {f[3], f[4], f[5]};
-    result = launch_planless(shape, strides, f[0], f[1], f[2], kernel, grid, f[6], f[7], fixed, args);
+    result = launch_planless(shape, strides, f[0], f[1], f[2], kernel, grid, f[6], f[7], fixed, args, NULL);
     Py_DECREF(fixed);
 done:
     Py_XDECREF(t);
@@ -336,17 +461,23 @@ done:
     return result;
 }
 
-static PyObject *run_layout(PyObject *records, PyObject *key, PyObject *args); /* layout.h */
+static PyObject *run_layout(PyObject *records, PyObject *key, PyObject *args, PyObject *given); /* layout.h */
 
-/* A cached call's whole path: the output(s), or NULL (no exception) with *key the signature
- * (NULL where building it failed) for the Python path to go on with. A call no plan serves is
- * launched from its class's contiguous template (`templates`) or the record of its call class
- * and stride classes (`layouts`), where there is one. */
-static PyObject *serve(PyObject *plans, PyObject *args, PyObject *templates, PyObject *layouts,
+/* A cached call's whole path: the output(s), or NULL (no exception) with *key the signature (NULL
+ * where building it failed) for the Python path to go on with. `outs`: NULL, or the outputs the
+ * call gives (one per output, None where not given). A call no plan serves is launched from its
+ * class's contiguous template (`templates`; calls giving no outputs) or the record of its call
+ * class and stride classes (`layouts`), where there is one. */
+static PyObject *serve(PyObject *plans, PyObject *args, PyObject *outs, PyObject *templates, PyObject *layouts,
                        PyObject **key_out) {
-    PyObject *key = *key_out = build_signature(args);
+    PyObject *key = *key_out = build_signature(args, outs);
     if (key == NULL) {
         PyErr_Clear();  /* the Python path builds the signature again and reports what is wrong */
+        return NULL;
+    }
+    PyObject *given = gives_outputs(outs) ? outs : NULL;
+    if (given != NULL && !outputs_clear(key, args, given)) {
+        PyErr_Clear();
         return NULL;
     }
     PyObject *plan = Py_XNewRef(PyDict_GetItemWithError(plans, key));
@@ -359,9 +490,9 @@ static PyObject *serve(PyObject *plans, PyObject *args, PyObject *templates, PyO
     if (usable || derivable) {
         int hooked = hooks == Py_None ? 0 : hook_active(name_enter);
         if (hooked == 0 && hooks != Py_None) hooked = hook_active(name_exit);
-        if (hooked == 0 && usable) result = run_record(record, args);
-        if (hooked == 0 && !usable && templates != NULL) result = run_template(templates, key, args);
-        if (hooked == 0 && !usable && result == NULL && layouts != NULL) result = run_layout(layouts, key, args);
+        if (hooked == 0 && usable) result = run_record(record, args, given);
+        if (hooked == 0 && !usable && templates != NULL && given == NULL) result = run_template(templates, key, args);
+        if (hooked == 0 && !usable && result == NULL && layouts != NULL) result = run_layout(layouts, key, args, given);
     }
     Py_XDECREF(plan);
     Py_XDECREF(record);
@@ -378,16 +509,18 @@ static PyObject *serve(PyObject *plans, PyObject *args, PyObject *templates, PyO
     return result;
 }
 
-/* hit(plans, args, miss[, templates[, layouts]]): see the header of launch.c. */
+/* hit(plans, args, miss[, templates[, layouts[, outs]]]): see the header of launch.c. */
 static PyObject *hit(PyObject *self, PyObject *const *argv, Py_ssize_t nargs) {
-    if (nargs < 3 || nargs > 5 || !PyDict_Check(argv[0]) || !PyTuple_Check(argv[1]) ||
-        (nargs >= 4 && !PyDict_Check(argv[3])) || (nargs == 5 && !PyDict_Check(argv[4]))) {
-        PyErr_SetString(PyExc_TypeError, "hit() takes a dict, a tuple, the miss value and optionally two dicts");
+    if (nargs < 3 || nargs > 6 || !PyDict_Check(argv[0]) || !PyTuple_Check(argv[1]) ||
+        (nargs >= 4 && !PyDict_Check(argv[3])) || (nargs >= 5 && !PyDict_Check(argv[4])) ||
+        (nargs == 6 && argv[5] != Py_None && !PyTuple_Check(argv[5]))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "hit() takes a dict, a tuple, the miss value, optionally two dicts and a tuple of outputs");
         return NULL;
     }
     if (!configured()) return NULL;
-    PyObject *key, *miss = argv[2];
-    PyObject *result = serve(argv[0], argv[1], nargs >= 4 ? argv[3] : NULL, nargs == 5 ? argv[4] : NULL, &key);
+    PyObject *key, *miss = argv[2], *outs = nargs == 6 && argv[5] != Py_None ? argv[5] : NULL;
+    PyObject *result = serve(argv[0], argv[1], outs, nargs >= 4 ? argv[3] : NULL, nargs >= 5 ? argv[4] : NULL, &key);
     if (result != NULL) return result;
     if (key == NULL) return Py_NewRef(miss);
     PyObject *missed = PyTuple_Pack(2, miss, key);  /* the signature goes back with the miss */

@@ -6,41 +6,44 @@
  * collapse), then analysis.plan.retile for the schemes flat, nd and tile2d (the block picked as
  * the scheme picks it, alignment and index width checked against the record's), the index
  * values by codes, and the launch of the kernel compiled for the block and for the classes of
- * the index values Triton specializes on. A call qualifies as layout_templates.plain_operands
- * says: plain tensors, none negative or requiring grad, no given outputs. Records come from
+ * the index values Triton specializes on. A call qualifies as layout_templates.plain_call
+ * says: plain tensors, none negative or requiring grad; a given output (out0=, in place) of the
+ * broadcast shape and without internal overlap, as LayoutTemplates.derive checks it (its
+ * overlap with the inputs hit.h's serve() has checked). Records come from
  * LayoutTemplates.publish (layout_templates.py, whose LayoutRecord names the fields):
  *   records[call class][stride classes] = (out dtypes, device, cu_launch_kernel, device index,
  *     kinds, scheme, m_dim, block choices, small-task tiles, aligned, index kind "i" or "l",
  *     max grid, codes, scratch slots, specialized positions, kernels)
  * The call class is the signature without sizes and strides, each tensor's entry (dtype, rank,
+ * device, aligned), then, where the call gives outputs, per output None or ("out", dtype, rank,
  * device, aligned); the stride classes one string per operand ("0", "1", "s" per task dim).
  * `codes` say what each index argument is: (0, d, 0) the extent of task dim d, (1, o, d) operand
  * o's stride along it (inputs, then outputs), (2, c, 0) the scheme's c-th tile count. NULL
  * without an exception: not served. */
 
 #define MAX_OPERANDS 16
-#define MAX_RANK 16
 #define MAX_VALUES 128
 #define LAYOUT_FIELDS 16
 
 enum { SCHEME_FLAT = 0, SCHEME_ND = 1, SCHEME_TILE2D = 2 };
 
 typedef struct {
-    int n_in, n_ops, rank, task_rank;
+    int n_in, n_out, n_ops, rank, task_rank;
     long long shape[MAX_RANK];                  /* the broadcast shape */
-    long long strides[MAX_OPERANDS][MAX_RANK];  /* each input's strides over it (broadcast_strides) */
-    long long allocated[MAX_RANK];              /* the outputs' strides over it */
+    long long strides[MAX_OPERANDS][MAX_RANK];  /* each input's strides over it (broadcast_strides), then each output's */
+    int given[MAX_OPERANDS];                    /* per output: given (its strides in given_strides) or allocated */
+    long long given_strides[MAX_OPERANDS][MAX_RANK];
+    long long allocated[MAX_RANK];              /* allocated outputs' strides over it */
     long long task[MAX_RANK];                   /* the collapsed task, outer to inner */
     long long task_strides[MAX_OPERANDS][MAX_RANK];
 } LayoutTask;
 
 static long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
-static long long magnitude(long long v) { return v < 0 ? -v : v; }
 
-/* One tensor entry of the signature: its sizes and strides into `sizes`/`strides`, its rank
- * returned; -1 where it is not a plain tensor the C path takes. */
-static int read_tensor(PyObject *e, long long *sizes, long long *strides) {
-    PyObject *const *f = &PyTuple_GET_ITEM(e, 0);
+/* A plain tensor's fields (dtype, shape, strides, device, aligned, negative, requires grad: a
+ * signature's tensor entry, or a given output's without its leading type): its sizes and strides
+ * into `sizes`/`strides`, its rank returned; -1 where it is not a plain tensor the C path takes. */
+static int read_tensor(PyObject *const *f, long long *sizes, long long *strides) {
     Py_ssize_t rank = PyObject_Length(f[1]);
     if (f[5] != Py_False || f[6] != Py_False || rank < 0 || rank > MAX_RANK || !PyTuple_Check(f[2]) ||
         PyTuple_GET_SIZE(f[2]) != rank)
@@ -55,31 +58,45 @@ static int read_tensor(PyObject *e, long long *sizes, long long *strides) {
     return (int)rank;
 }
 
-/* The call class of signature `key` into `parts` (layout_templates._call_class) and its inputs,
- * broadcast, into `t`; 0 where the call has no plain tensors or they do not broadcast. */
-static int read_operands(PyObject *key, PyObject *parts, LayoutTask *t) {
+/* The call class of signature `key` (its first `n_args` entries the arguments', the rest given
+ * outputs') into `parts` (layout_templates._call_class) and its tensors, broadcast, into `t`: the
+ * inputs' strides, and each given output's, which must have the inputs' broadcast shape and no
+ * dim of size > 1 with stride 0 (has_internal_overlap). 0 where the call has no plain tensor input, or
+ * its tensors do not broadcast, or an output is not such a tensor. */
+static int read_operands(PyObject *key, Py_ssize_t n_args, PyObject *parts, LayoutTask *t) {
     long long sizes[MAX_OPERANDS][MAX_RANK], raw[MAX_OPERANDS][MAX_RANK];
-    int ranks[MAX_OPERANDS];
-    t->n_in = t->rank = 0;
+    int ranks[MAX_OPERANDS], output_of[MAX_OPERANDS], n = 0; /* per tensor read: -1 an input, else its output */
+    t->n_in = t->n_out = t->rank = 0;
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(key); ++k) {
         PyObject *e = PyTuple_GET_ITEM(key, k), *part;
-        if (PyTuple_CheckExact(e) && PyTuple_GET_SIZE(e) == 7) {
-            int i = t->n_in;
-            if (i == MAX_OPERANDS || (ranks[i] = read_tensor(e, sizes[i], raw[i])) < 0) return 0;
-            t->rank = ranks[i] > t->rank ? ranks[i] : t->rank;
-            t->n_in++;
-            PyObject *const *f = &PyTuple_GET_ITEM(e, 0);
-            part = Py_BuildValue("(OiOO)", f[0], ranks[i], f[3], f[4]);
+        int output = k >= n_args, tensor = !output && PyTuple_CheckExact(e) && PyTuple_GET_SIZE(e) == 7;
+        if (output) {
+            if (t->n_out == MAX_OPERANDS) return 0;
+            tensor = PyTuple_CheckExact(e) && PyTuple_GET_SIZE(e) == 8 && PyTuple_GET_ITEM(e, 0) == tensor_type;
+            t->given[t->n_out++] = tensor;
+            if (!tensor && e != (PyObject *)Py_TYPE(Py_None)) return 0;
+        }
+        if (tensor) {
+            PyObject *const *f = &PyTuple_GET_ITEM(e, output);
+            if (n == MAX_OPERANDS || (ranks[n] = read_tensor(f, sizes[n], raw[n])) < 0) return 0;
+            output_of[n] = output ? t->n_out - 1 : -1;
+            if (!output) t->rank = ranks[n] > t->rank ? ranks[n] : t->rank;
+            t->n_in += !output;
+            part = output ? Py_BuildValue("(sOiOO)", "out", f[0], ranks[n], f[3], f[4])
+                          : Py_BuildValue("(OiOO)", f[0], ranks[n], f[3], f[4]);
+            n++;
             if (part == NULL) return 0;
+        } else if (output) {
+            part = Py_NewRef(Py_None);
         } else if (PyTuple_Check(e)) {
-            return 0; /* a subclass, a StridedBuffer or a given output: the general path */
+            return 0; /* a subclass or a StridedBuffer: the general path */
         } else {
             part = Py_NewRef(e);
         }
         PyTuple_SET_ITEM(parts, k, part);
     }
     for (int d = 0; d < t->rank; ++d) t->shape[d] = 1;
-    for (int i = 0; i < t->n_in; ++i) { /* analysis.broadcast: shapes, then strides over the shape */
+    for (int i = 0; i < t->n_in; ++i) { /* analysis.broadcast: the inputs' shapes (inputs come first), */
         int lead = t->rank - ranks[i];
         for (int d = lead; d < t->rank; ++d) {
             long long size = sizes[i][d - lead];
@@ -87,20 +104,26 @@ static int read_operands(PyObject *key, PyObject *parts, LayoutTask *t) {
             if (size != 1) t->shape[d] = size;
         }
     }
-    for (int i = 0; i < t->n_in; ++i) {
+    for (int i = 0; i < n; ++i) { /* then strides over the shape; a given output must have it */
         int lead = t->rank - ranks[i];
+        long long *strides = output_of[i] < 0 ? t->strides[i] : t->given_strides[output_of[i]];
+        if (lead < 0) return 0;
         for (int d = 0; d < t->rank; ++d) {
             long long size = d < lead ? 1 : sizes[i][d - lead];
-            t->strides[i][d] = d < lead || (size == 1 && t->shape[d] != 1) ? 0 : raw[i][d - lead];
+            strides[d] = d < lead || (size == 1 && t->shape[d] != 1) ? 0 : raw[i][d - lead];
+            if (output_of[i] >= 0 && (lead || size != t->shape[d] || (size > 1 && strides[d] == 0))) return 0;
         }
     }
     return t->n_in > 0;
 }
 
-/* analysis.layout._compare over the inputs: 1 to move dim a outside dim b, -1 to keep, 0 unknown. */
+/* analysis.layout._compare over the given outputs' strides, then the inputs': 1 to move dim a
+ * outside dim b, -1 to keep, 0 unknown. */
 static int compare_dims(const LayoutTask *t, int a, int b) {
-    for (int i = 0; i < t->n_in; ++i) {
-        long long sa = t->strides[i][a], sb = t->strides[i][b];
+    for (int k = 0; k < t->n_out + t->n_in; ++k) {
+        if (k < t->n_out && !t->given[k]) continue;
+        const long long *strides = k < t->n_out ? t->given_strides[k] : t->strides[k - t->n_out];
+        long long sa = strides[a], sb = strides[b];
         if (sa == 0 || sb == 0) continue;
         if (magnitude(sa) != magnitude(sb)) return magnitude(sa) > magnitude(sb) ? 1 : -1;
         if (t->shape[a] > t->shape[b]) return 1;
@@ -108,9 +131,13 @@ static int compare_dims(const LayoutTask *t, int a, int b) {
     return 0;
 }
 
-/* analysis.plan.geometry for allocated outputs: dim order, the outputs' dense strides, collapse.
- * 0 where the task is empty, of rank 0, or has 2**62 elements or more. */
+/* analysis.plan.geometry: dim order, the allocated outputs' dense strides, collapse, for a call
+ * of `n_out` outputs (t->n_out of them read from its signature: none, or all of them). 0 where
+ * the task is empty, of rank 0, or has 2**62 elements or more. */
 static int collapse_layout(LayoutTask *t, int n_out) {
+    if (t->n_out != 0 && t->n_out != n_out) return 0;
+    for (int o = t->n_out; o < n_out; ++o) t->given[o] = 0;
+    t->n_out = n_out;
     int order[MAX_RANK]; /* inner to outer */
     long long numel = 1;
     for (int d = 0; d < t->rank; ++d) {
@@ -137,8 +164,8 @@ static int collapse_layout(LayoutTask *t, int n_out) {
     }
     t->n_ops = t->n_in + n_out;
     if (t->n_ops > MAX_OPERANDS) return 0;
-    for (int o = t->n_in; o < t->n_ops; ++o)
-        for (int d = 0; d < t->rank; ++d) t->strides[o][d] = t->allocated[d];
+    for (int o = 0; o < n_out; ++o)
+        for (int d = 0; d < t->rank; ++d) t->strides[t->n_in + o][d] = t->given[o] ? t->given_strides[o][d] : t->allocated[d];
     long long sizes[MAX_RANK], merged[MAX_OPERANDS][MAX_RANK]; /* inner to outer */
     int n = 0;
     for (int k = 0; k < t->rank; ++k) { /* analysis.layout.collapse */
@@ -302,8 +329,8 @@ static PyObject *kernel_for(PyObject *kernels, PyObject *positions, const long l
     return kernel != NULL && PyTuple_Check(kernel) && PyTuple_GET_SIZE(kernel) == 3 ? kernel : NULL;
 }
 
-/* The record's launch of task `t`, or NULL. */
-static PyObject *launch_layout(const LayoutTask *t, PyObject *r, PyObject *args) {
+/* The record's launch of task `t` on `args` and the outputs `given` (NULL, or one per output), or NULL. */
+static PyObject *launch_layout(const LayoutTask *t, PyObject *r, PyObject *args, PyObject *given) {
     PyObject *const *f = &PyTuple_GET_ITEM(r, 0);
     int scheme = (int)PyLong_AsLong(f[5]), m_dim = (int)PyLong_AsLong(f[6]);
     long long small = PyLong_AsLongLong(f[8]), max_grid = PyLong_AsLongLong(f[11]), scratch = PyLong_AsLongLong(f[13]);
@@ -341,17 +368,17 @@ static PyObject *launch_layout(const LayoutTask *t, PyObject *r, PyObject *args)
     long long num_tiles = counts[n_counts - 1], grid = num_tiles < max_grid ? num_tiles : max_grid;
     PyObject *fields[3] = {PyTuple_GET_ITEM(kernel, 0), PyTuple_GET_ITEM(kernel, 1), PyTuple_GET_ITEM(kernel, 2)};
     if (shape != NULL && strides != NULL && !PyErr_Occurred())
-        result = launch_planless(shape, strides, f[0], f[1], f[2], fields, grid, f[3], f[4], fixed, args);
+        result = launch_planless(shape, strides, f[0], f[1], f[2], fields, grid, f[3], f[4], fixed, args, given);
     Py_XDECREF(shape);
     Py_XDECREF(strides);
     Py_DECREF(fixed);
     return result;
 }
 
-static PyObject *run_layout(PyObject *records, PyObject *key, PyObject *args) {
+static PyObject *run_layout(PyObject *records, PyObject *key, PyObject *args, PyObject *given) {
     LayoutTask t;
     PyObject *parts = PyTuple_New(PyTuple_GET_SIZE(key)), *by_classes = NULL, *classes = NULL, *r, *result = NULL;
-    if (parts == NULL || !read_operands(key, parts, &t)) goto done;
+    if (parts == NULL || !read_operands(key, PyTuple_GET_SIZE(args), parts, &t)) goto done;
     by_classes = Py_XNewRef(PyDict_GetItemWithError(records, parts));
     if (by_classes == NULL || !PyDict_Check(by_classes) || !PyDict_GET_SIZE(by_classes)) goto done;
     Py_ssize_t position = 0;
@@ -363,7 +390,7 @@ static PyObject *run_layout(PyObject *records, PyObject *key, PyObject *args) {
     r = classes == NULL ? NULL : PyDict_GetItemWithError(by_classes, classes);
     if (r != NULL && PyTuple_Check(r) && PyTuple_GET_SIZE(r) == LAYOUT_FIELDS) {
         Py_INCREF(r);
-        result = launch_layout(&t, r, args);
+        result = launch_layout(&t, r, args, given);
         Py_DECREF(r);
     }
 done:
