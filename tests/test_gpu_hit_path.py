@@ -201,6 +201,40 @@ def test_given_outputs_are_served_in_c_for_cached_and_new_shapes(make):
         torch.testing.assert_close(out, expected)
 
 
+@triton.jit
+def _square(x):
+    return x * x
+
+
+# (reductions entry, input of size n, torch's result) per row scheme; sizes keep block and alignment.
+ROW_REDUCTIONS = {
+    "row sums of squares (row_persistent)": (("sum", -1), lambda n: _cuda(n, 512), lambda x: (x * x).sum(-1)),
+    "long rows (row_looped)": (("sum", -1), lambda n: _cuda(n, 4096), lambda x: (x * x).sum(-1)),
+    "column max (column_looped)": (("max", 0), lambda n: _cuda(n, 512), lambda x: (x * x).amax(0)),
+    "sum over (0, 2), keepdim": (
+        ("sum", (0, 2), True),
+        lambda n: _cuda(8, n, 64),
+        lambda x: (x * x).sum((0, 2), keepdim=True),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(ROW_REDUCTIONS))
+def test_new_shapes_of_reductions_along_dims_run_in_c(case):
+    """The second shape's plan (the analysis's, with a borrowed launcher) publishes its record;
+    later shapes are launched by layout.h with no plan and no Python frame."""
+    entry, make, reference = ROW_REDUCTIONS[case]
+    fn = pointwise_dynamic(promotion_methods=[(0, "DEFAULT")], reductions=[entry])(_square)
+    for n in (80, 96):
+        fn(make(n))
+    for n in (112, 144, 160, 208):
+        x = make(n)
+        misses = fn.plan_cache.misses
+        got, frames = _python_frames(fn, x)
+        assert frames == [] and fn.plan_cache.misses == misses
+        torch.testing.assert_close(got, reference(x), rtol=1e-4, atol=1e-3)
+
+
 def test_an_output_partially_overlapping_an_input_is_refused_though_its_plan_is_cached():
     base = _cuda(300)
     x, y = base[:100], _cuda(100)

@@ -301,3 +301,117 @@ def test_a_new_shape_given_its_output_launches_on_it_as_the_derived_plan_would(m
     ((_, grid, threads, values),) = driver.launches
     assert grid == (*expected.grid, 1, 1)[:3] and threads == 32 * expected.num_warps
     assert values == [args[0].data_ptr(), args[1].data_ptr(), 0.5, out.data_ptr(), *expected.index_args]
+
+
+def _reducer(kind: str, dims: tuple, keepdim: bool):
+    """sum or max of x + y along `dims` of the broadcast shape."""
+    return pointwise_dynamic(promotion_methods=[(0, 1, "DEFAULT")], reductions=[(kind, dims, keepdim)])(_add_two)
+
+
+def _same_layout(a, b) -> bool:
+    """Whether two plans' tasks are of one layout class as layout.h tells them apart."""
+    ta, tb = a.task, b.task
+    return (ta.split, tb.split) == (None, None) and (ta.stride_classes, ta.tiling.scheme, ta.tiling.m_dim) == (
+        tb.stride_classes,
+        tb.tiling.scheme,
+        tb.tiling.m_dim,
+    )
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(case=_case(any_patterns | full_rank_patterns, 40), picks=st.data(), registered=st.booleans())
+def test_a_new_shape_of_a_reduction_along_dims_launches_what_the_analysis_plans(module, case, picks, registered):
+    """A record published from the analysis's plan of one shape (a reduction keeps no Python
+    template) serves another shape with the analysis's grid, index values and output layout
+    wherever the two tasks share the layout class and the kernel is registered; elsewhere (another
+    scheme, split dim, alignment or index width, a split, no kernel) it launches nothing."""
+    pattern, (first, _, third) = case
+    template_args, args = ((ts[0], ts[-1]) for ts in (_inputs(pattern, first), _inputs(pattern, third)))
+    rank = max(t.dim() for t in args)
+    assume(rank > 0)
+    dims = tuple(sorted(picks.draw(st.sets(st.integers(0, rank - 1), min_size=1))))
+    fn = _reducer(picks.draw(st.sampled_from(["sum", "max"])), dims, picks.draw(st.booleans()))
+    driver = Driver(b"ppp")
+    template = fn._prepare(template_args, (None,), collapse=True)
+    assume(template.task.split is None)
+    _launched_through_c(template, driver)
+    record = c_record(template, tuple(range(len(template.index_args))), fn._config, fn._row_rule(args, (), template))
+    add_kernel(record, template)
+    expected = fn._prepare(args, (None,), collapse=True)
+    same_layout = _same_layout(template, expected) and (record.aligned, record.index_kind) == (
+        expected.task.aligned,
+        layout_templates.index_kind(expected.task),
+    )
+    if same_layout and registered:
+        _launched_through_c(expected, driver)
+        add_kernel(record, expected)
+    records = {_call_class(plain_operands(call_signature(args))): {template.task.stride_classes: record}}
+    driver.n_values = len(template.index_args)
+    driver.index_type = ctypes.c_int32 if template.task.index_bits == 32 else ctypes.c_int64
+    out = module.hit({}, args, hit_path.MISS, {}, records)
+    same_kernel = same_layout and (
+        expected.task.tiling.block == template.task.tiling.block
+        and all(
+            (a % 16 == 0, a == 1) == (b % 16 == 0, b == 1) for a, b in zip(expected.index_args, template.index_args)
+        )
+    )
+    event(f"{template.task.tiling.scheme}: " + ("served" if same_layout and (registered or same_kernel) else "refused"))
+    if not (same_layout and (registered or same_kernel)):
+        assert type(out) is tuple and out[0] is hit_path.MISS and driver.launches == []
+        return
+    assert (out.shape, out.stride(), out.dtype) == (expected.out_shape, expected.out_strides[0], expected.out_dtypes[0])
+    ((kernel, grid, threads, values),) = driver.launches
+    assert grid == (*expected.grid, 1, 1)[:3] and threads == 32 * expected.num_warps
+    assert kernel == _function_of(template if same_kernel else expected)
+    assert values == [args[0].data_ptr(), args[1].data_ptr(), out.data_ptr(), *expected.index_args]
+
+
+def test_a_new_shape_the_split_rule_would_cut_is_left_to_python(module):
+    """(512, 8192) rows do not split; (4, 8192) ones would (8 parts): the record of the first
+    must not serve the second."""
+    fn, driver = _reducer("sum", (1,), False), Driver(b"ppp")
+    make = lambda rows: (torch.randn(rows, 8192), torch.randn(rows, 8192))  # noqa: E731
+    template = fn._prepare(make(512), (None,), collapse=True)
+    assert template.task.split is None and fn._prepare(make(4), (None,), collapse=True).task.split is not None
+    _launched_through_c(template, driver)
+    record = c_record(template, tuple(range(len(template.index_args))), fn._config, fn._row_rule(make(4), (), template))
+    add_kernel(record, template)
+    records = {_call_class(plain_operands(call_signature(make(4)))): {template.task.stride_classes: record}}
+    driver.n_values = len(template.index_args)
+    assert module.hit({}, make(4), hit_path.MISS, {}, records)[0] is hit_path.MISS and driver.launches == []
+    assert module.hit({}, make(256 + 16), hit_path.MISS, {}, records) is not None and len(driver.launches) == 1
+
+
+ROW_CASES = {  # (kind, dims, keepdim, inputs of size n, the two sizes): issue 16's shapes, smaller
+    "sum of a long last dim (row_looped)": ("sum", (1,), False, lambda n: (torch.randn(n, 4096),) * 2, (320, 400)),
+    "sum over (0, 2) (row_looped)": ("sum", (0, 2), True, lambda n: (torch.randn(64, n, 64),) * 2, (272, 288)),
+    "max over dim 0 (column_looped)": ("max", (0,), False, lambda n: (torch.randn(n, 512),) * 2, (1024, 1040)),
+    "sum of a short last dim, broadcast (row_persistent)": (
+        "sum",
+        (-1,),
+        True,
+        lambda n: (torch.randn(n, 1, 128), torch.randn(3, 128)),
+        (80, 96),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(ROW_CASES))
+def test_row_schemes_launch_new_shapes_as_the_analysis_plans_them(module, case):
+    kind, dims, keepdim, make, (first, second) = ROW_CASES[case]
+    fn, driver = _reducer(kind, dims, keepdim), Driver(b"ppp")
+    template, expected = (fn._prepare(make(n), (None,), collapse=True) for n in (first, second))
+    assert _same_layout(template, expected) and template.task.tiling.scheme in case
+    for plan in (template, expected):
+        _launched_through_c(plan, driver)
+    record = c_record(template, tuple(range(len(template.index_args))), fn._config, fn._row_rule(make(1), (), template))
+    for plan in (template, expected):
+        add_kernel(record, plan)
+    args = make(second)
+    records = {_call_class(plain_operands(call_signature(args))): {template.task.stride_classes: record}}
+    driver.n_values = len(template.index_args)
+    out = module.hit({}, args, hit_path.MISS, {}, records)
+    assert (out.shape, out.stride()) == (expected.out_shape, expected.out_strides[0])
+    ((_, grid, threads, values),) = driver.launches
+    assert grid == (*expected.grid, 1, 1)[:3] and threads == 32 * expected.num_warps
+    assert values == [args[0].data_ptr(), args[1].data_ptr(), out.data_ptr(), *expected.index_args]

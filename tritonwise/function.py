@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 import torch
 
 from .analysis.broadcast import broadcast_shapes
-from .analysis.plan import TaskPlan, analyze, analyze_rows
+from .analysis.plan import TaskPlan, analyze, analyze_rows, splittable
 from .codegen.build import build_spec
 from .codegen.key import generator_digest
 from .codegen.params import index_arg_values
@@ -29,6 +29,7 @@ from .frontend.reduction import AxisEntry, kind_of, parse_reductions, reduction_
 from .frontend.schema import FunctionSchema
 from .frontend.summary import summarize
 from .instantiate import InstantiatedFunction
+from .layout_templates import RowRule, row_rule
 from .new_shapes import NewShapes
 from .runtime import arguments as argcheck
 from .runtime import hit_path
@@ -162,7 +163,7 @@ class PointwiseDynamicFunction:
             logger.debug("tritonwise: %s: plan-cache miss (%s)", self.__name__, reason)
         if plan is None:
             plan = self._prepare(args, outs, collapse=True)
-            self._new_shapes.remember(key, plan)
+            self._new_shapes.remember(key, plan, self._row_rule(args, outs, plan))
         self._plans.put(key, plan)
         if plan.fast is not None and not given:  # a derived plan, its launcher already rebound
             return plan.fast(args)
@@ -381,6 +382,14 @@ class PointwiseDynamicFunction:
             _remember(self._resolved, key, resolved)
         return resolved
 
+    def _row_rule(self, args: tuple, outs: tuple, plan: LaunchPlan) -> Optional[RowRule]:
+        """What the C hit path needs to launch new shapes of a reduction along dims (None: the
+        call is not one): its dims, from the Reductions kept per call class and rank."""
+        if not self._along_dims or plan.task is None:
+            return None
+        front = self._frontend(validation.python_scalars(args), outs)
+        return row_rule(self._reductions_for(front, plan.task.shape), self._config)
+
     def _analyze_rows(self, inputs, outs, reductions, shape, tensors, types) -> TaskPlan:
         """The task of a reduction along dims (every output reduces the same dims)."""
         r = reductions[0]
@@ -389,11 +398,8 @@ class PointwiseDynamicFunction:
         if r.kind != "sum" and any(shape[d] == 0 for d in r.dims) and math.prod(r.result_shape(shape)):
             raise RuntimeError(f"{self.__name__}: {r.kind} along dims {r.dims} of an empty extent has no identity")
         layouts = [_layout(o) for o in outs]
-        # a split combines partial values with torch: float accumulators only (an 8- or 16-bit
-        # integer reduces in float in the kernel, which torch's integer sum would not repeat)
-        splittable = all(x.acc.is_floating_point and x.result.is_floating_point for x in reductions)
         itemsize = _itemsize(tensors, types)
-        return analyze_rows(inputs, layouts, r.dims, r.keepdim, itemsize, self._config, splittable)
+        return analyze_rows(inputs, layouts, r.dims, r.keepdim, itemsize, self._config, splittable(reductions))
 
     def _payload_result(self, k: int, out_dtype, types, args):
         """A given output that cannot hold its promotion's result (torch.can_cast) takes the

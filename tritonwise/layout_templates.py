@@ -35,7 +35,16 @@ import torch
 
 from .analysis.broadcast import broadcast_shapes
 from .analysis.layout import c_strides
-from .analysis.plan import geometry, retile
+from .analysis.plan import (
+    MIN_PART_EXTENT,
+    SPLIT_ALWAYS_ROWS,
+    SPLIT_MAX_ROWS,
+    SPLIT_MIN_ELEMENTS,
+    SPLIT_TARGET_ROWS,
+    geometry,
+    retile,
+    splittable,
+)
 from .analysis.tiling import operand_classes
 from .codegen.params import index_arg_values, index_params
 from .frontend.validation import has_internal_overlap
@@ -44,9 +53,40 @@ from .runtime.arguments import dense_extent
 from .runtime.kernels import Rebinding
 from .schemes import get_scheme
 from .schemes.base import SMALL_TASK_TILES
+from .schemes.column_looped import MIN_PROGRAMS
+from .schemes.row_looped import LONG_ROW
+from .schemes.row_persistent import max_persistent_cols
 
 # The schemes layout.h retiles, by the code it knows them by.
-C_SCHEMES = {"flat": 0, "nd": 1, "tile2d": 2}
+C_SCHEMES = {"flat": 0, "nd": 1, "tile2d": 2, "row_persistent": 3, "row_looped": 4, "column_looped": 5}
+
+
+class RowRule(NamedTuple):
+    """What layout.h needs of a reduction along dims besides a record: the dims and keepdim of
+    its Reductions (analysis.plan.analyze_rows builds the task from them) and the constants of
+    the row schemes' choice and blocks and of the split rule (split_parts), so that C decides
+    as Python does (a tuple to C, in this order)."""
+
+    dims: tuple  # the reduced dims of the broadcast shape
+    keepdim: bool
+    persistent_cols: int  # row_persistent takes up to this many reduced elements, row_looped more
+    long_row: int  # row_looped's wide block from this many reduced elements
+    min_programs: int  # column_looped's widest tile making this many programs
+    split: Optional[tuple]  # split_parts' constants (see row_rule); None where the call never splits
+
+
+def row_rule(reductions: tuple, config) -> RowRule:
+    """The RowRule of a call's Reductions along dims (every output reduces the same dims)."""
+    r = reductions[0]
+    split = (SPLIT_MAX_ROWS, SPLIT_ALWAYS_ROWS, SPLIT_MIN_ELEMENTS, SPLIT_TARGET_ROWS, MIN_PART_EXTENT)
+    return RowRule(
+        dims=tuple(r.dims),
+        keepdim=bool(r.keepdim),
+        persistent_cols=max_persistent_cols(config),
+        long_row=LONG_ROW,
+        min_programs=MIN_PROGRAMS,
+        split=split if splittable(reductions) else None,
+    )
 
 
 class LayoutRecord(NamedTuple):
@@ -69,6 +109,7 @@ class LayoutRecord(NamedTuple):
     scratch: int  # trailing 8-byte slots after the index arguments
     positions: tuple  # index arguments Triton specializes on their values
     kernels: dict  # (*block, classes at positions) -> (function, threads, shared)
+    rows: Optional[RowRule]  # a reduction along dims' rule; None for elementwise calls
 
 
 def plain_operands(key: tuple) -> Optional[list]:
@@ -176,26 +217,28 @@ class LayoutTemplates:
             changes["in_extents"] = tuple(dense_extent(*t) for t in tensors)
         return template.for_task(task, index_arg_values(template.spec, task), **changes)
 
-    def publish(self, key: tuple, plan) -> None:
+    def publish(self, key: tuple, plan, rows: Optional[RowRule] = None) -> None:
         """Let the C hit path launch later new shapes of `key`'s call class and stride classes
-        with `plan`'s kernel, once `plan` (derived for `key`) launches through launch.c (it has
-        a hit record). A record serves one layout class (its first plan's): plans of another
-        alignment or index width run other kernels and are not added to it."""
+        with `plan`'s kernel, once `plan` (derived for `key`, or for a reduction along dims with
+        RowRule `rows` the analysis's) launches through launch.c (it has a hit record). A record
+        serves one layout class (its first plan's): plans of another scheme, alignment or index
+        width run other kernels and are not added to it."""
         found = plain_call(key, self._n_inputs)
         task = plan.task
         if found is None or plan.hit is None or task.tiling.scheme not in C_SCHEMES or not task.rank:
             return
-        if not hit_path.serves_new_shapes():
-            return
+        if not hit_path.serves_new_shapes() or (rows is not None and (task.split is not None or found[1])):
+            return  # a split reduction combines partials in torch; a given output stays in Python
         call_class = _call_class(*found)
         record = self.c_records.get(call_class, {}).get(task.stride_classes)
         if record is None:
             positions = Rebinding(plan).value_positions()
-            record = None if positions is None else c_record(plan, positions, self._config)
+            record = None if positions is None else c_record(plan, positions, self._config, rows)
             if record is None:
                 return
             self.c_records.setdefault(call_class, {})[task.stride_classes] = record
-        if (record.aligned, record.index_kind) == (task.aligned, index_kind(task)):
+        layout = (C_SCHEMES[task.tiling.scheme], task.tiling.m_dim, task.aligned, index_kind(task))
+        if (record.scheme, record.m_dim, record.aligned, record.index_kind) == layout:
             add_kernel(record, plan)
 
 
@@ -207,11 +250,11 @@ def add_kernel(record: LayoutRecord, plan) -> None:
     record.kernels.setdefault((*plan.task.tiling.block, classes), (hit.function, hit.threads, hit.shared))
 
 
-def c_record(plan, positions: tuple, config) -> Optional[LayoutRecord]:
-    """The record of `plan` (a derived plan with a hit record) for layout.h's run_layout (see
-    there), its kernels still to add; None where the record's codes would not give `plan`'s own
-    index values. `positions`: the index arguments Triton specializes on their values
-    (kernels.Rebinding.value_positions)."""
+def c_record(plan, positions: tuple, config, rows: Optional[RowRule] = None) -> Optional[LayoutRecord]:
+    """The record of `plan` (a plan with a hit record; `rows` the RowRule of a reduction along
+    dims) for layout.h's run_layout (see there), its kernels still to add; None where the
+    record's codes would not give `plan`'s own index values. `positions`: the index arguments
+    Triton specializes on their values (kernels.Rebinding.value_positions)."""
     task, names = plan.task, index_params(plan.spec)
     counts = get_scheme(task.tiling.scheme).count_params(task.rank)
     operands = {op.name: k for k, op in enumerate(plan.spec.tensors)}
@@ -245,6 +288,7 @@ def c_record(plan, positions: tuple, config) -> Optional[LayoutRecord]:
         scratch=len(hit.fixed) // 8 - len(names),
         positions=positions,
         kernels={},
+        rows=rows,
     )
 
 

@@ -72,11 +72,15 @@ class NewShapes:
                 self.layouts.publish(key, plan)  # where Siblings gave it launch.c's launcher
         return plan
 
-    def remember(self, key: tuple, plan) -> None:
-        """Learn from `plan`, which the analysis just built for the call `key`."""
+    def remember(self, key: tuple, plan, rows=None) -> None:
+        """Learn from `plan`, which the analysis just built for the call `key`; a reduction along
+        dims (`rows`, its layout_templates.RowRule) has no Python template, but once its plan has
+        a launcher, the C hit path a record for its later new shapes."""
         self.contiguous.remember(key, plan)
         self.layouts.remember(key, plan)
         self.siblings.adopt(key, plan)
+        if rows is not None:
+            self.layouts.publish(key, plan, rows)
 
 
 class Templates:

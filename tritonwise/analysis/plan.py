@@ -84,6 +84,13 @@ SPLIT_ALWAYS_ROWS = 64
 SPLIT_MIN_ELEMENTS = 2**22
 
 
+def splittable(reductions: tuple) -> bool:
+    """Whether a reduction along dims may split: its partial values are combined by torch, so
+    float accumulators only (an 8- or 16-bit integer reduces in float in the kernel, which
+    torch's integer sum would not repeat)."""
+    return all(r.acc.is_floating_point and r.result.is_floating_point for r in reductions)
+
+
 def split_parts(rows: tuple, cols: tuple) -> int:
     """How many slices to cut the outer reduced dim into (1: no split): powers of two that
     divide it, so every slice has the same extent."""

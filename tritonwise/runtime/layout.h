@@ -9,11 +9,19 @@
  * the index values Triton specializes on. A call qualifies as layout_templates.plain_call
  * says: plain tensors, none negative or requiring grad; a given output (out0=, in place) of the
  * broadcast shape and without internal overlap, as LayoutTemplates.derive checks it (its
- * overlap with the inputs hit.h's serve() has checked). Records come from
- * LayoutTemplates.publish (layout_templates.py, whose LayoutRecord names the fields):
+ * overlap with the inputs hit.h's serve() has checked).
+ *
+ * A reduction along dims (its record's last field a RowRule: dims, keepdim, the row schemes'
+ * constants) takes analysis.plan.analyze_rows's geometry instead: the kept dims collapsed (rows)
+ * then the reduced ones (columns), outputs dense over the kept dims, of the reduced shape; the
+ * schemes row_persistent, row_looped and column_looped, their blocks and tile counts. It gives no
+ * outputs, and is refused where the split rule would cut it (a split combines partials in torch).
+ *
+ * Records come from LayoutTemplates.publish (layout_templates.py, whose LayoutRecord names the
+ * fields):
  *   records[call class][stride classes] = (out dtypes, device, cu_launch_kernel, device index,
  *     kinds, scheme, m_dim, block choices, small-task tiles, aligned, index kind "i" or "l",
- *     max grid, codes, scratch slots, specialized positions, kernels)
+ *     max grid, codes, scratch slots, specialized positions, kernels, RowRule or None)
  * The call class is the signature without sizes and strides, each tensor's entry (dtype, rank,
  * device, aligned), then, where the call gives outputs, per output None or ("out", dtype, rank,
  * device, aligned); the stride classes one string per operand ("0", "1", "s" per task dim).
@@ -23,9 +31,10 @@
 
 #define MAX_OPERANDS 16
 #define MAX_VALUES 128
-#define LAYOUT_FIELDS 16
+#define LAYOUT_FIELDS 17
 
-enum { SCHEME_FLAT = 0, SCHEME_ND = 1, SCHEME_TILE2D = 2 };
+enum { SCHEME_FLAT = 0, SCHEME_ND = 1, SCHEME_TILE2D = 2, SCHEME_ROW_PERSISTENT = 3, SCHEME_ROW_LOOPED = 4,
+       SCHEME_COLUMN_LOOPED = 5 };
 
 typedef struct {
     int n_in, n_out, n_ops, rank, task_rank;
@@ -33,7 +42,8 @@ typedef struct {
     long long strides[MAX_OPERANDS][MAX_RANK];  /* each input's strides over it (broadcast_strides), then each output's */
     int given[MAX_OPERANDS];                    /* per output: given (its strides in given_strides) or allocated */
     long long given_strides[MAX_OPERANDS][MAX_RANK];
-    long long allocated[MAX_RANK];              /* allocated outputs' strides over it */
+    int out_rank, n_rows;                       /* the allocated outputs' rank; kept task dims of a reduction */
+    long long out_shape[MAX_RANK], out_strides[MAX_RANK]; /* allocated outputs' shape and strides */
     long long task[MAX_RANK];                   /* the collapsed task, outer to inner */
     long long task_strides[MAX_OPERANDS][MAX_RANK];
 } LayoutTask;
@@ -131,21 +141,20 @@ static int compare_dims(const LayoutTask *t, int a, int b) {
     return 0;
 }
 
-/* analysis.plan.geometry: dim order, the allocated outputs' dense strides, collapse, for a call
- * of `n_out` outputs (t->n_out of them read from its signature: none, or all of them). 0 where
- * the task is empty, of rank 0, or has 2**62 elements or more. */
-static int collapse_layout(LayoutTask *t, int n_out) {
-    if (t->n_out != 0 && t->n_out != n_out) return 0;
-    for (int o = t->n_out; o < n_out; ++o) t->given[o] = 0;
-    t->n_out = n_out;
-    int order[MAX_RANK]; /* inner to outer */
+/* The number of elements of the broadcast shape; 0 where it is empty or has 2**62 or more. */
+static long long checked_numel(const LayoutTask *t) {
     long long numel = 1;
     for (int d = 0; d < t->rank; ++d) {
         if (t->shape[d] == 0 || numel > (1LL << 62) / t->shape[d]) return 0;
         numel *= t->shape[d];
-        order[d] = t->rank - 1 - d;
     }
-    for (int i = 1; i < t->rank; ++i) { /* analysis.layout.dim_order */
+    return numel;
+}
+
+/* analysis.layout.dim_order: the dims inner to outer into `order`. */
+static void dim_order(const LayoutTask *t, int *order) {
+    for (int d = 0; d < t->rank; ++d) order[d] = t->rank - 1 - d;
+    for (int i = 1; i < t->rank; ++i) {
         int moving = i;
         for (int j = i - 1; j >= 0; --j) {
             int verdict = compare_dims(t, order[j], order[moving]);
@@ -157,18 +166,15 @@ static int collapse_layout(LayoutTask *t, int n_out) {
             } else if (verdict < 0) break;
         }
     }
-    long long step = 1;
-    for (int k = 0; k < t->rank; ++k) {
-        t->allocated[order[k]] = step;
-        step *= t->shape[order[k]];
-    }
-    t->n_ops = t->n_in + n_out;
-    if (t->n_ops > MAX_OPERANDS) return 0;
-    for (int o = 0; o < n_out; ++o)
-        for (int d = 0; d < t->rank; ++d) t->strides[t->n_in + o][d] = t->given[o] ? t->given_strides[o][d] : t->allocated[d];
+}
+
+/* analysis.layout.collapse of the dims `order` (inner to outer) over every operand, appended to
+ * the task at dim `at`, outer to inner; an empty group becomes one dim of extent 1 and stride
+ * `fill` (plan._collapsed_group). The number of task dims it added. */
+static int collapse_group(LayoutTask *t, const int *order, int n_order, long long fill, int at) {
     long long sizes[MAX_RANK], merged[MAX_OPERANDS][MAX_RANK]; /* inner to outer */
     int n = 0;
-    for (int k = 0; k < t->rank; ++k) { /* analysis.layout.collapse */
+    for (int k = 0; k < n_order; ++k) {
         int d = order[k];
         if (t->shape[d] == 1) continue;
         int contiguous = n > 0;
@@ -182,12 +188,101 @@ static int collapse_layout(LayoutTask *t, int n_out) {
         for (int o = 0; o < t->n_ops; ++o) merged[o][n] = t->strides[o][d];
         n++;
     }
-    t->task_rank = n;
-    for (int g = 0; g < n; ++g) {
-        t->task[g] = sizes[n - 1 - g];
-        for (int o = 0; o < t->n_ops; ++o) t->task_strides[o][g] = merged[o][n - 1 - g];
+    if (n == 0) {
+        t->task[at] = 1;
+        for (int o = 0; o < t->n_ops; ++o) t->task_strides[o][at] = fill;
+        return 1;
     }
+    for (int g = 0; g < n; ++g) {
+        t->task[at + g] = sizes[n - 1 - g];
+        for (int o = 0; o < t->n_ops; ++o) t->task_strides[o][at + g] = merged[o][n - 1 - g];
+    }
+    return n;
+}
+
+/* Outputs: the given ones' strides, the others `allocated` (over the broadcast shape). */
+static int place_outputs(LayoutTask *t, int n_out, const long long *allocated) {
+    if (t->n_out != 0 && t->n_out != n_out) return 0;
+    for (int o = t->n_out; o < n_out; ++o) t->given[o] = 0;
+    t->n_out = n_out;
+    t->n_ops = t->n_in + n_out;
+    if (t->n_ops > MAX_OPERANDS) return 0;
+    for (int o = 0; o < n_out; ++o)
+        for (int d = 0; d < t->rank; ++d) t->strides[t->n_in + o][d] = t->given[o] ? t->given_strides[o][d] : allocated[d];
+    return 1;
+}
+
+/* analysis.plan.geometry: dim order, the allocated outputs' dense strides, collapse, for a call
+ * of `n_out` outputs (t->n_out of them read from its signature: none, or all of them). 0 where
+ * the task is empty, of rank 0, or has 2**62 elements or more. */
+static int collapse_layout(LayoutTask *t, int n_out) {
+    int order[MAX_RANK]; /* inner to outer */
+    if (!checked_numel(t)) return 0;
+    dim_order(t, order);
+    long long step = 1;
+    for (int k = 0; k < t->rank; ++k) {
+        t->out_strides[order[k]] = step;
+        step *= t->shape[order[k]];
+    }
+    t->out_rank = t->rank;
+    for (int d = 0; d < t->rank; ++d) t->out_shape[d] = t->shape[d];
+    if (!place_outputs(t, n_out, t->out_strides)) return 0;
+    int n = 0;
+    for (int k = 0; k < t->rank; ++k) n += t->shape[order[k]] != 1;
+    t->n_rows = -1;
+    t->task_rank = n ? collapse_group(t, order, t->rank, 0, 0) : 0;
     return n > 0;
+}
+
+/* analysis.plan.split_parts with the constants of `rule` (RowRule.split): 1 where no split. */
+static long long split_parts(const LayoutTask *t, PyObject *rule) {
+    long long c[5], rows = 1, cols = 1, parts = 1;
+    for (int k = 0; k < 5; ++k) c[k] = PyLong_AsLongLong(PyTuple_GET_ITEM(rule, k));
+    for (int g = 0; g < t->task_rank; ++g) *(g < t->n_rows ? &rows : &cols) *= t->task[g];
+    if (rows > c[0] || !rows || (rows > c[1] && rows * cols < c[2])) return 1;
+    while (parts * 2 * rows <= c[3] && cols / (parts * 2) >= c[4] && t->task[t->n_rows] % (parts * 2) == 0) parts *= 2;
+    return parts;
+}
+
+/* analysis.plan.analyze_rows for a call giving no outputs, by RowRule `rule`: the kept dims
+ * (collapsed, the rows) then the reduced ones (collapsed, the columns), the outputs dense over
+ * the kept dims in the task's order, of the reduced result's shape. 0 where the task is empty,
+ * a dim of the rule is not one of the shape's, or the rule's split would cut it. */
+static int row_layout(LayoutTask *t, int n_out, PyObject *rule) {
+    PyObject *dims = PyTuple_GET_ITEM(rule, 0), *split = PyTuple_GET_ITEM(rule, 5);
+    int keepdim = PyTuple_GET_ITEM(rule, 1) == Py_True, reduced[MAX_RANK] = {0}, order[MAX_RANK];
+    int kept_order[MAX_RANK], reduced_order[MAX_RANK], n_kept = 0, n_reduced = 0;
+    long long full[MAX_RANK], over_task[MAX_RANK];
+    if (t->n_out || PyTuple_GET_SIZE(rule) != 6 || !PyTuple_Check(dims) || !checked_numel(t) || (split != Py_None && !PyTuple_Check(split)) ||
+        (split != Py_None && PyTuple_GET_SIZE(split) != 5))
+        return 0;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(dims); ++k) {
+        long d = PyLong_AsLong(PyTuple_GET_ITEM(dims, k));
+        if (d < 0 || d >= t->rank) return 0;
+        reduced[d] = 1;
+    }
+    dim_order(t, order);
+    for (int k = 0; k < t->rank; ++k) {
+        if (reduced[order[k]]) reduced_order[n_reduced++] = order[k];
+        else kept_order[n_kept++] = order[k];
+    }
+    long long step = 1; /* plan._allocated: kept dims dense in the task's order, reduced ones after */
+    for (int k = 0; k < n_kept; ++k) {
+        full[kept_order[k]] = step;
+        step *= t->shape[kept_order[k]];
+    }
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(dims); ++k) full[PyLong_AsLong(PyTuple_GET_ITEM(dims, k))] = step;
+    t->out_rank = 0;
+    for (int d = 0; d < t->rank; ++d) {
+        over_task[d] = reduced[d] ? 0 : full[d];
+        if (reduced[d] && !keepdim) continue;
+        t->out_shape[t->out_rank] = reduced[d] ? 1 : t->shape[d];
+        t->out_strides[t->out_rank++] = full[d];
+    }
+    if (!place_outputs(t, n_out, over_task)) return 0;
+    t->n_rows = collapse_group(t, kept_order, n_kept, 1, 0);
+    t->task_rank = t->n_rows + collapse_group(t, reduced_order, n_reduced, 0, t->n_rows);
+    return !PyErr_Occurred() && (split == Py_None || split_parts(t, split) == 1);
 }
 
 /* The task's stride classes (analysis.tiling.operand_classes), a new tuple of str. */
@@ -217,9 +312,20 @@ static long long fit(long long extent, const long long *sizes, int n) {
     return best > 0 ? best : smallest;
 }
 
+/* The extents of the task's rows (dims before m_dim) and columns (from m_dim on), multiplied. */
+static void rows_and_cols(const LayoutTask *t, int m_dim, long long *rows, long long *cols) {
+    *rows = *cols = 1;
+    for (int g = 0; g < t->task_rank; ++g) *(g < m_dim ? rows : cols) *= t->task[g];
+}
+
 /* The scheme's tile counts (Scheme.counts, in count_params order) for `block`; how many. */
 static int tile_counts(const LayoutTask *t, int scheme, int m_dim, const long long *block, long long *counts) {
     int inner = t->task_rank - 1;
+    if (scheme >= SCHEME_ROW_PERSISTENT) { /* num_rows, num_cols, num_tiles */
+        rows_and_cols(t, m_dim, &counts[0], &counts[1]);
+        counts[2] = ceil_div(counts[0], block[0]);
+        return 3;
+    }
     if (scheme == SCHEME_FLAT) {
         counts[0] = ceil_div(t->task[0], block[0]);
         return 1;
@@ -237,8 +343,31 @@ static int tile_counts(const LayoutTask *t, int scheme, int m_dim, const long lo
     return 3;
 }
 
-/* The block the scheme picks among `choices` (Flat, Nd, Tile2d.pick_block); 0 where none. */
-static int pick_block(const LayoutTask *t, int scheme, int m_dim, PyObject *choices, long long small,
+/* The row schemes' pick_block (RowPersistent, RowLooped, ColumnLooped) with RowRule `rule`'s
+ * constants, among the n blocks (bm, bn). */
+static void pick_row_block(const LayoutTask *t, int scheme, int m_dim, const long long *bm, const long long *bn,
+                           Py_ssize_t n, PyObject *rule, long long block[2]) {
+    long long rows, cols, long_row = PyLong_AsLongLong(PyTuple_GET_ITEM(rule, 3));
+    long long min_programs = PyLong_AsLongLong(PyTuple_GET_ITEM(rule, 4));
+    rows_and_cols(t, m_dim, &rows, &cols);
+    Py_ssize_t k = 0, fallback = n - 1;
+    if (scheme == SCHEME_ROW_PERSISTENT) {
+        while (k < n && bn[k] < cols) ++k;
+    } else if (scheme == SCHEME_ROW_LOOPED) {
+        long long width = cols >= long_row ? 2048 : 1024;
+        while (k < n && bn[k] != width) ++k;
+        fallback = 0;
+    } else {
+        while (k < n && ceil_div(rows, bm[k]) < min_programs && bn[k] < cols) ++k;
+    }
+    if (k == n) k = fallback;
+    block[0] = bm[k];
+    block[1] = bn[k];
+}
+
+/* The block the scheme picks among `choices` (Flat, Nd, Tile2d.pick_block, and the row schemes'
+ * with RowRule `rule`); 0 where none. */
+static int pick_block(const LayoutTask *t, int scheme, int m_dim, PyObject *choices, long long small, PyObject *rule,
                       long long block[2]) {
     long long bm[MAX_VALUES], bn[MAX_VALUES], with[MAX_VALUES], counts[3];
     Py_ssize_t n = PyTuple_GET_SIZE(choices);
@@ -253,6 +382,10 @@ static int pick_block(const LayoutTask *t, int scheme, int m_dim, PyObject *choi
     if (scheme == SCHEME_FLAT) {
         block[0] = bm[0];
         return 1;
+    }
+    if (scheme >= SCHEME_ROW_PERSISTENT) {
+        pick_row_block(t, scheme, m_dim, bm, bn, n, rule, block);
+        return !PyErr_Occurred();
     }
     long long n_col = fit(t->task[t->task_rank - 1], bn, (int)n);
     int m = 0, first = -1, shortest = -1;
@@ -271,9 +404,11 @@ static int pick_block(const LayoutTask *t, int scheme, int m_dim, PyObject *choi
     return 1;
 }
 
-/* analysis.tiling.is_aligned for the scheme's masked dims, and index_bits (1: 64-bit). */
-static int is_aligned_task(const LayoutTask *t, int m_dim) {
+/* analysis.tiling.is_aligned for the scheme's masked dims (the innermost, and m_dim and `also`
+ * where not -1: Scheme.aligned_dims), and index_bits (1: 64-bit). */
+static int is_aligned_task(const LayoutTask *t, int m_dim, int also) {
     if (t->task[t->task_rank - 1] % 16 != 0 || (m_dim >= 0 && t->task[m_dim] % 16 != 0)) return 0;
+    if (also >= 0 && t->task[also] % 16 != 0) return 0;
     for (int o = 0; o < t->n_ops; ++o)
         for (int g = 0; g < t->task_rank; ++g) {
             long long s = t->task_strides[o][g];
@@ -329,6 +464,22 @@ static PyObject *kernel_for(PyObject *kernels, PyObject *positions, const long l
     return kernel != NULL && PyTuple_Check(kernel) && PyTuple_GET_SIZE(kernel) == 3 ? kernel : NULL;
 }
 
+/* Whether the record's scheme (code `scheme`, tiled or split dim `m_dim`, RowRule `rule` for a row
+ * scheme) is the one the analysis chooses for task `t`, as far as the stride classes (equal to the
+ * record's) leave it open: a row scheme's split dim, and row_persistent against row_looped by the
+ * reduced extent (column_looped follows from the classes alone). */
+static int scheme_fits(const LayoutTask *t, int scheme, int m_dim, PyObject *rule) {
+    if (scheme < SCHEME_FLAT || scheme > SCHEME_COLUMN_LOOPED) return 0;
+    if (scheme < SCHEME_ROW_PERSISTENT)
+        return t->n_rows < 0 && (scheme == SCHEME_FLAT) == (t->task_rank == 1) &&
+               (scheme != SCHEME_TILE2D || (m_dim >= 0 && m_dim < t->task_rank - 1));
+    if (!PyTuple_Check(rule) || PyTuple_GET_SIZE(rule) != 6 || m_dim != t->n_rows) return 0;
+    long long rows, cols, persistent_cols = PyLong_AsLongLong(PyTuple_GET_ITEM(rule, 2));
+    rows_and_cols(t, m_dim, &rows, &cols);
+    if (scheme == SCHEME_ROW_PERSISTENT) return cols <= persistent_cols;
+    return scheme == SCHEME_COLUMN_LOOPED || cols > persistent_cols;
+}
+
 /* The record's launch of task `t` on `args` and the outputs `given` (NULL, or one per output), or NULL. */
 static PyObject *launch_layout(const LayoutTask *t, PyObject *r, PyObject *args, PyObject *given) {
     PyObject *const *f = &PyTuple_GET_ITEM(r, 0);
@@ -337,15 +488,15 @@ static PyObject *launch_layout(const LayoutTask *t, PyObject *r, PyObject *args,
     const char *index_kind = PyUnicode_AsUTF8(f[10]);
     PyObject *codes = f[12];
     Py_ssize_t n_values = PyTuple_GET_SIZE(codes);
-    int n_block = scheme == SCHEME_FLAT ? 1 : 2;
+    int n_block = scheme == SCHEME_FLAT ? 1 : 2, rows = scheme >= SCHEME_ROW_PERSISTENT;
     long long block[2], counts[3], values[MAX_VALUES];
-    if (PyErr_Occurred() || index_kind == NULL || scheme < SCHEME_FLAT || scheme > SCHEME_TILE2D || scratch < 0 ||
-        n_values + scratch > MAX_VALUES || (scheme == SCHEME_FLAT) != (t->task_rank == 1) ||
-        (scheme == SCHEME_TILE2D && (m_dim < 0 || m_dim >= t->task_rank - 1)))
+    if (PyErr_Occurred() || index_kind == NULL || scratch < 0 || n_values + scratch > MAX_VALUES ||
+        !scheme_fits(t, scheme, m_dim, f[16]) || PyErr_Occurred())
         return NULL;
-    if (!pick_block(t, scheme, scheme == SCHEME_TILE2D ? m_dim : -1, f[7], small, block)) return NULL;
+    int masked = scheme == SCHEME_TILE2D || rows ? m_dim : -1, also = scheme == SCHEME_COLUMN_LOOPED ? m_dim - 1 : -1;
+    if (!pick_block(t, scheme, masked, f[7], small, f[16], block)) return NULL;
     int n_counts = tile_counts(t, scheme, m_dim, block, counts);
-    int aligned = is_aligned_task(t, scheme == SCHEME_TILE2D ? m_dim : -1);
+    int aligned = is_aligned_task(t, masked, also);
     if (aligned != (f[9] == Py_True) || needs_wide_index(t, block, n_block) != (index_kind[0] == 'l')) return NULL;
     if (!index_values(t, codes, counts, n_counts, values)) return NULL;
     PyObject *kernel = kernel_for(f[15], f[14], values, n_values, block, n_block);
@@ -360,10 +511,10 @@ static PyObject *launch_layout(const LayoutTask *t, PyObject *r, PyObject *args,
             memcpy(slots + 8 * k, &v, 4);
         } else memcpy(slots + 8 * k, &values[k], 8);
     }
-    PyObject *shape = PyTuple_New(t->rank), *strides = PyTuple_New(t->rank), *result = NULL;
-    for (int d = 0; shape != NULL && strides != NULL && d < t->rank; ++d) {
-        PyTuple_SET_ITEM(shape, d, PyLong_FromLongLong(t->shape[d]));
-        PyTuple_SET_ITEM(strides, d, PyLong_FromLongLong(t->allocated[d]));
+    PyObject *shape = PyTuple_New(t->out_rank), *strides = PyTuple_New(t->out_rank), *result = NULL;
+    for (int d = 0; shape != NULL && strides != NULL && d < t->out_rank; ++d) {
+        PyTuple_SET_ITEM(shape, d, PyLong_FromLongLong(t->out_shape[d]));
+        PyTuple_SET_ITEM(strides, d, PyLong_FromLongLong(t->out_strides[d]));
     }
     long long num_tiles = counts[n_counts - 1], grid = num_tiles < max_grid ? num_tiles : max_grid;
     PyObject *fields[3] = {PyTuple_GET_ITEM(kernel, 0), PyTuple_GET_ITEM(kernel, 1), PyTuple_GET_ITEM(kernel, 2)};
@@ -385,7 +536,9 @@ static PyObject *run_layout(PyObject *records, PyObject *key, PyObject *args, Py
     PyObject *any_key, *any;
     PyDict_Next(by_classes, &position, &any_key, &any); /* every record of the class has its outputs */
     if (!PyTuple_Check(any) || PyTuple_GET_SIZE(any) != LAYOUT_FIELDS) goto done;
-    if (!collapse_layout(&t, (int)PyTuple_GET_SIZE(PyTuple_GET_ITEM(any, 0)))) goto done;
+    int n_out = (int)PyTuple_GET_SIZE(PyTuple_GET_ITEM(any, 0)); /* a reduction along dims: its RowRule */
+    PyObject *rule = PyTuple_GET_ITEM(any, LAYOUT_FIELDS - 1);
+    if (!(rule == Py_None ? collapse_layout(&t, n_out) : PyTuple_Check(rule) && row_layout(&t, n_out, rule))) goto done;
     classes = stride_classes(&t);
     r = classes == NULL ? NULL : PyDict_GetItemWithError(by_classes, classes);
     if (r != NULL && PyTuple_Check(r) && PyTuple_GET_SIZE(r) == LAYOUT_FIELDS) {

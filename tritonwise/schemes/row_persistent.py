@@ -17,6 +17,11 @@ from .nd import decompose
 ROW_BLOCK_N = (16, 64, 128, 256, 512, 1024)  # BLOCK_M * BLOCK_N = 2048; the narrowest covering the row
 
 
+def max_persistent_cols(config) -> int:
+    """The longest reduced extent row_persistent takes (one block covers it); row_looped beyond."""
+    return min(ROW_BLOCK_N[-1], pow2_floor(config.max_tile_size))
+
+
 class RowPersistent(Scheme):
     name = "row_persistent"
     column_index = "cols"
@@ -29,7 +34,7 @@ class RowPersistent(Scheme):
         return False  # chosen only for reductions along dims (applies_to_rows)
 
     def applies_to_rows(self, task_shape, split, config, strides=()) -> bool:
-        return prod(task_shape[split:]) <= min(ROW_BLOCK_N[-1], pow2_floor(config.max_tile_size))
+        return prod(task_shape[split:]) <= max_persistent_cols(config)
 
     def block_choices(self, rank, itemsize, aligned, config) -> tuple:
         return blocks_of_area(2048, self.block_widths, pow2_floor(config.max_tile_size))
