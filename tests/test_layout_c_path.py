@@ -229,18 +229,30 @@ def test_a_task_past_int32_is_launched_with_64_bit_index_values(module):
     assert grid == (*expected.grid, 1, 1)[:3]
 
 
+PUBLISHED_LAYOUTS = {
+    "transposed (tile2d)": lambda n: (torch.randn(n, 64), torch.randn(64, n).t(), 0.5),
+    "broadcast (nd)": lambda n: (torch.randn(4, n, 64), torch.randn(n, 1), 0.5),
+    "contiguous, in place (flat)": lambda n: (lambda x: (x, torch.randn(64 * n + 7), 0.5, x))(torch.randn(64 * n + 7)),
+}
+
+
+@pytest.mark.parametrize("make", list(PUBLISHED_LAYOUTS.values()), ids=list(PUBLISHED_LAYOUTS))
 @pytest.mark.parametrize("setting, published", [("1", True), ("0", False)])
-def test_publishing_follows_TRITONWISE_C_NEW_SHAPES(monkeypatch, setting, published):
+def test_publishing_follows_TRITONWISE_C_NEW_SHAPES(monkeypatch, setting, published, make):
+    """A derived plan that has launched publishes its record with its kernel, unless
+    TRITONWISE_C_NEW_SHAPES=0."""
     monkeypatch.setenv("TRITONWISE_C_NEW_SHAPES", setting)
     # the generated files specialize no index argument (an interpreted plan has no launcher to ask)
     monkeypatch.setattr(layout_templates, "Rebinding", lambda plan: SimpleNamespace(value_positions=lambda: ()))
     fn, driver = add_alpha(), Driver()
-    make = lambda n: (torch.randn(n, 64), torch.randn(64, n).t(), 0.5)  # noqa: E731
-    fn._new_shapes.remember(call_signature(make(80)), fn._prepare(make(80), (None,), collapse=True))
-    seen = _derive(fn, make(96))
+    keyed = lambda call: (call[:3], call[3:])  # noqa: E731  (arguments, given outputs)
+    (args, outs), (seen_args, seen_outs) = keyed(make(80)), keyed(make(96))
+    fn._new_shapes.remember(call_signature(args, outs), fn._prepare(args, outs or (None,), collapse=True))
+    seen = fn._new_shapes.layouts.derive(call_signature(seen_args, seen_outs), torch.get_default_dtype())
     _launched_through_c(seen, driver)
-    fn._new_shapes.layouts.publish(call_signature(make(96)), seen)
-    assert bool(fn._new_shapes.layouts.c_records) == published
+    fn._new_shapes.layouts.publish(call_signature(seen_args, seen_outs), seen)
+    records = [r for by_classes in fn._new_shapes.layouts.c_records.values() for r in by_classes.values()]
+    assert bool(records) == published and all(r.kernels for r in records)
 
 
 # Calls giving an output, each a function of the size n: (x, y, alpha) and the output. In place

@@ -99,7 +99,7 @@ class LayoutRecord(NamedTuple):
     device_index: int
     kinds: bytes  # the kernel's operand kinds, as launch.c packs them
     scheme: int  # a value of C_SCHEMES
-    m_dim: int  # tile2d's tiled dim, else -1
+    m_dim: int  # tile2d's tiled dim, a row scheme's split dim, else -1 (c_m_dim)
     choices: tuple  # the layout class's blocks
     small_task_tiles: int
     aligned: bool
@@ -237,7 +237,7 @@ class LayoutTemplates:
             if record is None:
                 return
             self.c_records.setdefault(call_class, {})[task.stride_classes] = record
-        layout = (C_SCHEMES[task.tiling.scheme], task.tiling.m_dim, task.aligned, index_kind(task))
+        layout = (C_SCHEMES[task.tiling.scheme], c_m_dim(task), task.aligned, index_kind(task))
         if (record.scheme, record.m_dim, record.aligned, record.index_kind) == layout:
             add_kernel(record, plan)
 
@@ -270,7 +270,7 @@ def c_record(plan, positions: tuple, config, rows: Optional[RowRule] = None) -> 
     codes = tuple(codes)
     if _values(codes, task) != plan.index_args:
         return None
-    hit, m_dim = plan.hit, task.tiling.m_dim
+    hit = plan.hit
     return LayoutRecord(
         out_dtypes=tuple(dtype for _, dtype in hit.layouts),
         device=hit.device,
@@ -278,7 +278,7 @@ def c_record(plan, positions: tuple, config, rows: Optional[RowRule] = None) -> 
         device_index=hit.device_index,
         kinds=hit.kinds,
         scheme=C_SCHEMES[task.tiling.scheme],
-        m_dim=-1 if m_dim is None else m_dim,
+        m_dim=c_m_dim(task),
         choices=task.tiling.choices,
         small_task_tiles=SMALL_TASK_TILES,
         aligned=task.aligned,
@@ -298,6 +298,12 @@ def _values(codes: tuple, task) -> tuple:
     counts = list(get_scheme(tiling.scheme).counts(task.task_shape, tiling.m_dim, tiling.block).values())
     by_kind = (lambda a, b: task.task_shape[a], lambda a, b: task.strides[a][b], lambda a, b: counts[a])
     return tuple(by_kind[kind](a, b) for kind, a, b in codes)
+
+
+def c_m_dim(task) -> int:
+    """A task's tiled or split dim as layout.h reads it: -1 where the scheme has none."""
+    m_dim = task.tiling.m_dim
+    return -1 if m_dim is None else m_dim
 
 
 def index_kind(task) -> str:
