@@ -14,13 +14,20 @@ LOOP_BLOCK_NS = (2048, 1024, 512, 256, 128)  # every block a file offers (BLOCK_
 # GB/s with (1, 2048) on 16 warps, 2660 with (2, 1024) on 8; but the (0, 2) sum of 64x4096x64
 # (rows of 4096 in 64 runs of 64) read 1851 with (1, 2048), 1954 with (2, 1024).
 LONG_ROW = 8192
+# The column loop is software-pipelined in 3 stages (tl.range's num_stages). On the H100 (GB/s
+# read under do_bench, two rounds each, .gpu/exp26.py at 46cdefe), 3 stages against a plain range:
+# sum over the last dim of 128x16384 bf16 495-504 / 424-426, of 1024x16384 fp32 1945-1949 /
+# 1853-1854, of 4096x4096 bf16 1613-1675 / 1531-1591, of 256x65536 fp32 1616-1647 / 1559-1588;
+# level on the 8192x8192 sum of squares (2717-2724 / 2726-2734) and the (0, 2) sum of 64x4096x64
+# (1900-1907 / 1915-1917). 2 stages lost on most (2634-2642 on the 8192x8192).
+LOOP_STAGES = 3
 
 
 class RowLooped(RowPersistent):
     name = "row_looped"
     loops_columns = True
     block_widths = LOOP_BLOCK_NS
-    loop_stages = None  # software pipelining of the column loop (tl.range's num_stages); None: plain range
+    loop_stages = LOOP_STAGES  # software pipelining of the column loop (tl.range's num_stages); None: plain range
 
     def applies_to_rows(self, task_shape, split, config, strides=()) -> bool:
         return True

@@ -40,7 +40,7 @@ def square_r2_row_looped_i32_f32(
         mask_m = rows < num_rows
         i0 = rows
         acc0 = tl.full([BLOCK_M, BLOCK_N], float("-inf"), tl.float32)
-        for start in range(0, num_cols, BLOCK_N):
+        for start in tl.range(0, num_cols, BLOCK_N, num_stages=3):
             cols = start + tl.arange(0, BLOCK_N)
             mask_n = cols < num_cols
             mask = mask_m[:, None] & mask_n[None, :]
