@@ -195,7 +195,7 @@ def test_two_outputs_along_the_same_dims():
 
 
 def test_output_meta_has_the_reduced_shape():
-    (shape, strides, dtype), = _function("max", (0, 2), True).output_meta(torch.randn(2, 3, 4), torch.randn(4))
+    ((shape, strides, dtype),) = _function("max", (0, 2), True).output_meta(torch.randn(2, 3, 4), torch.randn(4))
     assert shape == (1, 3, 1) and dtype == torch.float32
 
 
@@ -269,3 +269,20 @@ def test_integer_and_many_row_reductions_do_not_split():
     assert _function("sum", -1).explain(many, many).split_parts == 1
     few = torch.randn(3, 1000)  # reduced extent too short to cut
     assert _function("sum", -1).explain(few, few).split_parts == 1
+
+
+@pytest.mark.parametrize(
+    "shape, splits",
+    [
+        ((8, 2**16), True),  # few rows: split whatever their length
+        ((31, 2**16), True),
+        ((32, 2**16), False),  # from 32 rows, rows of 2**16 read faster unsplit
+        ((128, 2**16), False),
+        ((64, 2**18), True),
+        ((192, 2**20), True),
+        ((193, 2**20), False),  # more than 192 rows fill the GPU
+    ],
+)
+def test_the_split_rule_follows_the_row_count_and_the_row_length(shape, splits):
+    x = torch.empty(shape, device="meta")
+    assert (_function("sum", -1).explain(x, x).split_parts > 1) == splits

@@ -39,7 +39,7 @@ from .analysis.plan import (
     MIN_PART_EXTENT,
     SPLIT_ALWAYS_ROWS,
     SPLIT_MAX_ROWS,
-    SPLIT_MIN_ELEMENTS,
+    SPLIT_MIN_COLS,
     SPLIT_TARGET_ROWS,
     geometry,
     retile,
@@ -78,7 +78,7 @@ class RowRule(NamedTuple):
 def row_rule(reductions: tuple, config) -> RowRule:
     """The RowRule of a call's Reductions along dims (every output reduces the same dims)."""
     r = reductions[0]
-    split = (SPLIT_MAX_ROWS, SPLIT_ALWAYS_ROWS, SPLIT_MIN_ELEMENTS, SPLIT_TARGET_ROWS, MIN_PART_EXTENT)
+    split = (SPLIT_MAX_ROWS, SPLIT_ALWAYS_ROWS, SPLIT_MIN_COLS, SPLIT_TARGET_ROWS, MIN_PART_EXTENT)
     return RowRule(
         dims=tuple(r.dims),
         keepdim=bool(r.keepdim),

@@ -75,13 +75,17 @@ class SplitRows:
 
 # A split aims at this many (row, part) pairs, each part reading at least MIN_PART_EXTENT.
 SPLIT_TARGET_ROWS = 2048
-SPLIT_MAX_ROWS = 256  # more rows than this fill the GPU without a split
 MIN_PART_EXTENT = 1024
-# Measured on the H100 (GB/s read, split / unsplit): (64, 2**20) fp32 2362 / 320, (8, 2**22)
-# 1961 / 41, (32, 2**16) 479 / 145, (128, 2**18) bf16 1513 / 648, but (128, 2**14) bf16 291 / 369:
-# up to 64 rows always split; more rows only when the task is big enough to amortize the combine.
-SPLIT_ALWAYS_ROWS = 64
-SPLIT_MIN_ELEMENTS = 2**22
+# With row_looped's pipelined loop (H100, GB/s read, split / unsplit, two rounds, .gpu/exp28.py at
+# cf584c8): rows of 2**16 lose by splitting at every row count measured, 32 to 256 ((32, 2**16)
+# fp32 485 / 509, (64, 2**16) 810-824 / 872-899, (128, 2**16) bf16 855-858 / 899-931, (256,
+# 2**16) fp32 1612-1670 / 1849-1854); longer rows gain up to 192 rows ((64, 2**18) fp32 1626 /
+# 1132-1141, (128, 2**18) bf16 1429-1457 / 1202-1205, (192, 2**20) bf16 2525-2551 / 2072-2080)
+# and no longer at 256 ((256, 2**18) fp32 2461-2477 / 2602-2617, (256, 2**20) fp32 2910-2922 /
+# 2953-2958); few rows fill few SMs whatever their length ((8, 2**22) fp32 1949 / 222).
+SPLIT_MAX_ROWS = 192  # more rows than this are not split
+SPLIT_ALWAYS_ROWS = 32  # fewer rows than this are always split; more only when their rows are long
+SPLIT_MIN_COLS = 2**17
 
 
 def splittable(reductions: tuple) -> bool:
@@ -97,8 +101,8 @@ def split_parts(rows: tuple, cols: tuple) -> int:
     num_rows, num_cols = math.prod(rows), math.prod(cols)
     if num_rows > SPLIT_MAX_ROWS or not num_rows:
         return 1
-    if num_rows > SPLIT_ALWAYS_ROWS and num_rows * num_cols < SPLIT_MIN_ELEMENTS:
-        return 1  # small enough that the second pass's launch costs more than the split gains
+    if num_rows >= SPLIT_ALWAYS_ROWS and num_cols < SPLIT_MIN_COLS:
+        return 1  # rows short enough that the pipelined loop reads them faster unsplit
     parts = 1
     while (
         parts * 2 * num_rows <= SPLIT_TARGET_ROWS

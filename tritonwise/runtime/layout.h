@@ -239,7 +239,7 @@ static long long split_parts(const LayoutTask *t, PyObject *rule) {
     long long c[5], rows = 1, cols = 1, parts = 1;
     for (int k = 0; k < 5; ++k) c[k] = PyLong_AsLongLong(PyTuple_GET_ITEM(rule, k));
     for (int g = 0; g < t->task_rank; ++g) *(g < t->n_rows ? &rows : &cols) *= t->task[g];
-    if (rows > c[0] || !rows || (rows > c[1] && rows * cols < c[2])) return 1;
+    if (rows > c[0] || !rows || (rows >= c[1] && cols < c[2])) return 1;
     while (parts * 2 * rows <= c[3] && cols / (parts * 2) >= c[4] && t->task[t->n_rows] % (parts * 2) == 0) parts *= 2;
     return parts;
 }
