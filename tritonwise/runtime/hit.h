@@ -1,7 +1,7 @@
 /* hit(): a cached call's whole path in one C call; included by launch.c (see its header).
  *
- * The signature must equal runtime/arguments.py's call_signature(args) for a call giving no
- * outputs, element for element, since both key the same plan cache: a plain tensor (exactly
+ * The signature must equal runtime/arguments.py's call_signature(args), element for element,
+ * since both key the same plan cache: a plain tensor (exactly
  * torch.Tensor) gives (dtype, shape, stride(), device, 16-byte aligned, is_neg(), requires_grad),
  * anything else what arguments._other_key returns (called back). tests/test_hit_path.py checks
  * the two against each other.

@@ -1,18 +1,20 @@
-"""The C hit path: a cached call's signature, plan lookup, output allocation and launch in one
-C call (`hit` in launch.c, source in hit.h), instead of the Python frames of __call__,
+"""The C hit path: a cached call's signature, plan lookup, output allocation and launch in one C
+call (`hit` in launch.c, source in hit.h), instead of the Python frames of __call__,
 call_signature, PlanCache.get, LaunchPlan.fast and the launcher.
 
 A plan offers itself to it by carrying `hit`, a tuple of what the launch needs (`record`); only
 plans whose fast path is plain allocation and a launch through launch.c get one (no reductions,
-splits, scalars to move, default-dtype condition). A call no plan serves whose tensors are plain,
-C-contiguous and of one shape is launched from its class's template record
-(new_shapes.Templates.c_records) when there is one, without a plan of its own; any other call
-of plain tensors (broadcast, transposed, strided) from the record of its call class and stride
-classes (layout.h; LayoutTemplates.c_records) once a plan of its block and specialization has
-launched. The plan cache counts either as a hit. Wherever Python must decide (no such plan or
-template, launch hooks installed, another device current, a failed launch: nothing was
-launched) the C function returns (`MISS`, the signature it built), or `MISS` alone if building
-it raised, and __call__ goes on as before with that signature. `entry` is None until the first plan gets a record, so processes that never
+splits, scalars to move, default-dtype condition). A call no plan serves whose tensors are
+plain, C-contiguous and of one shape is launched from its class's template record
+(new_shapes.Templates.c_records) when there is one, without a plan of its own; any other call of
+plain tensors (broadcast, transposed, strided, given outputs, a reduction along dims) from the
+record of its call class and stride classes (layout.h; LayoutTemplates.c_records) once a plan of
+its block and specialization has launched. Given outputs (out0=, in place) are launched on where
+they share no memory with an input or are exactly that input. The plan cache counts either as a
+hit. Wherever Python must decide (no such plan or template, launch hooks installed, another
+device current, a failed launch: nothing was launched) the C function returns (`MISS`, the
+signature it built), or `MISS` alone if building it raised, and __call__ goes on as before with
+that signature. `entry` is None until the first plan gets a record, so processes that never
 launch through launch.c never load it for this.
 
 From then on the pointwise function's __call__ is C too (call.h, installed by `enable` for the
@@ -38,7 +40,7 @@ _served_classes: list = []  # (class, fallback) whose __call__ call.h's method r
 
 def serve_calls_of(cls, fallback: Callable) -> None:
     """Once the hit path is enabled, `cls.__call__` becomes launch.c's C method (call.h): a call
-    without keyword arguments is served in C, with no Python frame, where hit() would serve it;
+    whose keywords, if any, name outputs is served in C, with no Python frame, where hit() would serve it;
     any other goes on as `fallback(function, args, kwargs, key)`, key being the signature hit()
     built or None. Until then the class's own __call__ stays."""
     _served_classes.append((cls, fallback))

@@ -17,19 +17,20 @@
  * releases it, as Triton's launcher does, so threads driving other devices are not held up.
  * Once use_aten() has given it aten.cpp's helpers (runtime/aten.py), a plain tensor's data
  * pointer and hit()'s outputs are taken through ATen rather than torch's Python API.
- *   hit(plans, args, miss[, templates[, layouts]]) -> the call's output(s), or (`miss`, signature), or `miss`
+ *   hit(plans, args, miss[, templates[, layouts[, outs]]]) -> the call's output(s), or (`miss`, signature), or `miss`
  *
  * `hit` is a cached call's whole path (runtime/hit_path.py): the call signature built as
  * runtime/arguments.py's call_signature builds it, the plan looked up in `plans` (the plan cache's
- * dict), outputs allocated through torch.empty_strided, the stream asked of torch, and the launch
- * above. A call no plan serves whose tensors are plain, C-contiguous and of one shape is launched
- * from its class's record in `templates` when there is one (new_shapes.py: a new shape of a
- * contiguous call needs no plan of its own), any other call of plain tensors from the record of
- * its call class and stride classes in `layouts` (layout.h). Wherever the Python path must decide (no plan or
- * template, a plan without a `hit` record, launch hooks installed, another device current, a
- * failed launch) it launches nothing and returns (`miss`, the signature it built), or `miss`
- * alone where building the signature failed. `configure` gives it the Python objects it calls;
- * `call_method` (call.h) makes a pointwise function's __call__ of it.
+ * dict), outputs allocated through torch.empty_strided (or those `outs` gives: out0=, in place),
+ * the stream asked of torch, and the launch above. A call no plan serves whose tensors are plain,
+ * C-contiguous and of one shape is launched from its class's record in `templates` when there is
+ * one (new_shapes.py: a new shape of a contiguous call needs no plan of its own), any other call
+ * of plain tensors (a reduction along dims too) from the record of its call class and stride
+ * classes in `layouts` (layout.h). Wherever the Python path must decide (no plan or template, a
+ * plan without a `hit` record, launch hooks installed, another device current, a failed launch) it
+ * launches nothing and returns (`miss`, the signature it built), or `miss` alone where building
+ * the signature failed. `configure` gives it the Python objects it calls; `call_method` (call.h)
+ * makes a pointwise function's __call__ of it.
  * Built on first use by tritonwise/runtime/native.py; nothing here includes cuda.h.
  */
 #define PY_SSIZE_T_CLEAN
