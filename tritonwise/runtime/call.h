@@ -50,7 +50,9 @@ static PyObject *given_outputs(PyObject *names, PyObject *const *values, PyObjec
             if (values[k] != Py_None || PyErr_Occurred()) Py_CLEAR(outs);
             continue;
         }
-        Py_SETREF(PyTuple_GET_ITEM(outs, at), Py_NewRef(values[k]));
+        PyObject *previous = PyTuple_GET_ITEM(outs, at);
+        PyTuple_SET_ITEM(outs, at, Py_NewRef(values[k]));
+        Py_DECREF(previous);
     }
     PyErr_Clear();
     return outs;
