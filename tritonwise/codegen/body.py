@@ -7,6 +7,8 @@ needed on every plan miss, also when the file is already cached; the index expre
 
 from __future__ import annotations
 
+from typing import Optional
+
 from ..schemes import get_scheme
 from .params import constexpr_params, index_params
 from .spec import KernelSpec
@@ -132,9 +134,10 @@ def convert_to(dtype: str) -> str:
     return conversion_text((dtype,))
 
 
-def _load(name: str, access, chain: tuple) -> str:
+def _load(name: str, access, chain: tuple, eviction: Optional[str]) -> str:
     mask = f", mask={access.mask}" if access.mask else ""
-    return f"{name} = tl.load({access.pointer}{mask}){conversion_text(chain)}"
+    policy = f", eviction_policy={eviction!r}" if eviction else ""
+    return f"{name} = tl.load({access.pointer}{mask}{policy}){conversion_text(chain)}"
 
 
 def _store(output, access) -> str:
@@ -151,12 +154,13 @@ def _as_result(output) -> str:
 
 def body_text(spec: KernelSpec, payload_alias: str) -> str:
     """Loads, the payload call(s) and the stores, one statement a line."""
-    acc = accesses(spec)
+    acc, eviction = accesses(spec), get_scheme(spec.scheme).load_eviction
     tensors = [i for i in spec.inputs if i.is_tensor]
     if len(spec.calls) == 1:
-        lines = [_load(i.name, acc[i.name], spec.calls[0].converts[spec.inputs.index(i)]) for i in tensors]
+        converts = spec.calls[0].converts
+        lines = [_load(i.name, acc[i.name], converts[spec.inputs.index(i)], eviction) for i in tensors]
     else:  # load once, convert once per call that needs it
-        lines = [_load(i.name, acc[i.name], ()) for i in tensors]
+        lines = [_load(i.name, acc[i.name], (), eviction) for i in tensors]
         lines += [f"{n} = {i.name}{conversion_text(c)}" for i in tensors for n, c in _conversions(spec, i) if c]
     for call in spec.calls:
         taken = ", ".join(o.name if o.name in call.outputs else "_" for o in spec.outputs)

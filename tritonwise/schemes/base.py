@@ -28,6 +28,7 @@ class Scheme:
     column_index: Optional[str] = "offs_n"  # the index along the innermost dim; None: 1-D tiles
     reduces_rows: bool = False  # a row scheme: each tile row reduced to one value (a reduction along dims)
     aligned_counts: tuple = ()  # count parameters that are multiples of 16 in the aligned class
+    load_eviction: Optional[str] = None  # the loads' eviction_policy ("evict_first": read once, streamed)
 
     def aligned_dims(self, rank: int, m_dim: Optional[int]) -> list:
         """Task dims whose extents must be multiples of 16 for the aligned class: those the

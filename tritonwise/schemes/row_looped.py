@@ -21,6 +21,12 @@ LONG_ROW = 8192
 # level on the 8192x8192 sum of squares (2717-2724 / 2726-2734) and the (0, 2) sum of 64x4096x64
 # (1900-1907 / 1915-1917). 2 stages lost on most (2634-2642 on the 8192x8192).
 LOOP_STAGES = 3
+# Loads evict first, as Inductor's looped reductions load (each element is read once). H100, GB/s
+# under do_bench, two alternating rounds (.gpu/exp31.py at 838a302), evict_first / plain: sum over
+# the last dim of 128x16384 bf16 498-500 / 460-466, over (0, 2) of 64x4096x64 fp32 1936-1938 /
+# 1888-1900; level on the 8192x8192 row sum (2725-2726 / 2713-2727) and column max (2689-2705 /
+# 2704-2709); but row_persistent's 16384x128 bf16 lost (542-560 / 596-607), so only the loops.
+LOAD_EVICTION = "evict_first"
 
 
 class RowLooped(RowPersistent):
@@ -28,6 +34,7 @@ class RowLooped(RowPersistent):
     loops_columns = True
     block_widths = LOOP_BLOCK_NS
     loop_stages = LOOP_STAGES  # software pipelining of the column loop (tl.range's num_stages); None: plain range
+    load_eviction = LOAD_EVICTION
 
     def applies_to_rows(self, task_shape, split, config, strides=()) -> bool:
         return True

@@ -45,7 +45,7 @@ def square_r2_column_looped_i32_f32(
             mask_n = cols < num_cols
             mask = mask_m[:, None] & mask_n[None, :]
             j1 = cols
-            in0 = tl.load(in0_ptr + (i0)[:, None] + (in0_stride1*j1)[None, :], mask=mask)
+            in0 = tl.load(in0_ptr + (i0)[:, None] + (in0_stride1*j1)[None, :], mask=mask, eviction_policy='evict_first')
             out0 = square(in0)
             acc0 = tl.maximum(acc0, tl.where(mask, out0, float("-inf")))
         acc0 = tl.max(acc0, axis=1, keep_dims=True)
