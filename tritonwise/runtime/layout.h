@@ -400,7 +400,19 @@ static int pick_block(const LayoutTask *t, int scheme, int m_dim, PyObject *choi
     block[1] = n_col;
     block[0] = rows;
     tile_counts(t, scheme, m_dim, block, counts);
-    if (counts[2] < small) block[0] = bm[shortest];
+    if (counts[2] >= small) return 1;
+    if (scheme == SCHEME_ND) { /* a small task: Nd's shortest rows, Tile2d's smallest tile */
+        block[0] = bm[shortest];
+        return 1;
+    }
+    int least = 0;
+    for (Py_ssize_t k = 1; k < n; ++k) {
+        long long area = bm[k] * bn[k], best = bm[least] * bn[least];
+        if (area < best || (area == best && (bm[k] < bm[least] || (bm[k] == bm[least] && bn[k] < bn[least]))))
+            least = (int)k;
+    }
+    block[0] = bm[least];
+    block[1] = bn[least];
     return 1;
 }
 

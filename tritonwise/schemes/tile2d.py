@@ -39,15 +39,16 @@ class Tile2d(Scheme):
         )
 
     def pick_block(self, task_shape, m_dim, choices) -> tuple:
-        """The tile the extents fill; a task of one or two such tiles takes the shorter BLOCK_M
-        instead, so that a small transposed add (64x64: one 64x64 tile, 2.18 us of GPU time
-        against eager's 1.65 on the H100) runs on several programs."""
+        """The tile the extents fill; a task of one or two such tiles takes the smallest tile
+        instead, so that it runs on as many programs as it can. A small transposed add on the
+        H100 (64x64, GPU µs from CUDA graphs, three rounds, .gpu/exp34.py at fd2a747): one
+        64x64 tile 2.14-2.17, four 16x64 1.72-1.97, sixteen 16x16 1.56-1.62, eager 1.54-1.88."""
         bn = fit(task_shape[-1], [b[1] for b in choices])
         with_bn = [b for b in choices if b[1] == bn]
         bm = fit(task_shape[m_dim], [b[0] for b in with_bn])
         block = next(b for b in with_bn if b[0] == bm)
         if self.num_tiles(task_shape, m_dim, block) < SMALL_TASK_TILES:
-            block = min(with_bn, key=lambda b: b[0])
+            block = min(choices, key=lambda b: (b[0] * b[1], b))
         return block
 
     def warps(self, block) -> int:
