@@ -9,7 +9,7 @@ each), so a new shape of the same class reuses the file and one of at most:
     nd      6 blocks  (BLOCK_N in 16, 64, 256, 1024; BLOCK_M * BLOCK_N = 2048; and 16 x 16, 16 x 64
                        for tasks of fewer than 3 tiles)
     tile2d  6 blocks  (BLOCK_M in 16, S; BLOCK_N in 16, 64, 128; S = 64 for aligned files of
-                       elements up to 4 bytes, else 32)
+                       elements up to 4 bytes, else 32; 16 x 16 for tasks of fewer than 3 tiles)
     row_persistent 4 blocks (BLOCK_N in 16, 64, 256, 1024 covering the reduced extent)
     row_looped     5 blocks (BLOCK_M x BLOCK_N = 2048, looping over the reduced extent)
     column_looped  4 blocks (BLOCK_M x BLOCK_N = 8192, BLOCK_M kept elements adjacent in memory)
