@@ -55,6 +55,11 @@ def cases(device: str):
             lambda n: (torch.randn(n, 65, device=device), torch.randn(65, n, device=device).t()),
         ),
         (
+            "(n, 256) + transposed (256, n): n a multiple of 16 or not (two layout classes)",
+            add,
+            lambda n: (torch.randn(n, 256, device=device), torch.randn(256, n, device=device).t()),
+        ),
+        (
             "in place: 2-D += 0.5 * transposed 2-D (a given output)",
             InPlace(add_alpha),
             lambda n: (torch.randn(n, 65, device=device), torch.randn(65, n, device=device).t()),

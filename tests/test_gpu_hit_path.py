@@ -142,6 +142,21 @@ def test_new_shapes_of_a_layout_run_in_c_once_their_kernel_has(make):
         assert got.stride() == (x + y).stride()
 
 
+def test_new_shapes_of_either_alignment_run_in_c_once_each_has_a_record():
+    """A length that is a multiple of 16 or not puts a transposed add in the aligned or the
+    unaligned layout class; once a derived plan of each has launched, both run in C."""
+    fn = pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])(add_alpha.payload)
+    make = lambda n: (_cuda(n, 256), _cuda(256, n).t())  # noqa: E731
+    for n in (80, 96, 100, 101):  # aligned: template, derived; unaligned: template, derived
+        fn(*make(n), 0.5)
+    for n in (112, 113, 128, 129):
+        x, y = make(n)
+        misses = fn.plan_cache.misses
+        got, frames = _python_frames(fn, x, y, 0.5)
+        assert frames == [] and fn.plan_cache.misses == misses
+        torch.testing.assert_close(got, x + 0.5 * y)
+
+
 def test_new_shapes_stay_in_python_with_TRITONWISE_C_NEW_SHAPES_0(monkeypatch):
     monkeypatch.setenv("TRITONWISE_C_NEW_SHAPES", "0")
     fn = pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])(add_alpha.payload)

@@ -251,7 +251,7 @@ def test_publishing_follows_TRITONWISE_C_NEW_SHAPES(monkeypatch, setting, publis
     seen = fn._new_shapes.layouts.derive(call_signature(seen_args, seen_outs), torch.get_default_dtype())
     _launched_through_c(seen, driver)
     fn._new_shapes.layouts.publish(call_signature(seen_args, seen_outs), seen)
-    records = [r for by_classes in fn._new_shapes.layouts.c_records.values() for r in by_classes.values()]
+    records = [r for by_classes in fn._new_shapes.layouts.c_records.values() for rs in by_classes.values() for r in rs]
     assert bool(records) == published and all(r.kernels for r in records)
 
 
@@ -427,3 +427,26 @@ def test_row_schemes_launch_new_shapes_as_the_analysis_plans_them(module, case):
     ((_, grid, threads, values),) = driver.launches
     assert grid == (*expected.grid, 1, 1)[:3] and threads == 32 * expected.num_warps
     assert values == [args[0].data_ptr(), args[1].data_ptr(), out.data_ptr(), *expected.index_args]
+
+
+def test_a_list_of_records_serves_shapes_of_each_alignment(module):
+    """Aligned and unaligned shapes of one call class and stride classes have a record each (a
+    list, as publish keeps them): each new shape is launched from the record of its layout."""
+    fn, driver = _adder(), Driver(b"ppp")
+    make = lambda n: (torch.randn(n, 256), torch.randn(256, n).t())  # noqa: E731
+    plans = {n: fn._prepare(make(n), (None,), collapse=True) for n in (80, 100, 112, 113)}
+    assert len({plans[n].task.stride_classes for n in plans}) == 1
+    for plan in plans.values():
+        _launched_through_c(plan, driver)
+    records = [c_record(plans[n], tuple(range(len(plans[n].index_args))), fn._config) for n in (80, 100)]
+    for record, n in ((records[0], 112), (records[1], 113)):
+        add_kernel(record, plans[n])
+    table = {_call_class(plain_operands(call_signature(make(112)))): {plans[80].task.stride_classes: records}}
+    for n in (112, 113):
+        driver.launches.clear()
+        driver.n_values = len(plans[n].index_args)
+        args = make(n)
+        out = module.hit({}, args, hit_path.MISS, {}, table)
+        ((_, grid, _, values),) = driver.launches
+        assert plans[n].task.aligned == (n == 112) and grid == (*plans[n].grid, 1, 1)[:3]
+        assert values == [args[0].data_ptr(), args[1].data_ptr(), out.data_ptr(), *plans[n].index_args]

@@ -259,3 +259,22 @@ def test_an_output_larger_than_the_inputs_shape_is_refused_though_a_template_has
     fn(wide, wide, 0.5, out0=torch.empty(8, 65))
     with pytest.raises(RuntimeError, match=r"out0 has shape \(16, 65\), but the result has shape \(1, 65\)"):
         fn(torch.randn(1, 65), torch.randn(1, 65), 0.5, out0=torch.empty(16, 65))
+
+
+def test_shapes_of_either_alignment_derive_once_each_has_a_template():
+    """A sequence length that is a multiple of 16 or not puts a transposed add in the aligned or
+    the unaligned layout class: one template each, and every later shape of either is derived,
+    equal to the analysis's plan."""
+    fn = _function_of_two()
+    make = lambda n: (torch.randn(n, 256, device="meta"), torch.randn(256, n, device="meta").t())  # noqa: E731
+    layouts, default = fn._new_shapes.layouts, torch.get_default_dtype()
+    for n in (80, 100):  # aligned, then not
+        layouts.remember(call_signature(make(n)), fn._prepare(make(n), (None,), collapse=True))
+    for n in range(101, 133):
+        derived = layouts.derive(call_signature(make(n)), default)
+        assert derived == fn._prepare(make(n), (None,), collapse=True)
+        assert derived.task.aligned == (n % 16 == 0)
+
+
+def _function_of_two():
+    return pointwise_dynamic(promotion_methods=[(0, 1, "DEFAULT")])(_add_two)

@@ -162,27 +162,38 @@ def contiguous_operands(key: tuple) -> Optional[list]:
     return operands
 
 
+# Layout classes kept per call class and stride classes: the shapes of one call differ in
+# alignment (extents and strides multiples of 16 or not), rarely in index width, and a reduction
+# along dims in its row scheme. The first plan of each is a template and a C record.
+MAX_LAYOUTS = 4
+
+
 class LayoutTemplates:
-    """Per call class, one plan per stride classes of its task: the sources of derived plans."""
+    """Per call class and stride classes of its task, one plan per layout class: the sources of
+    derived plans."""
 
     def __init__(self, config, n_inputs: int):
         self._config = config
         self._n_inputs = n_inputs  # the payload's: where a signature's given outputs start
-        self._templates: dict = {}  # call class -> {stride classes of the task: plan}
-        # call class -> {stride classes: record}: what launch.c's hit() needs to launch new
+        self._templates: dict = {}  # call class -> {stride classes of the task: [plan]}
+        # call class -> {stride classes: [record]}: what launch.c's hit() needs to launch new
         # shapes of them itself (layout.h's run_layout); filled by publish() as derived plans launch
         self.c_records: dict = {}
 
     def remember(self, key: tuple, plan) -> None:
-        """Keep `plan` (just built for the call `key`) as a template, when it can be one."""
+        """Keep `plan` (just built for the call `key`) as a template, when it can be one and
+        its call class and stride classes have none of its layout class."""
         task = plan.task
         if task is None or not plan.allocates_and_launches or plan.default_dtype is not None:
             return
         if task.split is not None or not plan.numel or plan.out_shape != task.shape:
             return  # a reduction along dims (its outputs are not over the task's shape), or empty
         found = plain_call(key, self._n_inputs)
-        if found is not None:
-            self._templates.setdefault(_call_class(*found), {}).setdefault(task.stride_classes, plan)
+        if found is None:
+            return
+        kept = self._templates.setdefault(_call_class(*found), {}).setdefault(task.stride_classes, [])
+        if len(kept) < MAX_LAYOUTS and all(c_layout(t.task) != c_layout(task) for t in kept):
+            kept.append(plan)
 
     def derive(self, key: tuple, default_dtype):
         """The plan of call `key` derived from a template, or None (no template of its class
@@ -197,7 +208,7 @@ class LayoutTemplates:
         given = [None if o is None else (tuple(o[1]), o[2]) for o in outputs]
         try:
             shape, out_strides, task_shape, strides = geometry(
-                tensors, given or [None] * len(next(iter(templates.values())).out_dtypes)
+                tensors, given or [None] * len(next(iter(templates.values()))[0].out_dtypes)
             )
         except RuntimeError:  # shapes that do not broadcast: the analysis names them
             return None
@@ -205,12 +216,14 @@ class LayoutTemplates:
             return None  # the analysis names what is wrong with the output
         if given and shape != broadcast_shapes([t[0] for t in tensors]):
             return None  # an output larger than the inputs' shape: the analysis refuses it
-        template = templates.get(operand_classes(strides))
-        if template is None or template.default_dtype not in (None, default_dtype) or not math.prod(shape):
+        if not math.prod(shape):
             return None
-        task = retile(template.task, shape, out_strides, task_shape, strides, self._config)
-        if task is None:
-            return None
+        for template in templates.get(operand_classes(strides), ()):
+            task = retile(template.task, shape, out_strides, task_shape, strides, self._config)
+            if task is not None and template.default_dtype in (None, default_dtype):
+                break
+        else:
+            return None  # no template of its layout class
         changes = dict(out_shape=shape, out_strides=out_strides)
         if template.out_extents:  # what the launch checks given outputs' overlap with (see _bind)
             changes["out_extents"] = tuple(dense_extent(shape, s) for s in out_strides)
@@ -221,8 +234,8 @@ class LayoutTemplates:
         """Let the C hit path launch later new shapes of `key`'s call class and stride classes
         with `plan`'s kernel, once `plan` (derived for `key`, or for a reduction along dims with
         RowRule `rows` the analysis's) launches through launch.c (it has a hit record). A record
-        serves one layout class (its first plan's): plans of another scheme, alignment or index
-        width run other kernels and are not added to it."""
+        serves one layout class (scheme, alignment, index width: c_layout), so a plan of another
+        starts a record of its own, up to MAX_LAYOUTS per call class and stride classes."""
         found = plain_call(key, self._n_inputs)
         task = plan.task
         if found is None or plan.hit is None or task.tiling.scheme not in C_SCHEMES or not task.rank:
@@ -230,16 +243,17 @@ class LayoutTemplates:
         if not hit_path.serves_new_shapes() or (rows is not None and (task.split is not None or found[1])):
             return  # a split reduction combines partials in torch; a given output stays in Python
         call_class = _call_class(*found)
-        record = self.c_records.get(call_class, {}).get(task.stride_classes)
+        records = self.c_records.get(call_class, {}).get(task.stride_classes, [])
+        record = next((r for r in records if (r.scheme, r.m_dim, r.aligned, r.index_kind) == c_layout(task)), None)
         if record is None:
             positions = Rebinding(plan).value_positions()
-            record = None if positions is None else c_record(plan, positions, self._config, rows)
+            if positions is None or len(records) >= MAX_LAYOUTS:
+                return
+            record = c_record(plan, positions, self._config, rows)
             if record is None:
                 return
-            self.c_records.setdefault(call_class, {})[task.stride_classes] = record
-        layout = (C_SCHEMES[task.tiling.scheme], c_m_dim(task), task.aligned, index_kind(task))
-        if (record.scheme, record.m_dim, record.aligned, record.index_kind) == layout:
-            add_kernel(record, plan)
+            self.c_records.setdefault(call_class, {}).setdefault(task.stride_classes, []).append(record)
+        add_kernel(record, plan)
 
 
 def add_kernel(record: LayoutRecord, plan) -> None:
@@ -298,6 +312,12 @@ def _values(codes: tuple, task) -> tuple:
     counts = list(get_scheme(tiling.scheme).counts(task.task_shape, tiling.m_dim, tiling.block).values())
     by_kind = (lambda a, b: task.task_shape[a], lambda a, b: task.strides[a][b], lambda a, b: counts[a])
     return tuple(by_kind[kind](a, b) for kind, a, b in codes)
+
+
+def c_layout(task) -> tuple:
+    """A task's layout class as a record holds it (scheme code, m_dim, aligned, index kind): with
+    its call class and stride classes, what a record's kernels serve."""
+    return C_SCHEMES.get(task.tiling.scheme, task.tiling.scheme), c_m_dim(task), task.aligned, index_kind(task)
 
 
 def c_m_dim(task) -> int:

@@ -19,9 +19,10 @@
  *
  * Records come from LayoutTemplates.publish (layout_templates.py, whose LayoutRecord names the
  * fields):
- *   records[call class][stride classes] = (out dtypes, device, cu_launch_kernel, device index,
- *     kinds, scheme, m_dim, block choices, small-task tiles, aligned, index kind "i" or "l",
- *     max grid, codes, scratch slots, specialized positions, kernels, RowRule or None)
+ *   records[call class][stride classes] = [record per layout class], each (out dtypes, device,
+ *     cu_launch_kernel, device index, kinds, scheme, m_dim, block choices, small-task tiles,
+ *     aligned, index kind "i" or "l", max grid, codes, scratch slots, specialized positions,
+ *     kernels, RowRule or None); a record alone stands for a list of one
  * The call class is the signature without sizes and strides, each tensor's entry (dtype, rank,
  * device, aligned), then, where the call gives outputs, per output None or ("out", dtype, rank,
  * device, aligned); the stride classes one string per operand ("0", "1", "s" per task dim).
@@ -538,26 +539,39 @@ static PyObject *launch_layout(const LayoutTask *t, PyObject *r, PyObject *args,
     return result;
 }
 
+/* A layout record of `entry` (a record, or a list of them, one per layout class), borrowed, or NULL. */
+static PyObject *record_at(PyObject *entry, Py_ssize_t k) {
+    PyObject *r = PyList_Check(entry) ? (k < PyList_GET_SIZE(entry) ? PyList_GET_ITEM(entry, k) : NULL)
+                                      : (k == 0 ? entry : NULL);
+    return r != NULL && PyTuple_Check(r) && PyTuple_GET_SIZE(r) == LAYOUT_FIELDS ? r : NULL;
+}
+
 static PyObject *run_layout(PyObject *records, PyObject *key, PyObject *args, PyObject *given) {
     LayoutTask t;
-    PyObject *parts = PyTuple_New(PyTuple_GET_SIZE(key)), *by_classes = NULL, *classes = NULL, *r, *result = NULL;
+    PyObject *parts = PyTuple_New(PyTuple_GET_SIZE(key)), *by_classes = NULL, *classes = NULL, *result = NULL;
     if (parts == NULL || !read_operands(key, PyTuple_GET_SIZE(args), parts, &t)) goto done;
     by_classes = Py_XNewRef(PyDict_GetItemWithError(records, parts));
     if (by_classes == NULL || !PyDict_Check(by_classes) || !PyDict_GET_SIZE(by_classes)) goto done;
     Py_ssize_t position = 0;
-    PyObject *any_key, *any;
-    PyDict_Next(by_classes, &position, &any_key, &any); /* every record of the class has its outputs */
-    if (!PyTuple_Check(any) || PyTuple_GET_SIZE(any) != LAYOUT_FIELDS) goto done;
+    PyObject *any_key, *entry;
+    PyDict_Next(by_classes, &position, &any_key, &entry); /* every record of the class has its outputs */
+    PyObject *any = record_at(entry, 0);
+    if (any == NULL) goto done;
     int n_out = (int)PyTuple_GET_SIZE(PyTuple_GET_ITEM(any, 0)); /* a reduction along dims: its RowRule */
     PyObject *rule = PyTuple_GET_ITEM(any, LAYOUT_FIELDS - 1);
     if (!(rule == Py_None ? collapse_layout(&t, n_out) : PyTuple_Check(rule) && row_layout(&t, n_out, rule))) goto done;
     classes = stride_classes(&t);
-    r = classes == NULL ? NULL : PyDict_GetItemWithError(by_classes, classes);
-    if (r != NULL && PyTuple_Check(r) && PyTuple_GET_SIZE(r) == LAYOUT_FIELDS) {
+    entry = classes == NULL ? NULL : PyDict_GetItemWithError(by_classes, classes);
+    Py_XINCREF(entry); /* a list another thread may append to while a launch releases the GIL */
+    for (Py_ssize_t k = 0; entry != NULL && result == NULL; ++k) {
+        PyObject *r = record_at(entry, k); /* the records' layout classes differ: at most one fits */
+        if (r == NULL) break;
         Py_INCREF(r);
         result = launch_layout(&t, r, args, given);
         Py_DECREF(r);
+        if (result == NULL) PyErr_Clear();
     }
+    Py_XDECREF(entry);
 done:
     Py_XDECREF(classes);
     Py_XDECREF(by_classes);
