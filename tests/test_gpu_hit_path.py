@@ -116,45 +116,38 @@ def test_a_cached_call_runs_no_python_frame():
     torch.testing.assert_close(got, (r * torch.cos(theta), r * torch.sin(theta)))
 
 
+ONE_CLASS = ((80, 96), (112, 144, 160, 208))  # sizes before, then timed: one block and alignment
+# aligned: template, derived; unaligned: template, derived; then new shapes of each
+BOTH_ALIGNMENTS = ((80, 96, 100, 101), (112, 113, 128, 129))
+
+
 @pytest.mark.parametrize(
-    "make",
+    "make, sizes",
     [
-        pytest.param(lambda n: (_cuda(4, n, 64), _cuda(n, 1)), id="broadcast (nd)"),
-        pytest.param(lambda n: (_cuda(n, 256), _cuda(256, n).t()), id="transposed (tile2d)"),
-        pytest.param(lambda n: (_cuda(2 * n, 64)[::2], _cuda(64)), id="sliced rows (nd)"),
-        pytest.param(lambda n: (_cuda(64, n).t(), _cuda(64, n).t()), id="both transposed (flat)"),
+        pytest.param(lambda n: (_cuda(4, n, 64), _cuda(n, 1)), ONE_CLASS, id="broadcast (nd)"),
+        pytest.param(lambda n: (_cuda(n, 256), _cuda(256, n).t()), ONE_CLASS, id="transposed (tile2d)"),
+        pytest.param(lambda n: (_cuda(2 * n, 64)[::2], _cuda(64)), ONE_CLASS, id="sliced rows (nd)"),
+        pytest.param(lambda n: (_cuda(64, n).t(), _cuda(64, n).t()), ONE_CLASS, id="both transposed (flat)"),
+        pytest.param(lambda n: (_cuda(n, 256), _cuda(256, n).t()), BOTH_ALIGNMENTS, id="transposed, either alignment"),
     ],
 )
-def test_new_shapes_of_a_layout_run_in_c_once_their_kernel_has(make):
-    """The first shape builds the template, the second is derived and publishes the record of
-    its call class and stride classes; later ones (same block, same specialization classes) are
-    launched by layout.h with no plan and no Python frame. The sizes keep one block and
-    alignment throughout."""
+def test_new_shapes_of_a_layout_run_in_c_once_their_kernel_has(make, sizes):
+    """The first shape of a layout class builds the template, the second is derived and
+    publishes the record of its call class, stride classes and layout class; later ones (same
+    block, same specialization classes) are launched by layout.h with no plan and no Python
+    frame. A length that is a multiple of 16 or not puts a transposed add in the aligned or the
+    unaligned layout class: each gets its record."""
     fn = pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])(add_alpha.payload)
-    for n in (80, 96):
+    before, timed = sizes
+    for n in before:
         fn(*make(n), 0.5)
-    for n in (112, 144, 160, 208):
+    for n in timed:
         x, y = make(n)
         misses = fn.plan_cache.misses
         got, frames = _python_frames(fn, x, y, 0.5)
         assert frames == [] and fn.plan_cache.misses == misses
         torch.testing.assert_close(got, x + 0.5 * y)
         assert got.stride() == (x + y).stride()
-
-
-def test_new_shapes_of_either_alignment_run_in_c_once_each_has_a_record():
-    """A length that is a multiple of 16 or not puts a transposed add in the aligned or the
-    unaligned layout class; once a derived plan of each has launched, both run in C."""
-    fn = pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])(add_alpha.payload)
-    make = lambda n: (_cuda(n, 256), _cuda(256, n).t())  # noqa: E731
-    for n in (80, 96, 100, 101):  # aligned: template, derived; unaligned: template, derived
-        fn(*make(n), 0.5)
-    for n in (112, 113, 128, 129):
-        x, y = make(n)
-        misses = fn.plan_cache.misses
-        got, frames = _python_frames(fn, x, y, 0.5)
-        assert frames == [] and fn.plan_cache.misses == misses
-        torch.testing.assert_close(got, x + 0.5 * y)
 
 
 def test_new_shapes_stay_in_python_with_TRITONWISE_C_NEW_SHAPES_0(monkeypatch):
