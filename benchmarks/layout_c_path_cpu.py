@@ -59,7 +59,7 @@ def main() -> int:
         _launched_through_c(seen, driver)
         record = c_record(seen, (), fn._config)  # the generated files specialize no index argument
         add_kernel(record, seen)
-        records = {_call_class(plain_operands(call_signature(make(96)))): {seen.task.stride_classes: record}}
+        records = {_call_class(plain_operands(call_signature(make(96)))): {seen.task.stride_classes: [record]}}
         driver.n_values = len(seen.index_args)
         shapes = [make(n) for n in range(112, 112 + 16 * 400, 16)]
         new = median_us(lambda a: module.hit({}, a, hit_path.MISS, {}, records), shapes)

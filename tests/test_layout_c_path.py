@@ -136,7 +136,7 @@ def test_the_c_path_launches_what_the_derived_plan_would(module, function, case,
         _launched_through_c(expected, driver)
         add_kernel(record, expected)
     operands = plain_operands(call_signature(args))
-    records = {_call_class(operands): {seen.task.stride_classes: record}} if operands else {}
+    records = {_call_class(operands): {seen.task.stride_classes: [record]}} if operands else {}
     driver.n_values = len(seen.index_args)
     driver.index_type = ctypes.c_int32 if seen.task.index_bits == 32 else ctypes.c_int64
     out = module.hit({}, args, hit_path.MISS, {}, records)
@@ -174,7 +174,7 @@ def test_threads_launch_while_records_grow(module):
     _launched_through_c(seen, driver)
     record = c_record(seen, (), fn._config)
     add_kernel(record, seen)
-    records = {_call_class(plain_operands(call_signature(make(96)))): {seen.task.stride_classes: record}}
+    records = {_call_class(plain_operands(call_signature(make(96)))): {seen.task.stride_classes: [record]}}
     driver.n_values = len(seen.index_args)
     shapes = [make(n) for n in range(16, 400, 16)]
     plans = [_derive(fn, args) for args in shapes]
@@ -221,7 +221,7 @@ def test_a_task_past_int32_is_launched_with_64_bit_index_values(module):
     add_kernel(record, expected)
     assert record.index_kind == "l"
     driver.n_values, driver.index_type = len(seen.index_args), ctypes.c_int64
-    records = {_call_class(plain_operands(call_signature(args))): {seen.task.stride_classes: record}}
+    records = {_call_class(plain_operands(call_signature(args))): {seen.task.stride_classes: [record]}}
     out = module.hit({}, args, hit_path.MISS, {}, records)
     assert (out.shape, out.stride(), out.dtype) == (expected.out_shape, expected.out_strides[0], torch.int8)
     ((_, grid, _, values),) = driver.launches
@@ -302,7 +302,7 @@ def test_a_new_shape_given_its_output_launches_on_it_as_the_derived_plan_would(m
         add_kernel(record, plan)
     args, out = make(112) if refused is None else REFUSED[refused](112)
     key = call_signature(args, (out,))
-    records = {_call_class(*layout_templates.plain_call(key, 3)): {seen.task.stride_classes: record}}
+    records = {_call_class(*layout_templates.plain_call(key, 3)): {seen.task.stride_classes: [record]}}
     driver.n_values = len(seen.index_args)
     result = module.hit({}, args, hit_path.MISS, {}, records, (out,))
     if refused is not None or _given(fn, args, out) is None:
@@ -357,7 +357,7 @@ def test_a_new_shape_of_a_reduction_along_dims_launches_what_the_analysis_plans(
     if same_layout and registered:
         _launched_through_c(expected, driver)
         add_kernel(record, expected)
-    records = {_call_class(plain_operands(call_signature(args))): {template.task.stride_classes: record}}
+    records = {_call_class(plain_operands(call_signature(args))): {template.task.stride_classes: [record]}}
     driver.n_values = len(template.index_args)
     driver.index_type = ctypes.c_int32 if template.task.index_bits == 32 else ctypes.c_int64
     out = module.hit({}, args, hit_path.MISS, {}, records)
@@ -388,7 +388,7 @@ def test_a_new_shape_the_split_rule_would_cut_is_left_to_python(module):
     _launched_through_c(template, driver)
     record = c_record(template, tuple(range(len(template.index_args))), fn._config, fn._row_rule(make(4), (), template))
     add_kernel(record, template)
-    records = {_call_class(plain_operands(call_signature(make(4)))): {template.task.stride_classes: record}}
+    records = {_call_class(plain_operands(call_signature(make(4)))): {template.task.stride_classes: [record]}}
     driver.n_values = len(template.index_args)
     assert module.hit({}, make(4), hit_path.MISS, {}, records)[0] is hit_path.MISS and driver.launches == []
     assert module.hit({}, make(256 + 16), hit_path.MISS, {}, records) is not None and len(driver.launches) == 1
@@ -420,7 +420,7 @@ def test_row_schemes_launch_new_shapes_as_the_analysis_plans_them(module, case):
     for plan in (template, expected):
         add_kernel(record, plan)
     args = make(second)
-    records = {_call_class(plain_operands(call_signature(args))): {template.task.stride_classes: record}}
+    records = {_call_class(plain_operands(call_signature(args))): {template.task.stride_classes: [record]}}
     driver.n_values = len(template.index_args)
     out = module.hit({}, args, hit_path.MISS, {}, records)
     assert (out.shape, out.stride()) == (expected.out_shape, expected.out_strides[0])

@@ -71,8 +71,13 @@ class PointwiseDynamicFunction:
         # what hit() reads (and call.h's __call__, which counts its hits in the PlanCache and
         # reads given outputs by the names in _out_index)
         new = self._new_shapes
-        tables = (self._plans, self._plans.by_key, new.contiguous.c_records, new.layouts.c_records)
-        self._c_tables = (*tables, self._out_index)
+        self._c_tables = (
+            self._plans,
+            self._plans.by_key,
+            new.contiguous.c_records,
+            new.layouts.c_records,
+            self._out_index,
+        )
         self._frontends: dict = {}  # call class -> _Frontend (see _frontend)
         self._kernels: dict = {}  # (call class, layout class, ...) -> _Kernel (see _kernel)
         self._resolved: dict = {}  # (call class, rank) -> Reductions along dims (see _reductions_for)

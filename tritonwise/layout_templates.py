@@ -111,6 +111,11 @@ class LayoutRecord(NamedTuple):
     kernels: dict  # (*block, classes at positions) -> (function, threads, shared)
     rows: Optional[RowRule]  # a reduction along dims' rule; None for elementwise calls
 
+    @property
+    def layout(self) -> tuple:
+        """The layout class whose kernels the record holds (see c_layout)."""
+        return self.scheme, self.m_dim, self.aligned, self.index_kind
+
 
 def plain_operands(key: tuple) -> Optional[list]:
     """Per entry of a call signature (runtime/arguments.call_signature): (dtype, shape, strides,
@@ -219,8 +224,10 @@ class LayoutTemplates:
         if not math.prod(shape):
             return None
         for template in templates.get(operand_classes(strides), ()):
+            if template.default_dtype not in (None, default_dtype):
+                continue
             task = retile(template.task, shape, out_strides, task_shape, strides, self._config)
-            if task is not None and template.default_dtype in (None, default_dtype):
+            if task is not None:
                 break
         else:
             return None  # no template of its layout class
@@ -244,7 +251,7 @@ class LayoutTemplates:
             return  # a split reduction combines partials in torch; a given output stays in Python
         call_class = _call_class(*found)
         records = self.c_records.get(call_class, {}).get(task.stride_classes, [])
-        record = next((r for r in records if (r.scheme, r.m_dim, r.aligned, r.index_kind) == c_layout(task)), None)
+        record = next((r for r in records if r.layout == c_layout(task)), None)
         if record is None:
             positions = Rebinding(plan).value_positions()
             if positions is None or len(records) >= MAX_LAYOUTS:
@@ -317,7 +324,7 @@ def _values(codes: tuple, task) -> tuple:
 def c_layout(task) -> tuple:
     """A task's layout class as a record holds it (scheme code, m_dim, aligned, index kind): with
     its call class and stride classes, what a record's kernels serve."""
-    return C_SCHEMES.get(task.tiling.scheme, task.tiling.scheme), c_m_dim(task), task.aligned, index_kind(task)
+    return C_SCHEMES[task.tiling.scheme], c_m_dim(task), task.aligned, index_kind(task)
 
 
 def c_m_dim(task) -> int:

@@ -40,9 +40,9 @@ _served_classes: list = []  # (class, fallback) whose __call__ call.h's method r
 
 def serve_calls_of(cls, fallback: Callable) -> None:
     """Once the hit path is enabled, `cls.__call__` becomes launch.c's C method (call.h): a call
-    whose keywords, if any, name outputs is served in C, with no Python frame, where hit() would serve it;
-    any other goes on as `fallback(function, args, kwargs, key)`, key being the signature hit()
-    built or None. Until then the class's own __call__ stays."""
+    whose keywords, if any, name outputs is served in C, with no Python frame, where hit() would
+    serve it; any other goes on as `fallback(function, args, kwargs, key)`, key being the
+    signature hit() built or None. Until then the class's own __call__ stays."""
     _served_classes.append((cls, fallback))
     if entry is not None:
         _install(native.launch_module(), cls, fallback)

@@ -22,7 +22,7 @@
  *   records[call class][stride classes] = [record per layout class], each (out dtypes, device,
  *     cu_launch_kernel, device index, kinds, scheme, m_dim, block choices, small-task tiles,
  *     aligned, index kind "i" or "l", max grid, codes, scratch slots, specialized positions,
- *     kernels, RowRule or None); a record alone stands for a list of one
+ *     kernels, RowRule or None)
  * The call class is the signature without sizes and strides, each tensor's entry (dtype, rank,
  * device, aligned), then, where the call gives outputs, per output None or ("out", dtype, rank,
  * device, aligned); the stride classes one string per operand ("0", "1", "s" per task dim).
@@ -539,10 +539,9 @@ static PyObject *launch_layout(const LayoutTask *t, PyObject *r, PyObject *args,
     return result;
 }
 
-/* A layout record of `entry` (a record, or a list of them, one per layout class), borrowed, or NULL. */
+/* The k-th record of `entry` (a list of records, one per layout class), borrowed, or NULL. */
 static PyObject *record_at(PyObject *entry, Py_ssize_t k) {
-    PyObject *r = PyList_Check(entry) ? (k < PyList_GET_SIZE(entry) ? PyList_GET_ITEM(entry, k) : NULL)
-                                      : (k == 0 ? entry : NULL);
+    PyObject *r = PyList_Check(entry) && k < PyList_GET_SIZE(entry) ? PyList_GET_ITEM(entry, k) : NULL;
     return r != NULL && PyTuple_Check(r) && PyTuple_GET_SIZE(r) == LAYOUT_FIELDS ? r : NULL;
 }
 
