@@ -8,7 +8,10 @@ same run. Each case also prints the scheme and block tritonwise chose (`explain(
 GB/s of a clone of its input (the copy ceiling at that size: small inputs cannot reach the
 1 GiB ceiling, whatever reads them). `--sweep` times every block of the case's layout class.
 
-A second table times the same calls after a clean L2 flush (timing.us_after_clean_flush):
+A second table divides tritonwise's GB/s by the read ceiling at each case's size: a plain Triton
+kernel reading the same bytes in memory order (read_ceiling.py), timed alike.
+
+A third table times the same calls after a clean L2 flush (timing.us_after_clean_flush):
 do_bench's flush writes 256 MiB and leaves dirty lines that the timed kernel writes back, which
 costs a 64 MiB read about a third of its bandwidth and the 1 GiB clone almost nothing.
 """
@@ -27,7 +30,8 @@ from tritonwise import pointwise_dynamic
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench import Case, _nbytes, copy_ceiling, gbps, header, table  # noqa: E402
-from timing import us_after_clean_flush, report  # noqa: E402
+from read_ceiling import read_ceiling  # noqa: E402
+from timing import report, us_after_clean_flush  # noqa: E402
 
 
 @triton.jit
@@ -96,10 +100,19 @@ def clean_table(rows: list) -> str:
     return "\n".join(lines)
 
 
+def read_table(rows: list) -> str:
+    lines = [
+        "| case | tritonwise GB/s | plain Triton read of the same bytes | tritonwise / that read |",
+        "|---|---|---|---|",
+    ]
+    lines += [f"| {name} | {ours:.0f} | {read:.0f} | {ours / read:.0%} |" for name, ours, read in rows]
+    return "\n".join(lines)
+
+
 def run(use_compile: bool) -> tuple:
     ceiling = copy_ceiling()
     clean = [("copy ceiling (clone, 1 GiB)", clean_copy_ceiling(), math.nan, math.nan)]
-    rows, chosen = [], []
+    rows, chosen, reads = [], [], []
     for case, fn, x in cases():
         status = check(case)
         ours, eager = gbps(case.nbytes, case.ours), gbps(case.nbytes, case.eager)
@@ -110,13 +123,14 @@ def run(use_compile: bool) -> tuple:
             compiled = gbps(case.nbytes, compiled_fn)
             compiled_clean = clean_gbps(case.nbytes, compiled_fn)
         rows.append((case.name, ours, eager, compiled, ours / ceiling, status))
+        reads.append((case.name, ours, read_ceiling(x, gbps)))
         clean.append(
             (case.name, clean_gbps(case.nbytes, case.ours), clean_gbps(case.nbytes, case.eager), compiled_clean)
         )
         copy = gbps(2 * case.nbytes, lambda x=x: x.clone())
         chosen.append(f"- {case.name}: {_scheme_line(fn, x)}; a clone of the input moves {copy:.0f} GB/s")
         print(f"{case.name:<34} ours {ours:6.0f}  eager {eager:6.0f}  compile {compiled:6.0f}  {status}", flush=True)
-    return ceiling, rows, chosen, clean
+    return ceiling, rows, chosen, clean, reads
 
 
 def _scheme_line(fn, x) -> str:
@@ -156,8 +170,9 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("axis_reductions.py needs a CUDA GPU", file=sys.stderr)
         return 2
-    ceiling, rows, chosen, clean = run(not args.no_compile)
-    text = f"{header()}\n\n{table(ceiling, rows)}\n\n{clean_table(clean)}\n\n" + "\n".join(chosen) + "\n"
+    ceiling, rows, chosen, clean, reads = run(not args.no_compile)
+    tables = (table(ceiling, rows), read_table(reads), clean_table(clean), "\n".join(chosen))
+    text = header() + "\n\n" + "\n\n".join(tables) + "\n"
     if args.sweep:
         text += "\nEvery block of each case's layout class:\n" + "\n".join(sweep()) + "\n"
     report(text, args.out)

@@ -101,6 +101,18 @@ def test_row_looped_long_rows(kind, dims):
     _check(fn(x, y), _expected(kind, x, y, (dims,), False, torch.float32), kind, torch.float32, 1500)
 
 
+@pytest.mark.parametrize("rows, block", [(40, (1, 4096)), (257, (2, 1024))])
+def test_few_long_rows_take_the_pipelined_block(rows, block):
+    """At most 256 rows of at least 4096 reduced elements take one row of 4096 per program, the
+    one row_looped block whose column loop is pipelined; more rows keep the plain-loop blocks.
+    (40 rows of 4100 do not split: split_parts cuts fewer rows or longer ones.)"""
+    x, y = torch.randn(rows, 4100), torch.randn(4100)
+    fn = _function("sum", -1)
+    plan = fn.explain(x, y)
+    assert (plan.scheme, plan.block, plan.split_parts) == ("row_looped", block, 1)
+    _check(fn(x, y), _expected("sum", x, y, (-1,), False, torch.float32), "sum", torch.float32, 4100)
+
+
 def test_persistent_scheme_and_results_per_row():
     x = torch.randn(40, 17)
     fn = _function("sum", 1)

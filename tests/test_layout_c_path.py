@@ -396,6 +396,13 @@ def test_a_new_shape_the_split_rule_would_cut_is_left_to_python(module):
 
 ROW_CASES = {  # (kind, dims, keepdim, inputs of size n, the two sizes): issue 16's shapes, smaller
     "sum of a long last dim (row_looped)": ("sum", (1,), False, lambda n: (torch.randn(n, 4096),) * 2, (320, 400)),
+    "few long rows, then fewer (row_looped, the pipelined block)": (
+        "sum",
+        (1,),
+        False,
+        lambda n: (torch.randn(n, 4096),) * 2,
+        (320, 240),
+    ),
     "sum over (0, 2) (row_looped)": ("sum", (0, 2), True, lambda n: (torch.randn(64, n, 64),) * 2, (272, 288)),
     "max over dim 0 (column_looped)": ("max", (0,), False, lambda n: (torch.randn(n, 512),) * 2, (1024, 1040)),
     "sum of a short last dim, broadcast (row_persistent)": (

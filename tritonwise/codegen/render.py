@@ -89,7 +89,7 @@ def render(spec) -> str:
         "params": body.kernel_params(spec),
         "prologue": body.prologue_lines(spec),
         "scheme_template": get_scheme(spec.scheme).template,
-        "loop_stages": getattr(get_scheme(spec.scheme), "loop_stages", None),
+        "loop_stages": get_scheme(spec.scheme).loop_num_stages(),
         "decompose": body.decompose_lines(spec),
         "body": body.body_text(spec, alias),
         "epilogue": body.epilogue_lines(spec),

@@ -33,6 +33,7 @@
 #define MAX_OPERANDS 16
 #define MAX_VALUES 128
 #define LAYOUT_FIELDS 17
+#define RULE_FIELDS 8 /* layout_templates.RowRule */
 
 enum { SCHEME_FLAT = 0, SCHEME_ND = 1, SCHEME_TILE2D = 2, SCHEME_ROW_PERSISTENT = 3, SCHEME_ROW_LOOPED = 4,
        SCHEME_COLUMN_LOOPED = 5 };
@@ -254,7 +255,7 @@ static int row_layout(LayoutTask *t, int n_out, PyObject *rule) {
     int keepdim = PyTuple_GET_ITEM(rule, 1) == Py_True, reduced[MAX_RANK] = {0}, order[MAX_RANK];
     int kept_order[MAX_RANK], reduced_order[MAX_RANK], n_kept = 0, n_reduced = 0;
     long long full[MAX_RANK], over_task[MAX_RANK];
-    if (t->n_out || PyTuple_GET_SIZE(rule) != 6 || !PyTuple_Check(dims) || !checked_numel(t) || (split != Py_None && !PyTuple_Check(split)) ||
+    if (t->n_out || PyTuple_GET_SIZE(rule) != RULE_FIELDS || !PyTuple_Check(dims) || !checked_numel(t) || (split != Py_None && !PyTuple_Check(split)) ||
         (split != Py_None && PyTuple_GET_SIZE(split) != 5))
         return 0;
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(dims); ++k) {
@@ -344,18 +345,27 @@ static int tile_counts(const LayoutTask *t, int scheme, int m_dim, const long lo
     return 3;
 }
 
+static int has_width(const long long *bn, Py_ssize_t n, long long width) {
+    for (Py_ssize_t k = 0; k < n; ++k)
+        if (bn[k] == width) return 1;
+    return 0;
+}
+
 /* The row schemes' pick_block (RowPersistent, RowLooped, ColumnLooped) with RowRule `rule`'s
  * constants, among the n blocks (bm, bn). */
 static void pick_row_block(const LayoutTask *t, int scheme, int m_dim, const long long *bm, const long long *bn,
                            Py_ssize_t n, PyObject *rule, long long block[2]) {
     long long rows, cols, long_row = PyLong_AsLongLong(PyTuple_GET_ITEM(rule, 3));
     long long min_programs = PyLong_AsLongLong(PyTuple_GET_ITEM(rule, 4));
+    long long few_rows = PyLong_AsLongLong(PyTuple_GET_ITEM(rule, 6));
+    long long wide = PyLong_AsLongLong(PyTuple_GET_ITEM(rule, 7));
     rows_and_cols(t, m_dim, &rows, &cols);
     Py_ssize_t k = 0, fallback = n - 1;
     if (scheme == SCHEME_ROW_PERSISTENT) {
         while (k < n && bn[k] < cols) ++k;
     } else if (scheme == SCHEME_ROW_LOOPED) {
         long long width = cols >= long_row ? 2048 : 1024;
+        if (rows <= few_rows && cols >= wide && has_width(bn, n, wide)) width = wide;
         while (k < n && bn[k] != width) ++k;
         fallback = 0;
     } else {
@@ -486,7 +496,7 @@ static int scheme_fits(const LayoutTask *t, int scheme, int m_dim, PyObject *rul
     if (scheme < SCHEME_ROW_PERSISTENT)
         return t->n_rows < 0 && (scheme == SCHEME_FLAT) == (t->task_rank == 1) &&
                (scheme != SCHEME_TILE2D || (m_dim >= 0 && m_dim < t->task_rank - 1));
-    if (!PyTuple_Check(rule) || PyTuple_GET_SIZE(rule) != 6 || m_dim != t->n_rows) return 0;
+    if (!PyTuple_Check(rule) || PyTuple_GET_SIZE(rule) != RULE_FIELDS || m_dim != t->n_rows) return 0;
     long long rows, cols, persistent_cols = PyLong_AsLongLong(PyTuple_GET_ITEM(rule, 2));
     rows_and_cols(t, m_dim, &rows, &cols);
     if (scheme == SCHEME_ROW_PERSISTENT) return cols <= persistent_cols;

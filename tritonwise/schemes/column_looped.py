@@ -23,6 +23,7 @@ LOOP_WARPS = 4
 
 class ColumnLooped(RowLooped):
     name = "column_looped"
+    pipelined_width = None  # every tile pipelines its loop
     aligned_counts = ("num_rows", "num_cols")
 
     def aligned_dims(self, rank, m_dim) -> list:

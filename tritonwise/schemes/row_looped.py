@@ -14,13 +14,17 @@ LOOP_BLOCK_NS = (2048, 1024, 512, 256, 128)  # every block a file offers (BLOCK_
 # GB/s with (1, 2048) on 16 warps, 2660 with (2, 1024) on 8; but the (0, 2) sum of 64x4096x64
 # (rows of 4096 in 64 runs of 64) read 1851 with (1, 2048), 1954 with (2, 1024).
 LONG_ROW = 8192
-# The column loop is software-pipelined in 3 stages (tl.range's num_stages). On the H100 (GB/s
-# read under do_bench, two rounds each, .gpu/exp26.py at 46cdefe), 3 stages against a plain range:
-# sum over the last dim of 128x16384 bf16 495-504 / 424-426, of 1024x16384 fp32 1945-1949 /
-# 1853-1854, of 4096x4096 bf16 1613-1675 / 1531-1591, of 256x65536 fp32 1616-1647 / 1559-1588;
-# level on the 8192x8192 sum of squares (2717-2724 / 2726-2734) and the (0, 2) sum of 64x4096x64
-# (1900-1907 / 1915-1917). 2 stages lost on most (2634-2642 on the 8192x8192).
+# Few rows take one row of 4096 per program on 8 warps, and only that block pipelines its column
+# loop (3 stages: tl.range's num_stages); the others loop plainly. On the H100 (GB/s read under
+# do_bench, .gpu/exp38.py and exp39.py at d170487), with loads evicting first: rows of 16384 fp32,
+# 3 stages on (1, 4096) / plain (1, 2048): 128 rows 859 / 767, 256 rows 1247 / 1316, 512 rows 1605
+# / 1810, 1024 rows 1930 / 2163, 2048 rows 2343 / 2477; bf16 128 rows 520 / 432, 256 rows 879 /
+# 774, 1024 rows 1600 / 1743. Many rows: the (0, 2) sum of 64x4096x64 2149 plain / 1885 pipelined,
+# the 8192x8192 sum of squares 2769 / 2726, 4096x4096 bf16 1719 / 1623. (Before the loads evicted
+# first, pipelining had won or tied on all of these: RESULTS.md, seventh session.)
 LOOP_STAGES = 3
+PIPELINED_WIDTH = 4096
+FEW_ROWS = 256  # at most this many rows (programs) take the pipelined block
 # Loads evict first, as Inductor's looped reductions load (each element is read once). H100, GB/s
 # under do_bench, two alternating rounds (.gpu/exp31.py at 838a302), evict_first / plain: sum over
 # the last dim of 128x16384 bf16 498-500 / 460-466, over (0, 2) of 64x4096x64 fp32 1936-1938 /
@@ -33,18 +37,34 @@ class RowLooped(RowPersistent):
     name = "row_looped"
     loops_columns = True
     block_widths = LOOP_BLOCK_NS
-    loop_stages = LOOP_STAGES  # software pipelining of the column loop (tl.range's num_stages); None: plain range
+    loop_stages = LOOP_STAGES  # software pipelining of the column loop (tl.range's num_stages)
+    pipelined_width = PIPELINED_WIDTH  # blocks at least this wide pipeline; None: every block does
     load_eviction = LOAD_EVICTION
 
     def applies_to_rows(self, task_shape, split, config, strides=()) -> bool:
         return True
 
+    def block_choices(self, rank, itemsize, aligned, config) -> tuple:
+        wide = ((1, self.pipelined_width),) if self.pipelined_width <= config.max_tile_size else ()
+        return super().block_choices(rank, itemsize, aligned, config) + wide
+
     def pick_block(self, task_shape, m_dim, choices) -> tuple:
-        width = 2048 if prod(task_shape[m_dim:]) >= LONG_ROW else 1024
+        rows, cols = prod(task_shape[:m_dim]), prod(task_shape[m_dim:])
+        width = 2048 if cols >= LONG_ROW else 1024
+        wide = self.pipelined_width
+        if rows <= FEW_ROWS and cols >= wide and any(b[1] == wide for b in choices):
+            width = wide
         return next((b for b in choices if b[1] == width), choices[0])
 
     def warps(self, block) -> int:
-        return 16 if block[1] >= 2048 else super().warps(block)
+        return 16 if block[1] == 2048 else super().warps(block)
+
+    def loop_num_stages(self) -> str:
+        """tl.range's num_stages in the generated column loop: a constant, or where only wide
+        blocks pipeline, a compile-time expression of BLOCK_N (1: a plain loop)."""
+        if self.pipelined_width is None:
+            return str(self.loop_stages)
+        return f"{self.loop_stages} if BLOCK_N >= {self.pipelined_width} else 1"
 
     def decompose_lines(self, rank, m_dim) -> list:
         return self.row_lines(rank, m_dim)  # the column lines go inside the column loop
