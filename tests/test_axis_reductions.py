@@ -234,6 +234,23 @@ def test_gpu_along_dims_against_torch(shape, kind, dims, dtype):
     assert torch.equal(got, fn(x, x))
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "rows, cols, kind, dtype",
+    [(200, 5000, "max", torch.float16), (256, 4099, "min", torch.int32), (40, 12345, "sum", torch.float32)],
+)
+def test_gpu_few_long_rows_on_the_pipelined_block(rows, cols, kind, dtype):
+    """The pipelined (1, 4096) block compiled: masked tails, integers, a poisoned given output."""
+    make = (lambda *s: torch.randint(-50, 50, s, device="cuda", dtype=dtype)) if dtype == torch.int32 else None
+    make = make or (lambda *s: torch.randn(s, device="cuda").to(dtype))
+    x, y = make(rows, cols), make(cols)
+    fn = _function(kind, -1)
+    assert fn.explain(x, y).block == (1, 4096)
+    out = poisoned_like(torch.empty(rows, device="cuda", dtype=dtype))
+    assert fn(x, y, out0=out) is out
+    _check(out, _expected(kind, x, y, (-1,), False, dtype), kind, dtype, cols)
+
+
 def test_one_function_over_new_shapes_and_ranks():
     """Plans and kernels kept per class (function.py's memos) serve new shapes of a known class."""
     fn = _function("sum", -1, True)
