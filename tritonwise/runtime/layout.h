@@ -236,11 +236,17 @@ static int collapse_layout(LayoutTask *t, int n_out) {
     return n > 0;
 }
 
+/* The extents of the task's rows (dims before m_dim) and columns (from m_dim on), multiplied. */
+static void rows_and_cols(const LayoutTask *t, int m_dim, long long *rows, long long *cols) {
+    *rows = *cols = 1;
+    for (int g = 0; g < t->task_rank; ++g) *(g < m_dim ? rows : cols) *= t->task[g];
+}
+
 /* analysis.plan.split_parts with the constants of `rule` (RowRule.split): 1 where no split. */
 static long long split_parts(const LayoutTask *t, PyObject *rule) {
-    long long c[5], rows = 1, cols = 1, parts = 1;
+    long long c[5], rows, cols, parts = 1;
     for (int k = 0; k < 5; ++k) c[k] = PyLong_AsLongLong(PyTuple_GET_ITEM(rule, k));
-    for (int g = 0; g < t->task_rank; ++g) *(g < t->n_rows ? &rows : &cols) *= t->task[g];
+    rows_and_cols(t, t->n_rows, &rows, &cols);
     if (rows > c[0] || !rows || (rows >= c[1] && cols < c[2])) return 1;
     while (parts * 2 * rows <= c[3] && cols / (parts * 2) >= c[4] && t->task[t->n_rows] % (parts * 2) == 0) parts *= 2;
     return parts;
@@ -312,12 +318,6 @@ static long long fit(long long extent, const long long *sizes, int n) {
         if (smallest < 0 || sizes[k] < smallest) smallest = sizes[k];
     }
     return best > 0 ? best : smallest;
-}
-
-/* The extents of the task's rows (dims before m_dim) and columns (from m_dim on), multiplied. */
-static void rows_and_cols(const LayoutTask *t, int m_dim, long long *rows, long long *cols) {
-    *rows = *cols = 1;
-    for (int g = 0; g < t->task_rank; ++g) *(g < m_dim ? rows : cols) *= t->task[g];
 }
 
 /* The scheme's tile counts (Scheme.counts, in count_params order) for `block`; how many. */
