@@ -11,7 +11,11 @@ GB/s of a clone of its input (the copy ceiling at that size: small inputs cannot
 A second table divides tritonwise's GB/s by the read ceiling at each case's size: a plain Triton
 kernel reading the same bytes in memory order (read_ceiling.py), timed alike.
 
-A third table times the same calls after a clean L2 flush (timing.us_after_clean_flush):
+A third table says what 90% of the 1 GiB copy ceiling asks of each case in microseconds, beside
+tritonwise's time, the plain read's, and an empty kernel's under the same timer: below about 125
+MiB, no kernel can finish a read that fast (RESULTS.md, ninth session).
+
+A fourth table times the same calls after a clean L2 flush (timing.us_after_clean_flush):
 do_bench's flush writes 256 MiB and leaves dirty lines that the timed kernel writes back, which
 costs a 64 MiB read about a third of its bandwidth and the 1 GiB clone almost nothing.
 """
@@ -30,7 +34,7 @@ from tritonwise import pointwise_dynamic
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench import Case, _nbytes, copy_ceiling, gbps, header, table  # noqa: E402
-from read_ceiling import read_ceiling  # noqa: E402
+from read_ceiling import empty_kernel, read_ceiling  # noqa: E402
 from timing import report, us_after_clean_flush  # noqa: E402
 
 
@@ -105,7 +109,25 @@ def read_table(rows: list) -> str:
         "| case | tritonwise GB/s | plain Triton read of the same bytes | tritonwise / that read |",
         "|---|---|---|---|",
     ]
-    lines += [f"| {name} | {ours:.0f} | {read:.0f} | {ours / read:.0%} |" for name, ours, read in rows]
+    lines += [f"| {name} | {ours:.0f} | {read:.0f} | {ours / read:.0%} |" for name, _, ours, read in rows]
+    return "\n".join(lines)
+
+
+def _us(nbytes: int, rate: float) -> float:
+    return nbytes / rate / 1e3  # GB/s back to microseconds
+
+
+def target_table(ceiling: float, reads: list) -> str:
+    """Microseconds: what reading at 90% of the copy ceiling allows each case, against what it
+    took, what a plain read of its bytes took, and what an empty kernel takes (the timer's floor)."""
+    empty_us = _us(1, gbps(1, empty_kernel("cuda")))
+    lines = [
+        "| case | MiB read | µs at 90% of the copy ceiling | tritonwise µs | plain read µs | empty kernel µs |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, nbytes, ours, read in reads:
+        allowed, took, read_us = _us(nbytes, 0.9 * ceiling), _us(nbytes, ours), _us(nbytes, read)
+        lines.append(f"| {name} | {nbytes / 2**20:.0f} | {allowed:.1f} | {took:.1f} | {read_us:.1f} | {empty_us:.1f} |")
     return "\n".join(lines)
 
 
@@ -123,7 +145,7 @@ def run(use_compile: bool) -> tuple:
             compiled = gbps(case.nbytes, compiled_fn)
             compiled_clean = clean_gbps(case.nbytes, compiled_fn)
         rows.append((case.name, ours, eager, compiled, ours / ceiling, status))
-        reads.append((case.name, ours, read_ceiling(x, gbps)))
+        reads.append((case.name, case.nbytes, ours, read_ceiling(x, gbps)))
         clean.append(
             (case.name, clean_gbps(case.nbytes, case.ours), clean_gbps(case.nbytes, case.eager), compiled_clean)
         )
@@ -171,7 +193,13 @@ def main() -> int:
         print("axis_reductions.py needs a CUDA GPU", file=sys.stderr)
         return 2
     ceiling, rows, chosen, clean, reads = run(not args.no_compile)
-    tables = (table(ceiling, rows), read_table(reads), clean_table(clean), "\n".join(chosen))
+    tables = (
+        table(ceiling, rows),
+        read_table(reads),
+        target_table(ceiling, reads),
+        clean_table(clean),
+        "\n".join(chosen),
+    )
     text = header() + "\n\n" + "\n\n".join(tables) + "\n"
     if args.sweep:
         text += "\nEvery block of each case's layout class:\n" + "\n".join(sweep()) + "\n"

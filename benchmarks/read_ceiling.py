@@ -2,9 +2,17 @@
 memory order and sums each block (one partial per program), the best of a few blocks and warp
 counts. A reduction reads each input once and writes almost nothing, so this, not a clone of
 1 GiB, bounds what any reduction of those bytes can reach under the same timer: a 64 MiB read
-under do_bench cannot reach the 1 GiB clone's rate (RESULTS.md, eighth session)."""
+under do_bench cannot reach the 1 GiB clone's rate (RESULTS.md, eighth session).
+
+    python benchmarks/read_ceiling.py
+
+times that read from 1 to 512 MiB and fits what each timer charges a kernel whatever its size."""
 
 from __future__ import annotations
+
+import os
+import sys
+from typing import Callable
 
 import torch
 import triton
@@ -23,6 +31,19 @@ def _read_blocks(x_ptr, partial_ptr, numel, BLOCK: tl.constexpr):
     tl.store(partial_ptr + tl.program_id(0), tl.sum(x.to(tl.float32), 0))
 
 
+@triton.jit
+def _store_one(out_ptr):
+    tl.store(out_ptr, 0.0)
+
+
+def empty_kernel(device) -> Callable:
+    """A launch of one program that stores one float: what any kernel costs under a timer before
+    it reads a byte (H100, do_bench: 3.3-4.6 us; a read of N bytes took 6.5 us + N / 3117 GB/s
+    over 16-512 MiB, RESULTS.md, ninth session)."""
+    out = torch.empty(1, device=device)
+    return lambda: _store_one[(1,)](out)
+
+
 def read_ceiling(x: torch.Tensor, gbps) -> float:
     """The best GB/s (by `gbps(nbytes, fn)`) of _read_blocks over CONFIGS on contiguous `x`."""
     flat = x.contiguous().view(-1)
@@ -36,3 +57,54 @@ def read_ceiling(x: torch.Tensor, gbps) -> float:
         torch.testing.assert_close(partial.sum(), flat.float().sum(), rtol=1e-3, atol=1e-2 * programs)
         best = max(best, gbps(nbytes, launch))
     return best
+
+
+def fit_fixed_cost(sizes_us: list) -> tuple:
+    """Least squares of t = a + nbytes / rate over (nbytes, microseconds) pairs: (a in us, rate
+    in GB/s). `a` is what every read pays whatever its size; 90% of `rate` is out of reach for
+    any read shorter than 9 * a microseconds' worth of bytes."""
+    n = len(sizes_us)
+    mean_x = sum(x for x, _ in sizes_us) / n
+    mean_t = sum(t for _, t in sizes_us) / n
+    slope = sum((x - mean_x) * (t - mean_t) for x, t in sizes_us) / sum((x - mean_x) ** 2 for x, _ in sizes_us)
+    return mean_t - slope * mean_x, 1e-3 / slope
+
+
+def main() -> int:
+    """The read ceiling from 1 to 512 MiB under do_bench and after a clean flush, with the fixed
+    cost each timer charges (a fit over 16-512 MiB) and an empty kernel's time."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from bench import gbps, header
+    from timing import report, us_after_clean_flush
+
+    def clean_gbps(nbytes, fn):
+        return nbytes / us_after_clean_flush(fn) / 1e3
+
+    lines = ["| MiB | do_bench µs | GB/s | clean flush µs | GB/s |", "|---|---|---|---|---|"]
+    points = {"do_bench": [], "clean flush": []}
+    for mib in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512):
+        x = torch.randn(mib * 2**18, device="cuda")
+        rates = (read_ceiling(x, gbps), read_ceiling(x, clean_gbps))
+        nbytes = mib * 2**20
+        cells = []
+        for timer, rate in zip(points, rates):
+            cells += [f"{nbytes / rate / 1e3:.1f}", f"{rate:.0f}"]
+            if mib >= 16:
+                points[timer].append((nbytes, nbytes / rate / 1e3))
+        lines.append(f"| {mib} | " + " | ".join(cells) + " |")
+        print(lines[-1], flush=True)
+    empty = empty_kernel("cuda")
+    empty()
+    lines.append("")
+    lines.append(
+        f"Empty kernel: {1 / gbps(1, empty) / 1e3:.1f} µs under do_bench, {us_after_clean_flush(empty):.1f} after a clean flush."
+    )
+    for timer, pairs in points.items():
+        fixed, rate = fit_fixed_cost(pairs)
+        lines.append(f"Fit over 16-512 MiB, {timer}: t = {fixed:.2f} µs + bytes / {rate:.0f} GB/s.")
+    report(header() + "\n\n" + "\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
