@@ -12,7 +12,7 @@ A second table divides tritonwise's GB/s by the read ceiling at each case's size
 kernel reading the same bytes in memory order (read_ceiling.py), timed alike.
 
 A third table says what 90% of the 1 GiB copy ceiling asks of each case in microseconds, beside
-tritonwise's time, the plain read's, and an empty kernel's under the same timer: below about 125
+tritonwise's time, the plain read's, and an empty kernel's under the same timer: below about 120
 MiB, no kernel can finish a read that fast (RESULTS.md, ninth session).
 
 A fourth table times the same calls after a clean L2 flush (timing.us_after_clean_flush):
