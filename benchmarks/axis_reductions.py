@@ -8,16 +8,18 @@ same run. Each case also prints the scheme and block tritonwise chose (`explain(
 GB/s of a clone of its input (the copy ceiling at that size: small inputs cannot reach the
 1 GiB ceiling, whatever reads them). `--sweep` times every block of the case's layout class.
 
-A second table divides tritonwise's GB/s by the read ceiling at each case's size: a plain Triton
-kernel reading the same bytes in memory order (read_ceiling.py), timed alike.
+A second table says what 90% of the 1 GiB copy ceiling asks of each case in microseconds, beside
+tritonwise's time, a plain read's, and an empty kernel's under do_bench: below about 120 MiB, no
+kernel can finish a read that fast under that timer (RESULTS.md, ninth session).
 
-A third table says what 90% of the 1 GiB copy ceiling asks of each case in microseconds, beside
-tritonwise's time, the plain read's, and an empty kernel's under the same timer: below about 120
-MiB, no kernel can finish a read that fast (RESULTS.md, ninth session).
-
-A fourth table times the same calls after a clean L2 flush (timing.us_after_clean_flush):
-do_bench's flush writes 256 MiB and leaves dirty lines that the timed kernel writes back, which
-costs a 64 MiB read about a third of its bandwidth and the 1 GiB clone almost nothing.
+Then each case under three timers, each with its own copy ceiling and the read ceiling at the
+case's size (a plain Triton kernel reading the same bytes in memory order, read_ceiling.py):
+- do_bench, as above;
+- after a clean L2 flush (timing.us_after_clean_flush): do_bench's flush writes 256 MiB and
+  leaves dirty lines that the timed kernel writes back, which costs a 64 MiB read about a third
+  of its bandwidth and the 1 GiB clone almost nothing;
+- back to back in a CUDA graph on copies of the input that fill 256 MiB (timing.us_back_to_back):
+  no host time, no flush, every call reading DRAM, as kernels run inside a model.
 """
 
 from __future__ import annotations
@@ -33,9 +35,9 @@ import triton
 from tritonwise import pointwise_dynamic
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import Case, _nbytes, copy_ceiling, gbps, header, table  # noqa: E402
-from read_ceiling import empty_kernel, read_ceiling  # noqa: E402
-from timing import report, us_after_clean_flush  # noqa: E402
+from bench import Case, _nbytes, gbps, header, table  # noqa: E402
+from read_ceiling import empty_kernel, read_ceiling, timed  # noqa: E402
+from timing import gpu_us_per_kernel, report, us_after_clean_flush, us_back_to_back  # noqa: E402
 
 
 @triton.jit
@@ -61,19 +63,23 @@ sum_0_2 = _reducer(_identity, ("sum", (0, 2)))
 
 
 def cases(device="cuda") -> list:
-    """(Case, tritonwise function, its inputs) for each of the issue's five shapes."""
+    """(Case, tritonwise function, its input, the torch expression of an input) for each of the
+    issue's five shapes."""
     big = torch.randn(8192, 8192, device=device)
     tall = torch.randn(16384, 128, device=device, dtype=torch.bfloat16)
     wide = torch.randn(128, 16384, device=device, dtype=torch.bfloat16)
     cube = torch.randn(64, 4096, 64, device=device)
     table = [
-        ("sum(x*x, -1) fp32 8192x8192", sum_sq_last, big, lambda: (big * big).sum(-1)),
-        ("amax(x, 0) fp32 8192x8192", max_dim0, big, lambda: big.amax(0)),
-        ("sum(x, -1) bf16 16384x128", sum_last, tall, lambda: tall.sum(-1)),
-        ("sum(x, -1) bf16 128x16384", sum_last, wide, lambda: wide.sum(-1)),
-        ("sum(x, (0, 2)) fp32 64x4096x64", sum_0_2, cube, lambda: cube.sum((0, 2))),
+        ("sum(x*x, -1) fp32 8192x8192", sum_sq_last, big, lambda x: (x * x).sum(-1)),
+        ("amax(x, 0) fp32 8192x8192", max_dim0, big, lambda x: x.amax(0)),
+        ("sum(x, -1) bf16 16384x128", sum_last, tall, lambda x: x.sum(-1)),
+        ("sum(x, -1) bf16 128x16384", sum_last, wide, lambda x: x.sum(-1)),
+        ("sum(x, (0, 2)) fp32 64x4096x64", sum_0_2, cube, lambda x: x.sum((0, 2))),
     ]
-    return [(Case(name, _nbytes(x), lambda f=fn, x=x: f(x), eager), fn, x) for name, fn, x, eager in table]
+    return [
+        (Case(name, _nbytes(x), lambda f=fn, x=x: f(x), lambda e=expr, x=x: e(x)), fn, x, expr)
+        for name, fn, x, expr in table
+    ]
 
 
 def check(case: Case) -> str:
@@ -88,28 +94,57 @@ def clean_gbps(nbytes: int, fn) -> float:
     return nbytes / us_after_clean_flush(fn) / 1e3
 
 
-def clean_copy_ceiling() -> float:
+ROTATED_BYTES = 2**28  # copies of an input fill 256 MiB, five times the H100's 50 MiB of L2
+
+
+def back_to_back_gbps(nbytes: int, call, x) -> float:
+    """GB/s of `call` launched back to back in a CUDA graph on copies of `x` that together fill
+    ROTATED_BYTES (at least two), about 1 GiB read in all."""
+    size = _nbytes(x)
+    copies = max(2, math.ceil(ROTATED_BYTES / size))
+    inputs = [x] + [x.clone() for _ in range(copies - 1)]
+    launches = copies * max(2, math.ceil(2**30 / (copies * size)))
+    return nbytes / us_back_to_back(call, inputs, launches) / 1e3
+
+
+# Each timer as rate(nbytes, call, x): GB/s of call(x) counting nbytes.
+TIMERS = {
+    "do_bench": timed(gbps),
+    "after a clean L2 flush": timed(clean_gbps),
+    "back to back in a CUDA graph, inputs rotated through 256 MiB": back_to_back_gbps,
+}
+
+
+def copy_ceiling_under(rate) -> float:
     x = torch.empty(2**28, device="cuda").uniform_()  # 1 GiB of fp32, as bench.copy_ceiling
-    return clean_gbps(2 * _nbytes(x), x.clone)
+    return rate(2 * _nbytes(x), torch.clone, x)
 
 
-def clean_table(rows: list) -> str:
+def _rate_or_nan(rate, nbytes, call, x) -> float:
+    if call is None:
+        return math.nan
+    try:
+        return rate(nbytes, call, x)
+    except Exception as error:  # torch.compile's code under graph capture, should it refuse
+        print(f"  not timed: {type(error).__name__}: {str(error)[:200]}", flush=True)
+        return math.nan
+
+
+def measured_under(rate, case: Case, fn, x, expr, compiled) -> tuple:
+    """(tritonwise, torch eager, torch.compile, plain read) GB/s of one case by `rate`."""
+    n = case.nbytes
+    return (rate(n, fn, x), rate(n, expr, x), _rate_or_nan(rate, n, compiled, x), read_ceiling(x, rate))
+
+
+def timer_table(timer: str, ceiling: float, rows: list) -> str:
     lines = [
-        "| case (after a clean L2 flush) | tritonwise GB/s | torch eager | torch.compile | tritonwise / copy ceiling |",
-        "|---|---|---|---|---|",
+        f"| case ({timer}) | tritonwise GB/s | plain read | tritonwise / plain read | / copy ceiling ({ceiling:.0f}) | torch eager | torch.compile |",
+        "|---|---|---|---|---|---|---|",
     ]
-    ceiling = rows[0][1]
-    for name, ours, eager, compiled in rows:
-        lines.append(f"| {name} | {ours:.0f} | {eager:.0f} | {compiled:.0f} | {ours / ceiling:.0%} |")
-    return "\n".join(lines)
-
-
-def read_table(rows: list) -> str:
-    lines = [
-        "| case | tritonwise GB/s | plain Triton read of the same bytes | tritonwise / that read |",
-        "|---|---|---|---|",
-    ]
-    lines += [f"| {name} | {ours:.0f} | {read:.0f} | {ours / read:.0%} |" for name, _, ours, read in rows]
+    for name, _, ours, eager, compiled, read in rows:
+        lines.append(
+            f"| {name} | {ours:.0f} | {read:.0f} | {ours / read:.0%} | {ours / ceiling:.0%} | {eager:.0f} | {compiled:.0f} |"
+        )
     return "\n".join(lines)
 
 
@@ -117,42 +152,46 @@ def _us(nbytes: int, rate: float) -> float:
     return nbytes / rate / 1e3  # GB/s back to microseconds
 
 
-def target_table(ceiling: float, reads: list) -> str:
-    """Microseconds: what reading at 90% of the copy ceiling allows each case, against what it
-    took, what a plain read of its bytes took, and what an empty kernel takes (the timer's floor)."""
-    empty_us = _us(1, gbps(1, empty_kernel("cuda")))
+def target_table(ceiling: float, rows: list) -> str:
+    """Microseconds under do_bench: what reading at 90% of the copy ceiling allows each case,
+    against what it took, what a plain read of its bytes took, and what an empty kernel takes
+    under do_bench and back to back (the timers' floors)."""
+    empty = empty_kernel("cuda")
+    empty_us, graph_us = _us(1, gbps(1, empty)), gpu_us_per_kernel(empty)
     lines = [
-        "| case | MiB read | µs at 90% of the copy ceiling | tritonwise µs | plain read µs | empty kernel µs |",
+        "| case | MiB read | µs at 90% of the copy ceiling | tritonwise µs | plain read µs | empty kernel µs (back to back) |",
         "|---|---|---|---|---|---|",
     ]
-    for name, nbytes, ours, read in reads:
+    for name, nbytes, ours, _, _, read in rows:
         allowed, took, read_us = _us(nbytes, 0.9 * ceiling), _us(nbytes, ours), _us(nbytes, read)
-        lines.append(f"| {name} | {nbytes / 2**20:.0f} | {allowed:.1f} | {took:.1f} | {read_us:.1f} | {empty_us:.1f} |")
+        lines.append(
+            f"| {name} | {nbytes / 2**20:.0f} | {allowed:.1f} | {took:.1f} | {read_us:.1f} | {empty_us:.1f} ({graph_us:.1f}) |"
+        )
     return "\n".join(lines)
 
 
 def run(use_compile: bool) -> tuple:
-    ceiling = copy_ceiling()
-    clean = [("copy ceiling (clone, 1 GiB)", clean_copy_ceiling(), math.nan, math.nan)]
-    rows, chosen, reads = [], [], []
-    for case, fn, x in cases():
+    """The headline rows (do_bench, with each check), the chosen schemes, and for each timer its
+    copy ceiling and rows (name, bytes, tritonwise, eager, torch.compile, plain read)."""
+    ceilings = {timer: copy_ceiling_under(rate) for timer, rate in TIMERS.items()}
+    by_timer = {timer: [] for timer in TIMERS}
+    rows, chosen = [], []
+    for case, fn, x, expr in cases():
         status = check(case)
-        ours, eager = gbps(case.nbytes, case.ours), gbps(case.nbytes, case.eager)
-        compiled = compiled_clean = math.nan
+        compiled = None
         if use_compile:
-            compiled_fn = torch.compile(case.eager)
-            compiled_fn()
-            compiled = gbps(case.nbytes, compiled_fn)
-            compiled_clean = clean_gbps(case.nbytes, compiled_fn)
-        rows.append((case.name, ours, eager, compiled, ours / ceiling, status))
-        reads.append((case.name, case.nbytes, ours, read_ceiling(x, gbps)))
-        clean.append(
-            (case.name, clean_gbps(case.nbytes, case.ours), clean_gbps(case.nbytes, case.eager), compiled_clean)
-        )
+            compiled = torch.compile(expr)
+            compiled(x)
+        for timer, rate in TIMERS.items():
+            by_timer[timer].append((case.name, case.nbytes, *measured_under(rate, case, fn, x, expr, compiled)))
+        _, _, ours, eager, compiled_rate, _ = by_timer["do_bench"][-1]
+        rows.append((case.name, ours, eager, compiled_rate, ours / ceilings["do_bench"], status))
         copy = gbps(2 * case.nbytes, lambda x=x: x.clone())
         chosen.append(f"- {case.name}: {_scheme_line(fn, x)}; a clone of the input moves {copy:.0f} GB/s")
-        print(f"{case.name:<34} ours {ours:6.0f}  eager {eager:6.0f}  compile {compiled:6.0f}  {status}", flush=True)
-    return ceiling, rows, chosen, clean, reads
+        print(
+            f"{case.name:<34} ours {ours:6.0f}  eager {eager:6.0f}  compile {compiled_rate:6.0f}  {status}", flush=True
+        )
+    return rows, chosen, ceilings, by_timer
 
 
 def _scheme_line(fn, x) -> str:
@@ -166,7 +205,7 @@ def sweep() -> list:
     from tritonwise.schemes import get_scheme
 
     lines = []
-    for case, fn, x in cases():
+    for case, fn, x, _ in cases():
         plan = fn.explain(x)
         scheme = get_scheme(plan.scheme)
         for block in plan.block_choices:
@@ -192,14 +231,10 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("axis_reductions.py needs a CUDA GPU", file=sys.stderr)
         return 2
-    ceiling, rows, chosen, clean, reads = run(not args.no_compile)
-    tables = (
-        table(ceiling, rows),
-        read_table(reads),
-        target_table(ceiling, reads),
-        clean_table(clean),
-        "\n".join(chosen),
-    )
+    rows, chosen, ceilings, by_timer = run(not args.no_compile)
+    ceiling = ceilings["do_bench"]
+    timers = [timer_table(timer, ceilings[timer], by_timer[timer]) for timer in TIMERS]
+    tables = (table(ceiling, rows), target_table(ceiling, by_timer["do_bench"]), *timers, "\n".join(chosen))
     text = header() + "\n\n" + "\n\n".join(tables) + "\n"
     if args.sweep:
         text += "\nEvery block of each case's layout class:\n" + "\n".join(sweep()) + "\n"

@@ -44,19 +44,29 @@ def empty_kernel(device) -> Callable:
     return lambda: _store_one[(1,)](out)
 
 
-def read_ceiling(x: torch.Tensor, gbps) -> float:
-    """The best GB/s (by `gbps(nbytes, fn)`) of _read_blocks over CONFIGS on contiguous `x`."""
+def read_ceiling(x: torch.Tensor, rate) -> float:
+    """The best GB/s of _read_blocks over CONFIGS reading contiguous `x`, as `rate(nbytes, read,
+    x)` times `read(t)`, a read of a tensor like `x` (`timed` makes such a rate of a timer of
+    functions without arguments)."""
     flat = x.contiguous().view(-1)
     nbytes = flat.numel() * flat.element_size()
     best = 0.0
     for block, warps in CONFIGS:
         programs = triton.cdiv(flat.numel(), block)
         partial = torch.empty(programs, device=x.device)
-        launch = lambda: _read_blocks[(programs,)](flat, partial, flat.numel(), BLOCK=block, num_warps=warps)  # noqa: E731
-        launch()
+
+        def read(t, programs=programs, partial=partial, block=block, warps=warps):
+            _read_blocks[(programs,)](t.view(-1), partial, t.numel(), BLOCK=block, num_warps=warps)
+
+        read(flat)
         torch.testing.assert_close(partial.sum(), flat.float().sum(), rtol=1e-3, atol=1e-2 * programs)
-        best = max(best, gbps(nbytes, launch))
+        best = max(best, rate(nbytes, read, flat))
     return best
+
+
+def timed(gbps) -> Callable:
+    """`rate(nbytes, call, x)` of `gbps(nbytes, fn)`, a timer of functions without arguments."""
+    return lambda nbytes, call, x: gbps(nbytes, lambda: call(x))
 
 
 def fit_fixed_cost(sizes_us: list) -> tuple:
@@ -84,7 +94,7 @@ def main() -> int:
     points = {"do_bench": [], "clean flush": []}
     for mib in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512):
         x = torch.randn(mib * 2**18, device="cuda")
-        rates = (read_ceiling(x, gbps), read_ceiling(x, clean_gbps))
+        rates = (read_ceiling(x, timed(gbps)), read_ceiling(x, timed(clean_gbps)))
         nbytes = mib * 2**20
         cells = []
         for timer, rate in zip(points, rates):

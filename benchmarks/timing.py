@@ -3,6 +3,7 @@ launch_layers.py), GPU time from a CUDA graph, and writing a report."""
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import time
 from typing import Callable
@@ -69,6 +70,15 @@ def gpu_us_per_kernel(fn, launches: int = 100) -> float:
         torch.cuda.synchronize()
         times.append(begin.elapsed_time(end) * 1e3 / launches)
     return statistics.median(times)
+
+
+def us_back_to_back(call, inputs: list, launches: int) -> float:
+    """GPU microseconds per `call(t)`, `launches` calls back to back in one CUDA graph cycling
+    through `inputs`: no host time, no flush between calls. Copies of one input that together
+    exceed L2 make every call read DRAM, as in a model, where a kernel's input was written long
+    before; and no dirty lines are left for the timed kernel to write back, unlike do_bench."""
+    cycle = itertools.cycle(inputs)
+    return gpu_us_per_kernel(lambda: call(next(cycle)), launches)
 
 
 def us_after_clean_flush(fn, reps: int = 50, flush_bytes: int = 2**28) -> float:
