@@ -101,16 +101,20 @@ def test_row_looped_long_rows(kind, dims):
     _check(fn(x, y), _expected(kind, x, y, (dims,), False, torch.float32), kind, torch.float32, 1500)
 
 
-@pytest.mark.parametrize("rows, block", [(40, (1, 4096)), (257, (2, 1024))])
-def test_few_long_rows_take_the_pipelined_block(rows, block):
-    """At most 256 rows of at least 4096 reduced elements take one row of 4096 per program, the
-    one row_looped block whose column loop is pipelined; more rows keep the plain-loop blocks.
-    (40 rows of 4100 do not split: split_parts cuts fewer rows or longer ones.)"""
-    x, y = torch.randn(rows, 4100), torch.randn(4100)
+@pytest.mark.parametrize(
+    "rows, cols, block",
+    [(40, 4100, (1, 4096)), (257, 4100, (2, 1024)), (40, 32800, (1, 8192)), (129, 32800, (1, 4096))],
+)
+def test_few_long_rows_take_the_pipelined_blocks(rows, cols, block):
+    """At most 256 rows of at least 4096 reduced elements take one row of 4096 per program, and
+    at most 128 of at least 32768 one row of 8192: the row_looped blocks whose column loop is
+    pipelined; more rows keep the plain-loop blocks. (None of these splits: split_parts cuts
+    fewer rows or longer ones.)"""
+    x, y = torch.randn(rows, cols), torch.randn(cols)
     fn = _function("sum", -1)
     plan = fn.explain(x, y)
     assert (plan.scheme, plan.block, plan.split_parts) == ("row_looped", block, 1)
-    _check(fn(x, y), _expected("sum", x, y, (-1,), False, torch.float32), "sum", torch.float32, 4100)
+    _check(fn(x, y), _expected("sum", x, y, (-1,), False, torch.float32), "sum", torch.float32, cols)
 
 
 def test_persistent_scheme_and_results_per_row():
@@ -236,16 +240,23 @@ def test_gpu_along_dims_against_torch(shape, kind, dims, dtype):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize(
-    "rows, cols, kind, dtype",
-    [(200, 5000, "max", torch.float16), (256, 4099, "min", torch.int32), (40, 12345, "sum", torch.float32)],
+    "rows, cols, kind, dtype, block",
+    [
+        (200, 5000, "max", torch.float16, (1, 4096)),
+        (256, 4099, "min", torch.int32, (1, 4096)),
+        (40, 12345, "sum", torch.float32, (1, 4096)),
+        (100, 40000, "sum", torch.bfloat16, (1, 8192)),
+        (128, 32769, "max", torch.int32, (1, 8192)),
+    ],
 )
-def test_gpu_few_long_rows_on_the_pipelined_block(rows, cols, kind, dtype):
-    """The pipelined (1, 4096) block compiled: masked tails, integers, a poisoned given output."""
+def test_gpu_few_long_rows_on_the_pipelined_blocks(rows, cols, kind, dtype, block):
+    """The pipelined (1, 4096) and (1, 8192) blocks compiled: masked tails, integers, a poisoned
+    given output."""
     make = (lambda *s: torch.randint(-50, 50, s, device="cuda", dtype=dtype)) if dtype == torch.int32 else None
     make = make or (lambda *s: torch.randn(s, device="cuda").to(dtype))
     x, y = make(rows, cols), make(cols)
     fn = _function(kind, -1)
-    assert fn.explain(x, y).block == (1, 4096)
+    assert fn.explain(x, y).block == block
     out = poisoned_like(torch.empty(rows, device="cuda", dtype=dtype))
     assert fn(x, y, out0=out) is out
     _check(out, _expected(kind, x, y, (-1,), False, dtype), kind, dtype, cols)

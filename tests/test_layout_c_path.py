@@ -403,6 +403,13 @@ ROW_CASES = {  # (kind, dims, keepdim, inputs of size n, the two sizes): issue 1
         lambda n: (torch.randn(n, 4096),) * 2,
         (320, 240),
     ),
+    "few very long rows, then fewer (row_looped, the wider pipelined block)": (
+        "sum",
+        (1,),
+        False,
+        lambda n: (torch.randn(n, 32768),) * 2,
+        (160, 120),
+    ),
     "sum over (0, 2) (row_looped)": ("sum", (0, 2), True, lambda n: (torch.randn(64, n, 64),) * 2, (272, 288)),
     "max over dim 0 (column_looped)": ("max", (0,), False, lambda n: (torch.randn(n, 512),) * 2, (1024, 1040)),
     "sum of a short last dim, broadcast (row_persistent)": (
@@ -431,8 +438,10 @@ def test_row_schemes_launch_new_shapes_as_the_analysis_plans_them(module, case):
     driver.n_values = len(template.index_args)
     out = module.hit({}, args, hit_path.MISS, {}, records)
     assert (out.shape, out.stride()) == (expected.out_shape, expected.out_strides[0])
-    ((_, grid, threads, values),) = driver.launches
+    ((function, grid, threads, values),) = driver.launches
     assert grid == (*expected.grid, 1, 1)[:3] and threads == 32 * expected.num_warps
+    of_block = {_function_of(p) for p in (template, expected) if p.task.tiling.block == expected.task.tiling.block}
+    assert function in of_block  # a kernel of the block the analysis picked
     assert values == [args[0].data_ptr(), args[1].data_ptr(), out.data_ptr(), *expected.index_args]
 
 

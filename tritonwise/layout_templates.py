@@ -54,7 +54,7 @@ from .runtime.kernels import Rebinding
 from .schemes import get_scheme
 from .schemes.base import SMALL_TASK_TILES
 from .schemes.column_looped import MIN_PROGRAMS
-from .schemes.row_looped import FEW_ROWS, LONG_ROW, PIPELINED_WIDTH
+from .schemes.row_looped import LONG_ROW, PIPELINED_BLOCKS
 from .schemes.row_persistent import max_persistent_cols
 
 # The schemes layout.h retiles, by the code it knows them by.
@@ -73,8 +73,7 @@ class RowRule(NamedTuple):
     long_row: int  # row_looped's wide block from this many reduced elements
     min_programs: int  # column_looped's widest tile making this many programs
     split: Optional[tuple]  # split_parts' constants (see row_rule); None where the call never splits
-    few_rows: int  # row_looped takes its pipelined block for at most this many rows ...
-    pipelined_width: int  # ... of at least this many reduced elements: the block's width
+    pipelined: tuple  # row_looped's steps (at most rows, at least cols, block width) for few rows
 
 
 def row_rule(reductions: tuple, config) -> RowRule:
@@ -88,8 +87,7 @@ def row_rule(reductions: tuple, config) -> RowRule:
         long_row=LONG_ROW,
         min_programs=MIN_PROGRAMS,
         split=split if splittable(reductions) else None,
-        few_rows=FEW_ROWS,
-        pipelined_width=PIPELINED_WIDTH,
+        pipelined=PIPELINED_BLOCKS,
     )
 
 

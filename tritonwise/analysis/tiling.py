@@ -11,8 +11,8 @@ each), so a new shape of the same class reuses the file and one of at most:
     tile2d  6 blocks  (BLOCK_M in 16, S; BLOCK_N in 16, 64, 128; S = 64 for aligned files of
                        elements up to 4 bytes, else 32; 16 x 16 for tasks of fewer than 3 tiles)
     row_persistent 6 blocks (BLOCK_N in 16, 64, 128, 256, 512, 1024; the narrowest covering the row)
-    row_looped     6 blocks (BLOCK_M x BLOCK_N = 2048, looping over the reduced extent; and 1 x 4096,
-                           pipelined, for few long rows)
+    row_looped     7 blocks (BLOCK_M x BLOCK_N = 2048, looping over the reduced extent; and 1 x 4096
+                           and 1 x 8192, pipelined, for few long rows)
     column_looped  4 blocks (BLOCK_M x BLOCK_N = 8192, BLOCK_M kept elements adjacent in memory)
 
 each capped by the config's max_tile_size. Along a dim, the pick is the largest size whose

@@ -33,7 +33,7 @@
 #define MAX_OPERANDS 16
 #define MAX_VALUES 128
 #define LAYOUT_FIELDS 17
-#define RULE_FIELDS 8 /* layout_templates.RowRule */
+#define RULE_FIELDS 7 /* layout_templates.RowRule */
 
 enum { SCHEME_FLAT = 0, SCHEME_ND = 1, SCHEME_TILE2D = 2, SCHEME_ROW_PERSISTENT = 3, SCHEME_ROW_LOOPED = 4,
        SCHEME_COLUMN_LOOPED = 5 };
@@ -252,6 +252,16 @@ static long long split_parts(const LayoutTask *t, PyObject *rule) {
     return parts;
 }
 
+/* Whether `steps` is a tuple of 3-tuples (RowRule.pipelined: at most rows, at least cols, width). */
+static int are_steps(PyObject *steps) {
+    if (!PyTuple_Check(steps)) return 0;
+    for (Py_ssize_t s = 0; s < PyTuple_GET_SIZE(steps); ++s) {
+        PyObject *step = PyTuple_GET_ITEM(steps, s);
+        if (!PyTuple_Check(step) || PyTuple_GET_SIZE(step) != 3) return 0;
+    }
+    return 1;
+}
+
 /* analysis.plan.analyze_rows for a call giving no outputs, by RowRule `rule`: the kept dims
  * (collapsed, the rows) then the reduced ones (collapsed, the columns), the outputs dense over
  * the kept dims in the task's order, of the reduced result's shape. 0 where the task is empty,
@@ -262,7 +272,7 @@ static int row_layout(LayoutTask *t, int n_out, PyObject *rule) {
     int kept_order[MAX_RANK], reduced_order[MAX_RANK], n_kept = 0, n_reduced = 0;
     long long full[MAX_RANK], over_task[MAX_RANK];
     if (t->n_out || PyTuple_GET_SIZE(rule) != RULE_FIELDS || !PyTuple_Check(dims) || !checked_numel(t) || (split != Py_None && !PyTuple_Check(split)) ||
-        (split != Py_None && PyTuple_GET_SIZE(split) != 5))
+        (split != Py_None && PyTuple_GET_SIZE(split) != 5) || !are_steps(PyTuple_GET_ITEM(rule, 6)))
         return 0;
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(dims); ++k) {
         long d = PyLong_AsLong(PyTuple_GET_ITEM(dims, k));
@@ -357,15 +367,20 @@ static void pick_row_block(const LayoutTask *t, int scheme, int m_dim, const lon
                            Py_ssize_t n, PyObject *rule, long long block[2]) {
     long long rows, cols, long_row = PyLong_AsLongLong(PyTuple_GET_ITEM(rule, 3));
     long long min_programs = PyLong_AsLongLong(PyTuple_GET_ITEM(rule, 4));
-    long long few_rows = PyLong_AsLongLong(PyTuple_GET_ITEM(rule, 6));
-    long long wide = PyLong_AsLongLong(PyTuple_GET_ITEM(rule, 7));
+    PyObject *pipelined = PyTuple_GET_ITEM(rule, 6);
     rows_and_cols(t, m_dim, &rows, &cols);
     Py_ssize_t k = 0, fallback = n - 1;
     if (scheme == SCHEME_ROW_PERSISTENT) {
         while (k < n && bn[k] < cols) ++k;
     } else if (scheme == SCHEME_ROW_LOOPED) {
         long long width = cols >= long_row ? 2048 : 1024;
-        if (rows <= few_rows && cols >= wide && has_width(bn, n, wide)) width = wide;
+        for (Py_ssize_t s = 0; s < PyTuple_GET_SIZE(pipelined); ++s) { /* RowLooped.pick_block's steps */
+            PyObject *step = PyTuple_GET_ITEM(pipelined, s);
+            long long max_rows = PyLong_AsLongLong(PyTuple_GET_ITEM(step, 0));
+            long long min_cols = PyLong_AsLongLong(PyTuple_GET_ITEM(step, 1));
+            long long wide = PyLong_AsLongLong(PyTuple_GET_ITEM(step, 2));
+            if (rows <= max_rows && cols >= min_cols && has_width(bn, n, wide)) width = wide;
+        }
         while (k < n && bn[k] != width) ++k;
         fallback = 0;
     } else {
@@ -496,7 +511,9 @@ static int scheme_fits(const LayoutTask *t, int scheme, int m_dim, PyObject *rul
     if (scheme < SCHEME_ROW_PERSISTENT)
         return t->n_rows < 0 && (scheme == SCHEME_FLAT) == (t->task_rank == 1) &&
                (scheme != SCHEME_TILE2D || (m_dim >= 0 && m_dim < t->task_rank - 1));
-    if (!PyTuple_Check(rule) || PyTuple_GET_SIZE(rule) != RULE_FIELDS || m_dim != t->n_rows) return 0;
+    if (!PyTuple_Check(rule) || PyTuple_GET_SIZE(rule) != RULE_FIELDS || !are_steps(PyTuple_GET_ITEM(rule, 6)) ||
+        m_dim != t->n_rows)
+        return 0;
     long long rows, cols, persistent_cols = PyLong_AsLongLong(PyTuple_GET_ITEM(rule, 2));
     rows_and_cols(t, m_dim, &rows, &cols);
     if (scheme == SCHEME_ROW_PERSISTENT) return cols <= persistent_cols;

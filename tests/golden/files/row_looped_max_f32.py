@@ -3,7 +3,7 @@
 #   payload  golden_cases.square  (source sha256 fde6b93ec09a50ae)
 #   kernel   square_r2_row_looped_i32_f32
 #   rank     2    scheme row_looped    index int32
-#   blocks   1x2048  2x1024  4x512  8x256  16x128  1x4096    aligned False
+#   blocks   1x2048  2x1024  4x512  8x256  16x128  1x4096  1x8192    aligned False
 #   in0      x: float32 strides [s, 1]
 #   out0     max of the float32 result along the columns, in float32 strides [1, 0]
 #   call     out0 from the inputs as loaded
@@ -70,7 +70,7 @@ LAYOUT = dict(
     payload='square',
     scheme='row_looped',
     m_dim=1,
-    blocks=[(1, 2048), (2, 1024), (4, 512), (8, 256), (16, 128), (1, 4096)],
+    blocks=[(1, 2048), (2, 1024), (4, 512), (8, 256), (16, 128), (1, 4096), (1, 8192)],
     index_bits=32,
     aligned=False,
     deterministic=False,
