@@ -15,13 +15,13 @@ LOOP_BLOCK_NS = (2048, 1024, 512, 256, 128)  # every block a file offers (BLOCK_
 # (rows of 4096 in 64 runs of 64) read 1851 with (1, 2048), 1954 with (2, 1024).
 LONG_ROW = 8192
 # At most 256 rows take one row of 4096 per program on 8 warps, and only blocks that wide pipeline
-# their column loop (3 stages: tl.range's num_stages); the others loop plainly. On the H100 (GB/s read under
-# do_bench, .gpu/exp38.py and exp39.py at d170487), with loads evicting first: rows of 16384 fp32,
-# 3 stages on (1, 4096) / plain (1, 2048): 128 rows 859 / 767, 256 rows 1247 / 1316, 512 rows 1605
-# / 1810, 1024 rows 1930 / 2163, 2048 rows 2343 / 2477; bf16 128 rows 520 / 432, 256 rows 879 /
-# 774, 1024 rows 1600 / 1743. Many rows: the (0, 2) sum of 64x4096x64 2149 plain / 1885 pipelined,
-# the 8192x8192 sum of squares 2769 / 2726, 4096x4096 bf16 1719 / 1623. (Before the loads evicted
-# first, pipelining had won or tied on all of these: RESULTS.md, seventh session.)
+# their column loop (3 stages: tl.range's num_stages); the others loop plainly. On the H100 (GB/s
+# read under do_bench, .gpu/exp38.py and exp39.py at d170487), with loads evicting first: rows of
+# 16384 fp32, 3 stages on (1, 4096) / plain (1, 2048): 128 rows 859 / 767, 256 rows 1247 / 1316, 512
+# rows 1605 / 1810, 1024 rows 1930 / 2163, 2048 rows 2343 / 2477; bf16 128 rows 520 / 432, 256 rows
+# 879 / 774, 1024 rows 1600 / 1743. Many rows: the (0, 2) sum of 64x4096x64 2149 plain / 1885
+# pipelined, the 8192x8192 sum of squares 2769 / 2726, 4096x4096 bf16 1719 / 1623. (Before the loads
+# evicted first, pipelining had won or tied on all of these: RESULTS.md, seventh session.)
 LOOP_STAGES = 3
 PIPELINED_WIDTH = 4096  # blocks at least this wide pipeline their column loop
 # (at most this many rows, at least this many reduced elements, the pipelined block's width):
