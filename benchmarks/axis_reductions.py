@@ -36,9 +36,9 @@ import triton
 from tritonwise import pointwise_dynamic
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import Case, _nbytes, copy_ceiling, gbps, header, table  # noqa: E402
+from bench import Case, _nbytes, copy_ceiling, do_bench_us, gbps, header, table  # noqa: E402
 from read_ceiling import empty_kernel, read_ceiling, timed  # noqa: E402
-from timing import gpu_us_per_kernel, report, us_after_clean_flush, us_back_to_back  # noqa: E402
+from timing import gbps_after_clean_flush, gpu_us_per_kernel, report, us_at, us_back_to_back  # noqa: E402
 
 
 @triton.jit
@@ -91,10 +91,6 @@ def check(case: Case) -> str:
     return "ok" if torch.allclose(got.float(), want.float(), rtol=tol, atol=tol * 10) else "MISMATCH"
 
 
-def clean_gbps(nbytes: int, fn) -> float:
-    return nbytes / us_after_clean_flush(fn) / 1e3
-
-
 ROTATED_BYTES = 2**28  # copies of an input fill 256 MiB, five times the H100's 50 MiB of L2
 
 
@@ -111,7 +107,7 @@ def back_to_back_gbps(nbytes: int, call, x) -> float:
 # Each timer as rate(nbytes, call, x): GB/s of call(x) counting nbytes.
 TIMERS = {
     "do_bench": timed(gbps),
-    "after a clean L2 flush": timed(clean_gbps),
+    "after a clean L2 flush": timed(gbps_after_clean_flush),
     "back to back in a CUDA graph, inputs rotated through 256 MiB": back_to_back_gbps,
 }
 
@@ -153,22 +149,18 @@ def timer_table(timer: str, ceiling: float, rows: list) -> str:
     return "\n".join(lines)
 
 
-def _us(nbytes: int, rate: float) -> float:
-    return nbytes / rate / 1e3  # GB/s back to microseconds
-
-
 def target_table(ceiling: float, rows: list) -> str:
     """Microseconds under do_bench: what reading at 90% of the copy ceiling allows each case,
     against what it took, what a plain read of its bytes took, and what an empty kernel takes
     under do_bench and back to back (the timers' floors)."""
     empty = empty_kernel("cuda")
-    empty_us, graph_us = _us(1, gbps(1, empty)), gpu_us_per_kernel(empty)
+    empty_us, graph_us = do_bench_us(empty), gpu_us_per_kernel(empty)
     lines = [
         "| case | MiB read | µs at 90% of the copy ceiling | tritonwise µs | plain read µs | empty kernel µs (back to back) |",
         "|---|---|---|---|---|---|",
     ]
     for name, nbytes, ours, _, _, read in rows:
-        allowed, took, read_us = _us(nbytes, 0.9 * ceiling), _us(nbytes, ours), _us(nbytes, read)
+        allowed, took, read_us = us_at(nbytes, 0.9 * ceiling), us_at(nbytes, ours), us_at(nbytes, read)
         lines.append(
             f"| {name} | {nbytes / 2**20:.0f} | {allowed:.1f} | {took:.1f} | {read_us:.1f} | {empty_us:.1f} ({graph_us:.1f}) |"
         )

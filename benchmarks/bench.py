@@ -110,9 +110,13 @@ def cases(device="cuda") -> list:
     return result
 
 
+def do_bench_us(fn: Callable) -> float:
+    """The median microseconds of `fn` under triton.testing.do_bench (L2 flushed before each call)."""
+    return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median") * 1e3
+
+
 def gbps(nbytes: int, fn: Callable) -> float:
-    ms = triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
-    return nbytes / (ms * 1e-3) / 1e9
+    return nbytes / do_bench_us(fn) / 1e3
 
 
 def check(case: Case) -> str:

@@ -84,30 +84,27 @@ def main() -> int:
     """The read ceiling from 1 to 512 MiB under do_bench and after a clean flush, with the fixed
     cost each timer charges (a fit over 16-512 MiB) and an empty kernel's time."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from bench import gbps, header
-    from timing import report, us_after_clean_flush
-
-    def clean_gbps(nbytes, fn):
-        return nbytes / us_after_clean_flush(fn) / 1e3
+    from bench import do_bench_us, gbps, header
+    from timing import gbps_after_clean_flush, report, us_after_clean_flush, us_at
 
     lines = ["| MiB | do_bench µs | GB/s | clean flush µs | GB/s |", "|---|---|---|---|---|"]
     points = {"do_bench": [], "clean flush": []}
     for mib in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512):
         x = torch.randn(mib * 2**18, device="cuda")
-        rates = (read_ceiling(x, timed(gbps)), read_ceiling(x, timed(clean_gbps)))
+        rates = (read_ceiling(x, timed(gbps)), read_ceiling(x, timed(gbps_after_clean_flush)))
         nbytes = mib * 2**20
         cells = []
         for timer, rate in zip(points, rates):
-            cells += [f"{nbytes / rate / 1e3:.1f}", f"{rate:.0f}"]
+            cells += [f"{us_at(nbytes, rate):.1f}", f"{rate:.0f}"]
             if mib >= 16:
-                points[timer].append((nbytes, nbytes / rate / 1e3))
+                points[timer].append((nbytes, us_at(nbytes, rate)))
         lines.append(f"| {mib} | " + " | ".join(cells) + " |")
         print(lines[-1], flush=True)
     empty = empty_kernel("cuda")
     empty()
     lines.append("")
     lines.append(
-        f"Empty kernel: {1 / gbps(1, empty) / 1e3:.1f} µs under do_bench, {us_after_clean_flush(empty):.1f} after a clean flush."
+        f"Empty kernel: {do_bench_us(empty):.1f} µs under do_bench, {us_after_clean_flush(empty):.1f} after a clean flush."
     )
     for timer, pairs in points.items():
         fixed, rate = fit_fixed_cost(pairs)

@@ -102,6 +102,15 @@ def us_after_clean_flush(fn, reps: int = 50, flush_bytes: int = 2**28) -> float:
     return statistics.median(b.elapsed_time(e) for b, e in times) * 1e3
 
 
+def gbps_after_clean_flush(nbytes: int, fn) -> float:
+    return nbytes / us_after_clean_flush(fn) / 1e3
+
+
+def us_at(nbytes: int, gbps: float) -> float:
+    """Microseconds that `nbytes` take at `gbps` GB/s."""
+    return nbytes / gbps / 1e3
+
+
 def report(text: str, path=None) -> None:
     """Print a benchmark's tables, and write them to `path` when one is given."""
     print("\n" + text)
