@@ -252,8 +252,12 @@ static long long split_parts(const LayoutTask *t, PyObject *rule) {
     return parts;
 }
 
-/* Whether `steps` is a tuple of 3-tuples (RowRule.pipelined: at most rows, at least cols, width). */
-static int are_steps(PyObject *steps) {
+/* Whether `rule` has RowRule's shape: its split None or 5 constants, its pipelined steps (at
+ * most rows, at least cols, width) a tuple of 3-tuples. */
+static int is_row_rule(PyObject *rule) {
+    if (!PyTuple_Check(rule) || PyTuple_GET_SIZE(rule) != RULE_FIELDS) return 0;
+    PyObject *split = PyTuple_GET_ITEM(rule, 5), *steps = PyTuple_GET_ITEM(rule, 6);
+    if (split != Py_None && (!PyTuple_Check(split) || PyTuple_GET_SIZE(split) != 5)) return 0;
     if (!PyTuple_Check(steps)) return 0;
     for (Py_ssize_t s = 0; s < PyTuple_GET_SIZE(steps); ++s) {
         PyObject *step = PyTuple_GET_ITEM(steps, s);
@@ -271,9 +275,7 @@ static int row_layout(LayoutTask *t, int n_out, PyObject *rule) {
     int keepdim = PyTuple_GET_ITEM(rule, 1) == Py_True, reduced[MAX_RANK] = {0}, order[MAX_RANK];
     int kept_order[MAX_RANK], reduced_order[MAX_RANK], n_kept = 0, n_reduced = 0;
     long long full[MAX_RANK], over_task[MAX_RANK];
-    if (t->n_out || PyTuple_GET_SIZE(rule) != RULE_FIELDS || !PyTuple_Check(dims) || !checked_numel(t) || (split != Py_None && !PyTuple_Check(split)) ||
-        (split != Py_None && PyTuple_GET_SIZE(split) != 5) || !are_steps(PyTuple_GET_ITEM(rule, 6)))
-        return 0;
+    if (t->n_out || !is_row_rule(rule) || !PyTuple_Check(dims) || !checked_numel(t)) return 0;
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(dims); ++k) {
         long d = PyLong_AsLong(PyTuple_GET_ITEM(dims, k));
         if (d < 0 || d >= t->rank) return 0;
@@ -511,9 +513,7 @@ static int scheme_fits(const LayoutTask *t, int scheme, int m_dim, PyObject *rul
     if (scheme < SCHEME_ROW_PERSISTENT)
         return t->n_rows < 0 && (scheme == SCHEME_FLAT) == (t->task_rank == 1) &&
                (scheme != SCHEME_TILE2D || (m_dim >= 0 && m_dim < t->task_rank - 1));
-    if (!PyTuple_Check(rule) || PyTuple_GET_SIZE(rule) != RULE_FIELDS || !are_steps(PyTuple_GET_ITEM(rule, 6)) ||
-        m_dim != t->n_rows)
-        return 0;
+    if (!is_row_rule(rule) || m_dim != t->n_rows) return 0;
     long long rows, cols, persistent_cols = PyLong_AsLongLong(PyTuple_GET_ITEM(rule, 2));
     rows_and_cols(t, m_dim, &rows, &cols);
     if (scheme == SCHEME_ROW_PERSISTENT) return cols <= persistent_cols;

@@ -23,7 +23,6 @@ LONG_ROW = 8192
 # pipelined, the 8192x8192 sum of squares 2769 / 2726, 4096x4096 bf16 1719 / 1623. (Before the loads
 # evicted first, pipelining had won or tied on all of these: RESULTS.md, seventh session.)
 LOOP_STAGES = 3
-PIPELINED_WIDTH = 4096  # blocks at least this wide pipeline their column loop
 # (at most this many rows, at least this many reduced elements, the pipelined block's width):
 # the steps of few rows' block, a later step overriding an earlier one. Few very long rows take
 # one row of 8192 per program on 8 warps: on the H100 (GB/s read, do_bench / back to back in a
@@ -32,7 +31,8 @@ PIPELINED_WIDTH = 4096  # blocks at least this wide pipeline their column loop
 # 1140 and 1981 / 1748; 128x32768 bf16 848 / 802-868 and 1551 / 1433. With 256 rows it tied or
 # lost (fp32 256x32768 1589-1649 / 1672, 256x65536 1893-1933 / 1956), and with rows of 16384 it
 # tied (128x16384 bf16 504-544 / 491-516, exp46).
-PIPELINED_BLOCKS = ((256, PIPELINED_WIDTH, PIPELINED_WIDTH), (128, 32768, 8192))
+PIPELINED_BLOCKS = ((256, 4096, 4096), (128, 32768, 8192))
+PIPELINED_WIDTH = min(width for _, _, width in PIPELINED_BLOCKS)  # blocks this wide or wider pipeline
 # Loads evict first, as Inductor's looped reductions load (each element is read once). H100, GB/s
 # under do_bench, two alternating rounds (.gpu/exp31.py at 838a302), evict_first / plain: sum over
 # the last dim of 128x16384 bf16 498-500 / 460-466, over (0, 2) of 64x4096x64 fp32 1936-1938 /
