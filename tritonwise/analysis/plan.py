@@ -76,13 +76,8 @@ class SplitRows:
 # A split aims at this many (row, part) pairs, each part reading at least MIN_PART_EXTENT.
 SPLIT_TARGET_ROWS = 2048
 MIN_PART_EXTENT = 1024
-# With row_looped's pipelined loop (H100, GB/s read, split / unsplit, two rounds, .gpu/exp28.py at
-# cf584c8): rows of 2**16 lose by splitting at every row count measured, 32 to 256 ((32, 2**16)
-# fp32 485 / 509, (64, 2**16) 810-824 / 872-899, (128, 2**16) bf16 855-858 / 899-931, (256,
-# 2**16) fp32 1612-1670 / 1849-1854); longer rows gain up to 192 rows ((64, 2**18) fp32 1626 /
-# 1132-1141, (128, 2**18) bf16 1429-1457 / 1202-1205, (192, 2**20) bf16 2525-2551 / 2072-2080)
-# and no longer at 256 ((256, 2**18) fp32 2461-2477 / 2602-2617, (256, 2**20) fp32 2910-2922 /
-# 2953-2958); few rows fill few SMs whatever their length ((8, 2**22) fp32 1949 / 222).
+# Splitting buys programs at the cost of a second kernel, which only few or very long rows repay:
+# docs/decisions/split-rule.md.
 SPLIT_MAX_ROWS = 192  # more rows than this are not split
 SPLIT_ALWAYS_ROWS = 32  # fewer rows than this are always split; more only when their rows are long
 SPLIT_MIN_COLS = 2**17

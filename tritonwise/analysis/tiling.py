@@ -17,7 +17,7 @@ each), so a new shape of the same class reuses the file and one of at most:
 
 each capped by the config's max_tile_size. Along a dim, the pick is the largest size whose
 tiles are more than half used (`extent / tiled extent > 1/2`), else the smallest: a 16 x 64
-slab stays 16 x 64, a transpose of large extents gets 64 x 128, as benchmarks/sweep.py measured.
+slab stays 16 x 64, a transpose of large extents gets 64 x 128 (docs/decisions/block-table.md).
 Each scheme's choices, pick, warps and tile count live in its own module under schemes/.
 """
 
@@ -58,7 +58,7 @@ def operand_classes(strides: Sequence[tuple]) -> tuple:
 def choose_tiling(
     task_shape: tuple, strides: Sequence[tuple], itemsize: int, config: CodeGenConfig, split: Optional[int] = None
 ) -> Tiling:
-    """Block shapes and warps measured best on an H100 (benchmarks/sweep.py; RESULTS.md).
+    """Block shapes and warps that measured best (docs/decisions/block-table.md).
     `split`: for a reduction along dims, the number of kept (row) dims before the reduced ones;
     a row scheme takes it as its m_dim."""
     scheme = choose_scheme(task_shape, strides, split, config)

@@ -29,7 +29,7 @@ logger = logging.getLogger("tritonwise")
 _loaded_lock = threading.Lock()
 _loaded: dict = {}  # (identity key, device index) -> LoadedKernel
 # (kernel, specialization, options, device index) -> LoadedKernel: a new shape of a known layout
-# class finds its kernel here without hashing an identity (~0.5 ms a plan on the H100 host)
+# class finds its kernel here without hashing an identity (docs/decisions/kernel-memo-and-store.md)
 _specialized: dict = {}
 
 
@@ -263,8 +263,8 @@ def compile_ahead(file_name: str, kernel, values: Sequence, num_warps: int, targ
 
 def store_enabled() -> bool:
     """Whether first launches go through the store (the default; TRITONWISE_KERNEL_STORE=0 turns
-    it off, and the first launch then compiles through Triton's JIT). Its GPU tests passed on an
-    H100 with Triton 3.6 (tests/test_gpu_kernel_store.py)."""
+    it off, and the first launch then compiles through Triton's JIT). GPU tests:
+    tests/test_gpu_kernel_store.py; docs/decisions/kernel-memo-and-store.md."""
     return os.environ.get("TRITONWISE_KERNEL_STORE", "1") != "0"
 
 

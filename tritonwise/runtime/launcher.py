@@ -15,11 +15,9 @@ through Triton, the plan launches the compiled kernel itself:
    expects, when (1) cannot be built, and whenever launch hooks are installed (profilers):
    Triton then builds the launch metadata and calls the hooks as it always does.
 
-Measured on H100 hosts (benchmarks/host_overhead.py and launch_layers.py, RESULTS.md):
-`kernel[grid](...)` ~20 us per call, `compiled.run(...)` ~8.4 us, Triton's C entry with empty
-hooks 4.6-5.4 us, the own launcher 4.1-4.8 us (of which 3.8-4.3 us is launch.c and the driver).
-Beyond that gain, (1) needs nothing private from Triton, so every Triton version whose kernels
-the driver confirms gets it; Triton's C entry is reachable only on 3.6.
+(1) is the faster of the two, and needs nothing private from Triton, so every Triton version
+whose kernels the driver confirms gets it; Triton's C entry is reachable only on 3.6
+(docs/decisions/own-launcher.md).
 """
 
 from __future__ import annotations

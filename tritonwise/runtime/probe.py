@@ -5,8 +5,8 @@ Codegen uses it to leave out casts where the payload already returns the result 
 frontend where a given output cannot hold its promotion's result under torch's casting rule
 (FlagGems' frexp declares DEFAULT for its int32 exponent output). The payload is called as the
 generated kernel calls it -- tensors at their computation dtype, scalars as the kernel receives
-them -- on ones. The first probe of a process starts the interpreter (17 ms on the H100 host, most
-of a warm first call), so results are also kept on disk (`remembered_value_dtypes`).
+them -- on ones. The first probe of a process starts the interpreter, most of a warm first call's
+time, so results are also kept on disk (`remembered_value_dtypes`; docs/decisions/probe-memo.md).
 """
 
 from __future__ import annotations

@@ -11,12 +11,8 @@ from .base import blocks_of_area, ceil_div, pow2_floor, prod
 from .row_looped import RowLooped
 
 COLUMN_BLOCK_M = (128, 64, 32, 16)  # BLOCK_M choices; BLOCK_N makes the block 8192 elements
-# The column loop is software-pipelined (tl.range's num_stages: row_looped's LOOP_STAGES,
-# inherited), which lets a few wide programs keep enough loads in flight. Column max over dim 0
-# of 8192x8192 fp32 on the H100 (RESULTS.md, third session), hand-written kernels of the
-# generated one's structure: (64, 128) tiles on 4
-# warps read 2006-2015 GB/s unpipelined, 2689-2722 with 3 stages (128 programs); (32, 256) on 8
-# warps with 2 stages 2650-2672 (256 programs).
+# The widest tile that still makes MIN_PROGRAMS programs, its loop pipelined (LOOP_STAGES,
+# inherited) so that few programs keep loads in flight; docs/decisions/column-looped-tile.md.
 MIN_PROGRAMS = 128
 LOOP_WARPS = 4
 

@@ -8,8 +8,7 @@ from .base import SMALL_TASK_TILES, Scheme, ceil_div, fit, pow2_floor, prod, uni
 
 ND_BLOCK_N = (16, 64, 256, 1024)  # BLOCK_M * BLOCK_N = 2048
 # A task of fewer than SMALL_TASK_TILES such tiles takes SHORT_BLOCK_M rows instead (where that is
-# shorter), spread over more programs of fewer warps: (8, 16, 8) + (16, 1) in GPU time on the H100,
-# (128, 16) on 8 warps 1.76 us, (16, 16) on 1 warp 1.59-1.60, eager 1.45 (RESULTS.md).
+# shorter): more programs of fewer warps finish it sooner; docs/decisions/small-task-tiles.md.
 SHORT_BLOCK_M = 16
 
 

@@ -9,35 +9,17 @@ from .base import prod
 from .row_persistent import RowPersistent
 
 LOOP_BLOCK_NS = (2048, 1024, 512, 256, 128)  # every block a file offers (BLOCK_M x BLOCK_N = 2048)
-# Rows of at least LONG_ROW columns take one row of 2048 per program on 16 warps, shorter ones two
-# rows of 1024 on 8. On the H100: sum of squares over the last dim of 8192x8192 fp32 read 2718-2739
-# GB/s with (1, 2048) on 16 warps, 2660 with (2, 1024) on 8; but the (0, 2) sum of 64x4096x64
-# (rows of 4096 in 64 runs of 64) read 1851 with (1, 2048), 1954 with (2, 1024).
+# Rows this long take one row of 2048 on 16 warps (longer runs), shorter ones two rows of 1024
+# on 8 (more programs); docs/decisions/row-looped-blocks.md.
 LONG_ROW = 8192
-# At most 256 rows take one row of 4096 per program on 8 warps, and only blocks that wide pipeline
-# their column loop (3 stages: tl.range's num_stages); the others loop plainly. On the H100 (GB/s
-# read under do_bench, .gpu/exp38.py and exp39.py at d170487), with loads evicting first: rows of
-# 16384 fp32, 3 stages on (1, 4096) / plain (1, 2048): 128 rows 859 / 767, 256 rows 1247 / 1316, 512
-# rows 1605 / 1810, 1024 rows 1930 / 2163, 2048 rows 2343 / 2477; bf16 128 rows 520 / 432, 256 rows
-# 879 / 774, 1024 rows 1600 / 1743. Many rows: the (0, 2) sum of 64x4096x64 2149 plain / 1885
-# pipelined, the 8192x8192 sum of squares 2769 / 2726, 4096x4096 bf16 1719 / 1623. (Before the loads
-# evicted first, pipelining had won or tied on all of these: RESULTS.md, seventh session.)
+# Only few rows' wide blocks pipeline: few programs need loads in flight, many lose more to the
+# pipeline's buffers than they gain; docs/decisions/row-looped-pipelining.md.
 LOOP_STAGES = 3
-# (at most this many rows, at least this many reduced elements, the pipelined block's width):
-# the steps of few rows' block, a later step overriding an earlier one. Few very long rows take
-# one row of 8192 per program on 8 warps: on the H100 (GB/s read, do_bench / back to back in a
-# CUDA graph, .gpu/exp47.py at 041bb4b), (1, 8192) against (1, 4096): bf16 128x65536 1237-1307
-# / 1099-1147 and 2068 / 1815; 64x65536 785 / 716 and 1380 / 1122; fp32 64x65536 1200-1266 /
-# 1140 and 1981 / 1748; 128x32768 bf16 848 / 802-868 and 1551 / 1433. With 256 rows it tied or
-# lost (fp32 256x32768 1589-1649 / 1672, 256x65536 1893-1933 / 1956), and with rows of 16384 it
-# tied (128x16384 bf16 504-544 / 491-516, exp46).
+# (at most this many rows, at least this many reduced elements, the pipelined block's width),
+# a later step overriding an earlier one.
 PIPELINED_BLOCKS = ((256, 4096, 4096), (128, 32768, 8192))
 PIPELINED_WIDTH = min(width for _, _, width in PIPELINED_BLOCKS)  # blocks this wide or wider pipeline
-# Loads evict first, as Inductor's looped reductions load (each element is read once). H100, GB/s
-# under do_bench, two alternating rounds (.gpu/exp31.py at 838a302), evict_first / plain: sum over
-# the last dim of 128x16384 bf16 498-500 / 460-466, over (0, 2) of 64x4096x64 fp32 1936-1938 /
-# 1888-1900; level on the 8192x8192 row sum (2725-2726 / 2713-2727) and column max (2689-2705 /
-# 2704-2709); but row_persistent's 16384x128 bf16 lost (542-560 / 596-607), so only the loops.
+# Each element is read once, so its line leaves L2 first; docs/decisions/evict-first.md.
 LOAD_EVICTION = "evict_first"
 
 

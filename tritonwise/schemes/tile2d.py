@@ -40,9 +40,7 @@ class Tile2d(Scheme):
 
     def pick_block(self, task_shape, m_dim, choices) -> tuple:
         """The tile the extents fill; a task of one or two such tiles takes the smallest tile
-        instead, so that it runs on as many programs as it can. A small transposed add on the
-        H100 (64x64, GPU µs from CUDA graphs, three rounds, .gpu/exp34.py at fd2a747): one
-        64x64 tile 2.14-2.17, four 16x64 1.72-1.97, sixteen 16x16 1.56-1.62, eager 1.54-1.88."""
+        instead, so that it runs on as many programs as it can (docs/decisions/small-task-tiles.md)."""
         bn = fit(task_shape[-1], [b[1] for b in choices])
         with_bn = [b for b in choices if b[1] == bn]
         bm = fit(task_shape[m_dim], [b[0] for b in with_bn])
