@@ -26,9 +26,10 @@ class Explanation:
     kernel: str
     block_choices: tuple = ()  # every block the file may launch with; `block` is this call's
     split_parts: int = 1  # a split reduction along dims: slices of the reduced extent, combined after
+    torch_compile: str = ""  # what torch.compile traces for the function (tracing/expression.status)
 
     @classmethod
-    def of(cls, plan: LaunchPlan) -> "Explanation":
+    def of(cls, plan: LaunchPlan, torch_compile: str = "") -> "Explanation":
         task, spec = plan.task, plan.spec
         return cls(
             shape=task.shape,
@@ -44,6 +45,7 @@ class Explanation:
             kernel=spec.kernel_name,
             block_choices=task.tiling.choices,
             split_parts=task.split.parts if task.split is not None else 1,
+            torch_compile=torch_compile,
         )
 
     def __str__(self) -> str:
@@ -60,6 +62,8 @@ class Explanation:
             ("grid", f"{self.grid} programs ({math.prod(self.grid)} total)"),
             ("file", self.path or "(none: nothing to launch)"),
         ]
+        if self.torch_compile:
+            rows.append(("compile", self.torch_compile))
         return "\n".join(f"{k:>8}: {v}" for k, v in rows)
 
     def _split_text(self) -> str:

@@ -41,6 +41,7 @@ from .runtime.hit_path import MISS
 from .runtime.interpret import runs_interpreted
 from .runtime.kernels import compile_ahead
 from .runtime.loader import load
+from .tracing.expression import status as traced_status
 
 logger = logging.getLogger("tritonwise")
 _NO_ROUTE = object()  # PointwiseDynamicFunction._route: an ordinary call, for the plan path
@@ -115,6 +116,12 @@ class PointwiseDynamicFunction:
     def __call__(self, *args, **kwargs):
         """The call. Once the C hit path is enabled, launch.c's method (runtime/call.h) takes
         this one's place: the same first part in C, then _call_missed."""
+        if torch.compiler.is_compiling():  # dynamo traces the payload's torch expression instead
+            from .tracing.hook import NOT_TRACED, traced_call
+
+            traced = traced_call(self, args, kwargs)
+            if traced is not NOT_TRACED:
+                return traced
         entry, key = hit_path.entry, None
         outs = self._given_outputs(kwargs) if kwargs else None
         if entry is not None and (outs is not None or not kwargs):  # the C hit path
@@ -255,7 +262,7 @@ class PointwiseDynamicFunction:
                 f"{self.__name__}.explain: a complex call runs the real kernel over view_as_real data "
                 "(see tritonwise/complex.py); explain that real call instead"
             )
-        return Explanation.of(self._prepare(args, outs, collapse=True))
+        return Explanation.of(self._prepare(args, outs, collapse=True), torch_compile=traced_status(self))
 
     def _outputs(self, kwargs: dict) -> tuple:
         """The given outputs. An unknown keyword is an error unless its value is None: FlagGems'

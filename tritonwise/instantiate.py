@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import torch
+
 from .explanation import Explanation
 from .frontend import validation
 from .runtime import arguments as argcheck
 from .runtime.dispatch import PlanCache
+from .tracing.expression import status as traced_status
 
 if TYPE_CHECKING:
     from .function import PointwiseDynamicFunction
@@ -23,6 +26,13 @@ class InstantiatedFunction:
         self.__name__ = f"{fn.__name__}_rank{rank}"
 
     def __call__(self, *args, **kwargs):
+        if torch.compiler.is_compiling():  # dynamo traces the payload's torch expression instead
+            from .tracing.hook import NOT_TRACED, traced_call
+
+            self._check(args, self._fn._outputs(kwargs))
+            traced = traced_call(self._fn, args, kwargs)
+            if traced is not NOT_TRACED:
+                return traced
         outs = self._fn._outputs(kwargs)
         key = argcheck.call_signature(args, outs)
         plan = self._plans.get(key)
@@ -41,7 +51,7 @@ class InstantiatedFunction:
     def explain(self, *args, **kwargs) -> "Explanation":
         outs = self._fn._outputs(kwargs)
         self._check(args, outs)
-        return Explanation.of(self._fn._prepare(args, outs, collapse=False))
+        return Explanation.of(self._fn._prepare(args, outs, collapse=False), torch_compile=traced_status(self._fn))
 
     def _check(self, args: tuple, outs: tuple) -> None:
         missing = [f"out{k}" for k, o in enumerate(outs) if o is None]

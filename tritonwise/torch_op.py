@@ -41,6 +41,10 @@ def register(fn, qualname: str, differentiable: bool = True):
     library.impl(name, lambda *args: fn(*args), "CompositeExplicitAutograd")
 
     def fake(*args):
+        if torch.compiler.is_compiling():  # dynamo met the op: Inductor may decompose it into torch ops
+            from .tracing.hook import register_decomposition
+
+            register_decomposition(fn, getattr(getattr(torch.ops, namespace), name).default)
         device = fn.output_device(*args)  # the real call's own device rule
         outputs = [
             torch.empty_strided(shape, strides, dtype=dtype, device=device)

@@ -1,0 +1,81 @@
+"""Under torch.compile, a pointwise function is its torch expression; eagerly, our kernel.
+
+Dynamo traces `PointwiseDynamicFunction.__call__` (and `InstantiatedFunction.__call__`); while
+it does, `torch.compiler.is_compiling()` is true and the call goes to `traced_call`, which
+returns the torch expression's result (tracing/expression.py), so the compiled graph holds
+torch operations that Inductor fuses with their neighbours. A function whose payload does not
+translate (or a call the expression does not take: StridedBuffers, complex tensors, no tensor)
+gets NOT_TRACED and runs as before.
+
+The translation and each call class's rule are computed by `_prepared`, which dynamo runs for
+real (assume_constant_result) instead of tracing it: parsing and exec are not torch operations.
+Its result is kept on the function (the tracing of a later compile reads the same object).
+
+An op from `as_torch_op` stays one node in dynamo's graph (its fake implementation gives the
+shapes); `register_decomposition` gives Inductor the same expression as the op's decomposition,
+added when dynamo first meets the op, so Inductor's lowering sees torch operations there too.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .expression import expression_or_reason, rule_of, run, signature
+
+NOT_TRACED = object()
+
+
+def traced_call(fn, args: tuple, kwargs: dict):
+    """The call as torch operations, or NOT_TRACED."""
+    outs = _outputs(fn, kwargs)
+    if outs is None or len(args) != fn.schema.num_inputs():
+        return NOT_TRACED
+    call = signature(args, outs)
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if call is None or not tensors:
+        return NOT_TRACED
+    name = _prepared(fn, call, max(t.ndim for t in tensors))
+    if name is None:
+        return NOT_TRACED
+    return getattr(fn, name)(args, outs)
+
+
+def _outputs(fn, kwargs: dict):
+    """The given outputs by position (None: allocated); None for any other keyword."""
+    outs = [None] * fn.schema.num_outputs()
+    for name, value in kwargs.items():
+        if not (name.startswith("out") and name[3:].isdigit() and int(name[3:]) < len(outs)):
+            return None if value is not None else outs
+        outs[int(name[3:])] = value
+    return tuple(outs)
+
+
+@torch.compiler.assume_constant_result
+def _prepared(fn, call: tuple, rank: int):
+    """The name of `fn`'s attribute holding a function (args, outs) -> the call's values, or
+    None where the payload does not translate. A name, not the function: dynamo guards what it
+    reads through the attribute, and could not guard a value returned from here."""
+    expression = expression_or_reason(fn)
+    if isinstance(expression, str):
+        return None
+    name = f"_tritonwise_traced_{abs(hash((call, rank))):x}"
+    if name not in fn.__dict__:
+        rule = rule_of(fn, call, rank)
+        fn.__dict__[name] = lambda args, outs: run(expression, rule, args, outs)
+    return name
+
+
+def register_decomposition(fn, overload) -> None:
+    """Give Inductor `fn`'s torch expression as `overload`'s decomposition, once dynamo meets
+    the op (the fake implementation calls this while compiling); nothing if it does not translate."""
+    if isinstance(expression_or_reason(fn), str):
+        return
+    from torch._inductor.decomposition import decompositions
+
+    if overload not in decompositions:
+        decompositions[overload] = lambda *args: _decomposed(fn, args)
+
+
+def _decomposed(fn, args: tuple):
+    result = traced_call(fn, args, {})
+    return NotImplemented if result is NOT_TRACED else result  # NotImplemented: Inductor keeps the op

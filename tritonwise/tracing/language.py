@@ -1,0 +1,278 @@
+"""Triton's language, restated over torch: what a translated payload calls (`tw.<name>`).
+
+tracing/translate.py turns each `tl.X(...)` / `libdevice.X(...)` of a payload into
+`tw.X(...)` and each operator without a torch twin (`/`, `//`, `%`, `**`) into a call here, so
+that the result is a function of torch tensors and python scalars with Triton's meaning:
+integer `/` divides in float32, integer `//` and `%` truncate as C does, `x.to(d, bitcast=True)`
+reinterprets bits. Every function takes tensors or python scalars (a scalar parameter of the
+payload stays a python number, weakly typed as torch types it).
+
+NAMESPACE is what translated code calls `tw`: FUNCTIONS, the table of Triton and libdevice names (both spell these the same) that have a
+torch equivalent; a name missing from it is a construct the translation reports as unsupported.
+"""
+
+from __future__ import annotations
+
+import types
+
+import torch
+
+
+def _tensor(x, like=None):
+    """`x` as a tensor: python scalars become 0-d tensors (on `like`'s device, if any)."""
+    if isinstance(x, torch.Tensor):
+        return x
+    device = like.device if isinstance(like, torch.Tensor) else None
+    return torch.scalar_tensor(x, dtype=_scalar_dtype(x), device=device)
+
+
+def _scalar_dtype(x) -> torch.dtype:
+    """The dtype Triton gives a python scalar argument (float32, int32/int64, int1)."""
+    if isinstance(x, bool):
+        return torch.bool
+    if isinstance(x, float):
+        return torch.float32
+    return torch.int64
+
+
+def _floating(x):
+    """`x` converted to float32 unless it already is a float: Triton's math on integers."""
+    t = _tensor(x)
+    return t if t.dtype.is_floating_point else t.to(torch.float32)
+
+
+def dtype(x) -> torch.dtype:
+    """`x.dtype` in a payload: a tensor's dtype, or the dtype Triton gives a python scalar."""
+    return x.dtype if isinstance(x, torch.Tensor) else _scalar_dtype(x)
+
+
+_DTYPE_TESTS = {
+    "is_floating": lambda d: d.is_floating_point,
+    "is_int": lambda d: not d.is_floating_point and not d.is_complex and d != torch.bool,
+    "is_int_signed": lambda d: d.is_signed and not d.is_floating_point and not d.is_complex,
+    "is_int_unsigned": lambda d: d in (torch.uint8, torch.uint16, torch.uint32, torch.uint64),
+    "is_bool": lambda d: d == torch.bool,
+    "is_int1": lambda d: d == torch.bool,
+    "is_fp16": lambda d: d == torch.float16,
+    "is_bf16": lambda d: d == torch.bfloat16,
+    "is_fp32": lambda d: d == torch.float32,
+    "is_fp64": lambda d: d == torch.float64,
+    "is_int8": lambda d: d == torch.int8,
+    "is_int16": lambda d: d == torch.int16,
+    "is_int32": lambda d: d == torch.int32,
+    "is_int64": lambda d: d == torch.int64,
+}
+
+
+def dtype_test(d: torch.dtype, name: str) -> bool:
+    """`x.dtype.is_floating()` and friends: Triton's dtype predicates on a torch dtype."""
+    return _DTYPE_TESTS[name](d)
+
+
+def bitwidth(d: torch.dtype) -> int:
+    """`dtype.primitive_bitwidth`."""
+    return 1 if d == torch.bool else d.itemsize * 8
+
+
+def to(x, d: torch.dtype, bitcast: bool = False, fp_downcast_rounding=None):
+    """`x.to(d)` / `tl.cast(x, d)`: a conversion (16-bit floats through float32, as the kernels
+    convert), or with bitcast the same bits read as `d`."""
+    t = _tensor(x)
+    if bitcast:
+        return t.view(d)
+    if d in (torch.float16, torch.bfloat16) and t.dtype not in (torch.float32, d):
+        t = t.to(torch.float32)
+    return t.to(d)
+
+
+def truediv(a, b):
+    """`a / b`: integers divide in float32 (Triton's rule), floats in their own dtype."""
+    if not _is_float(a) and not _is_float(b):
+        return _floating(a) / _floating(b)
+    return a / b
+
+
+def floordiv(a, b):
+    """`a // b`: Triton truncates integer quotients, as C does; floats are floored."""
+    if _is_float(a) or _is_float(b):
+        return torch.floor_divide(_tensor(a, b), b)
+    if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor):
+        return int(a / b)
+    return torch.div(_tensor(a, b), b, rounding_mode="trunc")
+
+
+def mod(a, b):
+    """`a % b`: the remainder with the dividend's sign (C's `%`, fmod for floats)."""
+    return torch.fmod(_tensor(a, b), b)
+
+
+def power(a, b):
+    """`a ** b`, and libdevice's pow."""
+    if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor):
+        return a**b
+    return torch.pow(a, b)
+
+
+def _is_float(x) -> bool:
+    return isinstance(x, float) or (isinstance(x, torch.Tensor) and x.dtype.is_floating_point)
+
+
+def logical_and(a, b):
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return torch.logical_and(_tensor(a, b), _tensor(b, a))
+    return a and b
+
+
+def logical_or(a, b):
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return torch.logical_or(_tensor(a, b), _tensor(b, a))
+    return a or b
+
+
+def logical_not(a):
+    return torch.logical_not(a) if isinstance(a, torch.Tensor) else not a
+
+
+def where(condition, x, y):
+    """tl.where: a python bool condition picks one side, as Triton's constant folding does."""
+    if not isinstance(condition, torch.Tensor):
+        return x if condition else y
+    if not isinstance(x, torch.Tensor) and not isinstance(y, torch.Tensor):
+        x = _tensor(x, condition)
+    return torch.where(condition, x, y)
+
+
+def _unary(torch_fn):
+    """A float function of one operand: integers are computed in float32, as Triton's math."""
+    return lambda x: torch_fn(_floating(x))
+
+
+def _binary(torch_fn):
+    return lambda a, b: torch_fn(_floating(_tensor(a, b)), _tensor(b, a))
+
+
+def _round_half_away(x):
+    """libdevice round: halves away from zero (torch.round rounds them to even)."""
+    t = _floating(x)
+    return torch.sign(t) * torch.floor(torch.abs(t) + 0.5)
+
+
+def _abs(x):
+    return torch.abs(_tensor(x))
+
+
+def _maximum(a, b, propagate_nan=None):
+    return torch.maximum(_tensor(a, b), _tensor(b, a))
+
+
+def _minimum(a, b, propagate_nan=None):
+    return torch.minimum(_tensor(a, b), _tensor(b, a))
+
+
+def _clamp(x, lo, hi, propagate_nan=None):
+    return torch.clamp(_tensor(x), lo, hi)
+
+
+def _fma(a, b, c):
+    return a * b + c
+
+
+def _sqrt(x):
+    return torch.sqrt(_floating(x))
+
+
+def _full(shape, value, dtype):
+    return torch.full(tuple(shape), value, dtype=dtype)
+
+
+def _isfinite(x):
+    return torch.isfinite(_tensor(x))
+
+
+def _fdiv(a, b, ieee_rounding=False):
+    return truediv(a, b)
+
+
+def _exp10(x):
+    return torch.pow(10.0, _floating(x))
+
+
+FUNCTIONS = {
+    "where": where,
+    "exp": _unary(torch.exp),
+    "exp2": _unary(torch.exp2),
+    "exp10": _exp10,
+    "expm1": _unary(torch.expm1),
+    "log": _unary(torch.log),
+    "log2": _unary(torch.log2),
+    "log10": _unary(torch.log10),
+    "log1p": _unary(torch.log1p),
+    "sqrt": _sqrt,
+    "sqrt_rn": _sqrt,
+    "rsqrt": _unary(torch.rsqrt),
+    "sin": _unary(torch.sin),
+    "cos": _unary(torch.cos),
+    "tan": _unary(torch.tan),
+    "asin": _unary(torch.asin),
+    "acos": _unary(torch.acos),
+    "atan": _unary(torch.atan),
+    "sinh": _unary(torch.sinh),
+    "cosh": _unary(torch.cosh),
+    "tanh": _unary(torch.tanh),
+    "asinh": _unary(torch.asinh),
+    "acosh": _unary(torch.acosh),
+    "atanh": _unary(torch.atanh),
+    "erf": _unary(torch.erf),
+    "erfc": _unary(torch.erfc),
+    "erfinv": _unary(torch.erfinv),
+    "lgamma": _unary(torch.lgamma),
+    "sigmoid": _unary(torch.sigmoid),
+    "floor": _unary(torch.floor),
+    "ceil": _unary(torch.ceil),
+    "trunc": _unary(torch.trunc),
+    "rint": _unary(torch.round),
+    "nearbyint": _unary(torch.round),
+    "round": _round_half_away,
+    "abs": _abs,
+    "fabs": _abs,
+    "maximum": _maximum,
+    "minimum": _minimum,
+    "fmax": lambda a, b: torch.fmax(_tensor(a, b), _tensor(b, a)),
+    "fmin": lambda a, b: torch.fmin(_tensor(a, b), _tensor(b, a)),
+    "clamp": _clamp,
+    "fma": _fma,
+    "pow": power,
+    "powf": power,
+    "fmod": mod,
+    "div_rn": truediv,
+    "fdiv": _fdiv,
+    "atan2": _binary(torch.atan2),
+    "hypot": _binary(torch.hypot),
+    "copysign": _binary(torch.copysign),
+    "nextafter": lambda a, b: torch.nextafter(_tensor(a, b), _tensor(b, a)),
+    "isnan": lambda x: torch.isnan(_tensor(x)),
+    "isinf": lambda x: torch.isinf(_tensor(x)),
+    "isfinited": _isfinite,
+    "finitef": _isfinite,
+    "isfinite": _isfinite,
+    "signbit": lambda x: torch.signbit(_tensor(x)),
+    "cast": to,
+    "zeros_like": torch.zeros_like,
+    "full": _full,
+}
+
+
+
+def _namespace() -> types.ModuleType:
+    """`tw` for translated code: FUNCTIONS by name, and the operators' functions."""
+    namespace = types.ModuleType("tritonwise.tracing.tw")
+    for name in ("dtype", "dtype_test", "bitwidth", "to", "truediv", "floordiv", "mod", "power"):
+        setattr(namespace, name, globals()[name])
+    for name in ("logical_and", "logical_or", "logical_not"):
+        setattr(namespace, name, globals()[name])
+    for name, function in FUNCTIONS.items():
+        setattr(namespace, name, function)
+    return namespace
+
+
+NAMESPACE = _namespace()

@@ -1,0 +1,360 @@
+"""A payload's source, translated into Python over torch: the payload's torch expression.
+
+The payload's AST is rewritten statement by statement into a plain Python function (and one
+per @triton.jit helper it calls): `tl.X(...)` and `libdevice.X(...)` become `tw.X(...)` from
+tracing/language.py, the operators whose Triton meaning differs from torch's (`/`, `//`, `%`,
+`**`, `and`, `or`, `not`) become calls there too, `x.to(tl.float16)` becomes
+`tw.to(x, torch.float16)`, and globals the payload reads (numbers, dtypes, `tl.constexpr`s) are
+written in as constants. The result reads like the payload, so it can be shown to a user.
+
+`if` statements and conditional expressions are kept when their test is known before any
+element is computed (dtype tests such as `x.dtype == tl.float32`, constexpr and scalar
+parameters), as Triton folds them. Everything else without a torch twin -- loops, an `if` on
+element values, functions torch lacks, random numbers, inline assembly -- raises
+UnsupportedConstruct naming the construct and its line.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import inspect
+import textwrap
+from dataclasses import dataclass
+from numbers import Number
+from typing import Optional
+
+from .language import FUNCTIONS
+
+TRITON_DTYPES = {
+    "fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64", "int1": "bool",
+    "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
+    "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
+}  # fmt: skip
+_OPERATORS = {ast.Div: "truediv", ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "power"}
+_KEPT_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)
+
+
+class UnsupportedConstruct(Exception):
+    """A payload construct with no torch equivalent; its message names it and its line."""
+
+
+@dataclass(frozen=True)
+class Translation:
+    name: str  # the translated payload's function name in `source`
+    source: str  # every translated function, helpers first
+
+
+def translate(fn, static_params: frozenset = frozenset()) -> Translation:
+    """The torch translation of the plain function `fn` underneath a @triton.jit payload; its
+    parameters named in `static_params` are python scalars (an `if` may test them)."""
+    functions: dict = {}
+    name = _Function(fn, functions, static_params).translate()
+    return Translation(name, "\n\n".join(functions.values()) + "\n")
+
+
+class _Function:
+    """The translation of one function; helpers it calls are added to `functions` first."""
+
+    def __init__(self, fn, functions: dict, static_params: frozenset):
+        self.fn = fn
+        self.globals = fn.__globals__
+        self.functions = functions
+        self.where = f"payload {fn.__qualname__}"
+        self.static = set(static_params)
+        self.locals: set = set()
+
+    def translate(self) -> str:
+        name = _mangle(self.fn)
+        if name in self.functions:
+            return name
+        self.functions[name] = ""  # claimed: a recursive helper is refused where it is called
+        func = _function_def(self.fn)
+        args = func.args
+        params = args.posonlyargs + args.args
+        self.locals = {a.arg for a in params}
+        self.static |= {a.arg for a in params if a.annotation is not None and "constexpr" in ast.unparse(a.annotation)}
+        new_args = ast.arguments(
+            posonlyargs=[],
+            args=[ast.arg(arg=a.arg) for a in params],
+            vararg=ast.arg(arg=args.vararg.arg) if args.vararg else None,
+            kwonlyargs=[],
+            kw_defaults=[],
+            kwarg=None,
+            defaults=[self.expr(d) for d in args.defaults],
+        )
+        body = [s for stmt in _without_docstring(func.body) for s in self.stmt(stmt)] or [ast.Pass()]
+        tree = ast.FunctionDef(name=name, args=new_args, body=body, decorator_list=[], returns=None, type_params=[])
+        self.functions.pop(name)
+        self.functions[name] = ast.unparse(ast.fix_missing_locations(tree))
+        return name
+
+    def fail(self, node, what: str):
+        line = getattr(node, "lineno", None)
+        first = inspect.getsourcelines(self.fn)[1] if line else 0
+        at = f", line {first + line - 1}" if line else ""
+        raise UnsupportedConstruct(f"{self.where}{at}: {what} has no torch equivalent")
+
+    # ---- statements ----------------------------------------------------------------------
+
+    def stmt(self, node) -> list:
+        if isinstance(node, ast.Return):
+            return [ast.Return(value=None if node.value is None else self.expr(node.value))]
+        if isinstance(node, ast.Assign):
+            value = self.expr(node.value)
+            for target in node.targets:
+                self.bind(target, node.value)
+            return [ast.Assign(targets=[self.target(t) for t in node.targets], value=value)]
+        if isinstance(node, ast.AnnAssign) and node.value is not None:
+            value = self.expr(node.value)
+            self.bind(node.target, node.value)
+            return [ast.Assign(targets=[self.target(node.target)], value=value)]
+        if isinstance(node, ast.AugAssign):
+            value = self.expr(ast.BinOp(left=_load(node.target), op=node.op, right=node.value))
+            self.bind(node.target, node.value, keep=True)
+            return [ast.Assign(targets=[self.target(node.target)], value=value)]
+        if isinstance(node, ast.If):
+            return [ast.If(test=self.static_test(node.test), body=self.block(node.body), orelse=self.block(node.orelse))]
+        if isinstance(node, ast.Pass) or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+            return []
+        if isinstance(node, ast.Assert) or (isinstance(node, ast.Expr) and self.is_static_assert(node.value)):
+            return []  # checks the kernel makes at compile time; torch has checked dtypes already
+        self.fail(node, f"the statement `{_first_line(node)}`")
+
+    def block(self, body: list) -> list:
+        return [s for stmt in body for s in self.stmt(stmt)] or ([ast.Pass()] if body else [])
+
+    def is_static_assert(self, node) -> bool:
+        return isinstance(node, ast.Call) and _callee_name(_resolve(node.func, self.globals)) == "static_assert"
+
+    def target(self, node):
+        if isinstance(node, ast.Name):
+            return ast.Name(id=node.id, ctx=ast.Store())
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return ast.Tuple(elts=[self.target(e) for e in node.elts], ctx=ast.Store())
+        self.fail(node, f"the assignment target `{ast.unparse(node)}`")
+
+    def bind(self, target, value, keep: bool = False) -> None:
+        """Record the names `target` assigns; each is static when its value is."""
+        names = [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+        static = self.is_static(value)
+        for name in names:
+            self.locals.add(name)
+            if static and (not keep or name in self.static):
+                self.static.add(name)
+            else:
+                self.static.discard(name)
+
+    def static_test(self, test):
+        if not self.is_static(test):
+            self.fail(test, f"an `if` on values computed per element (`{ast.unparse(test)}`; use tl.where)")
+        return self.expr(test)
+
+    def is_static(self, node) -> bool:
+        """Whether `node` is known before any element is computed: it reads element values
+        only through `.dtype` (or `.shape`), or names constants, globals and scalar parameters."""
+        if isinstance(node, ast.Attribute) and node.attr in ("dtype", "shape"):
+            return True
+        if isinstance(node, ast.Name):
+            return node.id not in self.locals or node.id in self.static
+        return all(self.is_static(child) for child in ast.iter_child_nodes(node))
+
+    # ---- expressions ---------------------------------------------------------------------
+
+    def expr(self, node) -> ast.expr:
+        handler = getattr(self, f"expr_{type(node).__name__}", None)
+        if handler is None:
+            self.fail(node, f"the expression `{_first_line(node)}`")
+        return handler(node)
+
+    def expr_Constant(self, node):
+        return ast.Constant(value=node.value)
+
+    def expr_Name(self, node):
+        if node.id in self.locals:
+            return ast.Name(id=node.id, ctx=ast.Load())
+        if node.id in ("True", "False", "None"):
+            return ast.Constant(value={"True": True, "False": False, "None": None}[node.id])
+        return self.global_value(node)
+
+    def expr_Tuple(self, node):
+        return ast.Tuple(elts=[self.expr(e) for e in node.elts], ctx=ast.Load())
+
+    def expr_Attribute(self, node):
+        if _root(node) in self.locals:
+            base = self.expr(node.value)
+            if node.attr == "dtype":
+                return _call("tw.dtype", [base])
+            if node.attr == "shape":
+                return ast.Attribute(value=base, attr="shape", ctx=ast.Load())
+            if node.attr == "primitive_bitwidth":
+                return _call("tw.bitwidth", [base])
+            self.fail(node, f"the attribute `.{node.attr}` in `{ast.unparse(node)}`")
+        return self.global_value(node)
+
+    def expr_BinOp(self, node):
+        left, right = self.expr(node.left), self.expr(node.right)
+        name = _OPERATORS.get(type(node.op))
+        if name is not None:
+            return _call(f"tw.{name}", [left, right])
+        if not isinstance(node.op, _KEPT_OPERATORS):
+            self.fail(node, f"the operator in `{ast.unparse(node)}`")
+        return ast.BinOp(left=left, op=node.op, right=right)
+
+    def expr_UnaryOp(self, node):
+        operand = self.expr(node.operand)
+        if isinstance(node.op, ast.Not):
+            return _call("tw.logical_not", [operand])
+        return ast.UnaryOp(op=node.op, operand=operand)
+
+    def expr_BoolOp(self, node):
+        name = "tw.logical_and" if isinstance(node.op, ast.And) else "tw.logical_or"
+        values = [self.expr(v) for v in node.values]
+        result = values[0]
+        for value in values[1:]:
+            result = _call(name, [result, value])
+        return result
+
+    def expr_Compare(self, node):
+        operands = [self.expr(node.left)] + [self.expr(c) for c in node.comparators]
+        parts = [
+            ast.Compare(left=operands[k], ops=[op], comparators=[operands[k + 1]]) for k, op in enumerate(node.ops)
+        ]
+        result = parts[0]
+        for part in parts[1:]:
+            result = _call("tw.logical_and", [result, part])
+        return result
+
+    def expr_IfExp(self, node):
+        return ast.IfExp(test=self.static_test(node.test), body=self.expr(node.body), orelse=self.expr(node.orelse))
+
+    def expr_Call(self, node):
+        func = node.func
+        if isinstance(func, ast.Attribute) and _root(func) in self.locals:
+            return self.method(node, func)
+        target = _resolve(func, self.globals)
+        keywords = [ast.keyword(arg=k.arg, value=self.expr(k.value)) for k in node.keywords]
+        args = [self.expr(a) for a in node.args]
+        if target in (float, int, bool) and all(isinstance(a, ast.Constant) for a in args):
+            return ast.Constant(value=target(*[a.value for a in args]))
+        if _is_constexpr_type(target):
+            return args[0]
+        name = _callee_name(target)
+        if name is not None:
+            if name not in FUNCTIONS:
+                self.fail(node, f"`{ast.unparse(func)}` (called in `{_first_line(node)}`)")
+            return ast.Call(func=_dotted(f"tw.{name}"), args=args, keywords=keywords)
+        if _is_jit(target):
+            if _mangle(target.fn) in self.functions and not self.functions[_mangle(target.fn)]:
+                self.fail(node, f"the recursive call `{_first_line(node)}`")
+            helper = _Function(target.fn, self.functions, frozenset()).translate()
+            return ast.Call(func=ast.Name(id=helper, ctx=ast.Load()), args=args, keywords=keywords)
+        self.fail(node, f"the call `{_first_line(node)}`")
+
+    def method(self, node, func):
+        """`x.to(...)`, `x.dtype.is_floating()` and the like on a payload value."""
+        base = self.expr(func.value)
+        args = [self.expr(a) for a in node.args]
+        keywords = [ast.keyword(arg=k.arg, value=self.expr(k.value)) for k in node.keywords]
+        if func.attr == "to":
+            return ast.Call(func=_dotted("tw.to"), args=[base] + args, keywords=keywords)
+        if func.attr.startswith("is_") and not args:
+            from .language import _DTYPE_TESTS
+
+            if func.attr in _DTYPE_TESTS:
+                return _call("tw.dtype_test", [base, ast.Constant(value=func.attr)])
+        self.fail(node, f"the method `.{func.attr}` in `{_first_line(node)}`")
+
+    def global_value(self, node) -> ast.expr:
+        """A global the payload reads, written in as a constant (or torch's dtype)."""
+        found = _resolve(node, self.globals)
+        value = found.value if _is_constexpr(found) else found
+        if isinstance(value, (Number, str)) or value is None:
+            return ast.Constant(value=value)
+        if isinstance(value, enum.Enum):
+            return ast.Constant(value=value.name)
+        torch_dtype = _torch_dtype(value)
+        if torch_dtype is not None:
+            return _dotted(f"torch.{torch_dtype}")
+        self.fail(node, f"the global `{ast.unparse(node)}` ({type(value).__name__})")
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+
+def _function_def(fn) -> ast.FunctionDef:
+    source = textwrap.dedent(inspect.getsource(fn))
+    return next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef))
+
+
+def _without_docstring(body: list) -> list:
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        return body[1:]
+    return body
+
+
+def _mangle(fn) -> str:
+    """A function name unique per translated function (module and name)."""
+    module = "".join(c if c.isalnum() else "_" for c in (fn.__module__ or ""))
+    return f"{fn.__name__}__{module}" if module else fn.__name__
+
+
+def _call(dotted: str, args: list) -> ast.Call:
+    return ast.Call(func=_dotted(dotted), args=args, keywords=[])
+
+
+def _dotted(text: str) -> ast.expr:
+    return ast.parse(text, mode="eval").body
+
+
+def _load(target) -> ast.expr:
+    return ast.Name(id=target.id, ctx=ast.Load()) if isinstance(target, ast.Name) else target
+
+
+def _root(node) -> Optional[str]:
+    while isinstance(node, (ast.Attribute, ast.Call)):
+        node = node.value if isinstance(node, ast.Attribute) else node.func
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _resolve(chain, globals_: dict):
+    """The object a name or attribute chain of globals names (None if it names none)."""
+    if isinstance(chain, ast.Name):
+        import builtins
+
+        return globals_.get(chain.id, getattr(builtins, chain.id, None))
+    if isinstance(chain, ast.Attribute):
+        base = _resolve(chain.value, globals_)
+        return None if base is None else getattr(base, chain.attr, None)
+    return None
+
+
+def _callee_name(obj) -> Optional[str]:
+    """The name of a triton.language or libdevice function, else None."""
+    target = getattr(obj, "fn", obj)  # a JITFunction (tl.sigmoid) wraps a plain function
+    module = getattr(target, "__module__", None) or ""
+    if callable(target) and (module.startswith("triton.language") or "libdevice" in module):
+        return getattr(target, "__name__", None)
+    return None
+
+
+def _is_jit(obj) -> bool:
+    return inspect.isfunction(getattr(obj, "fn", None)) and hasattr(obj, "run")
+
+
+def _is_constexpr(obj) -> bool:
+    return type(obj).__name__ == "constexpr" and type(obj).__module__.startswith("triton")
+
+
+def _is_constexpr_type(obj) -> bool:
+    return isinstance(obj, type) and obj.__name__ == "constexpr" and obj.__module__.startswith("triton")
+
+
+def _torch_dtype(obj) -> Optional[str]:
+    if type(obj).__name__ == "dtype" and type(obj).__module__.startswith("triton"):
+        return TRITON_DTYPES.get(getattr(obj, "name", ""))
+    return None
+
+
+def _first_line(node) -> str:
+    return ast.unparse(node).splitlines()[0]
