@@ -50,6 +50,10 @@ def serve_calls_of(cls, fallback: Callable) -> None:
 
 def _install(module, cls, fallback: Callable) -> None:
     cls.__call__ = module.call_method(fallback, sys.modules[__name__])
+    if "torch._dynamo" in sys.modules:  # let torch.compile trace the C method (tracing/hook.py)
+        from ..tracing.hook import trace_c_calls
+
+        trace_c_calls()
 
 
 def serves_new_shapes() -> bool:

@@ -11,6 +11,12 @@ The translation and each call class's rule are computed by `_prepared`, which dy
 real (assume_constant_result) instead of tracing it: parsing and exec are not torch operations.
 Its result is kept on the function (the tracing of a later compile reads the same object).
 
+Once the C hit path serves calls, the class's `__call__` is C (runtime/hit_path.py), which
+dynamo cannot trace; `trace_c_calls` gives dynamo a Python stand-in for it (a polyfill, as
+torch's own C functions have), which does the same as the Python `__call__` under dynamo.
+hit_path calls it when it installs the C method in a process that has imported dynamo, and
+this module calls it on import.
+
 An op from `as_torch_op` stays one node in dynamo's graph (its fake implementation gives the
 shapes); `register_decomposition` gives Inductor the same expression as the op's decomposition,
 added when dynamo first meets the op, so Inductor's lowering sees torch operations there too.
@@ -18,8 +24,11 @@ added when dynamo first meets the op, so Inductor's lowering sees torch operatio
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 
+from ..runtime import hit_path
 from .expression import expression_or_reason, rule_of, run, signature
 
 NOT_TRACED = object()
@@ -79,3 +88,41 @@ def register_decomposition(fn, overload) -> None:
 def _decomposed(fn, args: tuple):
     result = traced_call(fn, args, {})
     return NotImplemented if result is NOT_TRACED else result  # NotImplemented: Inductor keeps the op
+
+
+_substituted: set = set()  # ids of the C __call__ methods given a polyfill
+
+
+def trace_c_calls() -> None:
+    """Give dynamo a traceable stand-in for each C `__call__` the hit path installed. Dynamo's
+    public substitute_in_graph takes functions only, so its two tables are filled as it fills
+    them; where they are missing (another torch), such calls stay opaque."""
+    try:
+        from torch._dynamo.trace_rules import _polyfilled_function_ids
+        from torch._dynamo.variables.functions import PolyfilledFunctionVariable
+    except ImportError:  # pragma: no cover - a torch without these tables
+        return
+    for cls, _ in hit_path._served_classes:
+        method = cls.__dict__.get("__call__")
+        if method is None or inspect.isfunction(method) or id(method) in _substituted:
+            continue
+        PolyfilledFunctionVariable._get_polyfill_handlers()[method] = _Polyfill
+        _polyfilled_function_ids.add(id(method))
+        _substituted.add(id(method))
+
+
+class _Polyfill:
+    """Dynamo's record of a polyfill: what it traces in place of the C method."""
+
+    __torch_dynamo_polyfill__ = staticmethod(lambda self, *args, **kwargs: _traced_c_call(self, args, kwargs))
+
+
+def _traced_c_call(self, args: tuple, kwargs: dict):
+    """What dynamo traces for a C `__call__`: the torch expression, else the Python call path."""
+    traced = traced_call(self, args, kwargs)
+    if traced is not NOT_TRACED:
+        return traced
+    return self._call_missed(args, kwargs, None)
+
+
+trace_c_calls()
