@@ -184,3 +184,17 @@ def status(fn) -> str:
     if isinstance(found, str):
         return f"an opaque call (unsupported construct: {found})"
     return "traced as its torch expression (fuses with neighbouring ops)"
+
+
+def evaluate(fn, args: tuple, outs: tuple = ()):
+    """The call `fn(*args, out0=..., ...)` computed by its torch expression, eagerly (what
+    torch.compile traces); raises UnsupportedConstruct where there is none."""
+    found = expression_or_reason(fn)
+    if isinstance(found, str):
+        raise UnsupportedConstruct(found)
+    outs = tuple(outs) + (None,) * (fn.schema.num_outputs() - len(outs))
+    call = signature(args, outs)
+    if call is None:
+        raise UnsupportedConstruct(f"{fn.__name__}: arguments other than tensors and python scalars")
+    rank = max(a.ndim for a in args if isinstance(a, torch.Tensor))
+    return run(found, rule_of(fn, call, rank), args, outs)

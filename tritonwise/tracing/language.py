@@ -137,6 +137,8 @@ def where(condition, x, y):
     """tl.where: a python bool condition picks one side, as Triton's constant folding does."""
     if not isinstance(condition, torch.Tensor):
         return x if condition else y
+    if condition.dtype != torch.bool:  # Triton converts a condition to int1: nonzero is true
+        condition = condition != 0
     if not isinstance(x, torch.Tensor) and not isinstance(y, torch.Tensor):
         x = _tensor(x, condition)
     return torch.where(condition, x, y)

@@ -181,7 +181,7 @@ class _Function:
         return ast.Tuple(elts=[self.expr(e) for e in node.elts], ctx=ast.Load())
 
     def expr_Attribute(self, node):
-        if _root(node) in self.locals:
+        if not self.is_global_chain(node.value):
             base = self.expr(node.value)
             if node.attr == "dtype":
                 return _call("tw.dtype", [base])
@@ -230,7 +230,7 @@ class _Function:
 
     def expr_Call(self, node):
         func = node.func
-        if isinstance(func, ast.Attribute) and _root(func) in self.locals:
+        if isinstance(func, ast.Attribute) and not self.is_global_chain(func.value):
             return self.method(node, func)
         target = _resolve(func, self.globals)
         keywords = [ast.keyword(arg=k.arg, value=self.expr(k.value)) for k in node.keywords]
@@ -250,6 +250,12 @@ class _Function:
             helper = _Function(target.fn, self.functions, frozenset()).translate()
             return ast.Call(func=ast.Name(id=helper, ctx=ast.Load()), args=args, keywords=keywords)
         self.fail(node, f"the call `{_first_line(node)}`")
+
+    def is_global_chain(self, node) -> bool:
+        """A name or attribute chain of globals (`tl`, `tl.math`, `libdevice`), not a value."""
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id not in self.locals
 
     def method(self, node, func):
         """`x.to(...)`, `x.dtype.is_floating()` and the like on a payload value."""
@@ -309,12 +315,6 @@ def _dotted(text: str) -> ast.expr:
 
 def _load(target) -> ast.expr:
     return ast.Name(id=target.id, ctx=ast.Load()) if isinstance(target, ast.Name) else target
-
-
-def _root(node) -> Optional[str]:
-    while isinstance(node, (ast.Attribute, ast.Call)):
-        node = node.value if isinstance(node, ast.Attribute) else node.func
-    return node.id if isinstance(node, ast.Name) else None
 
 
 def _resolve(chain, globals_: dict):
