@@ -117,11 +117,9 @@ class PointwiseDynamicFunction:
         """The call. Once the C hit path is enabled, launch.c's method (runtime/call.h) takes
         this one's place: the same first part in C, then _call_missed."""
         if torch.compiler.is_compiling():  # dynamo traces the payload's torch expression instead
-            from .tracing.hook import NOT_TRACED, traced_call
+            from .tracing.hook import compiled_call
 
-            traced = traced_call(self, args, kwargs)
-            if traced is not NOT_TRACED:
-                return traced
+            return compiled_call(self, self, args, kwargs)
         entry, key = hit_path.entry, None
         outs = self._given_outputs(kwargs) if kwargs else None
         if entry is not None and (outs is not None or not kwargs):  # the C hit path

@@ -27,12 +27,10 @@ class InstantiatedFunction:
 
     def __call__(self, *args, **kwargs):
         if torch.compiler.is_compiling():  # dynamo traces the payload's torch expression instead
-            from .tracing.hook import NOT_TRACED, traced_call
+            from .tracing.hook import compiled_call
 
             self._check(args, self._fn._outputs(kwargs))
-            traced = traced_call(self._fn, args, kwargs)
-            if traced is not NOT_TRACED:
-                return traced
+            return compiled_call(self._fn, self, args, kwargs)
         outs = self._fn._outputs(kwargs)
         key = argcheck.call_signature(args, outs)
         plan = self._plans.get(key)

@@ -5,7 +5,7 @@ it does, `torch.compiler.is_compiling()` is true and the call goes to `traced_ca
 returns the torch expression's result (tracing/expression.py), so the compiled graph holds
 torch operations that Inductor fuses with their neighbours. A function whose payload does not
 translate (or a call the expression does not take: StridedBuffers, complex tensors, no tensor)
-gets NOT_TRACED and runs as before.
+runs as an opaque call: dynamo breaks the graph there and our kernel runs between the graphs.
 
 The translation and each call class's rule are computed by `_prepared`, which dynamo runs for
 real (assume_constant_result) instead of tracing it: parsing and exec are not torch operations.
@@ -32,6 +32,18 @@ from ..runtime import hit_path
 from .expression import expression_or_reason, rule_of, run, signature
 
 NOT_TRACED = object()
+
+
+def compiled_call(fn, call, args: tuple, kwargs: dict):
+    """What dynamo traces for `call(*args, **kwargs)` (`call` is `fn` or one of its
+    instantiations): the torch expression, else the call itself outside the graph."""
+    traced = traced_call(fn, args, kwargs)
+    return _opaque(call, args, kwargs) if traced is NOT_TRACED else traced
+
+
+@torch.compiler.disable(reason="tritonwise: this payload has no torch expression (see fn.explain(...))")
+def _opaque(call, args: tuple, kwargs: dict):
+    return call(*args, **kwargs)
 
 
 def traced_call(fn, args: tuple, kwargs: dict):
@@ -118,11 +130,8 @@ class _Polyfill:
 
 
 def _traced_c_call(self, args: tuple, kwargs: dict):
-    """What dynamo traces for a C `__call__`: the torch expression, else the Python call path."""
-    traced = traced_call(self, args, kwargs)
-    if traced is not NOT_TRACED:
-        return traced
-    return self._call_missed(args, kwargs, None)
+    """What dynamo traces for a C `__call__`: as for the Python one."""
+    return compiled_call(self, self, args, kwargs)
 
 
 trace_c_calls()
