@@ -247,6 +247,7 @@ FUNCTIONS = {
     "powf": power,
     "fmod": mod,
     "div_rn": truediv,
+    "div_rz": truediv,  # rounded toward zero: within one ulp of torch's division
     "fdiv": _fdiv,
     "atan2": _binary(torch.atan2),
     "hypot": _binary(torch.hypot),

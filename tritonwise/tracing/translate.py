@@ -32,6 +32,7 @@ TRITON_DTYPES = {
     "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
 }  # fmt: skip
 _OPERATORS = {ast.Div: "truediv", ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "power"}
+_METHODS = ("logical_and", "logical_or")  # tensor methods with the function of the same name
 _KEPT_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)
 
 
@@ -153,7 +154,7 @@ class _Function:
     def is_static(self, node) -> bool:
         """Whether `node` is known before any element is computed: it reads element values
         only through `.dtype` (or `.shape`), or names constants, globals and scalar parameters."""
-        if isinstance(node, ast.Attribute) and node.attr in ("dtype", "shape"):
+        if isinstance(node, ast.Attribute) and node.attr in ("dtype", "shape", "type"):
             return True
         if isinstance(node, ast.Name):
             return node.id not in self.locals or node.id in self.static
@@ -183,8 +184,10 @@ class _Function:
     def expr_Attribute(self, node):
         if not self.is_global_chain(node.value):
             base = self.expr(node.value)
-            if node.attr == "dtype":
+            if node.attr in ("dtype", "type"):  # `x.type.scalar` is the dtype too
                 return _call("tw.dtype", [base])
+            if node.attr == "scalar" and isinstance(node.value, ast.Attribute) and node.value.attr == "type":
+                return base
             if node.attr == "shape":
                 return ast.Attribute(value=base, attr="shape", ctx=ast.Load())
             if node.attr == "primitive_bitwidth":
@@ -264,6 +267,8 @@ class _Function:
         keywords = [ast.keyword(arg=k.arg, value=self.expr(k.value)) for k in node.keywords]
         if func.attr == "to":
             return ast.Call(func=_dotted("tw.to"), args=[base] + args, keywords=keywords)
+        if func.attr in _METHODS and not keywords:
+            return _call(f"tw.{func.attr}", [base] + args)
         if func.attr.startswith("is_") and not args:
             from .language import _DTYPE_TESTS
 
