@@ -25,6 +25,7 @@ import tritonwise.ops.math as math_ops
 from conftest import poisoned_like
 from tritonwise.ops._pointwise import Pointwise
 from tritonwise.tracing.expression import evaluate, expression_or_reason
+from tritonwise.tracing.translate import UnsupportedConstruct
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -156,3 +157,50 @@ def test_promotion_follows_the_schema():
     for dx, dy in itertools.product((torch.int32, torch.float16, torch.bool), (torch.float32, torch.int64)):
         x, y = operand(dx, (5,), 3, False), operand(dy, (5,), 4, False)
         compare_outputs(evaluate(fn, (x, y, 3)), fn(x, y, 3))
+
+
+@triton.jit
+def _integer_semantics(x, y):
+    return x // y, x % y, x / y, x + y
+
+
+def test_integer_division_and_bool_arithmetic_follow_triton():
+    """`//` and `%` truncate as C does, integer `/` divides in float32, bools add as torch's."""
+    fn = tritonwise.pointwise_dynamic(_integer_semantics, promotion_methods=[(0, 1, "DEFAULT")] * 4)
+    x = torch.tensor([7, -7, 7, -7, 0, 9], dtype=torch.int32)
+    y = torch.tensor([2, 2, -2, -2, 3, 4], dtype=torch.int32)
+    compare_outputs(evaluate(fn, (x, y)), fn(x, y))
+    a, b = torch.tensor([True, False]), torch.tensor([True, True])  # True divisors: no division by zero
+    compare_outputs(evaluate(fn, (a, b)), fn(a, b))
+
+
+@triton.jit
+def _branch_on_values(x):
+    if x > 0:
+        y = x
+    else:
+        y = -x
+    return y
+
+
+@triton.jit
+def _random(x):
+    return x + tl.rand(0, x.to(tl.int32))
+
+
+@pytest.mark.parametrize(
+    "payload, construct",
+    [(_branch_on_values, "an `if` on values computed per element (`x > 0`"), (_random, "`tl.rand`")],
+)
+def test_unsupported_constructs_are_named(payload, construct):
+    fn = tritonwise.pointwise_dynamic(payload, promotion_methods=[(0, "DEFAULT")])
+    reason = expression_or_reason(fn)
+    assert isinstance(reason, str) and construct in reason and "line" in reason
+    with pytest.raises(UnsupportedConstruct, match="has no torch equivalent"):
+        evaluate(fn, (torch.randn(3),))
+
+
+def test_translation_reads_like_the_payload():
+    fn = function_of(activation.GELU["tanh"], (True,))
+    source = expression_or_reason(fn).source
+    assert "tw.exp(-2.0 * tw.abs(z))" in source and "def _tanh__" in source and "tw.where(z < 0, -t, t)" in source

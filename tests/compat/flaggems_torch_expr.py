@@ -65,17 +65,22 @@ def payloads(ops: Path) -> tuple:
 
 
 def check(fn) -> str:
-    """Kernel against torch expression on random float32 operands (scalars 0.75)."""
+    """Kernel against torch expression on random float32 operands (scalars 0.75), else on int32
+    ones (scalars 3) where the kernel takes no floats (bitwise ops)."""
     generator = torch.Generator().manual_seed(0)
-    args = [
-        torch.rand((3, 4), generator=generator) * 1.5 + 0.25 if fn.schema.is_tensor(i) else 0.75
-        for i in range(fn.schema.num_inputs())
-    ]
-    try:
-        expected = fn(*args)
-    except Exception as e:  # float32 is not what this payload takes (bitwise ops, ...)
-        return f"kernel refuses float32 ({type(e).__name__})"
-    got = evaluate(fn, tuple(args))
+    for make, scalar in ((lambda: torch.rand((3, 4), generator=generator) * 1.5 + 0.25, 0.75),
+                         (lambda: torch.randint(1, 9, (3, 4), generator=generator, dtype=torch.int32), 3)):
+        args = tuple(make() if fn.schema.is_tensor(i) else scalar for i in range(fn.schema.num_inputs()))
+        try:
+            expected = fn(*args)
+        except Exception as e:  # the kernel takes no such operands: try the next kind
+            refused = f"kernel refuses float32 and int32 ({type(e).__name__})"
+            continue
+        return _agree(evaluate(fn, args), expected)
+    return refused
+
+
+def _agree(got, expected) -> str:
     pairs = zip(got if isinstance(got, tuple) else (got,), expected if isinstance(expected, tuple) else (expected,))
     for g, e in pairs:
         if g.dtype != e.dtype:
@@ -95,15 +100,18 @@ def main(argv=None) -> int:
     options = parser.parse_args(argv)
     warnings.filterwarnings("ignore", category=RuntimeWarning)
     found, failed = payloads(ops_dir_at(options.flaggems, options.rev))
-    traced = 0
+    traced = agreed = 0
     for name, fn in sorted(found.items()):
         reason = expression_or_reason(fn)
         if isinstance(reason, str):
             print(f"{name:48} stopped: {reason}")
             continue
         traced += 1
-        print(f"{name:48} traced" + (f" ({check(fn)})" if options.check else ""))
-    print(f"\n{traced} of {len(found)} pointwise payloads traced; {len(failed)} op files did not import over the shim")
+        verdict = check(fn) if options.check else ""
+        agreed += verdict == "agrees"
+        print(f"{name:48} traced" + (f" ({verdict})" if verdict else ""))
+    checked = f", {agreed} of them checked against their kernel and agreeing" if options.check else ""
+    print(f"\n{traced} of {len(found)} pointwise payloads traced{checked}; {len(failed)} op files did not import over the shim")
     return 0
 
 

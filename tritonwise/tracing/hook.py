@@ -25,6 +25,7 @@ added when dynamo first meets the op, so Inductor's lowering sees torch operatio
 from __future__ import annotations
 
 import inspect
+import os
 
 import torch
 
@@ -77,7 +78,7 @@ def _prepared(fn, call: tuple, rank: int):
     None where the payload does not translate. A name, not the function: dynamo guards what it
     reads through the attribute, and could not guard a value returned from here."""
     expression = expression_or_reason(fn)
-    if isinstance(expression, str):
+    if isinstance(expression, str) or kernels_under_compile():
         return None
     name = f"_tritonwise_traced_{abs(hash((call, rank))):x}"
     if name not in fn.__dict__:
@@ -86,10 +87,16 @@ def _prepared(fn, call: tuple, rank: int):
     return name
 
 
+def kernels_under_compile() -> bool:
+    """TRITONWISE_OPAQUE_UNDER_COMPILE=1 keeps our kernels under torch.compile (opaque calls, as
+    before the torch expressions), read when a graph is traced: to compare the two."""
+    return os.environ.get("TRITONWISE_OPAQUE_UNDER_COMPILE") == "1"
+
+
 def register_decomposition(fn, overload) -> None:
     """Give Inductor `fn`'s torch expression as `overload`'s decomposition, once dynamo meets
     the op (the fake implementation calls this while compiling); nothing if it does not translate."""
-    if isinstance(expression_or_reason(fn), str):
+    if isinstance(expression_or_reason(fn), str) or kernels_under_compile():
         return
     from torch._inductor.decomposition import decompositions
 
