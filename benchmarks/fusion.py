@@ -93,7 +93,7 @@ def compiled_run(variant: str, fn, *args):
         os.environ.pop(OPAQUE) if previous is None else os.environ.__setitem__(OPAQUE, previous)
     code = "\n".join(codes)
     kernels = len(re.findall(r"^(\w+) = async_compile\.\w+\(", code, flags=re.MULTILINE))
-    return result, kernels, code.count("torch.ops.tw_fusion.")
+    return result, kernels, len(re.findall(r"= torch\.ops\.tw_fusion\.\w+\.default\(", code))
 
 
 def timed(fn, *args, device: str) -> float:
@@ -125,10 +125,10 @@ def part1(made: dict, n: int, device: str) -> bool:
             print(f"{variant:<18} check failed: {type(e).__name__}: {str(e).splitlines()[0]}")
             ok = False
             continue
-        print(f"{variant:<18} {kernels:>8} {opaque:>7} {gbs(timed(g, x, device=device)):>9.0f}")
+        print(f"{variant:<18} {kernels:>8} {opaque:>7} {gbs(timed(g, x, device=device)):>9.1f}")
     for name, eager in (("torch eager", lambda x: F.silu(x) * 2 + 1), ("tritonwise eager", lambda x: made["traced"]["silu"](x) * 2 + 1)):
         torch.testing.assert_close(eager(x), expected, rtol=1e-5, atol=1e-5)
-        print(f"{name:<18} {'-':>8} {'-':>7} {gbs(timed(eager, x, device=device)):>9.0f}")
+        print(f"{name:<18} {'-':>8} {'-':>7} {gbs(timed(eager, x, device=device)):>9.1f}")
     return ok
 
 
