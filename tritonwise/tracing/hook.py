@@ -66,9 +66,10 @@ def _outputs(fn, kwargs: dict):
     """The given outputs by position (None: allocated); None for any other keyword."""
     outs = [None] * fn.schema.num_outputs()
     for name, value in kwargs.items():
-        if not (name.startswith("out") and name[3:].isdigit() and int(name[3:]) < len(outs)):
-            return None if value is not None else outs
-        outs[int(name[3:])] = value
+        if name.startswith("out") and name[3:].isdigit() and int(name[3:]) < len(outs):
+            outs[int(name[3:])] = value
+        elif value is not None:  # `out=None` and the like ask for nothing (see function._outputs)
+            return None
     return tuple(outs)
 
 

@@ -46,7 +46,7 @@ def dtype(x) -> torch.dtype:
     return x.dtype if isinstance(x, torch.Tensor) else _scalar_dtype(x)
 
 
-_DTYPE_TESTS = {
+DTYPE_TESTS = {
     "is_floating": lambda d: d.is_floating_point,
     "is_int": lambda d: not d.is_floating_point and not d.is_complex and d != torch.bool,
     "is_int_signed": lambda d: d.is_signed and not d.is_floating_point and not d.is_complex,
@@ -66,7 +66,7 @@ _DTYPE_TESTS = {
 
 def dtype_test(d: torch.dtype, name: str) -> bool:
     """`x.dtype.is_floating()` and friends: Triton's dtype predicates on a torch dtype."""
-    return _DTYPE_TESTS[name](d)
+    return DTYPE_TESTS[name](d)
 
 
 def bitwidth(d: torch.dtype) -> int:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from numbers import Number
 from typing import Optional
 
-from .language import FUNCTIONS
+from .language import DTYPE_TESTS, FUNCTIONS
 
 TRITON_DTYPES = {
     "fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64", "int1": "bool",
@@ -269,11 +269,8 @@ class _Function:
             return ast.Call(func=_dotted("tw.to"), args=[base] + args, keywords=keywords)
         if func.attr in _METHODS and not keywords:
             return _call(f"tw.{func.attr}", [base] + args)
-        if func.attr.startswith("is_") and not args:
-            from .language import _DTYPE_TESTS
-
-            if func.attr in _DTYPE_TESTS:
-                return _call("tw.dtype_test", [base, ast.Constant(value=func.attr)])
+        if func.attr in DTYPE_TESTS and not args:
+            return _call("tw.dtype_test", [base, ast.Constant(value=func.attr)])
         self.fail(node, f"the method `.{func.attr}` in `{_first_line(node)}`")
 
     def global_value(self, node) -> ast.expr:
