@@ -158,3 +158,23 @@ def test_inductor_fuses_the_function_and_the_op_with_their_neighbours():
 
 def test_opcheck_passes_for_an_op_with_a_torch_expression():
     torch.library.opcheck(SILU_OP, (torch.randn(3, 4),))
+
+
+def test_the_c_call_method_is_traced_too():
+    """On GPU the hit path replaces __call__ with a C method (runtime/call.h); dynamo traces
+    its polyfill (tracing/hook.trace_c_calls). Installed here by hand on CPU, then restored."""
+    from tritonwise.function import PointwiseDynamicFunction
+    from tritonwise.runtime import hit_path, native
+
+    x = torch.randn(6)
+    expected = silu(x) * 2 + 1
+    python_call = PointwiseDynamicFunction.__dict__["__call__"]
+    try:
+        hit_path._install(native.launch_module(), PointwiseDynamicFunction, PointwiseDynamicFunction._call_missed)
+        assert not callable(getattr(PointwiseDynamicFunction.__call__, "__code__", None))  # the C method
+        counter = torch._dynamo.testing.CompileCounterWithBackend("eager")
+        got = torch.compile(lambda x: silu(x) * 2 + 1, fullgraph=True, backend=counter)(x)
+    finally:
+        PointwiseDynamicFunction.__call__ = python_call
+    torch.testing.assert_close(got, expected)
+    assert counter.frame_count == 1 and all(opaque_calls(g) == [] for g in counter.graphs)
