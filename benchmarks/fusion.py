@@ -11,7 +11,7 @@ Part 1, `g(x) = op(x) * 2 + 1` with op = SiLU, compiled with `torch.compile(full
 - eager rows: torch's and tritonwise's eager calls, for reference.
 Columns: kernels = the kernels Inductor generated plus calls left to our op (from the code
 Inductor wrote, torch._inductor.utils.run_and_get_code); GB/s = x read once and the result
-written once over the median time of triton.testing.do_bench (CPU: a wall-clock median).
+written once over the median time of triton.testing.do_bench (CPU: the best of 5 wall-clock runs).
 
 Part 2, an MLP block step (forward and backward): Linear, tanh-GELU, Linear, SiLU, then a loss
 that is a fused sum of squared errors (a tritonwise "sum" reduction), divided by the count. The
@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import statistics
 import sys
 import time
 
@@ -82,13 +81,20 @@ def _functions() -> dict:
 def compiled_run(variant: str, fn, *args):
     """fn compiled and run once; (result, kernel count, opaque calls). Opaque variants compile
     with our kernels kept (the environment variable is read while tracing)."""
+    import torch._functorch.config
+    import torch._inductor.config
     from torch._inductor.utils import run_and_get_code
 
     torch._dynamo.reset()
     previous = os.environ.get(OPAQUE)
     os.environ[OPAQUE] = "1" if variant == "opaque" else "0"
+    caches_off = (  # their keys see an op, not whether it was decomposed: no stale code across variants
+        torch._inductor.config.patch(fx_graph_cache=False),
+        torch._functorch.config.patch(enable_autograd_cache=False),
+    )
     try:
-        result, codes = run_and_get_code(fn, *args)
+        with caches_off[0], caches_off[1]:
+            result, codes = run_and_get_code(fn, *args)
     finally:
         os.environ.pop(OPAQUE) if previous is None else os.environ.__setitem__(OPAQUE, previous)
     code = "\n".join(codes)
@@ -97,7 +103,7 @@ def compiled_run(variant: str, fn, *args):
 
 
 def timed(fn, *args, device: str) -> float:
-    """Median ms of fn(*args)."""
+    """Median ms of fn(*args) (CPU: the best of 5, a smoke figure on a shared machine)."""
     if device == "cuda":
         return triton.testing.do_bench(lambda: fn(*args))
     times = []
@@ -105,7 +111,7 @@ def timed(fn, *args, device: str) -> float:
         start = time.perf_counter()
         fn(*args)
         times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+    return min(times)
 
 
 def part1(made: dict, n: int, device: str) -> bool:

@@ -142,17 +142,23 @@ def test_unsupported_payload_stays_opaque_and_explain_names_it():
 
 
 def test_inductor_fuses_the_function_and_the_op_with_their_neighbours():
-    """One C++ kernel for both tritonwise calls and the arithmetic around them, and no call
-    left to our op (Inductor decomposed it into the same torch expression)."""
+    """One C++ kernel for both tritonwise calls and the arithmetic around them, one for the
+    backward, and no call left to our op or its backward op (Inductor decomposed both into
+    torch expressions). Inductor's caches are off: their keys see the op, not its decomposition."""
+    import torch._functorch.config
+    import torch._inductor.config
     from torch._inductor.utils import run_and_get_code
 
-    x = torch.randn(64)
-    expected = silu(x) * 2 + SILU_OP(x)
-    f = torch.compile(lambda x: silu(x) * 2 + SILU_OP(x), fullgraph=True)
-    got, (code,) = run_and_get_code(f, x)
-    torch.testing.assert_close(got, expected)
+    x = torch.randn(64, requires_grad=True)
+    (silu(x) * 2 + SILU_OP(x)).sum().backward()
+    expected, x.grad = x.grad, None
+    f = torch.compile(lambda x: (silu(x) * 2 + SILU_OP(x)).sum(), fullgraph=True)
+    with torch._inductor.config.patch(fx_graph_cache=False), torch._functorch.config.patch(enable_autograd_cache=False):
+        _, codes = run_and_get_code(lambda: f(x).backward())
+    torch.testing.assert_close(x.grad, expected)
+    code = "\n".join(codes)
     kernels = re.findall(r"^(\w+) = async_compile\.", code, flags=re.MULTILINE)
-    assert len(kernels) == 1, code
+    assert len(kernels) == 2, code  # the forward's and the backward's
     assert "tritonwise_compile_test" not in code
 
 

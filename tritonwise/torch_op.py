@@ -19,6 +19,7 @@ import torch
 
 _SCALAR_SCHEMA = {float: "float", int: "int", bool: "bool", None: "Scalar"}
 _libraries: dict = {}  # keeps each torch.library.Library alive
+_decomposable: dict = {}  # qualname -> (function, qualname) of the op and its backward ops (tracing/hook.py)
 
 
 def op_schema(fn) -> str:
@@ -41,10 +42,10 @@ def register(fn, qualname: str, differentiable: bool = True):
     library.impl(name, lambda *args: fn(*args), "CompositeExplicitAutograd")
 
     def fake(*args):
-        if torch.compiler.is_compiling():  # dynamo met the op: Inductor may decompose it into torch ops
-            from .tracing.hook import register_decomposition
+        if torch.compiler.is_compiling():  # dynamo met the op: Inductor may decompose it (and its backward)
+            from .tracing.hook import register_decompositions
 
-            register_decomposition(fn, getattr(getattr(torch.ops, namespace), name).default)
+            register_decompositions(_decomposable[qualname])
         device = fn.output_device(*args)  # the real call's own device rule
         outputs = [
             torch.empty_strided(shape, strides, dtype=dtype, device=device)
@@ -54,6 +55,7 @@ def register(fn, qualname: str, differentiable: bool = True):
 
     torch.library.register_fake(qualname, fake, lib=library)
     _libraries[qualname] = library
+    _decomposable[qualname] = [(fn, qualname)]
     if differentiable:
         _register_autograd(fn, qualname, library)
     else:
@@ -91,6 +93,8 @@ def _register_autograd(fn, qualname: str, library) -> None:
         for k, r in enumerate(reductions)
         if r in ("max", "min") and failure is None
     }
+    companions = [qualname + "_backward"] * bool(run) + [f"{qualname}_ties{k}" for k in ties]
+    _decomposable[qualname] += [pair for q in companions for pair in _decomposable[q]]
 
     def setup_context(ctx, inputs, output):
         outputs = output if isinstance(output, tuple) else (output,)

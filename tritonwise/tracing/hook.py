@@ -94,6 +94,14 @@ def kernels_under_compile() -> bool:
     return os.environ.get("TRITONWISE_OPAQUE_UNDER_COMPILE") == "1"
 
 
+def register_decompositions(ops: list) -> None:
+    """register_decomposition for each (function, "namespace::name") of an as_torch_op op and its
+    backward ops: all at once, before AOTAutograd traces the backward with Inductor's table."""
+    for fn, qualname in ops:
+        namespace, _, name = qualname.partition("::")
+        register_decomposition(fn, getattr(getattr(torch.ops, namespace), name).default)
+
+
 def register_decomposition(fn, overload) -> None:
     """Give Inductor `fn`'s torch expression as `overload`'s decomposition, once dynamo meets
     the op (the fake implementation calls this while compiling); nothing if it does not translate."""
