@@ -132,7 +132,9 @@ def part1(made: dict, n: int, device: str) -> bool:
             ok = False
             continue
         print(f"{variant:<18} {kernels:>8} {opaque:>7} {gbs(timed(g, x, device=device)):>9.1f}")
-    for name, eager in (("torch eager", lambda x: F.silu(x) * 2 + 1), ("tritonwise eager", lambda x: made["traced"]["silu"](x) * 2 + 1)):
+    eager_rows = (("torch eager", F.silu), ("tritonwise eager", made["traced"]["silu"]))
+    for name, op in eager_rows:
+        eager = lambda x, op=op: op(x) * 2 + 1  # noqa: E731
         torch.testing.assert_close(eager(x), expected, rtol=1e-5, atol=1e-5)
         print(f"{name:<18} {'-':>8} {'-':>7} {gbs(timed(eager, x, device=device)):>9.1f}")
     return ok

@@ -70,7 +70,7 @@ def compare_outputs(got, expected) -> None:
     got = got if isinstance(got, tuple) else (got,)
     expected = expected if isinstance(expected, tuple) else (expected,)
     for g, e in zip(got, expected, strict=True):
-        assert g.dtype == e.dtype and g.shape == e.shape, f"{g.dtype}{tuple(g.shape)} vs kernel {e.dtype}{tuple(e.shape)}"
+        assert (g.dtype, g.shape) == (e.dtype, e.shape), f"{g.dtype}{tuple(g.shape)}, kernel {e.dtype}{tuple(e.shape)}"
         if e.dtype.is_floating_point:
             torch.testing.assert_close(g, e, equal_nan=True)
         else:

@@ -111,7 +111,8 @@ def main(argv=None) -> int:
         agreed += verdict == "agrees"
         print(f"{name:48} traced" + (f" ({verdict})" if verdict else ""))
     checked = f", {agreed} of them checked against their kernel and agreeing" if options.check else ""
-    print(f"\n{traced} of {len(found)} pointwise payloads traced{checked}; {len(failed)} op files did not import over the shim")
+    print(f"\n{traced} of {len(found)} pointwise payloads traced{checked}; ", end="")
+    print(f"{len(failed)} op files did not import over the shim")
     return 0
 
 

@@ -7,8 +7,9 @@ integer `/` divides in float32, integer `//` and `%` truncate as C does, `x.to(d
 reinterprets bits. Every function takes tensors or python scalars (a scalar parameter of the
 payload stays a python number, weakly typed as torch types it).
 
-NAMESPACE is what translated code calls `tw`: FUNCTIONS, the table of Triton and libdevice names (both spell these the same) that have a
-torch equivalent; a name missing from it is a construct the translation reports as unsupported.
+NAMESPACE is what translated code calls `tw`: FUNCTIONS, the table of Triton and libdevice
+names (both spell these the same) that have a torch equivalent, and the operators' functions; a
+name missing from FUNCTIONS is a construct the translation reports as unsupported.
 """
 
 from __future__ import annotations

@@ -115,7 +115,8 @@ class _Function:
             self.bind(node.target, node.value, keep=True)
             return [ast.Assign(targets=[self.target(node.target)], value=value)]
         if isinstance(node, ast.If):
-            return [ast.If(test=self.static_test(node.test), body=self.block(node.body), orelse=self.block(node.orelse))]
+            test = self.static_test(node.test)
+            return [ast.If(test=test, body=self.block(node.body), orelse=self.block(node.orelse))]
         if isinstance(node, ast.Pass) or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
             return []
         if isinstance(node, ast.Assert) or (isinstance(node, ast.Expr) and self.is_static_assert(node.value)):
