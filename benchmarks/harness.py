@@ -104,6 +104,21 @@ def median_us(fns: list, rounds: int = 9, timer: Callable = per_call_us) -> list
     return [statistics.median(times) for times in samples]
 
 
+def whole_call_us(fn, args) -> float:
+    """Microseconds of one call `fn(*args)`, the clock stopped before synchronizing."""
+    start = time.perf_counter()
+    fn(*args)
+    elapsed = time.perf_counter() - start
+    if args[0].device.type == "cuda":
+        torch.cuda.synchronize()
+    return elapsed * 1e6
+
+
+def median_call_us(fn, operands: list, timer: Callable = whole_call_us) -> float:
+    """Median microseconds of `timer(fn, args)` over operand tuples (each a new shape, say)."""
+    return statistics.median(timer(fn, args) for args in operands)
+
+
 def gpu_us_per_kernel(fn, launches: int = 100) -> float:
     """GPU microseconds per call of `fn`: `launches` calls captured in one CUDA graph, replayed
     (the median of 10 replays), so that no host time enters."""
