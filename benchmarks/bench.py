@@ -18,7 +18,7 @@ import sys
 import torch
 
 from benchmarks.harness import Case, bandwidth_table, copy_ceiling, gbps, header, nbytes, report, smoke_arguments, smoke_run
-from benchmarks.payloads import add, copy, polar, squared_error_sum
+from benchmarks import payloads
 from tritonwise import StridedBuffer
 
 # (elements, square side, transposes (rows, cols), rank-5 shape) at full size and for a smoke run
@@ -34,7 +34,10 @@ def flip0_view(x):
     return StridedBuffer(x, strides=(-s0, *x.stride()[1:]), offset=(x.shape[0] - 1) * s0)
 
 
-def cases(device: str = "cuda", small: bool = False) -> list:
+def cases(device: str = "cuda", small: bool = False, fns=payloads) -> list:
+    """The cases, on full-size or `small` inputs, of the functions in `fns` (payloads.py's
+    module-level ones, or a fresh `payloads.functions()`)."""
+    add, copy, polar, squared_error_sum = fns.add, fns.copy, fns.polar, fns.squared_error_sum
     n, side, transposes, rank5 = SIZES[small]
     size = f"2^{n.bit_length() - 1}" if n & (n - 1) == 0 else str(n)
     a, b = torch.randn(n, device=device), torch.randn(n, device=device)
