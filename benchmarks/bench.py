@@ -60,8 +60,9 @@ def cases(device: str = "cuda", small: bool = False, fns=payloads) -> list:
             Case(
                 f"transpose copy {rows}x{cols}",
                 2 * nbytes(x),
-                lambda x=x, out=out: copy(x.t(), out0=out.fill_(math.nan)),
+                lambda x=x, out=out: copy(x.t(), out0=out),
                 lambda x=x: x.t().contiguous(),
+                writes=(out,),
             )
         )
     p5 = torch.randn(*rank5, device=device)
@@ -73,8 +74,9 @@ def cases(device: str = "cuda", small: bool = False, fns=payloads) -> list:
         Case(
             f"flip dim 0 (StridedBuffer) {side}^2",
             2 * nbytes(m1),
-            lambda: flip(flipped, out0=out_sq.fill_(math.nan)),
+            lambda: flip(flipped, out0=out_sq),
             lambda: torch.flip(m1, [0]),
+            writes=(out_sq,),
         ),
         Case(
             f"polar, two outputs {size}",
@@ -92,8 +94,9 @@ def cases(device: str = "cuda", small: bool = False, fns=payloads) -> list:
         Case(
             "permuted copy rank 5 (0,2,4,1,3)",
             2 * nbytes(p5),
-            lambda: copy(p5.permute(perm), out0=out5.fill_(math.nan)),
+            lambda: copy(p5.permute(perm), out0=out5),
             lambda: p5.permute(perm).contiguous(),
+            writes=(out5,),
         ),
     ]
     return result

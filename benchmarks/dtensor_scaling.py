@@ -51,9 +51,10 @@ def local(t):
 
 
 def cases(rows: int, cols: int, device: str, mesh=None) -> list:
-    """(name, call, bytes moved, answer) for the add and the transposed copy on `rows` x `cols`
-    operands of this rank (sharded along rows over `mesh` when given). `answer(result, rows)`
-    gives (torch's answer, the call's) for a slice of this rank's rows."""
+    """(name, call, bytes moved, answer, given output) for the add and the transposed copy on
+    `rows` x `cols` operands of this rank (sharded along rows over `mesh` when given).
+    `answer(result, rows)` gives (torch's answer, the call's) for a slice of this rank's rows;
+    the given output (this rank's part, or None) is poisoned before the check."""
     x, y = torch.randn(rows, cols, device=device), torch.randn(rows, cols, device=device)
     t = torch.empty(cols, rows, device=device)  # contiguous: copy(x.t(), out0=t) is a real transpose
     if mesh is not None:
@@ -61,14 +62,9 @@ def cases(rows: int, cols: int, device: str, mesh=None) -> list:
         t = DTensor.from_local(t, mesh, [Shard(1)], run_check=False)
     nbytes = x.numel() * 4
     x_l, y_l, t_l = local(x), local(y), local(t)
-
-    def transposed_copy():
-        t_l.fill_(math.nan)  # poisoned: an element the kernel misses fails the check
-        return copy(x.t(), out0=t)
-
     return [
-        ("add fp32", lambda: axpy(x, y, 0.5), 3 * nbytes, lambda out, s: (x_l[s] + y_l[s] * 0.5, local(out)[s])),
-        ("transposed copy fp32", transposed_copy, 2 * nbytes, lambda out, s: (x_l[s].t(), t_l[:, s])),
+        ("add fp32", lambda: axpy(x, y, 0.5), 3 * nbytes, lambda out, s: (x_l[s] + y_l[s] * 0.5, local(out)[s]), None),
+        ("transposed copy fp32", lambda: copy(x.t(), out0=t), 2 * nbytes, lambda _, s: (x_l[s].t(), t_l[:, s]), t_l),
     ]
 
 
@@ -77,7 +73,9 @@ def check(chosen: list, rows: int, cols: int, device: str) -> None:
     process group, every rank learns whether any rank failed and raises WrongAnswer."""
     step = max(1, CHECK_BYTES // (4 * cols))
     failure = None
-    for name, call, _, answer in chosen:
+    for name, call, _, answer, given in chosen:
+        if given is not None:
+            given.fill_(math.nan)
         result = call()
         for start in range(0, rows, step):
             failure = failure or mismatch(*answer(result, slice(start, start + step)), f"{name}, rows {start}+")
@@ -116,7 +114,7 @@ def checked_rates(rows: int, cols: int, device: str, mesh=None) -> list:
     check(chosen, rows, cols, device)
     if device == "cpu":
         return []
-    return [(name, nbytes / seconds(call)) for name, call, nbytes, _ in chosen]
+    return [(name, nbytes / seconds(call)) for name, call, nbytes, *_ in chosen]
 
 
 def run_rank(rank: int, world: int, port: int, gib: float, device: str) -> None:

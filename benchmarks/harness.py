@@ -264,7 +264,8 @@ def timed(gbps) -> Callable:
 @dataclass
 class Case:
     """One bandwidth case: `ours` (tritonwise) against `eager` (torch), `nbytes` moved per call;
-    `reference` gives torch's answer where `eager`'s result has another form."""
+    `reference` gives torch's answer where `eager`'s result has another form; `writes` holds
+    the outputs `ours` is given (poisoned before the check, so that a missed element fails it)."""
 
     name: str
     nbytes: int
@@ -273,10 +274,14 @@ class Case:
     reference: Optional[Callable] = None
     rtol: float = 1e-4
     atol: float = 1e-3
+    writes: tuple = ()
 
     def check(self) -> None:
         """Raise WrongAnswer unless `ours()` gives torch's answer."""
-        check_against((self.reference or self.eager)(), self.ours(), self.name, self.rtol, self.atol)
+        expected = (self.reference or self.eager)()
+        for out in self.writes:
+            out.fill_(float("nan"))
+        check_against(expected, self.ours(), self.name, self.rtol, self.atol)
 
 
 def bandwidth_table(ceiling: float, rows: list) -> str:
