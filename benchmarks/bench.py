@@ -17,7 +17,17 @@ import sys
 
 import torch
 
-from benchmarks.harness import Case, bandwidth_table, copy_ceiling, gbps, header, nbytes, report, smoke_arguments, smoke_run
+from benchmarks.harness import (
+    Case,
+    bandwidth_table,
+    copy_ceiling,
+    gbps,
+    header,
+    nbytes,
+    report,
+    smoke_arguments,
+    smoke_run,
+)
 from benchmarks import payloads
 from tritonwise import StridedBuffer
 

@@ -62,7 +62,9 @@ def decorated(library: str, module):
     if library == "triton":
         return triton_add
     if library == "tritonwise":
-        return module.pointwise_dynamic(payload_add, is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])
+        return module.pointwise_dynamic(
+            payload_add, is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")]
+        )
     if library == "torch.compile":
         return torch.compile(eager_add)
     if library == "flaggems":

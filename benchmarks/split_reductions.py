@@ -80,7 +80,8 @@ def main(argv=None) -> int:
         with splitting(False):
             b = gbps(read, lambda: unsplit_fn(x))
         eager = gbps(read, lambda: x.sum(-1))
-        print(f"| {tuple(x.shape)} {str(x.dtype)[6:]} | split {parts}: {a:.0f} | unsplit: {b:.0f} | eager {eager:.0f} |", flush=True)
+        row = f"| {tuple(x.shape)} {str(x.dtype)[6:]} | split {parts}: {a:.0f} | unsplit: {b:.0f}"
+        print(f"{row} | eager {eager:.0f} |", flush=True)
     return 0
 
 

@@ -56,17 +56,24 @@ def wrong_add():
 
 def test_check_against_accepts_torchs_answer():
     x = torch.randn(3, 5)
-    check_against((x + 1, x.sum(), torch.full((2,), float("nan"))), (x + 1, x.sum(), torch.full((2,), float("nan"))), "ok")
+    nan = torch.full((2,), float("nan"))
+    check_against((x + 1, x.sum(), nan), (x + 1, x.sum(), nan.clone()), "three outputs")
     assert mismatch(x.sum(), x.sum() * (1 + 1e-6), "a sum in another order") is None
+
+
+def _with(index: tuple, value: float) -> torch.Tensor:
+    got = torch.arange(6.0).reshape(2, 3)
+    got[index] = value
+    return got
 
 
 @pytest.mark.parametrize(
     "got, what",
     [
-        (torch.arange(6.0).reshape(2, 3).index_put((torch.tensor(1), torch.tensor(2)), torch.tensor(7.0)), "a value"),
+        (_with((1, 2), 7.0), "a value"),
+        (_with((0, 0), float("nan")), "NaN where torch has a number"),
         (torch.arange(6.0).reshape(3, 2), "the shape"),
         (torch.arange(6.0, dtype=torch.float64).reshape(2, 3), "the dtype"),
-        (torch.arange(6.0).reshape(2, 3).index_put((torch.tensor(0), torch.tensor(0)), torch.tensor(float("nan"))), "NaN"),
         ((torch.arange(6.0).reshape(2, 3),), "one output of two"),
     ],
 )
@@ -142,7 +149,8 @@ def test_torch_op_comparison_fails_a_planted_wrong_variant_and_passes_the_others
     wrong_silu = pointwise_dynamic(promotion_methods=[(0, "DEFAULT")])(_doubled)
     monkeypatch.setattr(torch_op, "silu", wrong_silu)
     assert torch_op.main(["--device", "cpu", "--no-compile"]) == 1
-    rows = {line.split("|")[2].strip(): line.split("|")[3].strip() for line in capsys.readouterr().out.splitlines() if line.startswith("| eager")}
+    lines = [line.split("|") for line in capsys.readouterr().out.splitlines() if line.startswith("| eager")]
+    rows = {cells[2].strip(): cells[3].strip() for cells in lines}
     assert rows["tritonwise silu(x)"].startswith("MISMATCH") and rows["torch F.silu"] == "ok", rows
 
 
@@ -196,5 +204,6 @@ def test_a_benchmark_with_a_wrong_answer_exits_non_zero(tmp_path):
     script.write_text(PLANTED)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     argv = ["--device", "cpu", "--only", "add fp32 contiguous"]
-    done = subprocess.run([sys.executable, str(script), *argv], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    command = [sys.executable, str(script), *argv]
+    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode != 0 and "WrongAnswer: add fp32 contiguous" in done.stderr, done.stderr[-2000:]
