@@ -81,7 +81,8 @@ def test_the_c_path_serves_up_to_the_margin_and_refuses_past_it(module):
     int8 operands broadcast from one element (16 columns): the output at the margin is allocated,
     never touched."""
     fn, driver = _add(), Driver(b"ppp")
-    rows = lambda n: (torch.zeros(1, 1, dtype=torch.int8).expand(n, 16), torch.zeros(16, dtype=torch.int8))  # noqa: E731
+    one = torch.zeros(1, 1, dtype=torch.int8)
+    rows = lambda n: (one.expand(n, 16), torch.zeros(16, dtype=torch.int8))  # noqa: E731
     _remember(fn, rows(64))
     seen = _derive(fn, rows(96))
     k = (INT32_LIMIT - _area(fn, rows(2**27 - 2**10))) // 16
