@@ -17,23 +17,29 @@ def python_scalars(args: tuple) -> tuple:
     """`args` with NumPy scalars replaced by the python scalars torch's argument parser reads
     them as: integers as int, floating as float, complex as complex, and `np.bool_` as float
     (torch has no numpy-bool case there: `torch.mul(int_tensor, np.bool_(True))` is float32).
-    Returns `args` itself when there is none (the common case costs one pass of type checks)."""
+    Returns `args` itself when there is none to replace: the router re-enters a call with the
+    replaced arguments, so a new tuple for a NumPy array (which torch never reads as a scalar)
+    would re-enter forever."""
     if not any(type(a).__module__ == "numpy" for a in args):
         return args
     import numpy as np
 
-    def convert(a):
-        if not isinstance(a, np.generic):
-            return a
-        if isinstance(a, np.integer):
-            return int(a)
-        if isinstance(a, np.complexfloating):
-            return complex(a)
-        if isinstance(a, (np.floating, np.bool_)):
-            return float(a)
-        return a
+    if not any(isinstance(a, np.generic) for a in args):
+        return args
+    return tuple(_python_scalar(a) if isinstance(a, np.generic) else a for a in args)
 
-    return tuple(convert(a) for a in args)
+
+def _python_scalar(a):
+    """The python scalar torch's argument parser reads the NumPy scalar `a` as."""
+    import numpy as np
+
+    if isinstance(a, np.integer):
+        return int(a)
+    if isinstance(a, np.complexfloating):
+        return complex(a)
+    if isinstance(a, (np.floating, np.bool_)):
+        return float(a)
+    return a  # np.str_, np.datetime64, ...: check_kinds names it
 
 
 def output_keywords(outs: Sequence) -> dict:
@@ -57,10 +63,14 @@ def check_kinds(name: str, schema, args: Sequence) -> None:
     for i, arg in enumerate(args):
         if schema.is_tensor(i):
             if not is_tensor_like(arg):
-                raise TypeError(f"{name}: argument {i} must be a Tensor or StridedBuffer, got {type(arg).__name__}")
+                raise TypeError(
+                    f"{name}: argument {i} must be a Tensor or StridedBuffer, got {type_name(arg)}"
+                    f"{_tensor_hint(schema, i, arg)}"
+                )
         elif is_tensor_like(arg) or not isinstance(arg, Number):
             raise TypeError(
-                f"{name}: argument {i} must be a python scalar (bool, int, float), got {type(arg).__name__}"
+                f"{name}: argument {i} must be a python scalar (bool, int, float), got {type_name(arg)}"
+                f"{_scalar_hint(schema, i, arg)}"
             )
         elif type(arg) is int and not -(2**63) <= arg < 2**64:
             raise OverflowError(
@@ -70,7 +80,40 @@ def check_kinds(name: str, schema, args: Sequence) -> None:
         if isinstance(arg, complex) or (is_tensor_like(arg) and arg.dtype.is_complex):
             raise TypeError(f"{name}: argument {i} is complex ({_kind(arg)}); {needs_register_complex(name)}")
         if not schema.is_tensor(i) and type(arg) not in SCALAR_KINDS and not isinstance(arg, complex):
-            raise TypeError(f"{name}: argument {i} must be a python bool, int or float, got {type(arg).__name__}")
+            raise TypeError(f"{name}: argument {i} must be a python bool, int or float, got {type_name(arg)}")
+
+
+def type_name(x) -> str:
+    """`float`, `Tensor`, `NoneType` for builtins and torch's types; module-qualified otherwise
+    (`numpy.ndarray`), so a NumPy array is not mistaken for something of torch's."""
+    cls = type(x)
+    module = cls.__module__.split(".")[0]
+    return cls.__name__ if module in ("builtins", "torch", "tritonwise") else f"{module}.{cls.__qualname__}"
+
+
+def _tensor_hint(schema, i: int, arg) -> str:
+    """How to fix a non-tensor where the schema declares a tensor."""
+    if type(arg).__module__ == "numpy":
+        return " (torch does not read NumPy arrays as tensors either: pass torch.from_numpy(array))"
+    if isinstance(arg, (list, tuple)):
+        return " (torch does not convert a list or tuple either: pass torch.tensor(values))"
+    if not isinstance(arg, Number):
+        return ""
+    flags = [schema.is_tensor(j) and j != i for j in range(schema.num_inputs())]
+    return (
+        f"; every input is a tensor unless declared otherwise: to take a python scalar at position {i}, "
+        f"declare is_tensor={flags} (or its python type at position {i} of dtypes=[...], "
+        f"e.g. {type(arg).__name__})"
+    )
+
+
+def _scalar_hint(schema, i: int, arg) -> str:
+    """How to fix a non-scalar where the schema declares a python scalar."""
+    if is_tensor_like(arg):
+        return f"; pass a python scalar (x.item() of a 0-d tensor x), or declare argument {i} a tensor in is_tensor"
+    if type(arg).__module__ == "numpy":
+        return " (torch reads NumPy scalars as python scalars, but not NumPy arrays: pass a python scalar)"
+    return ""
 
 
 def _kind(x) -> str:
