@@ -172,3 +172,41 @@ def check_output(name: str, k: int, out, shape: tuple, dtype: torch.dtype, devic
 def has_internal_overlap(shape, strides) -> bool:
     """True when a dim of size > 1 has stride 0 (torch's definite overlap; other cases are allowed)."""
     return any(n > 1 and s == 0 for n, s in zip(shape, strides))
+
+
+def result_subclass(name: str, operands: Sequence) -> Optional[type]:
+    """The tensor subclass torch gives the results of a call on `operands` (inputs and given
+    outputs), as its default __torch_function__ does: the one subclass of every operand
+    subclass that keeps that default (Parameter, DTensor and FakeTensor disable it: their
+    results are plain). None when no operand has such a subclass; a TypeError where none of
+    them is a subclass of all the others, which torch refuses too."""
+    types = {type(a) for a in operands if isinstance(a, Tensor) and type(a) is not Tensor and _default_function(a)}
+    if not types:
+        return None
+    for cls in types:
+        if all(issubclass(cls, t) for t in types):
+            return cls
+    names = ", ".join(sorted(t.__qualname__ for t in types))
+    raise TypeError(f"{name}: operands of unrelated tensor subclasses ({names}): torch gives such a call no result type")
+
+
+_TENSOR_FUNCTION = Tensor.__torch_function__.__func__
+
+
+def _default_function(a) -> bool:
+    return getattr(type(a).__torch_function__, "__func__", None) is _TENSOR_FUNCTION
+
+
+def plain(operands: Sequence) -> tuple:
+    """`operands` with every tensor subclass instance viewed as a plain tensor (the same memory
+    and autograd history, torch's as_subclass)."""
+    return tuple(a.as_subclass(Tensor) if isinstance(a, Tensor) and type(a) is not Tensor else a for a in operands)
+
+
+def as_result_subclass(result, cls: type, outs: Sequence):
+    """`result` (one tensor or a tuple) with each output viewed as `cls`; a given output is
+    returned as the object the caller gave."""
+    results = result if isinstance(result, tuple) else (result,)
+    given = list(outs) + [None] * (len(results) - len(outs))
+    converted = tuple(o if o is not None else r.as_subclass(cls) for r, o in zip(results, given))
+    return converted if isinstance(result, tuple) else converted[0]
