@@ -180,7 +180,8 @@ def result_subclass(name: str, operands: Sequence) -> Optional[type]:
     subclass that keeps that default (Parameter, DTensor and FakeTensor disable it: their
     results are plain). None when no operand has such a subclass; a TypeError where none of
     them is a subclass of all the others, which torch refuses too."""
-    types = {type(a) for a in operands if isinstance(a, Tensor) and type(a) is not Tensor and _default_function(a)}
+    types = {type(a) for a in operands if isinstance(a, Tensor) and type(a) is not Tensor}
+    types = {t for t in types if _default_function(t)}
     if not types:
         return None
     for cls in types:
@@ -193,8 +194,8 @@ def result_subclass(name: str, operands: Sequence) -> Optional[type]:
 _TENSOR_FUNCTION = Tensor.__torch_function__.__func__
 
 
-def _default_function(a) -> bool:
-    return getattr(type(a).__torch_function__, "__func__", None) is _TENSOR_FUNCTION
+def _default_function(cls: type) -> bool:
+    return getattr(cls.__torch_function__, "__func__", None) is _TENSOR_FUNCTION
 
 
 def plain(operands: Sequence) -> tuple:
