@@ -63,6 +63,11 @@ REFUSED = {
         lambda: torch.add(t3(), t3(), alpha=np.array(2.0)),
         r"add_alpha: argument 2 must be a python scalar .*got numpy.ndarray",
     ),
+    "numpy string as scalar": (
+        lambda: ADD_ALPHA(t3(), t3(), np.str_("2")),
+        lambda: torch.add(t3(), t3(), alpha=np.str_("2")),
+        r"add_alpha: argument 2 must be a python scalar \(bool, int, float\), got numpy.str_",
+    ),
     "list as input": (
         lambda: ADD([0.0, 1.0, 2.0], t3()),
         lambda: torch.add([0.0, 1.0, 2.0], t3()),

@@ -17,16 +17,15 @@ def python_scalars(args: tuple) -> tuple:
     """`args` with NumPy scalars replaced by the python scalars torch's argument parser reads
     them as: integers as int, floating as float, complex as complex, and `np.bool_` as float
     (torch has no numpy-bool case there: `torch.mul(int_tensor, np.bool_(True))` is float32).
-    Returns `args` itself when there is none to replace: the router re-enters a call with the
-    replaced arguments, so a new tuple for a NumPy array (which torch never reads as a scalar)
-    would re-enter forever."""
+    Returns `args` itself when it replaces nothing: the router re-enters a call with replaced
+    arguments, so a new tuple for a NumPy array or a `np.str_` (which torch never reads as
+    scalars) would re-enter forever."""
     if not any(type(a).__module__ == "numpy" for a in args):
         return args
     import numpy as np
 
-    if not any(isinstance(a, np.generic) for a in args):
-        return args
-    return tuple(_python_scalar(a) if isinstance(a, np.generic) else a for a in args)
+    converted = tuple(_python_scalar(a) if isinstance(a, np.generic) else a for a in args)
+    return args if all(c is a for c, a in zip(converted, args)) else converted
 
 
 def _python_scalar(a):
