@@ -187,7 +187,9 @@ def result_subclass(name: str, operands: Sequence) -> Optional[type]:
         if all(issubclass(cls, t) for t in types):
             return cls
     names = ", ".join(sorted(t.__qualname__ for t in types))
-    raise TypeError(f"{name}: operands of unrelated tensor subclasses ({names}): torch gives such a call no result type")
+    raise TypeError(
+        f"{name}: operands of unrelated tensor subclasses ({names}): torch gives such a call no result type"
+    )
 
 
 _TENSOR_FUNCTION = Tensor.__torch_function__.__func__
