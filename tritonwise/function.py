@@ -184,6 +184,10 @@ class PointwiseDynamicFunction:
             self._check_plain_call(args, outs)
         if scalars is not args:  # NumPy scalars: plans are keyed on the python scalars torch reads
             return self(*scalars, **validation.output_keywords(outs))
+        subclass = validation.result_subclass(self.__name__, (*args, *outs))
+        if subclass is not None:  # run on plain views, give the results torch's subclass
+            result = self(*validation.plain(args), **validation.output_keywords(validation.plain(outs)))
+            return validation.as_result_subclass(result, subclass, outs)
         if any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):  # recorded for autograd
             from . import autograd
 

@@ -12,6 +12,7 @@ from ..frontend.dtypes import CallTypes
 from ..frontend.payload import Payload
 from ..frontend.summary import CallSummary, OperandSummary
 from .key import generator_digest, triton_version
+from .payload_names import payload_preamble
 from .spec import TRITON_DTYPES, InputSpec, KernelSpec, OutputSpec, PayloadCall, triton_dtype
 
 
@@ -137,6 +138,7 @@ def build_spec(
         generator=generator_digest(),
         triton_version=triton_version(),
         deterministic=deterministic and any(r is not None and not r.along_dims for r in reductions),
+        payload_preamble=payload_preamble(payload.fn),
         payload_source=payload.source,
     )
 

@@ -121,6 +121,8 @@ class KernelSpec:
     generator: str
     triton_version: str
     deterministic: bool = False  # reductions: one partial per program instead of atomics
+    # what the payload's copy needs when the file runs alone: imports, constants, helpers
+    payload_preamble: tuple = ()
     # the payload's source, copied into the file; out of repr (and so of the key's hashed text)
     # because payload_hash already stands for it
     payload_source: str = field(default="", repr=False, compare=False)
