@@ -29,6 +29,7 @@ from .frontend.reduction import AxisEntry, kind_of, parse_reductions, reduction_
 from .frontend.schema import FunctionSchema
 from .frontend.summary import summarize
 from .instantiate import InstantiatedFunction
+from . import own_ops
 from .layout_templates import RowRule, row_rule
 from .new_shapes import NewShapes
 from .prepared import KernelInfo, prepare_args, use_fast_path
@@ -201,7 +202,7 @@ class PointwiseDynamicFunction:
             from . import dtensor  # imports torch.distributed.tensor, which the caller has already
 
             return dtensor.call(self, args, outs)
-        resolved = validation.resolve_negative_views(self.__name__, args, outs)
+        resolved = own_ops.resolve_negative_views(self.__name__, args, outs)
         if resolved is not None:
             return self(*resolved, **validation.output_keywords(outs))
         return _NO_ROUTE
