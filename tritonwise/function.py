@@ -390,7 +390,9 @@ class PointwiseDynamicFunction:
         types = resolve_types(schema, args, widen_bools=not self._payload.uses_invert)
         reductions = tuple(r and reduction_of(kind_of(r), types.results[k]) for k, r in enumerate(self._reductions))
         for k, (out, r) in enumerate(zip(outs, reductions)):
-            if out is not None and r is None and not self._copies(k) and not torch.can_cast(types.results[k], out.dtype):
+            if out is None or r is not None or self._copies(k):
+                continue
+            if not torch.can_cast(types.results[k], out.dtype):
                 types = self._payload_result(k, out.dtype, types, args)
         return _Frontend(key, types, reductions, device)
 
@@ -484,7 +486,8 @@ class PointwiseDynamicFunction:
         plan = self._bind(args, outs, types, reductions, task, device)
         if plan.path is not None:
             alias = payload_alias(plan.spec.payload_name, plan.spec.kernel_name)
-            module = load(plan.path, plan.spec.kernel_name, alias, self._payload, "gpu", self._variants(plan.spec, alias))
+            variants = self._variants(plan.spec, alias)
+            module = load(plan.path, plan.spec.kernel_name, alias, self._payload, "gpu", variants)
             kernel = getattr(module, plan.spec.kernel_name)
             compile_ahead(plan.spec.file_name, kernel, plan.kernel_values(args, outs), plan.num_warps, targets)
         return plan.path

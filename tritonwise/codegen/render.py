@@ -110,11 +110,8 @@ def _variant_definitions(spec, alias: str) -> list:
     """(name, source) of each payload variant the calls run (codegen/build.py variant_of)."""
     from ..frontend.variants import variant_source
 
-    calls = [c for c in spec.calls if c.variant]
-    return [
-        (c.variant_alias(alias), variant_source(spec.payload_source, c.variant_alias(alias), _positions(c.outputs)).rstrip())
-        for c in calls
-    ]
+    names = [(c.variant_alias(alias), _positions(c.outputs)) for c in spec.calls if c.variant]
+    return [(name, variant_source(spec.payload_source, name, outputs).rstrip()) for name, outputs in names]
 
 
 def _positions(outputs: tuple) -> tuple:
