@@ -1,7 +1,7 @@
 """@triton.jit functions tritonwise derives from a payload's source (its backward, the ties of a
-max/min output, variants computing some of its outputs), each through a file in the cache:
-Triton reads a JIT function's source from its file, and the file is readable like a generated
-kernel. Names the derived source does not define resolve in the payload's module."""
+max/min output, variants computing some of its outputs: PayloadVariants), each through a file in
+the cache: Triton reads a JIT function's source from its file, and the file is readable like a
+generated kernel. Names the derived source does not define resolve in the payload's module."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import sys
 import threading
 
 from ._version import __version__
+from .codegen.build import variant_of
 from .runtime.cache import ensure_file
 
 
@@ -49,3 +50,27 @@ def _load(path, globals_: dict):
             spec.loader.exec_module(module)
             _modules[key] = module
     return module
+
+
+class PayloadVariants:
+    """The variants of one payload (frontend/variants.py) that its generated kernels call, each
+    derived once, in its own file."""
+
+    HOW = "keeping the statements those outputs need (tritonwise/frontend/variants.py)"
+
+    def __init__(self, payload):
+        self._payload = payload
+        self._jits: dict = {}  # output names -> @triton.jit variant
+
+    def bindings(self, spec, alias: str) -> dict:
+        """alias -> variant, for each call of the KernelSpec `spec` that runs one (the payload
+        bound as `alias` in its module)."""
+        return {call.variant_alias(alias): self._jit(call.outputs) for call in spec.calls if call.variant}
+
+    def _jit(self, outputs: tuple):
+        found = self._jits.get(outputs)
+        if found is None:
+            name, source = variant_of(self._payload, tuple(int(o[3:]) for o in outputs))
+            role = f"computes only {', '.join(outputs)}"
+            found = self._jits[outputs] = derived_payload(name, source, role, self._payload, self.HOW)[0]
+        return found

@@ -16,11 +16,12 @@ import torch
 
 from .analysis.broadcast import broadcast_shapes
 from .analysis.plan import TaskPlan, analyze, analyze_rows, splittable
-from .codegen.build import build_spec, variant_of
+from .codegen.build import build_spec
 from .codegen.key import generator_digest
 from .codegen.params import index_arg_values
 from .codegen.render import identity_marks, payload_alias, render
 from .config import CodeGenConfig
+from .derived_payloads import PayloadVariants
 from .explanation import Explanation
 from .frontend import validation
 from .frontend.dtypes import check_unsigned_scalars, resolve_types
@@ -46,7 +47,6 @@ from .runtime.loader import load
 
 logger = logging.getLogger("tritonwise")
 _NO_ROUTE = object()  # PointwiseDynamicFunction._route: an ordinary call, for the plan path
-_VARIANTS = "keeping the statements those outputs need (tritonwise/frontend/variants.py)"
 
 
 class PointwiseDynamicFunction:
@@ -91,7 +91,7 @@ class PointwiseDynamicFunction:
         self._backward = None  # an autograd.Backward, built on the first call that records
         self._no_outputs = (None,) * schema.num_outputs()
         self._kernel_infos: dict = {}  # task rank -> KernelInfo of the newest file generated for it
-        self._variant_jits: dict = {}  # output names -> the payload's variant computing them
+        self._variants = PayloadVariants(self._payload)  # what kernels with several payload calls run
         self.__name__ = self._payload.name
         self.__qualname__ = self._payload.qualname
         self.__doc__ = self._payload.fn.__doc__
@@ -486,7 +486,7 @@ class PointwiseDynamicFunction:
         plan = self._bind(args, outs, types, reductions, task, device)
         if plan.path is not None:
             alias = payload_alias(plan.spec.payload_name, plan.spec.kernel_name)
-            variants = self._variants(plan.spec, alias)
+            variants = self._variants.bindings(plan.spec, alias)
             module = load(plan.path, plan.spec.kernel_name, alias, self._payload, "gpu", variants)
             kernel = getattr(module, plan.spec.kernel_name)
             compile_ahead(plan.spec.file_name, kernel, plan.kernel_values(args, outs), plan.num_warps, targets)
@@ -514,27 +514,11 @@ class PointwiseDynamicFunction:
                 raise FrozenError(f"{self.__name__}({argcheck.describe_values(args)}): {e}") from None
             alias = payload_alias(spec.payload_name, spec.kernel_name)
             backend = "interpreter" if interpreted else "gpu"
-            launch = load(path, spec.kernel_name, alias, self._payload, backend, self._variants(spec, alias)).launch
+            launch = load(path, spec.kernel_name, alias, self._payload, backend, self._variants.bindings(spec, alias)).launch
         kernel = _Kernel(spec, path, launch)
         if memo is not None:
             _remember(self._kernels, memo, kernel)
         return kernel
-
-    def _variants(self, spec, alias: str) -> dict:
-        """alias -> @triton.jit variant of the payload, for each call of `spec` that runs one."""
-        return {call.variant_alias(alias): self._variant(call.outputs) for call in spec.calls if call.variant}
-
-    def _variant(self, outputs: tuple):
-        """The payload's variant computing only `outputs` (names), derived once (its own file)."""
-        found = self._variant_jits.get(outputs)
-        if found is None:
-            from .derived_payloads import derived_payload
-
-            name, source = variant_of(self._payload, tuple(int(o[3:]) for o in outputs))
-            role = f"computes only {', '.join(outputs)}"
-            found = derived_payload(name, source, role, self._payload, _VARIANTS)[0]
-            self._variant_jits[outputs] = found
-        return found
 
     def _spec(self, args, outs, types, reductions, task: TaskPlan):
         call = summarize(self._schema, args, outs or self._no_outputs)
