@@ -11,7 +11,8 @@ import triton.language as tl
 from conftest import poisoned_like
 from tritonwise import pointwise_dynamic
 
-DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64]
+UNSIGNED = [torch.uint8, torch.uint16, torch.uint32, torch.uint64]
+DTYPES = [torch.bool, *UNSIGNED, torch.int8, torch.int16, torch.int32, torch.int64]
 
 
 @triton.jit
@@ -44,7 +45,7 @@ def _values(dtype, shape, seed):
     g = torch.Generator().manual_seed(seed)
     if dtype == torch.bool:
         return torch.randint(0, 2, shape, generator=g).bool()
-    low = 0 if dtype == torch.uint8 else -6
+    low = 0 if dtype in UNSIGNED else -6
     return torch.randint(low, 7, shape, generator=g).to(dtype)
 
 
