@@ -21,8 +21,8 @@ from triton.language.extra.cuda import libdevice
 from tritonwise import pointwise_dynamic
 
 FILES = Path(__file__).resolve().parent / "files"
-README = Path(__file__).resolve().parents[2] / "README.md"
-README_SAMPLE = "nd_scalar_f32.py"  # the file README's "Reading a generated file" shows
+SAMPLE_DOC = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
+README_SAMPLE = "nd_scalar_f32.py"  # the file docs/architecture.md shows as a generated file's example
 
 
 @triton.jit
