@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from .runtime import cache
 
@@ -38,11 +39,13 @@ def _inventory():
     return inventory
 
 
-def _cache_directory() -> "os.PathLike":
-    """The configured directory, when it is one (or does not exist yet)."""
+def _cache_directory() -> Path:
+    """The configured directory, when it is one this user can read (or does not exist yet)."""
     directory = cache.configured_dir()
     if directory.exists() and not directory.is_dir():
         raise UsageError(f"cache: {directory} is not a directory (see TRITONWISE_CACHE_DIR)")
+    if directory.exists() and not os.access(directory, os.R_OK | os.X_OK):
+        raise UsageError(f"cache: cannot read the cache directory {directory} (permission denied)")
     return directory
 
 
