@@ -117,11 +117,12 @@ def _given_outputs(fn, meta_args: tuple) -> dict:
     return {f"out{k}": torch.empty(r.shape, dtype=r.dtype) for k, r in enumerate(results)}
 
 
-def generate(target: str, shapes: list, dtypes: list, stream=sys.stderr, targets: Sequence = ()) -> int:
+def generate(target: str, shapes: list, dtypes: list, stream=None, targets: Sequence = ()) -> int:
     """Write the files (and, for `targets`, the compiled kernels) for every function in
     `target`, shape and dtype; returns the number of distinct files. Progress, and a line per
     variant a function does not take, go to `stream`. GenerateError where nothing could be
     generated."""
+    stream = sys.stderr if stream is None else stream  # at call time: sys.stderr may be replaced
     jobs = [(name, fn, s, d) for name, fn in find_functions(target) for s in shapes for d in dtypes]
     written, skipped = set(), []
     for i, (name, fn, shape, dtype) in enumerate(jobs, 1):
