@@ -17,7 +17,7 @@ import torch
 import payload_no_tl
 from tritonwise import pointwise_dynamic
 from tritonwise.__main__ import main
-from tritonwise.runtime import inventory
+from tritonwise.runtime import cache, inventory
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -176,6 +176,25 @@ def test_generate_with_nothing_to_generate_fails(modules, monkeypatch, capsys, t
     monkeypatch.setenv("TRITONWISE_CACHE_DIR", str(tmp_path / "cache"))
     result = run_here(["generate", "cli_second_dim", "--ranks", "0-1"], capsys)
     assert_one_line_error(result, 1, "nothing generated", "dim 1 is out of range", after_progress=True)
+
+
+def test_generate_fails_when_a_file_cannot_go_into_the_cache(tmp_path, monkeypatch, capsys):
+    """A directory occupies a file's name: the file would go to the process's private fallback,
+    which is removed when generate exits."""
+    monkeypatch.setenv("TRITONWISE_CACHE_DIR", str(tmp_path / "first"))
+    assert run_here(["generate", "tritonwise.demo:copy", "--ranks", "1"], capsys)[0] == 0
+    names = sorted(p.name for p in (tmp_path / "first").glob("*.py"))
+    for name in names[:1]:
+        (tmp_path / "second" / name).mkdir(parents=True)
+    monkeypatch.setenv("TRITONWISE_CACHE_DIR", str(tmp_path / "second"))
+    monkeypatch.setattr(cache, "_fallback_dir", None)
+    try:
+        with pytest.warns(RuntimeWarning, match="is a directory"):
+            result = run_here(["generate", "tritonwise.demo:copy", "--ranks", "1"], capsys)
+    finally:
+        if cache._fallback_dir is not None:
+            shutil.rmtree(cache._fallback_dir, ignore_errors=True)
+    assert_one_line_error(result, 1, f"1 of {len(names)} files could not be written into", after_progress=True)
 
 
 def test_show_lists_the_files_a_prefix_matches(cache_with_files, capsys):

@@ -4,7 +4,8 @@ For each pointwise function found, writes into the cache the files that common c
 so a deployment starts warm: for every shape (`--shapes`, else 4x...x4 for each of
 `--ranks`), the `instantiate(r)` kernel over contiguous operands (no collapsing) and the
 call-path kernels for contiguous operands (flat), a row broadcast (nd) and a transposed first
-operand (tile2d), for each requested dtype. With
+operand (tile2d), for each requested dtype; given outputs have the shape and dtype the call
+gives them (a reduction's are reduced). With
 targets (`--compile --arch`), each file's kernel is also compiled for every target into the
 kernel store, specialized as a launch on freshly allocated tensors is (16-byte aligned), so a
 deployment on those GPUs loads it without compiling. Compiling needs no GPU.
@@ -14,11 +15,13 @@ from __future__ import annotations
 
 import importlib
 import sys
+from pathlib import Path
 from typing import Iterator, Sequence
 
 import torch
 
 from .function import PointwiseDynamicFunction
+from .runtime import cache
 
 _SCALARS = {float: 1.0, int: 1, bool: True, None: 1.0}
 # What a function raises for a variant it does not take (an axis reduction's dim beyond a rank,
@@ -121,7 +124,7 @@ def generate(target: str, shapes: list, dtypes: list, stream=None, targets: Sequ
     """Write the files (and, for `targets`, the compiled kernels) for every function in
     `target`, shape and dtype; returns the number of distinct files. Progress, and a line per
     variant a function does not take, go to `stream`. GenerateError where nothing could be
-    generated."""
+    generated, or a file could not be written into the configured directory."""
     stream = sys.stderr if stream is None else stream  # at call time: sys.stderr may be replaced
     jobs = [(name, fn, s, d) for name, fn in find_functions(target) for s in shapes for d in dtypes]
     written, skipped = set(), []
@@ -143,7 +146,20 @@ def generate(target: str, shapes: list, dtypes: list, stream=None, targets: Sequ
         print(f"  {line}", file=stream)
     if not written:
         raise GenerateError(f"nothing generated: every shape and dtype was skipped ({skipped[0]})")
+    _check_placed(written)
     return len(written)
+
+
+def _check_placed(written: set) -> None:
+    """Every file landed in the configured directory: one that went to the process's private
+    fallback (its name taken by a directory, say) is gone when this command exits."""
+    directory = cache.configured_dir()
+    elsewhere = sorted(str(p) for p in written if p is not None and Path(p).parent != directory)
+    if elsewhere:
+        raise GenerateError(
+            f"{len(elsewhere)} of {len(written)} files could not be written into {directory} "
+            f"(the warning above says why), e.g. {Path(elsewhere[0]).name}"
+        )
 
 
 def _progress(stream, done: int, total: int, what: str) -> None:
