@@ -40,6 +40,7 @@ PROBES = "probes"  # remembered payload value dtypes (runtime/probe.py)
 _fallback_lock = threading.Lock()
 _fallback_dir: Optional[Path] = None
 _warned: set = set()  # the warnings this process has given (each is given once)
+_PRIVATE_NOTE = "(removed at exit; set TRITONWISE_CACHE_OVERLAY to choose a directory that keeps them)"
 
 
 class CacheNotWritable(OSError):
@@ -141,10 +142,7 @@ def _overlay_dir(problem: Optional[str]) -> Path:
     directory = _private_dir()
     if problem is not None and problem not in _warned:
         _warned.add(problem)
-        _warn(
-            f"tritonwise: {problem}; using {directory} for the files it lacks in this process "
-            f"(removed at exit; set TRITONWISE_CACHE_OVERLAY to choose a directory that keeps them)"
-        )
+        _warn(f"tritonwise: {problem}; using {directory} for the files it lacks in this process {_PRIVATE_NOTE}")
     return directory
 
 
@@ -165,9 +163,7 @@ def _remove_private_dir(directory: Path, owner_pid: int) -> None:
 
 
 def _kept_or_removed(directory: Path) -> str:
-    if directory == _fallback_dir:
-        return " for this process (removed at exit; set TRITONWISE_CACHE_OVERLAY to choose a directory that keeps them)"
-    return ""
+    return f" for this process {_PRIVATE_NOTE}" if directory == _fallback_dir else ""
 
 
 def _warn(message: str) -> None:
