@@ -197,6 +197,22 @@ def test_generate_fails_when_a_file_cannot_go_into_the_cache(tmp_path, monkeypat
     assert_one_line_error(result, 1, f"1 of {len(names)} files could not be written into", after_progress=True)
 
 
+@pytest.mark.parametrize(
+    "action, expected",
+    [
+        ("path", "{directory}\n"),
+        ("list", ""),
+        ("clear", "removed 0 generated files, 0 compiled kernels and 0 probe results from {directory}\n"),
+        ("stats", "{directory}: 0 files, 0 bytes, 0 compiled kernels, 0 probe results; written 0 times, reused 0 times\n"),
+    ],
+)
+def test_a_missing_cache_directory_is_empty_and_stays_missing(action, expected, tmp_path, monkeypatch, capsys):
+    directory = tmp_path / "not" / "yet"
+    monkeypatch.setenv("TRITONWISE_CACHE_DIR", str(directory))
+    assert run_here(["cache", action], capsys) == (0, expected.format(directory=directory), "")
+    assert not (tmp_path / "not").exists()
+
+
 def test_show_lists_the_files_a_prefix_matches(cache_with_files, capsys):
     code, out, err = run_here(["cache", "show", "add_r"], capsys)
     names = [p.name for p in inventory.generated_files(cache_with_files)]

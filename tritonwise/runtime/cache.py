@@ -158,8 +158,12 @@ def _private_dir() -> Path:
 
 
 def _remove_private_dir(directory: Path, owner_pid: int) -> None:
-    if os.getpid() == owner_pid:
+    if os.getpid() != owner_pid:
+        return
+    for _ in range(3):  # again if a background build (runtime/aten.py) wrote into it meanwhile
         shutil.rmtree(directory, ignore_errors=True)
+        if not directory.exists():
+            return
 
 
 def _kept_or_removed(directory: Path) -> str:
