@@ -1,6 +1,10 @@
 """Bandwidth of reductions along dims (issue 16's cases): tritonwise vs eager vs torch.compile.
 
-    python benchmarks/axis_reductions.py [--out FILE] [--no-compile] [--sweep]
+    python -m benchmarks.axis_reductions [--out FILE] [--no-compile] [--sweep]
+    python -m benchmarks.axis_reductions --device cpu   # every case checked on small inputs, nothing timed
+
+Every case is checked against torch before anything is timed; a wrong answer stops the run
+with a non-zero exit.
 
 GB/s = bytes read (each input once; the reduced output is small and not counted) over the
 median time of `triton.testing.do_bench`; the copy ceiling (clone of 1 GiB) is measured in the
@@ -10,16 +14,16 @@ GB/s of a clone of its input (the copy ceiling at that size: small inputs cannot
 
 A second table says what 90% of the 1 GiB copy ceiling asks of each case in microseconds, beside
 tritonwise's time, a plain read's, and an empty kernel's under do_bench: below about 120 MiB, no
-kernel can finish a read that fast under that timer (RESULTS.md, ninth session).
+kernel can finish a read that fast under that timer.
 
 Then each case under three timers, each with its own copy ceiling (the faster of a clone and a
 negation of 1 GiB: a CUDA graph runs a clone as a slower copy node) and the read ceiling at the
-case's size (a plain Triton kernel reading the same bytes in memory order, read_ceiling.py):
+case's size (a plain Triton kernel reading the same bytes in memory order, harness.read_ceiling):
 - do_bench, as above;
-- after a clean L2 flush (timing.us_after_clean_flush): do_bench's flush writes 256 MiB and
+- after a clean L2 flush (harness.us_after_clean_flush): do_bench's flush writes 256 MiB and
   leaves dirty lines that the timed kernel writes back, which costs a 64 MiB read about a third
   of its bandwidth and the 1 GiB clone almost nothing;
-- back to back in a CUDA graph on copies of the input that fill 256 MiB (timing.us_back_to_back):
+- back to back in a CUDA graph on copies of the input that fill 256 MiB (harness.us_back_to_back):
   no host time, no flush, every call reading DRAM, as kernels run inside a model.
 """
 
@@ -27,18 +31,32 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 
 import torch
 import triton
 
+from benchmarks.harness import (
+    Case,
+    bandwidth_table,
+    copy_ceiling,
+    do_bench_us,
+    empty_kernel,
+    gbps,
+    gbps_after_clean_flush,
+    gpu_us_per_kernel,
+    header,
+    mismatch,
+    nbytes,
+    read_ceiling,
+    report,
+    smoke_arguments,
+    smoke_run,
+    timed,
+    us_at,
+    us_back_to_back,
+)
 from tritonwise import pointwise_dynamic
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import Case, _nbytes, copy_ceiling, do_bench_us, gbps, header, table  # noqa: E402
-from read_ceiling import empty_kernel, read_ceiling, timed  # noqa: E402
-from timing import gbps_after_clean_flush, gpu_us_per_kernel, report, us_at, us_back_to_back  # noqa: E402
 
 
 @triton.jit
@@ -63,32 +81,36 @@ sum_last = _reducer(_identity, ("sum", -1))
 sum_0_2 = _reducer(_identity, ("sum", (0, 2)))
 
 
-def cases(device="cuda") -> list:
-    """(Case, tritonwise function, its input, the torch expression of an input) for each of the
-    issue's five shapes."""
-    big = torch.randn(8192, 8192, device=device)
-    tall = torch.randn(16384, 128, device=device, dtype=torch.bfloat16)
-    wide = torch.randn(128, 16384, device=device, dtype=torch.bfloat16)
-    cube = torch.randn(64, 4096, 64, device=device)
+# The issue's five shapes, and small ones of the same kinds for a smoke run
+SHAPES = {
+    False: ((8192, 8192), (16384, 128), (128, 16384), (64, 4096, 64)),
+    True: ((48, 40), (96, 16), (8, 1024), (4, 32, 8)),
+}
+
+
+def cases(device: str = "cuda", small: bool = False) -> list:
+    """(Case, tritonwise function, its input, the torch expression of an input) for each case."""
+    square, tall_shape, wide_shape, cube_shape = SHAPES[small]
+    big = torch.randn(square, device=device)
+    tall = torch.randn(tall_shape, device=device, dtype=torch.bfloat16)
+    wide = torch.randn(wide_shape, device=device, dtype=torch.bfloat16)
+    cube = torch.randn(cube_shape, device=device)
+    name = lambda shape: "x".join(map(str, shape))  # noqa: E731
     table = [
-        ("sum(x*x, -1) fp32 8192x8192", sum_sq_last, big, lambda x: (x * x).sum(-1)),
-        ("amax(x, 0) fp32 8192x8192", max_dim0, big, lambda x: x.amax(0)),
-        ("sum(x, -1) bf16 16384x128", sum_last, tall, lambda x: x.sum(-1)),
-        ("sum(x, -1) bf16 128x16384", sum_last, wide, lambda x: x.sum(-1)),
-        ("sum(x, (0, 2)) fp32 64x4096x64", sum_0_2, cube, lambda x: x.sum((0, 2))),
+        (f"sum(x*x, -1) fp32 {name(square)}", sum_sq_last, big, lambda x: (x * x).sum(-1)),
+        (f"amax(x, 0) fp32 {name(square)}", max_dim0, big, lambda x: x.amax(0)),
+        (f"sum(x, -1) bf16 {name(tall_shape)}", sum_last, tall, lambda x: x.sum(-1)),
+        (f"sum(x, -1) bf16 {name(wide_shape)}", sum_last, wide, lambda x: x.sum(-1)),
+        (f"sum(x, (0, 2)) fp32 {name(cube_shape)}", sum_0_2, cube, lambda x: x.sum((0, 2))),
     ]
-    return [
-        (Case(name, _nbytes(x), lambda f=fn, x=x: f(x), lambda e=expr, x=x: e(x)), fn, x, expr)
-        for name, fn, x, expr in table
-    ]
+    return [(reduction_case(name, fn, x, expr), fn, x, expr) for name, fn, x, expr in table]
 
 
-def check(case: Case) -> str:
-    got, want = case.ours(), case.eager()
-    if got.shape != want.shape or got.dtype != want.dtype:
-        return f"MISMATCH {tuple(got.shape)} {got.dtype}"
-    tol = 2e-2 if got.dtype == torch.bfloat16 else 1e-3
-    return "ok" if torch.allclose(got.float(), want.float(), rtol=tol, atol=tol * 10) else "MISMATCH"
+def reduction_case(name: str, fn, x, expr) -> Case:
+    """A Case of fn(x) against expr(x): bf16 results round to 8 bits, fp32 sums in another
+    order; both tolerances stay far below a lost or doubled partial."""
+    tol = 2e-2 if x.dtype == torch.bfloat16 else 1e-3
+    return Case(name, nbytes(x), lambda: fn(x), lambda: expr(x), rtol=tol, atol=tol * 10)
 
 
 ROTATED_BYTES = 2**28  # copies of an input fill 256 MiB, five times the H100's 50 MiB of L2
@@ -97,7 +119,7 @@ ROTATED_BYTES = 2**28  # copies of an input fill 256 MiB, five times the H100's 
 def back_to_back_gbps(nbytes: int, call, x) -> float:
     """GB/s of `call` launched back to back in a CUDA graph on copies of `x` that together fill
     ROTATED_BYTES (at least two), each copy at least four times and 2 GiB read in all."""
-    size = _nbytes(x)
+    size = nbytes(x)
     copies = max(2, math.ceil(ROTATED_BYTES / size))
     inputs = [x] + [x.clone() for _ in range(copies - 1)]
     launches = copies * max(4, math.ceil(2**31 / (copies * size)))
@@ -113,12 +135,12 @@ TIMERS = {
 
 
 def copy_ceiling_under(rate) -> float:
-    """GB/s moved by the faster of a clone and a negation of 1 GiB (as bench.copy_ceiling): a
+    """GB/s moved by the faster of a clone and a negation of 1 GiB (as harness.copy_ceiling): a
     contiguous clone is a cudaMemcpyAsync, which a CUDA graph runs as a copy node at 2417-2432
-    GB/s on the H100, against 2950-3003 for the same clones launched on a stream (.gpu/exp45.py);
+    GB/s on the H100, against 2950-3003 for the same clones launched on a stream;
     the negation is an ATen kernel moving the same bytes under every timer."""
     x = torch.empty(2**28, device="cuda").uniform_()
-    return max(rate(2 * _nbytes(x), torch.clone, x), rate(2 * _nbytes(x), torch.neg, x))
+    return max(rate(2 * nbytes(x), torch.clone, x), rate(2 * nbytes(x), torch.neg, x))
 
 
 def _rate_or_nan(rate, nbytes, call, x) -> float:
@@ -167,16 +189,15 @@ def target_table(ceiling: float, rows: list) -> str:
     return "\n".join(lines)
 
 
-def run(use_compile: bool) -> tuple:
-    """The 1 GiB clone's GB/s and the headline rows (do_bench, with each check), the chosen
-    schemes, and for each timer its copy ceiling and rows (name, bytes, tritonwise, eager,
-    torch.compile, plain read)."""
+def run(chosen_cases: list, use_compile: bool) -> tuple:
+    """The 1 GiB clone's GB/s and the headline rows (do_bench), the chosen schemes, and for
+    each timer its copy ceiling and rows (name, bytes, tritonwise, eager, torch.compile, plain
+    read)."""
     ceiling = copy_ceiling()
     ceilings = {timer: copy_ceiling_under(rate) for timer, rate in TIMERS.items()}
     by_timer = {timer: [] for timer in TIMERS}
     rows, chosen = [], []
-    for case, fn, x, expr in cases():
-        status = check(case)
+    for case, fn, x, expr in chosen_cases:
         compiled = None
         if use_compile:
             compiled = torch.compile(expr)
@@ -184,12 +205,10 @@ def run(use_compile: bool) -> tuple:
         for timer, rate in TIMERS.items():
             by_timer[timer].append((case.name, case.nbytes, *measured_under(rate, case, fn, x, expr, compiled)))
         _, _, ours, eager, compiled_rate, _ = by_timer["do_bench"][-1]
-        rows.append((case.name, ours, eager, compiled_rate, ours / ceiling, status))
+        rows.append((case.name, ours, eager, compiled_rate, ours / ceiling))
         copy = gbps(2 * case.nbytes, lambda x=x: x.clone())
         chosen.append(f"- {case.name}: {_scheme_line(fn, x)}; a clone of the input moves {copy:.0f} GB/s")
-        print(
-            f"{case.name:<34} ours {ours:6.0f}  eager {eager:6.0f}  compile {compiled_rate:6.0f}  {status}", flush=True
-        )
+        print(f"{case.name:<34} ours {ours:6.0f}  eager {eager:6.0f}  compile {compiled_rate:6.0f}", flush=True)
     return ceiling, rows, chosen, ceilings, by_timer
 
 
@@ -199,43 +218,51 @@ def _scheme_line(fn, x) -> str:
     return "; ".join(ln.strip() for ln in text.splitlines() if "scheme" in ln or "block" in ln.lower())[:300]
 
 
-def sweep() -> list:
-    """GB/s of each case with each block its layout class offers (the heuristic's evidence)."""
+def sweep(chosen_cases: list) -> list:
+    """GB/s of each case with each block its layout class offers (the heuristic's evidence);
+    a block whose answer is wrong is reported and not timed (a persistent block narrower than
+    the row is not a valid choice: it reads part of it)."""
     from tritonwise.schemes import get_scheme
 
     lines = []
-    for case, fn, x, _ in cases():
+    for case, fn, x, expr in chosen_cases:
         plan = fn.explain(x)
         scheme = get_scheme(plan.scheme)
         for block in plan.block_choices:
             scheme.pick_block = lambda task_shape, m_dim, choices, block=block: block
             try:
                 fresh = fn.remake()
-                rate = gbps(case.nbytes, lambda: fresh(x))
-                status = check(Case(case.name, case.nbytes, lambda: fresh(x), case.eager))
+                wrong = mismatch(expr(x), fresh(x), case.name, case.rtol, case.atol)
+                result = "wrong answer, not timed" if wrong else f"{gbps(case.nbytes, lambda: fresh(x)):.0f} GB/s"
             finally:
                 del scheme.pick_block
-            # a persistent block narrower than the row is not a valid choice: it reads part of it
-            lines.append(f"- {case.name} {plan.scheme} block {block}: {rate:.0f} GB/s ({status})")
+            lines.append(f"- {case.name} {plan.scheme} block {block}: {result}")
             print(lines[-1], flush=True)
     return lines
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out")
     parser.add_argument("--no-compile", action="store_true")
     parser.add_argument("--sweep", action="store_true")
-    args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("axis_reductions.py needs a CUDA GPU", file=sys.stderr)
+    smoke_arguments(parser)
+    args = parser.parse_args(argv)
+    smoke = smoke_run(args, "axis_reductions")
+    if smoke is None:
         return 2
-    ceiling, rows, chosen, ceilings, by_timer = run(not args.no_compile)
+    chosen_cases = cases(args.device, smoke)
+    for case, *_ in chosen_cases:
+        case.check()
+    print(f"{len(chosen_cases)} cases give torch's answer", flush=True)
+    if smoke:
+        return 0
+    ceiling, rows, chosen, ceilings, by_timer = run(chosen_cases, not args.no_compile)
     timers = [timer_table(timer, ceilings[timer], by_timer[timer]) for timer in TIMERS]
-    tables = (table(ceiling, rows), target_table(ceiling, by_timer["do_bench"]), *timers, "\n".join(chosen))
+    tables = (bandwidth_table(ceiling, rows), target_table(ceiling, by_timer["do_bench"]), *timers, "\n".join(chosen))
     text = header() + "\n\n" + "\n\n".join(tables) + "\n"
     if args.sweep:
-        text += "\nEvery block of each case's layout class:\n" + "\n".join(sweep()) + "\n"
+        text += "\nEvery block of each case's layout class:\n" + "\n".join(sweep(chosen_cases)) + "\n"
     report(text, args.out)
     return 0
 

@@ -1,14 +1,16 @@
 """First call in a new process: plain Triton, tritonwise, torch.compile and FlagGems (GPU).
 
-    python benchmarks/cold_start.py [--warm-runs 2] [--libraries triton,tritonwise,torch.compile,flaggems]
+    python -m benchmarks.cold_start [--warm-runs 2] [--libraries triton,tritonwise,torch.compile,flaggems]
 
 For each library, fresh processes (benchmarks/cold_start_child.py) with caches isolated in a
 new directory (HOME, TRITON_CACHE_DIR, TRITONWISE_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR): one with
 empty caches, then `--warm-runs` more over the caches it left (the median is reported). Each
 times the first call of an already-decorated `add(x, y, alpha)` over 2^20 fp32 elements
 (process start and imports excluded; they are reported apart), then the first call of a
-second layout (2^20 + 1 elements). FlagGems is skipped where it cannot be imported. About a
-minute on an H100 host.
+second layout (2^20 + 1 elements). Each result is checked against torch right after its first
+call is timed (before it, the call would no longer be the first); a wrong answer in any run
+makes the exit status 1. FlagGems is skipped where it cannot be imported. About a minute on an
+H100 host.
 """
 
 from __future__ import annotations
@@ -22,8 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-CHILD = Path(__file__).resolve().with_name("cold_start_child.py")
-ROOT = CHILD.parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 LIBRARIES = ["triton", "tritonwise", "torch.compile", "flaggems"]
 NAMES = {"triton": "plain Triton", "tritonwise": "tritonwise", "torch.compile": "torch.compile", "flaggems": "FlagGems"}
 
@@ -43,7 +44,7 @@ def isolated_env(directory: Path) -> dict:
 
 
 def run_child(library: str, env: dict, device: str) -> dict:
-    command = [sys.executable, str(CHILD), library, device]
+    command = [sys.executable, "-m", "benchmarks.cold_start_child", library, device]
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     if result.returncode != 0:
         return dict(error=result.stderr.strip().splitlines()[-1] if result.stderr.strip() else "failed")
@@ -87,17 +88,23 @@ def table(results: dict) -> str:
     row("a second layout, warm disk", warm_cell("second_layout_ms"))
     row("import beyond torch + triton", warm_cell("import_library_ms"))
     row("import torch / triton", lambda r: f"{_median(r['warm'], 'import_torch_ms') or 0:.0f} / {_median(r['warm'], 'import_triton_ms') or 0:.0f} ms")
-    errors = [f"{NAMES[lib]}: {run['error']}" for lib in libraries for run in [results[lib]["empty"], *results[lib]["warm"]] if "error" in run]
-    return "\n".join(lines + [f"\nerror: {e}" for e in errors])
+    runs = [(lib, run) for lib in libraries for run in [results[lib]["empty"], *results[lib]["warm"]]]
+    errors = [f"error: {NAMES[lib]}: {run['error']}" for lib, run in runs if "error" in run]
+    wrong = [f"wrong answer: {run['wrong']}" for _, run in runs if "wrong" in run]
+    return "\n".join(lines + [f"\n{line}" for line in errors + wrong])
 
 
-def main() -> int:
+def any_wrong(results: dict) -> bool:
+    return any("wrong" in run for r in results.values() for run in [r["empty"], *r["warm"]])
+
+
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--warm-runs", type=int, default=2)
     parser.add_argument("--libraries", default=",".join(LIBRARIES))
     parser.add_argument("--json", help="also write the raw results to this file")
     parser.add_argument("--device", default="cuda", help="cpu only smoke-tests the script (no plain Triton there)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     libraries = [lib for lib in args.libraries.split(",") if lib != "flaggems" or importable("flag_gems")]
     results = {}
     for library in libraries:
@@ -106,7 +113,7 @@ def main() -> int:
     print(table(results))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
-    return 0
+    return 1 if any_wrong(results) else 0
 
 
 if __name__ == "__main__":

@@ -1,23 +1,24 @@
 """One fresh process of benchmarks/cold_start.py: import, decorate, then time the first call.
 
-    python benchmarks/cold_start_child.py LIBRARY [DEVICE]   (triton | tritonwise | torch.compile | flaggems)
+    python -m benchmarks.cold_start_child LIBRARY [DEVICE]   (triton | tritonwise | torch.compile | flaggems)
 
 Prints one JSON line: import times (torch; triton; the library beyond both), the first call of
 an already-decorated `add(x, y, alpha)` over 2^20 fp32 elements on cuda:0 (synchronized), then
 the first call of a second layout (2^20 + 1 elements: another specialization for every
-library), and whether both match torch. Imports are at module level so that the kernels below
-are ordinary module-level @triton.jit functions.
+library), and whether both match torch (checked right after each is timed: a check before it
+would make it no longer the first call). torch and triton are imported at module level, so that
+the kernels below are ordinary module-level @triton.jit functions; the library is imported, and
+timed, in main.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
 import time
 
-LIBRARY = sys.argv[1]
-DEVICE = sys.argv[2] if len(sys.argv) > 2 else "cuda"  # "cpu" only to smoke-test this script
 _start = time.perf_counter()
 import torch  # noqa: E402
 
@@ -26,12 +27,8 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 _triton_done = time.perf_counter()
-if LIBRARY == "tritonwise":
-    import tritonwise  # noqa: E402
-elif LIBRARY == "flaggems":
-    import flag_gems  # noqa: E402
-_library_done = time.perf_counter()
 
+MODULES = {"tritonwise": "tritonwise", "flaggems": "flag_gems"}  # the libraries beyond torch and triton
 N = 1 << 20
 
 
@@ -60,36 +57,39 @@ def eager_add(x, y, alpha):
     return x + y * alpha
 
 
-def decorated():
-    """The library's add, decorated (not yet called)."""
-    if LIBRARY == "triton":
+def decorated(library: str, module):
+    """The library's add, decorated (not yet called); `module` is the library's, if any."""
+    if library == "triton":
         return triton_add
-    if LIBRARY == "tritonwise":
-        return tritonwise.pointwise_dynamic(
+    if library == "tritonwise":
+        return module.pointwise_dynamic(
             payload_add, is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")]
         )
-    if LIBRARY == "torch.compile":
+    if library == "torch.compile":
         return torch.compile(eager_add)
-    if LIBRARY == "flaggems":
-        return lambda x, y, alpha: flag_gems.add(x, y, alpha=alpha)
-    raise SystemExit(f"unknown library {LIBRARY!r}")
+    if library == "flaggems":
+        return lambda x, y, alpha: module.add(x, y, alpha=alpha)
+    raise SystemExit(f"unknown library {library!r}")
 
 
-def synchronize() -> None:
-    if DEVICE == "cuda":
+def synchronize(device: str) -> None:
+    if device == "cuda":
         torch.cuda.synchronize()
 
 
-def first_call_ms(fn, n: int, label: str) -> tuple:
-    x, y = torch.randn(n, device=DEVICE), torch.randn(n, device=DEVICE)
-    synchronize()
+def first_call_ms(fn, n: int, title: str, device: str) -> tuple:
+    """(milliseconds of the first call fn(x, y, 0.5) of n elements, None or what was wrong)."""
+    from benchmarks.harness import mismatch  # after the timed imports: it imports nothing they miss
+
+    x, y = torch.randn(n, device=device), torch.randn(n, device=device)
+    synchronize(device)
     profiler = _profiler()
     start = time.perf_counter()
     out = fn(x, y, 0.5)
-    synchronize()
+    synchronize(device)
     elapsed = (time.perf_counter() - start) * 1e3
-    _report(profiler, f"{LIBRARY} {label}: {elapsed:.1f} ms")
-    return elapsed, bool(torch.allclose(out, x + y * 0.5))
+    _report(profiler, f"{title}: {elapsed:.1f} ms")
+    return elapsed, mismatch(x + y * 0.5, out, title)
 
 
 def _profiler():
@@ -116,27 +116,31 @@ def _report(profiler, title: str) -> None:
         f.write(f"\n===== {title} (HOME={os.environ.get('HOME')})\n{text.getvalue()}")
 
 
-def main() -> None:
-    torch.empty(1, device=DEVICE)  # the CUDA context exists before any timing
-    synchronize()
-    fn = decorated()
-    first, first_ok = first_call_ms(fn, N, "first call")
-    second, second_ok = first_call_ms(fn, N + 1, "second layout")
+def main(argv: list) -> int:
+    library, device = argv[0], argv[1] if len(argv) > 1 else "cuda"  # "cpu" only to smoke-test this script
+    before = time.perf_counter()
+    module = importlib.import_module(MODULES[library]) if library in MODULES else None
+    library_done = time.perf_counter()
+    torch.empty(1, device=device)  # the CUDA context exists before any timing
+    synchronize(device)
+    fn = decorated(library, module)
+    first, first_wrong = first_call_ms(fn, N, f"{library} first call", device)
+    second, second_wrong = first_call_ms(fn, N + 1, f"{library} second layout", device)
     ms = lambda a, b: round((b - a) * 1e3, 1)  # noqa: E731
-    print(
-        json.dumps(
-            dict(
-                library=LIBRARY,
-                import_torch_ms=ms(_start, _torch_done),
-                import_triton_ms=ms(_torch_done, _triton_done),
-                import_library_ms=ms(_triton_done, _library_done),
-                first_ms=round(first, 1),
-                second_layout_ms=round(second, 1),
-                correct=first_ok and second_ok,
-            )
-        )
+    result = dict(
+        library=library,
+        import_torch_ms=ms(_start, _torch_done),
+        import_triton_ms=ms(_torch_done, _triton_done),
+        import_library_ms=ms(before, library_done),
+        first_ms=round(first, 1),
+        second_layout_ms=round(second, 1),
+        correct=not (first_wrong or second_wrong),
     )
+    if first_wrong or second_wrong:
+        result["wrong"] = first_wrong or second_wrong
+    print(json.dumps(result))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

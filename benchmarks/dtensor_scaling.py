@@ -1,23 +1,37 @@
-"""Two-GPU scaling of shard-local pointwise calls: `python benchmarks/dtensor_scaling.py [GiB]`.
+"""Scaling of shard-local pointwise calls over every visible GPU (DTensor, NCCL).
 
-Starts one rank per visible GPU (NCCL). Each case runs on a DTensor sharded over every GPU and,
-for the baseline, on one GPU alone with the same per-GPU size; throughput is global bytes moved
-per second. Scaling = throughput on all GPUs / throughput on one GPU (ideal: the GPU count).
+    python -m benchmarks.dtensor_scaling [GiB]        # GiB per GPU per operand (default 8)
+    python -m benchmarks.dtensor_scaling --device cpu  # two gloo ranks on the CPU: checks only
+
+Starts one rank per GPU. Each rank builds only its own shards (DTensor.from_local), so a rank
+holds three operands of GiB each and one output, whatever the GPU count: the default needs
+about 33 GiB a GPU. Each case runs on DTensors sharded over every GPU and, for the baseline,
+on one GPU alone with the same per-GPU size; every result is checked against torch on the
+rank's shards before anything is timed, and a wrong answer on any rank stops every rank with
+a non-zero exit. Throughput is global bytes moved per second; scaling = throughput on all GPUs
+/ throughput on one GPU (ideal: the GPU count).
 """
 
 from __future__ import annotations
 
+import argparse
+import math
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
 import triton
-from torch.distributed.tensor import Shard, distribute_tensor, init_device_mesh
+from torch.distributed.tensor import DTensor, Shard, init_device_mesh
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from tritonwise import pointwise_dynamic  # noqa: E402
+from benchmarks.harness import WrongAnswer, mismatch
+from tritonwise import pointwise_dynamic
+
+COLS = 8192
+CHECK_BYTES = 2**28  # the check compares this much of a result at a time (its temporaries stay small)
+SMOKE_ROWS, SMOKE_COLS = 24, 40  # rows per rank and columns of a CPU smoke run
 
 
 @pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])
@@ -30,6 +44,47 @@ def axpy(x, y, alpha):
 @triton.jit
 def copy(x):
     return x
+
+
+def local(t):
+    return t.to_local() if isinstance(t, DTensor) else t
+
+
+def cases(rows: int, cols: int, device: str, mesh=None) -> list:
+    """(name, call, bytes moved, answer, given output) for the add and the transposed copy on
+    `rows` x `cols` operands of this rank (sharded along rows over `mesh` when given).
+    `answer(result, rows)` gives (torch's answer, the call's) for a slice of this rank's rows;
+    the given output (this rank's part, or None) is poisoned before the check."""
+    x, y = torch.randn(rows, cols, device=device), torch.randn(rows, cols, device=device)
+    t = torch.empty(cols, rows, device=device)  # contiguous: copy(x.t(), out0=t) is a real transpose
+    if mesh is not None:
+        x, y = (DTensor.from_local(v, mesh, [Shard(0)], run_check=False) for v in (x, y))
+        t = DTensor.from_local(t, mesh, [Shard(1)], run_check=False)
+    nbytes = x.numel() * 4
+    x_l, y_l, t_l = local(x), local(y), local(t)
+    return [
+        ("add fp32", lambda: axpy(x, y, 0.5), 3 * nbytes, lambda out, s: (x_l[s] + y_l[s] * 0.5, local(out)[s]), None),
+        ("transposed copy fp32", lambda: copy(x.t(), out0=t), 2 * nbytes, lambda _, s: (x_l[s].t(), t_l[:, s]), t_l),
+    ]
+
+
+def check(chosen: list, rows: int, cols: int, device: str) -> None:
+    """Each case's result against torch on this rank's shards, a slice of rows at a time; with a
+    process group, every rank learns whether any rank failed and raises WrongAnswer."""
+    step = max(1, CHECK_BYTES // (4 * cols))
+    failure = None
+    for name, call, _, answer, given in chosen:
+        if given is not None:
+            given.fill_(math.nan)
+        result = call()
+        for start in range(0, rows, step):
+            failure = failure or mismatch(*answer(result, slice(start, start + step)), f"{name}, rows {start}+")
+    failed = torch.tensor([failure is not None], dtype=torch.int32, device=device)
+    if dist.is_initialized():
+        dist.all_reduce(failed, op=dist.ReduceOp.MAX)
+    if failed.item():
+        rank = dist.get_rank() if dist.is_initialized() else 0
+        raise WrongAnswer(failure or f"rank {rank} is right, another rank got a wrong answer")
 
 
 def seconds(fn, iters: int = 20) -> float:
@@ -47,57 +102,93 @@ def seconds(fn, iters: int = 20) -> float:
         end.record()
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end) / 1e3)
-    local = torch.tensor(sorted(times)[len(times) // 2], device="cuda")
+    median = torch.tensor(sorted(times)[len(times) // 2], device="cuda")
     if dist.is_initialized():
-        dist.all_reduce(local, op=dist.ReduceOp.MAX)  # the slowest rank sets the pace
-    return local.item()
+        dist.all_reduce(median, op=dist.ReduceOp.MAX)  # the slowest rank sets the pace
+    return median.item()
 
 
-def cases(rows: int, cols: int, sharded: bool, mesh=None):
-    """(name, call, bytes moved) for the add and the transposed copy."""
-    x, y = torch.randn(rows, cols, device="cuda"), torch.randn(rows, cols, device="cuda")
-    t = torch.empty(cols, rows, device="cuda")  # contiguous: copy(x.t()) into it is a real transpose
-    if sharded:
-        x, y = distribute_tensor(x, mesh, [Shard(0)]), distribute_tensor(y, mesh, [Shard(0)])
-        t = distribute_tensor(t, mesh, [Shard(1)])
-    nbytes = x.numel() * 4
-    return [
-        ("add fp32", lambda: axpy(x, y, 0.5), 3 * nbytes),
-        ("transposed copy fp32", lambda: copy(x.t(), out0=t), 2 * nbytes),
-    ]
+def checked_rates(rows: int, cols: int, device: str, mesh=None) -> list:
+    """(name, bytes per second) of each case, checked first; none timed on the CPU."""
+    chosen = cases(rows, cols, device, mesh)
+    check(chosen, rows, cols, device)
+    if device == "cpu":
+        return []
+    return [(name, nbytes / seconds(call)) for name, call, nbytes, *_ in chosen]
 
 
-def run_rank(rank: int, world: int, port: int, gib: float) -> None:
+def run_rank(rank: int, world: int, port: int, gib: float, device: str) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.cuda.set_device(rank)
-    cols = 8192
-    rows_per_gpu = int(gib * 2**30 / 4 / cols) // 64 * 64
+    if device == "cuda":
+        torch.cuda.set_device(rank)
+        cols = COLS
+        rows = int(gib * 2**30 / 4 / cols) // 64 * 64
+    else:
+        cols, rows = SMOKE_COLS, SMOKE_ROWS
     single = []
-    if rank == 0:  # the baseline: one GPU, the same per-GPU size, before the group exists
-        single = [(n, b / seconds(f)) for n, f, b in cases(rows_per_gpu, cols, False)]
-        torch.cuda.empty_cache()
-    dist.init_process_group("nccl", rank=rank, world_size=world)
-    mesh = init_device_mesh("cuda", (world,))
-    multi = [(n, b / seconds(f)) for n, f, b in cases(rows_per_gpu * world, cols, True, mesh)]
-    if rank == 0:
-        name = torch.cuda.get_device_name()
-        print(f"{world} x {name}, torch {torch.__version__}, triton {triton.__version__}, "
-              f"{rows_per_gpu}x{cols} fp32 per GPU per operand")
-        print(f"| case | one GPU GB/s | {world} GPUs GB/s | scaling |\n|---|---|---|---|")
-        for (n, one), (_, many) in zip(single, multi):
-            print(f"| {n} | {one / 1e9:.0f} | {many / 1e9:.0f} | {many / one:.2f}x |")
-    dist.destroy_process_group()
+    if rank == 0:  # the baseline: one device, the same per-rank size, before the group exists
+        single = checked_rates(rows, cols, device)
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    dist.init_process_group("nccl" if device == "cuda" else "gloo", rank=rank, world_size=world)
+    try:
+        multi = checked_rates(rows, cols, device, init_device_mesh(device, (world,)))
+        if rank == 0:
+            print(summary(world, rows, cols, single, multi))
+    finally:
+        dist.destroy_process_group()
+
+
+def summary(world: int, rows: int, cols: int, single: list, multi: list) -> str:
+    if not multi:
+        return f"{world} ranks on the CPU, {rows}x{cols} fp32 per rank: every case gives torch's answer"
+    lines = [
+        f"{world} x {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}, "
+        f"{rows}x{cols} fp32 per GPU per operand",
+        f"| case | one GPU GB/s | {world} GPUs GB/s | scaling |",
+        "|---|---|---|---|",
+    ]
+    for (name, one), (_, many) in zip(single, multi):
+        lines.append(f"| {name} | {one / 1e9:.0f} | {many / 1e9:.0f} | {many / one:.2f}x |")
+    return "\n".join(lines)
+
+
+def fits(gib: float) -> bool:
+    """Whether every GPU has room for three operands and an output of `gib` each, and 2 GiB more."""
+    need = (4 * gib + 2) * 2**30
+    short = [d for d in range(torch.cuda.device_count()) if torch.cuda.mem_get_info(d)[0] < need]
+    if short:
+        print(f"GPUs {short} have less than {need / 2**30:.0f} GiB free: pass a smaller size", file=sys.stderr)
+    return not short
+
+
+def launch(world: int, gib: float, device: str) -> int:
+    """One process per rank (this module with --rank), the repository root on their path."""
+    root = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    port = 29000 + os.getpid() % 1000
+    command = [sys.executable, "-m", "benchmarks.dtensor_scaling", "--device", device, "--rank"]
+    procs = [subprocess.Popen([*command, str(r), str(world), str(port), str(gib)], env=env) for r in range(world)]
+    return max(p.wait() for p in procs)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("gib", nargs="?", type=float, default=8.0, help="GiB per GPU per operand")
+    parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    parser.add_argument("--rank", nargs=4, metavar=("RANK", "WORLD", "PORT", "GIB"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.rank:
+        rank, world, port, gib = args.rank
+        run_rank(int(rank), int(world), int(port), float(gib), args.device)
+        return 0
+    if args.device == "cpu":
+        return launch(2, args.gib, "cpu")
+    if not torch.cuda.is_available():
+        print("dtensor_scaling needs CUDA GPUs (or --device cpu for a check on small inputs)", file=sys.stderr)
+        return 2
+    return launch(torch.cuda.device_count(), args.gib, "cuda") if fits(args.gib) else 2
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 2 and sys.argv[1] == "--rank":
-        run_rank(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
-        sys.exit(0)
-    gib = float(sys.argv[1]) if len(sys.argv) > 1 else 12.0
-    world = torch.cuda.device_count()
-    port = 29000 + os.getpid() % 1000
-    procs = [
-        subprocess.Popen([sys.executable, __file__, "--rank", str(r), str(world), str(port), str(gib)])
-        for r in range(world)
-    ]
-    sys.exit(max(p.wait() for p in procs))
+    sys.exit(main())

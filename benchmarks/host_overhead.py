@@ -1,6 +1,9 @@
 """Per-call host cost of small pointwise calls: tritonwise vs torch eager vs torch.compile.
 
-    python benchmarks/host_overhead.py [--out FILE] [--no-compile]
+    python -m benchmarks.host_overhead [--out FILE] [--no-compile]
+
+Every case and launch layer is checked against torch before anything is timed; a wrong answer
+stops the run with a non-zero exit.
 
 Each case runs many calls of a 1024-element op back to back and reports microseconds per
 call (the GPU work is ~2 us, so the host dominates): the median of 9 rounds, tritonwise, eager
@@ -24,26 +27,24 @@ import time
 import torch
 
 os.environ.setdefault("TRITONWISE_ATEN", "wait")  # read when the first plan launches
+from benchmarks import launch_layers  # noqa: E402
+from benchmarks.harness import check_against, gpu_us_per_kernel, median_call_us, median_us, report  # noqa: E402
+from benchmarks.payloads import add, add_alpha, polar, squared_error_sum  # noqa: E402
 from tritonwise.runtime import aten, hit_path, native  # noqa: E402
 from tritonwise.runtime.arguments import call_signature  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import launch_layers  # noqa: E402
-import new_shape  # noqa: E402
-from payloads import add, add_alpha, polar, squared_error_sum  # noqa: E402
-from timing import gpu_us_per_kernel, median_us, report  # noqa: E402
 
 
 def cases():
     """Issue 13's five cases, then two outputs (polar), a fused reduction and an in-place add
-    (a given output, as FlagGems' add_ passes it)."""
+    (a given output, as FlagGems' add_ passes it): (name, tritonwise call, eager call, torch's
+    answer without side effects)."""
     a, b = torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")
     p, q = torch.randn(4, 1, 64, device="cuda"), torch.randn(8, 1, device="cuda")
     x3, y3 = torch.randn(8, 16, 8, device="cuda"), torch.randn(16, 1, device="cuda")
     m, n = torch.randn(64, 64, device="cuda"), torch.randn(64, 64, device="cuda")
     i8 = torch.randint(-100, 100, (1024,), device="cuda", dtype=torch.int8)
     c = torch.randn(1024, device="cuda")  # updated in place, by both sides (values drift; time does not)
-    return [
+    rows = [
         ("add 1024 fp32 + alpha", lambda: add_alpha(a, b, 0.5), lambda: torch.add(a, b, alpha=0.5)),
         ("broadcast (4,1,64) + (8,1) + alpha", lambda: add_alpha(p, q, 0.5), lambda: torch.add(p, q, alpha=0.5)),
         ("broadcast (8,16,8) + (16,1) + alpha", lambda: add_alpha(x3, y3, 0.5), lambda: torch.add(x3, y3, alpha=0.5)),
@@ -51,8 +52,17 @@ def cases():
         ("int8 + fp32, 1024", lambda: add(i8, a), lambda: i8 + a),
         ("polar 1024 (two outputs)", lambda: polar(a, b), lambda: (a * torch.cos(b), a * torch.sin(b))),
         ("sum((x-y)**2) fused, 1024", lambda: squared_error_sum(a, b), lambda: ((a - b) ** 2).sum()),
-        ("in place: x += 0.5 * y, 1024", lambda: add_alpha(c, b, 0.5, out0=c), lambda: c.add_(b, alpha=0.5)),
     ]
+    in_place = ("in place: x += 0.5 * y, 1024", lambda: add_alpha(c, b, 0.5, out0=c), lambda: c.add_(b, alpha=0.5))
+    return [(*row, row[2]) for row in rows] + [(*in_place, lambda: c + 0.5 * b)]
+
+
+def check_cases(chosen: list) -> None:
+    """Each case's tritonwise call against torch's answer, taken before the call (the in-place
+    case writes the operand that its answer reads)."""
+    for name, ours, _, answer in chosen:
+        expected = answer()
+        check_against(expected, ours(), name)
 
 
 def _graph_pair(ours, eager) -> str:
@@ -64,13 +74,14 @@ def _graph_pair(ours, eager) -> str:
 
 def new_shape_us(shapes: int = 200) -> float:
     """Median µs of a whole add_alpha call on a 1-D length it has never seen (a plan miss of a
-    known layout class), launch included (new_shape.py's timer)."""
-    for n in (1000, 1024, 1001):  # open the class (aligned and not)
-        add_alpha(torch.randn(n, device="cuda"), torch.randn(n, device="cuda"), 0.5)
+    known layout class), launch included (new_shape's timer)."""
+    for n in (1000, 1024, 1001):  # open the class (aligned and not), checked against torch
+        x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+        check_against(x + 0.5 * y, add_alpha(x, y, 0.5), f"add_alpha of {n} elements")
     lengths = range(5000, 5000 + 7 * shapes, 7)
     operands = [(torch.randn(n, device="cuda"), torch.randn(n, device="cuda"), 0.5) for n in lengths]
     torch.cuda.synchronize()
-    return new_shape.miss_us(add_alpha, operands, new_shape.whole_call)
+    return median_call_us(add_alpha, operands)
 
 
 def _with_entry(entry, fn, *args):
@@ -96,7 +107,7 @@ def breakdown() -> list:
     """Microseconds of each layer of a cached `add(a, b)` call, timed alone, then the launch
     layers of launch_layers.py (Triton's own launcher and torch's add among them)."""
     a, b = torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")
-    launch_rows = launch_layers.layers(a, b)  # warms the plan up
+    launch_rows = launch_layers.layers(a, b)  # warms the plan up, checks each layer
     key = call_signature((a, b))
     rows = [
         ("call_signature (dtype, shape, stride, device, alignment)", lambda: call_signature((a, b))),
@@ -108,16 +119,19 @@ def breakdown() -> list:
         table, miss = add.plan_cache.by_key, hit_path.MISS
         rows.append(("C hit path alone: hit(plans, args)", lambda: hit_path.entry(table, (a, b), miss)))
         rows.append(("its signature alone (C)", lambda: hit_path.entry.__self__.signature((a, b))))
-        rows.append(("whole add(a, b) in a wrapper, C hit path on", lambda: _with_entry(hit_path.entry, add, a, b)))
-        rows.append(("whole add(a, b) in a wrapper, C hit path off", lambda: _with_entry(None, add, a, b)))
+        whole = [
+            ("whole add(a, b) in a wrapper, C hit path on", lambda: _with_entry(hit_path.entry, add, a, b)),
+            ("whole add(a, b) in a wrapper, C hit path off", lambda: _with_entry(None, add, a, b)),
+        ]
         if os.environ["TRITONWISE_ATEN"] != "0":
             module, helpers = native.launch_module(), aten.helpers()
-            on, off = (
-                (lambda: _with_aten(module, helpers, helpers, a, b)),
-                (lambda: _with_aten(module, None, helpers, a, b)),
-            )
-            rows.append(("whole add(a, b) in a wrapper, ATen helpers on", on))
-            rows.append(("whole add(a, b) in a wrapper, ATen helpers off", off))
+            whole += [
+                ("whole add(a, b) in a wrapper, ATen helpers on", lambda: _with_aten(module, helpers, helpers, a, b)),
+                ("whole add(a, b) in a wrapper, ATen helpers off", lambda: _with_aten(module, None, helpers, a, b)),
+            ]
+        for name, call in whole:
+            check_against(a + b, call(), name)
+        rows += whole
     times = median_us([fn for _, fn in rows], rounds=5)
     return [(name, us) for (name, _), us in zip(rows, times)]
 
@@ -137,19 +151,20 @@ def main() -> int:
     parser.add_argument("--no-compile", action="store_true")
     args = parser.parse_args()
     if not torch.cuda.is_available():
-        print("host_overhead.py needs a CUDA GPU", file=sys.stderr)
+        print("host_overhead needs a CUDA GPU", file=sys.stderr)
         return 2
     lines = [
         "| case | tritonwise µs/call | torch eager | torch.compile | tritonwise / eager | GPU µs (CUDA graph) tw / eager |",
         "|---|---|---|---|---|---|",
     ]
-    for name, ours, eager in cases():
+    chosen = cases()
+    check_cases(chosen)
+    for name, ours, eager, _ in chosen:
         fns = [ours, eager]
         if not args.no_compile:
             fns.append(torch.compile(eager))
             fns[-1]()
         t_ours, t_eager, *t_compiled = median_us(fns)
-        torch.testing.assert_close(ours(), eager(), msg=f"{name}: tritonwise differs from torch")
         t_compiled = t_compiled[0] if t_compiled else float("nan")
         lines.append(
             f"| {name} | {t_ours:.1f} | {t_eager:.1f} | {t_compiled:.1f} | {t_ours / t_eager:.2f}x | {_graph_pair(ours, eager)} |"

@@ -1,31 +1,32 @@
 """The launch of a cached 1024-element add, layer by layer, timed without a GPU backlog.
 
-    python benchmarks/launch_layers.py
+    python -m benchmarks.launch_layers
 
-"host only": 200 calls after a synchronize, the clock stopped before synchronizing, so the GPU's
-pace cannot enter; "back to back": 2000 calls then a synchronize (benchmarks/timing.py). Each
-figure is the median of 7 rounds, every layer timed in each round. The last line gives each
-kernel's own GPU time, from replaying 100 launches captured in a CUDA graph.
+Every layer's result is checked against torch's `a + b` (its output poisoned first) before
+anything is timed; a wrong answer stops the run with a non-zero exit. "host only": 200 calls
+after a synchronize, the clock stopped before synchronizing, so the GPU's pace cannot enter;
+"back to back": 2000 calls then a synchronize (harness.py). Each figure is the median of 7
+rounds, every layer timed in each round. The last line gives each kernel's own GPU time, from
+replaying 100 launches captured in a CUDA graph.
 """
 
 from __future__ import annotations
 
 import ctypes
-import os
+import math
 import sys
 
 import torch
 
+from benchmarks.harness import check_against, gpu_us_per_kernel, host_only_us, median_us, per_call_us
+from benchmarks.payloads import add
 from tritonwise.runtime import cuda_driver, native
 from tritonwise.runtime.arguments import call_signature
 from tritonwise.runtime.launcher import KernelParameters, triton_entry_launcher
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from payloads import add  # noqa: E402
-from timing import gpu_us_per_kernel, host_only_us, median_us, per_call_us  # noqa: E402
-
 
 def layers(a, b) -> list:
+    """(name, call) of each layer of a cached add(a, b), each checked against torch."""
     add(a, b)
     add(a, b)
     plan = add.plan_cache.get(call_signature((a, b)))
@@ -38,21 +39,28 @@ def layers(a, b) -> list:
     c_launch, function, grid = native.launch_module().launch, compiled.function, plan.grid[0]
     threads, stream = 32 * compiled.metadata.num_warps, torch.cuda.current_stream().cuda_stream
     triton_launch = triton_entry_launcher(compiled, plan.grid, tail, 0)
-    return [
+    rows = [  # (name, call, the tensor the call writes; None: the call returns its result)
         (
             "launch.c alone (parameters packed, driver launch)",
             lambda: c_launch(cu_launch_kernel, function, grid, 1, 1, threads, 0, stream, kinds, fixed, (a, b), (out,)),
+            out,
         ),
-        ("own launcher (adds the hook check and the stream)", lambda: plan.direct((a, b), (out,))),
-        ("Triton's C launcher", lambda: triton_launch((a, b), (out,))),
-        ("whole add(a, b)", lambda: add(a, b)),
-        ("torch eager a + b", lambda: a + b),
+        ("own launcher (adds the hook check and the stream)", lambda: plan.direct((a, b), (out,)), out),
+        ("Triton's C launcher", lambda: triton_launch((a, b), (out,)), out),
+        ("whole add(a, b)", lambda: add(a, b), None),
+        ("torch eager a + b", lambda: a + b, None),
     ]
+    for name, call, written in rows:
+        if written is not None:
+            written.fill_(math.nan)
+        result = call()
+        check_against(a + b, result if written is None else written, name)
+    return [(name, call) for name, call, _ in rows]
 
 
 def main() -> int:
     if not torch.cuda.is_available():
-        print("launch_layers.py needs a CUDA GPU", file=sys.stderr)
+        print("launch_layers needs a CUDA GPU", file=sys.stderr)
         return 2
     a, b = torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")
     rows = layers(a, b)

@@ -1,6 +1,6 @@
 """The cost of a new shape of a known layout class: a plan-cache miss that generates nothing.
 
-    python benchmarks/new_shape.py [--shapes N] [--device cuda|cpu|meta]
+    python -m benchmarks.new_shape [--shapes N] [--device cuda|cpu|meta]
 
 Each case first calls a function on a few shapes (opening its layout classes: aligned and not,
 every block), then on N shapes it has never seen, each call a plan-cache miss, and reports the
@@ -17,15 +17,14 @@ plan (on a GPU, once a derived plan of the class has launched); the rest took a 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from payloads import add, add_alpha, row_sum_of_squares  # noqa: E402
+from benchmarks.harness import check_against, median_call_us, whole_call_us
+from benchmarks.payloads import add, add_alpha, row_sum_of_squares
 
 WARM = 40  # sizes each case sees before timing: every class and block of the sweep is open by then
 
@@ -41,49 +40,56 @@ class InPlace:
 
 
 def cases(device: str):
-    """(name, function, operands for size n): each n a new shape of one family of classes."""
+    """(name, function, operands for size n, torch's answer for those operands): each n a new
+    shape of one family of classes."""
     return [
-        ("add 1-D (flat)", add, lambda n: (torch.randn(64 * n + 7, device=device),) * 2),
+        ("add 1-D (flat)", add, lambda n: (torch.randn(64 * n + 7, device=device),) * 2, torch.add),
         (
             "3-D broadcast + scalar (nd)",
             add_alpha,
             lambda n: (torch.randn(4, n, 64, device=device), torch.randn(n, 1, device=device), 0.5),
+            lambda x, y, alpha: x + y * alpha,
         ),
         (
             "2-D + transposed 2-D (tile2d)",
             add,
             lambda n: (torch.randn(n, 65, device=device), torch.randn(65, n, device=device).t()),
+            torch.add,
         ),
         (
             "(n, 256) + transposed (256, n): n a multiple of 16 or not (two layout classes)",
             add,
             lambda n: (torch.randn(n, 256, device=device), torch.randn(256, n, device=device).t()),
+            torch.add,
         ),
         (
             "in place: 2-D += 0.5 * transposed 2-D (a given output)",
             InPlace(add_alpha),
             lambda n: (torch.randn(n, 65, device=device), torch.randn(65, n, device=device).t()),
+            lambda x, y: x + 0.5 * y,
         ),
         (
             "row sums of squares (n, 512) (a reduction along dims)",
             row_sum_of_squares,
             lambda n: (torch.randn(n, 512, device=device),),
+            lambda x: (x * x).sum(-1),
         ),
     ]
 
 
-def miss_us(fn, operands: list, timer) -> float:
-    """Median microseconds of `timer(fn, args)` over operand tuples, each a new shape."""
-    return statistics.median(timer(fn, args) for args in operands)
+CHECKED_SIZES = (1, 3, 16)  # small sizes of each case's classes (n = 16: aligned where n counts)
 
 
-def whole_call(fn, args) -> float:
-    start = time.perf_counter()
-    fn(*args)
-    elapsed = time.perf_counter() - start
-    if args[0].device.type == "cuda":
-        torch.cuda.synchronize()
-    return elapsed * 1e6
+def check_cases(device: str) -> None:
+    """Each case on CHECKED_SIZES against torch's answer (taken before the call: the in-place
+    case writes its first operand). Meta tensors hold no values: those cases run on the CPU."""
+    chosen = cases("cpu" if device == "meta" else device)
+    for name, fn, make, answer in chosen:
+        for n in CHECKED_SIZES:
+            args = make(n)
+            expected = answer(*args)
+            check_against(expected, fn(*args), f"{name}, n = {n}")
+    print(f"{len(chosen)} cases give torch's answer on {len(CHECKED_SIZES)} sizes each", flush=True)
 
 
 def prepare_only(fn, args) -> float:
@@ -112,13 +118,14 @@ def layers(fn, operands: list) -> list:
     return [(name, statistics.median(values)) for name, values in times.items()]
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", type=int, default=300, help="new shapes timed per case")
     parser.add_argument("--device", choices=["cuda", "cpu", "meta"])
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     device = args.device or ("cuda" if torch.cuda.is_available() else "meta")
-    timer = prepare_only if device == "cpu" else whole_call
+    check_cases(device)
+    timer = prepare_only if device == "cpu" else whole_call_us
     what = "fn._prepare (host, no launch)" if device == "cpu" else f"whole call on {device} tensors"
     print(f"new shape of a known layout class, {what}: median µs over {args.shapes} new shapes")
     print(
@@ -127,7 +134,7 @@ def main() -> int:
         + " |"
     )
     print("|---|---|---|---|---|---|")
-    for name, fn, make in cases(device):
+    for name, fn, make, _ in cases(device):
         if timer is prepare_only and not hasattr(fn, "_prepare"):
             continue
         for n in range(1, WARM + 1):
@@ -135,11 +142,11 @@ def main() -> int:
         operands = [make(n) for n in range(WARM + 1, WARM + 1 + args.shapes)]
         half = len(operands) // 2
         misses = fn.plan_cache.misses
-        total = miss_us(fn, operands[:half], timer)
+        total = median_call_us(fn, operands[:half], timer)
         served = 1 - (fn.plan_cache.misses - misses) / half  # by the C hit path (layout.h, hit.h) on a GPU
         parts = layers(fn, operands[half:])
         cells = " | ".join(f"{us:.1f}" for _, us in parts) if parts else "— | — | —"
-        share = f"{served:.0%}" if timer is whole_call else "—"  # _prepare alone counts no misses
+        share = f"{served:.0%}" if timer is whole_call_us else "—"  # _prepare alone counts no misses
         print(f"| {name} | {total:.1f} | {share} | {cells} |")
     return 0
 

@@ -1,9 +1,9 @@
 """as_torch_op (an opaque custom op) against torch.library.triton_op (issue 14's last item), GPU.
 
-    python benchmarks/torch_op_vs_triton_op.py            # CUDA: checks, timings (a few minutes)
-    python benchmarks/torch_op_vs_triton_op.py --inductor epilogue_fusion_user_defined_triton_kernel=1
-    python benchmarks/torch_op_vs_triton_op.py --smoke    # CUDA: checks only, small inputs
-    python benchmarks/torch_op_vs_triton_op.py --device cpu --smoke   # CPU (interpreter): checks only
+    python -m benchmarks.torch_op_vs_triton_op            # CUDA: checks, timings (a few minutes)
+    python -m benchmarks.torch_op_vs_triton_op --inductor epilogue_fusion_user_defined_triton_kernel=1
+    python -m benchmarks.torch_op_vs_triton_op --smoke    # CUDA: checks only, small inputs
+    python -m benchmarks.torch_op_vs_triton_op --device cpu   # CPU (interpreter): checks only
 
 One payload, SiLU (`x * tl.sigmoid(x)`), reaches PyTorch four ways:
 - "tritonwise silu(x)": the function itself;
@@ -27,7 +27,7 @@ Columns of the table:
 - GB/s 2^26: 2^26 fp32 elements, bytes = x read once + the result written once (512 MiB),
   over the median time of `triton.testing.do_bench`.
 - host µs / back-to-back µs 1024: a 1024-element input, µs per call, median of `--rounds`
-  rounds (benchmarks/timing.py): "host" stops the clock before synchronizing (host cost alone),
+  rounds (benchmarks/harness.py): "host" stops the clock before synchronizing (host cost alone),
   "back to back" includes the GPU's pace.
 - kernels: how many CUDA kernels one call on the 1024-element input launches (torch.profiler;
   their names are listed below the table). Below them: the forward graph AOTAutograd traces for
@@ -46,7 +46,9 @@ so the triton_op body enters the same interpreter context tritonwise's own CPU l
 tracing it hands wrap_triton the compiled-kernel JITFunction of the same generated file (a CPU
 FakeTensor cannot enter the interpreter). The triton_op compile rows are left out on CPU
 (Inductor asks Triton's GPU driver for a target); their traced graph is still printed.
-Exit status: 0 when every check passed, 1 otherwise, 2 without CUDA (and no --device cpu).
+Every variant is checked before anything is timed. Exit status: 0 when every check passed, 1
+otherwise (the variants that passed are still timed, so that one failing variant does not hide
+the others' numbers), 2 without CUDA (and no --device cpu).
 """
 
 from __future__ import annotations
@@ -55,7 +57,6 @@ import argparse
 import contextlib
 import inspect
 import logging
-import os
 import sys
 
 import torch
@@ -67,10 +68,8 @@ import triton
 import triton.language as tl
 from torch._subclasses.fake_tensor import is_fake
 
+from benchmarks.harness import host_only_us, median_us, mismatch, per_call_us, smoke_arguments, smoke_run
 from tritonwise import pointwise_dynamic
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import host_only_us, median_us, per_call_us
 
 LARGE, SMALL = 2**26, 1024
 RTOL = ATOL = 1e-5
@@ -205,16 +204,16 @@ def reference(mode: str, x: torch.Tensor) -> torch.Tensor:
 def check(mode: str, fn, inputs: list) -> str:
     """'ok', 'MISMATCH (...)' naming each input's failure, or the exception."""
     try:
-        failures = []
-        for x in inputs:
-            out, want = fn(x), reference(mode, x)
-            if out.shape != want.shape or out.dtype != want.dtype:
-                failures.append(f"{tuple(x.shape)}: got {out.dtype} {tuple(out.shape)}")
-            elif not torch.allclose(out, want, rtol=RTOL, atol=ATOL):
-                failures.append(f"{tuple(x.shape)}: max err {(out - want).abs().max().item():.3g}")
+        failures = [mismatch(reference(mode, x), fn(x), str(tuple(x.shape)), RTOL, ATOL) for x in inputs]
+        failures = [first_lines(f) for f in failures if f is not None]
         return "ok" if not failures else f"MISMATCH ({'; '.join(failures)})"
     except Exception as e:  # noqa: BLE001 (report it in the row, keep the other variants)
         return f"error: {type(e).__name__}: {first_line(e)}"
+
+
+def first_lines(message: str) -> str:
+    """A mismatch's message on one line (it spans several), for a table cell."""
+    return " ".join(line.strip() for line in message.splitlines() if line.strip())[:300]
 
 
 def first_line(e: Exception) -> str:
@@ -376,10 +375,9 @@ def configure_compile(device: str) -> None:
         logging.getLogger("torch._dynamo").addFilter(lambda record: "exception in identify_" not in record.getMessage())
 
 
-def main() -> int:
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
-    parser.add_argument("--smoke", action="store_true", help="small inputs, checks only (implied on CPU)")
+    smoke_arguments(parser)
     parser.add_argument("--no-compile", action="store_true")
     parser.add_argument("--rounds", type=int, default=7, help="rounds of the µs timings (median)")
     parser.add_argument(
@@ -389,11 +387,10 @@ def main() -> int:
         metavar="KEY=VALUE",
         help="set torch._inductor.config.KEY before compiling, e.g. epilogue_fusion_user_defined_triton_kernel=1",
     )
-    args = parser.parse_args()
-    if args.device == "cuda" and not torch.cuda.is_available():
-        print("torch_op_vs_triton_op.py needs a CUDA GPU (or --device cpu --smoke)", file=sys.stderr)
+    args = parser.parse_args(argv)
+    smoke = smoke_run(args, "torch_op_vs_triton_op")
+    if smoke is None:
         return 2
-    smoke = args.smoke or args.device == "cpu"
     configure_compile(args.device)
     settings = inductor_settings(args.inductor)
 

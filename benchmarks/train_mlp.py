@@ -9,17 +9,18 @@ Part 2: the backward of each expression on one large tensor, in GB/s of its mini
 alone, tritonwise's whole backward through autograd, torch eager's autograd backward of the
 same expression written with torch ops, and torch.compile's backward of it.
 
-    python benchmarks/train_mlp.py            # about 30-50 s on an H100, torch.compile included
-    python benchmarks/train_mlp.py --no-compile
+Both parts check against torch before anything is timed (the loss curves; each backward's
+gradient); a wrong answer stops the run with a non-zero exit.
+
+    python -m benchmarks.train_mlp            # about 30-50 s on an H100, torch.compile included
+    python -m benchmarks.train_mlp --no-compile
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-
 import sys
-from pathlib import Path
 
 import torch
 import triton
@@ -27,9 +28,8 @@ import triton.language as tl
 from triton.language.extra import libdevice
 from triton.testing import do_bench
 
+from benchmarks.harness import check_against, host_only_us
 from tritonwise import pointwise_dynamic
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # timing.py beside this file
 
 
 @pointwise_dynamic(promotion_methods=[(0, "DEFAULT")])
@@ -92,7 +92,7 @@ def check_training(steps: int = 20) -> None:
           f"(tritonwise); largest relative difference {worst:.2e}")
     for k in (0, steps // 2, steps - 1):
         print(f"  step {k:2d}: torch {ref[k]:.6f}  tritonwise {ours[k]:.6f}")
-    assert worst < 1e-4, "loss curves differ"
+    check_against(torch.tensor(ref), torch.tensor(ours), f"MLP loss curve, {steps} SGD steps", rtol=1e-4, atol=0)
 
 
 def backward_timer(forward, inputs: list, grad):
@@ -120,16 +120,28 @@ def bandwidth_rows(numel: int, dtype: torch.dtype, compile_too: bool) -> list:
         }
         if compile_too:
             candidates["torch.compile"] = backward_timer(torch.compile(TORCH[name]), inputs, grad)
+        check_gradients(name, inputs, grad, candidates)
         for label, run in candidates.items():
             ms = do_bench(run, warmup=10, rep=50)
             rows.append((name, label, ms * 1e3, traffic / ms / 1e6))
     return rows
 
 
+def check_gradients(name: str, inputs: list, grad, candidates: dict) -> None:
+    """tritonwise's gradients of x against torch's autograd of the expression in fp32 (rounded
+    to x's dtype: a 16-bit result may differ from it by a rounding or two of every step)."""
+    wide = [t.detach().float().requires_grad_(t.requires_grad) for t in inputs]
+    (expected,) = torch.autograd.grad(TORCH[name](*wide), wide[:1], grad.float())
+    tol = 1e-4 if inputs[0].dtype == torch.float32 else 5e-2
+    for label, run in candidates.items():
+        if label.startswith("tritonwise"):
+            got = run()
+            got = got[0] if isinstance(got, tuple) else got
+            check_against(expected.to(got.dtype), got, f"{name} backward, {label}", rtol=tol, atol=tol)
+
+
 def recording_overhead_rows() -> list:
     """Host µs per forward call of a small tensor: plain, and recording for autograd."""
-    from timing import host_only_us
-
     x = torch.randn(1024, device="cuda")
     w = x.clone().requires_grad_()
     calls = {
@@ -141,12 +153,15 @@ def recording_overhead_rows() -> list:
     return [(label, host_only_us(call)) for label, call in calls.items()]
 
 
-def main() -> None:
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--numel", type=int, default=1 << 26)
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     parser.add_argument("--no-compile", action="store_true")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("train_mlp needs a CUDA GPU", file=sys.stderr)
+        return 2
     print(torch.cuda.get_device_name(), "torch", torch.__version__, "triton", triton.__version__)
     check_training()
     dtype = getattr(torch, args.dtype)
@@ -157,7 +172,8 @@ def main() -> None:
     print("\nhost µs per forward call, 1024 elements:")
     for label, us in recording_overhead_rows():
         print(f"  {label:<28} {us:6.1f}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

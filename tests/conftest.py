@@ -3,22 +3,33 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 import torch
 
+# Every generated file of this session goes to a fresh directory, never ~/.cache. Set here, when
+# pytest loads this file and before it imports any test module: a module that registers an
+# as_torch_op at import derives (and writes) its backward then.
+_PREVIOUS_CACHE_DIR = os.environ.get("TRITONWISE_CACHE_DIR")
+_SESSION_CACHE_DIR = Path(tempfile.mkdtemp(prefix="tritonwise-test-cache-"))
+os.environ["TRITONWISE_CACHE_DIR"] = str(_SESSION_CACHE_DIR)
 
-@pytest.fixture(scope="session", autouse=True)
-def tritonwise_cache_dir(tmp_path_factory):
-    """Every generated file of this session goes to a fresh directory, never ~/.cache."""
-    path = tmp_path_factory.mktemp("tritonwise_cache")
-    previous = os.environ.get("TRITONWISE_CACHE_DIR")
-    os.environ["TRITONWISE_CACHE_DIR"] = str(path)
-    yield path
-    if previous is None:
+
+def pytest_unconfigure(config):
+    shutil.rmtree(_SESSION_CACHE_DIR, ignore_errors=True)
+    if _PREVIOUS_CACHE_DIR is None:
         os.environ.pop("TRITONWISE_CACHE_DIR", None)
     else:
-        os.environ["TRITONWISE_CACHE_DIR"] = previous
+        os.environ["TRITONWISE_CACHE_DIR"] = _PREVIOUS_CACHE_DIR
+
+
+@pytest.fixture(scope="session")
+def tritonwise_cache_dir():
+    """The session's cache directory (set before any test module is imported)."""
+    return _SESSION_CACHE_DIR
 
 
 def poison_value(dtype: torch.dtype, fill=None):

@@ -11,7 +11,8 @@ import torch
 from tritonwise import CodeGenConfig, pointwise_dynamic
 from tritonwise.analysis.broadcast import broadcast_shapes, broadcast_strides
 from tritonwise.analysis.layout import collapse, dense_strides, dim_order
-from tritonwise.analysis.plan import analyze
+from tritonwise.analysis.plan import analyze, retile
+from tritonwise.analysis.tiling import INT32_LIMIT, index_bits
 
 import payload_no_tl
 
@@ -215,6 +216,59 @@ def test_analyze_is_pure_python():
     p = plan(((4, 5), (5, 1)), ((5,), (1,)))
     with pytest.raises(dataclasses.FrozenInstanceError):
         p.task_shape = (1,)
+
+
+# ---------------------------------------------------------------------------------------------
+# The index-width margin: int32 indexing while every operand's farthest element (its reach) and
+# numel plus one block (the tile arithmetic of the last tile) fit in int32 (tiling.index_bits;
+# runtime/layout.h's needs_wide_index and new_shapes' contiguous templates hold copies).
+
+
+@pytest.mark.parametrize("block", [(1024,), (8192,), (32, 64), (1, 4096), (2, 8, 64)])
+def test_index_width_margin_is_numel_plus_one_block(block):
+    area = math.prod(block)
+    fits = (INT32_LIMIT - area,)  # numel + area == INT32_LIMIT
+    assert index_bits(fits, [(1,), (1,)], block) == 32
+    assert index_bits((fits[0] + 1,), [(1,), (1,)], block) == 64
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+@pytest.mark.parametrize("far", [0, 1, 2])
+def test_index_width_margin_on_the_reach_of_each_operand(far, sign):
+    """Task (2, 8): the operand `far` with row stride S reaches S + 7; the others are dense."""
+    at = INT32_LIMIT - 7
+    strides = lambda s: [(sign * s, 1) if k == far else (8, 1) for k in range(3)]  # noqa: E731
+    assert index_bits((2, 8), strides(at), (1, 8)) == 32
+    assert index_bits((2, 8), strides(at + 1), (1, 8)) == 64
+
+
+def _around_the_margin(make, step):
+    """Plans of `make(k)` (a task of k * step elements) for the largest k whose numel plus the
+    block the analysis picks fits int32, and for k + 1, checked to pick that block both times."""
+    block = plan(*make(INT32_LIMIT // step - 2**12)).tiling.block
+    k = (INT32_LIMIT - math.prod(block)) // step
+    fits, past = plan(*make(k)), plan(*make(k + 1))
+    assert fits.tiling.block == past.tiling.block == block
+    return fits, past
+
+
+# Per scheme, a task of k * step elements (its alignment the same for every k) and the step: a
+# block is a multiple of the step, so at the first k past the margin numel + block is INT32_LIMIT + 1.
+MARGIN_LAYOUTS = {
+    "flat": (lambda k: [((k, 16), (16, 1))], 16),
+    "nd": (lambda k: [((k, 16), (16, 1)), ((16,), (1,))], 16),
+    "tile2d": (lambda k: [((16 * k, 16), (16, 1)), ((16 * k, 16), (1, 16 * k))], 256),
+}
+
+
+@pytest.mark.parametrize("scheme", list(MARGIN_LAYOUTS))
+def test_analyze_index_width_on_each_side_of_the_margin(scheme):
+    fits, past = _around_the_margin(*MARGIN_LAYOUTS[scheme])
+    assert (fits.tiling.scheme, fits.index_bits) == (scheme, 32)
+    assert (past.tiling.scheme, past.index_bits) == (scheme, 64)
+    assert past.numel + math.prod(past.tiling.block) == INT32_LIMIT + 1
+    for template, task in ((fits, past), (past, fits)):  # another layout class: neither derives the other
+        assert retile(template, task.shape, task.output_strides, task.task_shape, task.strides, CONFIG) is None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -19,9 +19,6 @@ from tritonwise import StridedBuffer, pointwise_dynamic
 
 TESTS_DIR = Path(__file__).parent
 
-# numpy (under Triton's interpreter) warns when a wide int scalar overflows float16; torch does not.
-pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
-
 
 @triton.jit
 def mul(x, y):

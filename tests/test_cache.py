@@ -19,7 +19,7 @@ import torch
 import payload_no_tl
 import tritonwise
 from tritonwise import pointwise_dynamic
-from tritonwise.runtime import cache
+from tritonwise.runtime import cache, inventory, kernel_store
 
 TESTS_DIR = Path(__file__).resolve().parent
 CHECKSUM = "# tritonwise-checksum: "
@@ -334,7 +334,7 @@ def test_cli_cache_commands(tmp_path, monkeypatch):
 
     rc, out, err = finish(cli("clear", cache_path=directory))
     assert rc == 0, err
-    assert re.search(r"\b2\b", out.split(str(directory))[0]), out
+    assert out.startswith("removed 2 generated files, 0 compiled kernels and "), out
     assert generated_files(directory) == []
 
 
@@ -373,3 +373,132 @@ def test_probe_results_are_remembered_on_disk(tmp_path, monkeypatch):
         inputs = ((torch.float32, None), (torch.float32, None))
         assert probe.remembered_value_dtypes(third._payload, inputs) == (torch.float32,)
     assert not list((tmp_path / "probes").glob("*.json"))
+
+
+# ---------------------------------------------------------------------------------------------
+# `cache clear` and `cache list` touch only what tritonwise wrote.
+
+USER_FILES = {
+    "my_script.py": "print('my own script')\n",
+    "axpy_notes.py": "# notes on axpy\n",
+    "kernels/mine.bin": "not a kernel entry\n",
+    "probes/0123456789abcdef01234567.json": '{"mine": true}',
+    "probes/notes.json": "{}",
+    ".stats.json": '{"my": "settings"}',
+}
+
+
+def fake_kernel(tag: str) -> kernel_store.StoredKernel:
+    identity = kernel_store.KernelIdentity(
+        file=f"add_{tag}.py", source="0" * 64, triton="3.0", target=("cuda", 90, 32),
+        signature=(), attrs=(), constexprs=(), options=(), env=(),
+    )
+    return kernel_store.StoredKernel(identity, b"\x7fELF " + tag.encode(), "k", 4, 0, {"num_ctas": 1})
+
+
+@pytest.fixture
+def mixed_dir(tmp_path, monkeypatch):
+    """A cache directory holding 2 generated files, 2 stored kernels and a probe result of
+    tritonwise's beside the user's own files (some under names and in places like ours)."""
+    directory = tmp_path / "mixed"
+    monkeypatch.setenv("TRITONWISE_CACHE_DIR", str(directory))
+    fn = fresh_add()
+    fn(torch.randn(10), torch.randn(10))
+    fn(torch.randn(3, 4), torch.randn(4))
+    kernel_store.save(fake_kernel("a"))
+    kernel_store.save(fake_kernel("b"))
+    # as runtime/probe.py writes one (calls under TRITON_INTERPRET=1 remember none)
+    cache.write(f"{cache.PROBES}/{'ab' * 12}.json", json.dumps({"inputs": "((torch.float32, None),)", "dtypes": None}))
+    for name, text in USER_FILES.items():
+        (directory / name).parent.mkdir(exist_ok=True)
+        (directory / name).write_text(text)
+    ours = {
+        "files": sorted(p for p in directory.glob("*.py") if p.name not in USER_FILES),
+        "kernels": sorted(p for p in directory.glob("kernels/*.bin") if p.name != "mine.bin"),
+        "probes": sorted(p for p in directory.glob("probes/*.json") if f"probes/{p.name}" not in USER_FILES),
+    }
+    assert [len(ours[k]) for k in ("files", "kernels")] == [2, 2] and ours["probes"]
+    return directory, ours
+
+
+def test_cache_list_shows_only_tritonwise_files(mixed_dir):
+    directory, ours = mixed_dir
+    rc, out, err = finish(cli("list", cache_path=directory))
+    assert rc == 0, err
+    assert [line.split()[-1] for line in out.splitlines()] == [p.name for p in ours["files"]]
+
+
+def test_cache_clear_removes_what_tritonwise_wrote_and_nothing_else(mixed_dir):
+    directory, ours = mixed_dir
+    rc, out, err = finish(cli("clear", cache_path=directory))
+    assert rc == 0, err
+    n = len(ours["probes"])
+    assert out == f"removed 2 generated files, 2 compiled kernels and {n} probe result{'s' * (n != 1)} from {directory}\n"
+    for kind, paths in ours.items():
+        assert not [p.name for p in paths if p.exists()], f"{kind} left behind"
+    for name, text in USER_FILES.items():
+        assert (directory / name).read_text() == text, f"{name} changed or removed"
+    left = sorted(str(p.relative_to(directory)) for p in directory.rglob("*") if p.is_file())
+    assert left == sorted(USER_FILES)
+
+
+def test_cache_clear_counts_only_what_it_removed(mixed_dir):
+    directory, ours = mixed_dir
+    done = inventory.clear(directory)
+    assert (done.files, done.kernels, done.probes, done.failed) == (2, 2, len(ours["probes"]), [])
+    again = inventory.clear(directory)
+    assert (again.files, again.kernels, again.probes) == (0, 0, 0)
+
+
+def test_stats_groups_files_by_function(tmp_path):
+    names = [
+        "add_r1_flat_i32_f32_00f34509b114a452b460.py",
+        "add_r3_nd_i32_f32_00f34509b114a452b461.py",
+        "twice_backward_0123456789abcdef.py",
+        "twice_backward_fedcba9876543210.py",
+        "twice_backward_r1_flat_i32_f32_00f34509b114a452b462.py",
+        "twice_r2_tile2d_i64_f16_00f34509b114a452b463.py",
+        "amax_ties0_0123456789abcdef.py",
+    ]
+    for name in names:
+        (tmp_path / name).write_text(cache.seal("x = 1\n"))
+    assert inventory.stats(tmp_path)["per_function"] == {"add": 2, "twice_backward": 3, "twice": 1, "amax_ties0": 1}
+
+
+def test_a_directory_under_a_files_name_is_named_in_the_warning(tmp_path, monkeypatch):
+    """The cache directory is writable; only the file's own name is taken (by a directory)."""
+    monkeypatch.setenv("TRITONWISE_CACHE_DIR", str(tmp_path / "first"))
+    a, b = torch.randn(5, 3), torch.randn(3)
+    name = Path(fresh_add().explain(a, b).path).name
+    directory = tmp_path / "second"
+    (directory / name).mkdir(parents=True)
+    monkeypatch.setenv("TRITONWISE_CACHE_DIR", str(directory))
+    monkeypatch.setattr(cache, "_fallback_dir", None)
+    try:
+        with pytest.warns(RuntimeWarning) as caught:
+            torch.testing.assert_close(fresh_add()(a, b), a + b, rtol=0, atol=0)
+        messages = [str(w.message) for w in caught]
+        assert len(messages) == 1 and f"{directory / name} is a directory" in messages[0], messages
+        assert "not writable" not in messages[0]
+        assert (directory / name).is_dir()
+    finally:
+        if cache._fallback_dir is not None:
+            shutil.rmtree(cache._fallback_dir, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# The suite itself writes nothing into the user's home.
+
+
+def test_collecting_the_suite_writes_nothing_into_home(tmp_path):
+    """Test modules that register as_torch_op ops derive (and write) a backward at import, before
+    any fixture runs: conftest must have redirected the cache by then."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "TRITONWISE_CACHE_DIR"}
+    env.update(HOME=str(home), PYTHONPATH=str(TESTS_DIR.parent))
+    modules = [str(TESTS_DIR / "test_autograd_op.py"), str(TESTS_DIR / "test_torch_op.py")]
+    command = [sys.executable, "-m", "pytest", "-q", "--co", "-p", "no:cacheprovider", *modules]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert not [str(p) for p in home.rglob("*") if "tritonwise" in str(p).lower()]

@@ -35,10 +35,10 @@ def test_no_stale_golden_files(texts):
 
 
 def test_readme_sample_is_a_golden_file(texts):
-    assert golden_cases.readme_sample(golden_cases.README.read_text()) == texts[golden_cases.README_SAMPLE]
+    assert golden_cases.readme_sample(golden_cases.SAMPLE_DOC.read_text()) == texts[golden_cases.README_SAMPLE]
 
 
-@pytest.mark.parametrize("name", ["nd_scalar_f32", "sum_f16", "tile2d_batch_f32"])
+@pytest.mark.parametrize("name", ["nd_scalar_f32", "sum_f16", "tile2d_batch_f32", "libdevice_f32"])
 def test_generated_file_runs_alone(name, texts, tmp_path):
     """`python FILE` builds operands of the file's layout class, launches and prints a time."""
     path = tmp_path / f"{name}.py"

@@ -110,7 +110,7 @@ def test_int64_indexing_beyond_2_31_elements():
 def test_new_shape_of_same_class_reuses_the_compiled_kernel():
     from pathlib import Path
 
-    from tritonwise.runtime import cache, kernels, loader
+    from tritonwise.runtime import cache, inventory, kernels, loader
 
     x1, x2 = torch.randn(208, 304, device="cuda"), torch.randn(272, 400, device="cuda")
     _close(add_alpha(x1, x1.t().contiguous().t(), 1.0), x1 + x1)
@@ -118,7 +118,7 @@ def test_new_shape_of_same_class_reuses_the_compiled_kernel():
     _close(add_alpha(x2, x2.t().contiguous().t(), 1.0), x2 + x2)
     assert add_alpha.explain(x2, x2.t().contiguous().t(), 1.0).path == path
     if kernels.store_enabled():
-        compiled = [p for p in cache.list_kernels() if p.name.startswith(Path(path).stem + ".")]
+        compiled = [p for p in inventory.kernels(cache.configured_dir()) if p.name.startswith(Path(path).stem + ".")]
     else:  # Triton's JIT compiled it
         kernel = getattr(loader._modules[(path, "gpu")], add_alpha.explain(x2, x2.t().contiguous().t(), 1.0).kernel)
         compiled = kernel.device_caches[torch.cuda.current_device()][0]

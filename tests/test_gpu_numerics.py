@@ -74,15 +74,16 @@ def test_arithmetic_cpu_equals_gpu(seed):
     shape = _shape(rng)
     args = [_operand(rng, shape, dtype) for _ in range(arity)]
     fn = pointwise_dynamic(payload, promotion_methods=[(0, method)])
+    cpu = fn(*args)  # the CPU emulates every dtype: its failure is always a failure
     try:
-        cpu, gpu = _both(fn, args)
+        gpu = fn(*(a.cuda() for a in args))
     except PayloadError as e:
         # fp8 computes in fp8 under both methods (torch's computation dtype for fp8 is fp8
-        # itself), and Triton 3.6 cannot compile fp8 arithmetic for sm_90 ('llvm.fadd' on i8);
-        # the CPU emulates it. That refusal is the only failure accepted, and only there.
+        # itself), and Triton cannot compile fp8 arithmetic for sm_90 (3.6: 'llvm.fadd' on i8).
+        # That refusal is the only failure accepted, only there, and shown as an xfail.
         if not (dtype in FP8 and "failed to compile" in str(e)):
             raise
-        return
+        pytest.xfail(f"Triton does not compile {dtype} arithmetic for this GPU: {type(e.__cause__).__name__}")
     p.same_bits(gpu, cpu, zero_sign=payload is not p.maximum)
 
 

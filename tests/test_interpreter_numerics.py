@@ -97,9 +97,17 @@ def test_arithmetic_matches_torch_bit_for_bit(payload, dtype, method):
     args = _operands(dtype, arity)
     per_op = method == "NO_OPMATH" or dtype in FP8  # torch's opmath of fp8 is fp8 itself
     want = p.reference(payload, args, dtype, per_op)
-    out = poisoned_like(want) if dtype == torch.bfloat16 else torch.zeros_like(want)
-    same_bits(fn(*args, out0=out), want)
+    _check_into_poisoned(fn, args, want)
     same_bits(fn(*args), want)
+
+
+def _check_into_poisoned(fn, args, want):
+    """fn writes every element of a given output: a NaN poison left unwritten fails where the
+    answer is a number, a finite poison where the answer is NaN (same_bits takes NaN for NaN)."""
+    for poison in (float("nan"), 1.0):
+        out = poisoned_like(want, poison)
+        assert fn(*args, out0=out) is out
+        same_bits(out, want)
 
 
 @pytest.mark.parametrize("source", [torch.float32, torch.float64, torch.bfloat16, torch.float16])

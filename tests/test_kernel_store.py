@@ -22,7 +22,7 @@ import triton.language as tl
 import tritonwise
 from tritonwise import pointwise_dynamic
 from tritonwise.codegen.render import payload_alias
-from tritonwise.runtime import cache, kernel_store, kernels, loader
+from tritonwise.runtime import cache, inventory, kernel_store, kernels, loader
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("TRITON_INTERPRET") == "1", reason="TRITON_INTERPRET=1: @triton.jit interprets, nothing compiles"
@@ -252,7 +252,7 @@ def test_generate_compile_cross_builds_what_a_deployment_looks_up(store_dir, pay
     result = generate(payload_module, store_dir, "--ranks", "2", "--compile", "--arch", "sm_90,sm_100")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "compiled kernels" in result.stdout and "[####" in result.stderr  # the progress bar
-    entries = cache.list_kernels()
+    entries = inventory.kernels(cache.configured_dir())
     assert entries and {".sm90." in p.name for p in entries} == {True, False}
     assert all(kernel_store.decode(p.read_bytes()) is not None for p in entries)
 
@@ -374,7 +374,7 @@ def test_first_launch_compiles_stores_then_loads_without_compiling(stand_in_gpu,
     plan, inputs, outputs = gpu_plan(AXPBY, *CALLS["nd aligned"]())
     launch = kernels.first_launch(plan, inputs, outputs)
     assert launch.__qualname__.startswith("own_launcher")
-    assert len(cache.list_kernels()) == 1 and stand_in_gpu.loaded[0][0] == b"\x7fELF"
+    assert len(inventory.kernels(cache.configured_dir())) == 1 and stand_in_gpu.loaded[0][0] == b"\x7fELF"
     launch(inputs, outputs)
     threads = 32 * plan.num_warps
     assert stand_in_gpu.launches == [(0xF00D, (plan.grid[0], 1, 1), threads, 0)] * 2
@@ -396,7 +396,7 @@ def test_first_launch_frozen_compiles_nothing_and_names_the_call(stand_in_gpu):
     frozen_call = r"store_axpby\(float32\[7, 5\] strides \(1, 7\), float32\[7, 5\]"
     with tritonwise.frozen(), pytest.raises(tritonwise.FrozenError, match=frozen_call):
         kernels.first_launch(plan, inputs, outputs)
-    assert not cache.list_kernels() and not stand_in_gpu.launches
+    assert not inventory.kernels(cache.configured_dir()) and not stand_in_gpu.launches
 
 
 @pytest.mark.parametrize("n", [64, 63])  # size0 specialized (a multiple of 16) or not

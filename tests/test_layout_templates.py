@@ -31,6 +31,11 @@ def fma():
     return pointwise_dynamic(promotion_methods=[((0, 1, 2), "DEFAULT"), ((0, 2), "DEFAULT")])(_fma)
 
 
+# What torch computes for each payload above (the oracle of every derived plan's launch).
+add_alpha.torch = lambda x, y, alpha: (torch.add(x, y, alpha=alpha),)
+fma.torch = lambda x, y, z: torch.broadcast_tensors(x * y + z, x - z, y)[:2]  # every output of the broadcast shape
+
+
 def _operand(rank: int, rare: int = 1):
     """One input's layout: its rank, size-1 dims, memory order of its dims, a step per dim (a
     sliced view) and dims expanded to stride 0; each but the order `rare` times rarer."""
@@ -91,24 +96,43 @@ def _inputs(pattern, sizes, device="cpu") -> list:
     ]
 
 
-def _check_derived(fn, template_args, args, template_outs=None, outs=None):
+def _check_derived(make, template_args, args, template_outs=None, outs=None):
     """Once the plan of `template_args` (and given `template_outs`) is offered as the only
-    template, the plan derived for `args` (and `outs`) is the analysis's; none is derived only
-    where no template was kept (its own call derives nothing: a 0-d task whose dtype torch's
-    default decided, an empty one) or where the new task falls in another layout class."""
+    template, the plan derived for `args` (and `outs`) is the analysis's, and launched it
+    computes what torch computes. The template is kept unless its own call can derive nothing
+    (a 0-d task whose dtype torch's default decided, an empty one); with it kept, none is
+    derived only where the new task falls in another layout class."""
+    fn = make()
     none = (None,) * len(fn._out_index)
     template_outs, outs = template_outs or none, outs or none
     template = fn._prepare(template_args, template_outs, collapse=True)
     layouts, default = fn._new_shapes.layouts, torch.get_default_dtype()
     layouts.remember(call_signature(template_args, template_outs), template)
     kept = layouts.derive(call_signature(template_args, template_outs), default)
-    assert kept is None or kept == template
+    assert kept == (template if template.numel and template.default_dtype is None else None)
     derived = layouts.derive(call_signature(args, outs), default)
     prepared = fn._prepare(args, outs, collapse=True)
-    if derived is not None:
-        assert derived == prepared
-    else:
-        assert kept is None or prepared.task.layout_class != template.task.layout_class
+    if kept is not None and prepared.task.layout_class == template.task.layout_class:
+        assert derived is not None, "a task of the template's layout class was not derived"
+    if derived is None:
+        return
+    assert derived == prepared
+    _check_launch(make.torch, derived, args, outs)
+
+
+def _check_launch(reference, plan, args, outs):
+    """`plan` run on `args` (into `outs`, NaN-poisoned first where given and not an input: in
+    place) gives torch's result."""
+    expected = reference(*(a.clone() if isinstance(a, torch.Tensor) else a for a in args))
+    for o in outs:
+        if o is not None and all(o is not a for a in args):
+            o.fill_(float("nan"))
+    result = plan.run(args, outs)
+    results = result if isinstance(result, tuple) else (result,)
+    for got, want in zip(results, expected, strict=True):
+        torch.testing.assert_close(got, want)
+    for o, got in zip(outs, results):
+        assert o is None or got is o
 
 
 sizes = st.lists(st.integers(2, 12), min_size=4, max_size=4)
@@ -125,7 +149,7 @@ sizes = st.lists(st.integers(2, 12), min_size=4, max_size=4)
 @settings(max_examples=150, deadline=None)
 @given(pattern=patterns, first=sizes, second=sizes)
 def test_a_derived_plan_is_the_plan_the_analysis_builds(make, pick, pattern, first, second):
-    _check_derived(make(), pick(_inputs(pattern, first)), pick(_inputs(pattern, second)))
+    _check_derived(make, pick(_inputs(pattern, first)), pick(_inputs(pattern, second)))
 
 
 @settings(max_examples=150, deadline=None)
@@ -143,9 +167,8 @@ def test_a_derived_plan_with_a_given_output_is_the_plan_the_analysis_builds(patt
         new_shape = torch.broadcast_shapes(inputs[0].shape, inputs[-1].shape)
         template_out = _tensor(tuple(shape), order, steps, [False] * len(shape))
         out = _tensor(tuple(new_shape), order, steps, [False] * len(shape))
-    fn = add_alpha()
     _check_derived(
-        fn, (template_inputs[0], template_inputs[-1], 0.5), (inputs[0], inputs[-1], 0.5), (template_out,), (out,)
+        add_alpha, (template_inputs[0], template_inputs[-1], 0.5), (inputs[0], inputs[-1], 0.5), (template_out,), (out,)
     )
 
 

@@ -1,56 +1,134 @@
-"""Command line: `python -m tritonwise demo | cache path|list|show NAME|clear|stats | generate MODULE[:NAME] [--compile --arch sm_90,...]`."""
+"""Command line: `python -m tritonwise demo | cache path|list|show NAME|clear|stats | generate MODULE[:NAME] [--compile --arch sm_90,...]`.
+
+A user's mistake (a bad argument, a module that does not import, a directory that cannot be
+read or written) ends the command with one line on stderr saying what was wrong and a non-zero
+status (2 for bad arguments, 1 otherwise), never a traceback. Output cut short by its reader
+(`cache list | head`) ends quietly with status 141, as a shell reports for a process a closed
+pipe stopped.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 
 from .runtime import cache
 
+PROG = "python -m tritonwise"
+BROKEN_PIPE_STATUS = 141  # 128 + SIGPIPE: what `cat` gives under `| head`
+
+
+class UsageError(Exception):
+    """A user's mistake, reported as one line: `status` 2 for bad arguments, 1 otherwise."""
+
+    def __init__(self, message: str, status: int = 1):
+        super().__init__(message)
+        self.status = status
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)", status=2)
+
+
+def _inventory():
+    from .runtime import inventory
+
+    return inventory
+
+
+def _cache_directory() -> Path:
+    """The configured directory, when it is one this user can read (or does not exist yet)."""
+    directory = cache.configured_dir()
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"cache: {directory} is not a directory (see TRITONWISE_CACHE_DIR)")
+    if directory.exists() and not os.access(directory, os.R_OK | os.X_OK):
+        raise UsageError(f"cache: cannot read the cache directory {directory} (permission denied)")
+    return directory
+
 
 def _cache_command(args) -> int:
-    if args.action == "path":
-        print(cache.configured_dir())
-    elif args.action == "list":
-        for path in cache.list_files():
-            print(f"{path.stat().st_size:>8}  {path.name}")
-    elif args.action == "show":
-        if not args.name:
-            print("cache show needs a file name (see `cache list`)", file=sys.stderr)
-            return 2
-        matches = [p for p in cache.list_files() if p.name == args.name or p.name.startswith(args.name)]
-        if len(matches) != 1:
-            print(f"{len(matches)} cached files match {args.name!r}", file=sys.stderr)
-            return 1
-        print(matches[0].read_text(), end="")
-    elif args.action == "clear":
-        print(f"removed {cache.clear()} files from {cache.configured_dir()}")
-    elif args.action == "stats":
-        info = cache.stats()
-        print(
-            f"{info['directory']}: {info['files']} files, {info['bytes']} bytes, {info['kernels']} compiled kernels; "
-            f"written {info['written']} times, reused {info['reused']} times"
-        )
-        for payload, count in sorted(info["per_payload"].items()):
-            print(f"  {payload}: {count} files")
+    if args.name and args.action != "show":
+        raise UsageError(f"cache {args.action}: takes no file name (got {args.name!r})", status=2)
+    return _CACHE_ACTIONS[args.action](args)
+
+
+def _cache_path(args) -> int:
+    print(cache.configured_dir())
     return 0
 
 
-def _generate_command(args) -> int:
-    import torch
+def _cache_list(args) -> int:
+    for path in _inventory().generated_files(_cache_directory()):
+        print(f"{path.stat().st_size:>8}  {path.name}")
+    return 0
 
-    from .aot import generate, parse_ranks, parse_shapes
+
+def _cache_show(args) -> int:
+    if not args.name:
+        raise UsageError("cache show: needs a file name or prefix (see `cache list`)", status=2)
+    files = _inventory().generated_files(_cache_directory())
+    matches = [p for p in files if p.name == args.name] or [p for p in files if p.name.startswith(args.name)]
+    if not matches:
+        raise UsageError(f"cache show: no cached file matches {args.name!r} (see `cache list`)")
+    if len(matches) > 1:
+        names = "".join(f"\n  {p.name}" for p in matches)
+        raise UsageError(f"cache show: {len(matches)} cached files match {args.name!r}; name one of them:{names}")
+    print(matches[0].read_text(), end="")
+    return 0
+
+
+def _cache_clear(args) -> int:
+    directory = _cache_directory()
+    done = _inventory().clear(directory)
+    print(
+        f"removed {_count(done.files, 'generated file')}, {_count(done.kernels, 'compiled kernel')} and "
+        f"{_count(done.probes, 'probe result')} from {directory}"
+    )
+    if done.failed:
+        path, reason = done.failed[0]
+        others = f" (and {len(done.failed) - 1} more)" if len(done.failed) > 1 else ""
+        raise UsageError(f"cache clear: cannot remove {path}{others}: {reason}")
+    return 0
+
+
+def _cache_stats(args) -> int:
+    info = _inventory().stats(_cache_directory())
+    print(
+        f"{info['directory']}: {info['files']} files, {info['bytes']} bytes, {info['kernels']} compiled kernels, "
+        f"{info['probes']} probe results; written {info['written']} times, reused {info['reused']} times"
+    )
+    for function, count in sorted(info["per_function"].items()):
+        print(f"  {function}: {count} files")
+    return 0
+
+
+_CACHE_ACTIONS = {"path": _cache_path, "list": _cache_list, "show": _cache_show, "clear": _cache_clear, "stats": _cache_stats}
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def _generate_command(args) -> int:
+    from .aot import GenerateError, generate, parse_dtypes, parse_ranks, parse_shapes
 
     try:
-        directory = cache.require_writable()
+        dtypes = parse_dtypes(args.dtypes)
+        shapes = parse_shapes(args.shapes) if args.shapes else [(4,) * r for r in parse_ranks(args.ranks)]
         targets = _targets(args.arch) if args.compile else []
-    except (cache.CacheNotWritable, ValueError) as e:
-        print(f"generate: {e}", file=sys.stderr)
-        return 1
-    dtypes = [getattr(torch, name) for name in args.dtypes.split(",")]
-    shapes = parse_shapes(args.shapes) if args.shapes else [(4,) * r for r in parse_ranks(args.ranks)]
-    count = generate(args.target, shapes, dtypes, targets=targets)
-    kernels = f" and {len(cache.list_kernels())} compiled kernels" if targets else ""
+        directory = cache.require_writable()
+    except cache.CacheNotWritable as e:
+        raise UsageError(f"generate: {e}") from None
+    except ValueError as e:
+        raise UsageError(f"generate: {e}", status=2) from None
+    try:
+        count = generate(args.target, shapes, dtypes, targets=targets)
+    except GenerateError as e:
+        raise UsageError(f"generate: {e}") from None
+    kernels = f" and {len(_inventory().kernels(directory))} compiled kernels" if targets else ""
     print(f"{count} files{kernels} in {directory}")
     return 0
 
@@ -74,12 +152,12 @@ def _demo_command(args) -> int:
     return run_demo()
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tritonwise", description=__doc__)
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="run a few payloads on GPU (or CPU) and check them against torch")
     c = sub.add_parser("cache", help="inspect or clear the generated files and compiled kernels")
-    c.add_argument("action", choices=["path", "list", "show", "clear", "stats"])
+    c.add_argument("action", choices=list(_CACHE_ACTIONS))
     c.add_argument("name", nargs="?", help="file name (or prefix) for `show`")
     g = sub.add_parser("generate", help="write the files a module's pointwise functions need, ahead of time")
     g.add_argument("target", help="MODULE or MODULE:NAME")
@@ -88,9 +166,45 @@ def main(argv=None) -> int:
     g.add_argument("--dtypes", default="float32", help="comma-separated torch dtype names")
     g.add_argument("--compile", action="store_true", help="also compile every kernel into the kernel store")
     g.add_argument("--arch", default="", help="--compile targets, e.g. sm_90,sm_100,gfx942 (default: this GPU)")
-    args = parser.parse_args(argv)
-    commands = {"demo": _demo_command, "cache": _cache_command, "generate": _generate_command}
-    return commands[args.command](args)
+    return parser
+
+
+def main(argv=None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+        commands = {"demo": _demo_command, "cache": _cache_command, "generate": _generate_command}
+        status = commands[args.command](args)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return status
+    except UsageError as e:
+        return _fail(str(e), e.status)
+    except BrokenPipeError:
+        return _closed_pipe()
+    except OSError as e:  # a directory or file the user pointed at cannot be read or written
+        where = f": {e.filename}" if e.filename else ""
+        return _fail(f"{PROG}: {e.strerror or e}{where}", 1)
+    except KeyboardInterrupt:
+        return _fail(f"{PROG}: interrupted", 130)
+
+
+def _fail(message: str, status: int) -> int:
+    prefix = "" if message.startswith(PROG) else f"{PROG} "
+    try:
+        print(f"{prefix}{message}", file=sys.stderr)
+    except OSError:
+        pass
+    return status
+
+
+def _closed_pipe() -> int:
+    """Stop writing to a reader that has gone: point stdout at /dev/null so the interpreter's
+    final flush has nowhere to fail."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return BROKEN_PIPE_STATUS
 
 
 if __name__ == "__main__":

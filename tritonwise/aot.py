@@ -4,7 +4,8 @@ For each pointwise function found, writes into the cache the files that common c
 so a deployment starts warm: for every shape (`--shapes`, else 4x...x4 for each of
 `--ranks`), the `instantiate(r)` kernel over contiguous operands (no collapsing) and the
 call-path kernels for contiguous operands (flat), a row broadcast (nd) and a transposed first
-operand (tile2d), for each requested dtype. With
+operand (tile2d), for each requested dtype; given outputs have the shape and dtype the call
+gives them (a reduction's are reduced). With
 targets (`--compile --arch`), each file's kernel is also compiled for every target into the
 kernel store, specialized as a launch on freshly allocated tensors is (16-byte aligned), so a
 deployment on those GPUs loads it without compiling. Compiling needs no GPU.
@@ -14,42 +15,82 @@ from __future__ import annotations
 
 import importlib
 import sys
+from pathlib import Path
 from typing import Iterator, Sequence
 
 import torch
 
 from .function import PointwiseDynamicFunction
+from .runtime import cache
 
 _SCALARS = {float: 1.0, int: 1, bool: True, None: 1.0}
+# What a function raises for a variant it does not take (an axis reduction's dim beyond a rank,
+# a dtype its payload rejects): that variant is skipped, the others are generated.
+_REJECTIONS = (TypeError, ValueError, RuntimeError, IndexError)
+
+
+class GenerateError(ValueError):
+    """`generate` cannot work on what it was given (a module that does not import, no function)."""
 
 
 def find_functions(target: str) -> list:
     """(name, function) pairs from 'package.module' or 'package.module:NAME'."""
     module_name, _, name = target.partition(":")
-    module = importlib.import_module(module_name)
+    if not module_name:
+        raise GenerateError(f"{target!r} names no module (give MODULE or MODULE:NAME)")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name and module_name.startswith(e.name):
+            raise GenerateError(f"no module named {e.name!r} (is it on PYTHONPATH?)") from None
+        raise GenerateError(f"importing {module_name} failed: {type(e).__name__}: {e}") from None
+    except Exception as e:  # the user's module raised while importing: say what, in one line
+        raise GenerateError(f"importing {module_name} failed: {type(e).__name__}: {e}") from None
     if name:
         fn = getattr(module, name, None)
         if not isinstance(fn, PointwiseDynamicFunction):
-            raise SystemExit(f"{target} is not a pointwise_dynamic function")
+            raise GenerateError(f"{target} is not a pointwise_dynamic function")
         return [(name, fn)]
-    return [(n, v) for n, v in vars(module).items() if isinstance(v, PointwiseDynamicFunction)]
+    found = [(n, v) for n, v in vars(module).items() if isinstance(v, PointwiseDynamicFunction)]
+    if not found:
+        raise GenerateError(f"{module_name} defines no pointwise_dynamic functions")
+    return found
 
 
 def parse_ranks(text: str) -> list:
-    lo, _, hi = text.partition("-")
+    """Ranks from "2" or "0-4"."""
+    lo, sep, hi = text.partition("-")
+    if not (lo.isdigit() and (hi.isdigit() or not sep)) or int(hi or lo) < int(lo):
+        raise ValueError(f"--ranks: expected a rank or a range such as 0-4, got {text!r}")
     return list(range(int(lo), int(hi or lo) + 1))
 
 
 def parse_shapes(text: str) -> list:
-    """Shapes from "1024x1024,8x4096,16" (each operand of a variant takes the shape)."""
-    return [tuple(int(n) for n in item.split("x")) if item else () for item in text.split(",")]
+    """Shapes from "1024x1024,8x4096,16" (each operand of a variant takes the shape; an empty
+    item is 0-d)."""
+    shapes = []
+    for item in text.split(","):
+        extents = item.split("x") if item else []
+        if not all(e.isdigit() for e in extents):
+            raise ValueError(f"--shapes: expected shapes such as 4096x4096,8x1024, got {item!r} in {text!r}")
+        shapes.append(tuple(int(e) for e in extents))
+    return shapes
+
+
+def parse_dtypes(text: str) -> list:
+    """torch dtypes from "float32,float16"."""
+    dtypes = [getattr(torch, name, None) for name in text.split(",")]
+    bad = [name for name, d in zip(text.split(","), dtypes) if not isinstance(d, torch.dtype)]
+    if bad:
+        raise ValueError(f"--dtypes: {bad[0]!r} is not a torch dtype name (e.g. float32,float16,int32)")
+    return dtypes
 
 
 def _variants(fn, shape: tuple, dtype: torch.dtype) -> Iterator[tuple]:
     """(args, collapse, outputs) for the calls generated for this shape: every operand of the
     shape, as given outputs (instantiate) and allocated; a row broadcast; a transposed first
     operand. Blocks follow the extents' power-of-two bucket, so shapes like the deployment's
-    give its kernels."""
+    give its kernels. Tensors are allocated, never written (no page is touched)."""
     schema = fn.schema
 
     def args(make):
@@ -58,34 +99,67 @@ def _variants(fn, shape: tuple, dtype: torch.dtype) -> Iterator[tuple]:
             for i in range(schema.num_inputs())
         )
 
-    dense = args(lambda i: torch.zeros(shape, dtype=dtype))
-    outs = {f"out{k}": torch.zeros(shape, dtype=dtype) for k in range(schema.num_outputs())}
-    yield dense, False, outs
+    dense = args(lambda i: torch.empty(shape, dtype=dtype))
+    yield dense, False, _given_outputs(fn, args(lambda i: torch.empty(shape, dtype=dtype, device="meta")))
     yield dense, True, {}
     if len(shape) >= 2:
-        yield args(lambda i: torch.zeros(shape[-1:] if i else shape, dtype=dtype)), True, {}
+        yield args(lambda i: torch.empty(shape[-1:] if i else shape, dtype=dtype)), True, {}
         swapped = shape[:-2] + shape[-1:] + shape[-2:-1]
         transposed = args(
-            lambda i: torch.zeros(swapped, dtype=dtype).transpose(-1, -2) if i == 0 else torch.zeros(shape, dtype=dtype)
+            lambda i: torch.empty(swapped, dtype=dtype).transpose(-1, -2) if i == 0 else torch.empty(shape, dtype=dtype)
         )
         yield transposed, True, {}
 
 
-def generate(target: str, shapes: list, dtypes: list, stream=sys.stderr, targets: Sequence = ()) -> int:
+def _given_outputs(fn, meta_args: tuple) -> dict:
+    """Outputs for the instantiate variant: contiguous, with the shape and dtype the call
+    gives them (a reduction's outputs are reduced), found by a call on meta tensors, which
+    runs nothing."""
+    results = fn(*meta_args)
+    results = results if isinstance(results, tuple) else (results,)
+    return {f"out{k}": torch.empty(r.shape, dtype=r.dtype) for k, r in enumerate(results)}
+
+
+def generate(target: str, shapes: list, dtypes: list, stream=None, targets: Sequence = ()) -> int:
     """Write the files (and, for `targets`, the compiled kernels) for every function in
-    `target`, shape and dtype; returns the number of distinct files. Progress goes to `stream`."""
+    `target`, shape and dtype; returns the number of distinct files. Progress, and a line per
+    variant a function does not take, go to `stream`. GenerateError where nothing could be
+    generated, or a file could not be written into the configured directory."""
+    stream = sys.stderr if stream is None else stream  # at call time: sys.stderr may be replaced
     jobs = [(name, fn, s, d) for name, fn in find_functions(target) for s in shapes for d in dtypes]
-    written = set()
+    written, skipped = set(), []
     for i, (name, fn, shape, dtype) in enumerate(jobs, 1):
-        for args, collapse, outs in _variants(fn, shape, dtype):
+        what = f"{name} {'x'.join(map(str, shape)) or 'scalar'} {str(dtype).removeprefix('torch.')}"
+        try:
+            variants = list(_variants(fn, shape, dtype))
+        except _REJECTIONS as e:  # a function that does not take this shape or dtype at all
+            skipped.append(f"skipped {what}: {e}")
+            variants = []
+        for args, collapse, outs in variants:
             try:
                 written.add(fn.generate(*args, collapse=collapse, targets=targets, **outs))
-            except (TypeError, ValueError, RuntimeError) as e:  # a function that rejects this variant
-                print(f"\n  skipped {name} {shape} {dtype}: {e}", file=stream)
-        what = f"{name} {'x'.join(map(str, shape)) or 'scalar'} {str(dtype).removeprefix('torch.')}"
+            except _REJECTIONS as e:  # ... or not this layout of it
+                skipped.append(f"skipped {what} ({'given outputs' if outs else 'a layout'}): {e}")
         _progress(stream, i, len(jobs), what)
     print(file=stream)
+    for line in skipped:
+        print(f"  {line}", file=stream)
+    if not written:
+        raise GenerateError(f"nothing generated: every shape and dtype was skipped ({skipped[0]})")
+    _check_placed(written)
     return len(written)
+
+
+def _check_placed(written: set) -> None:
+    """Every file landed in the configured directory: one that went to the process's private
+    fallback (its name taken by a directory, say) is gone when this command exits."""
+    directory = cache.configured_dir()
+    elsewhere = sorted(str(p) for p in written if p is not None and Path(p).parent != directory)
+    if elsewhere:
+        raise GenerateError(
+            f"{len(elsewhere)} of {len(written)} files could not be written into {directory} "
+            f"(the warning above says why), e.g. {Path(elsewhere[0]).name}"
+        )
 
 
 def _progress(stream, done: int, total: int, what: str) -> None:

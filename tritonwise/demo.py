@@ -42,38 +42,38 @@ def run_demo() -> int:
     r = torch.rand(1000, device=device)
     theta = torch.randn(1000, device=device)
     flip = copy.instantiate(x.ndim)
+    # (label, function, arguments, given outputs, torch's result)
     cases = [
-        (
-            "add_alpha(x, y, 0.5)  (row broadcast)",
-            lambda: add_alpha(x, y, 0.5),
-            lambda: x + y * 0.5,
-            add_alpha,
-            (x, y, 0.5),
-        ),
+        ("add_alpha(x, y, 0.5)  (row broadcast)", add_alpha, (x, y, 0.5), {}, lambda: x + y * 0.5),
         (
             "polar(r, theta)       (two outputs)",
-            lambda: polar(r, theta),
-            lambda: (r * torch.cos(theta), r * torch.sin(theta)),
             polar,
             (r, theta),
+            {},
+            lambda: (r * torch.cos(theta), r * torch.sin(theta)),
         ),
         (
             "flip(x, 0)            (StridedBuffer)",
-            lambda: flip(_flipped(x), out0=torch.empty_like(x)),
-            lambda: x.flip(0),
             flip,
             (_flipped(x),),
+            {"out0": torch.empty_like(x)},
+            lambda: x.flip(0),
         ),
-        ("copy(x.t())           (transpose)", lambda: copy(x.t()), lambda: x.t().contiguous(), copy, (x.t(),)),
+        # a contiguous output given for x.t(): the kernel reads columns and writes rows
+        ("copy(x.t(), out0=...) (transpose)", copy, (x.t(),), {"out0": x.new_empty(32, 64)}, x.t().contiguous),
     ]
-    failures = 0
-    for label, ours, reference, fn, args in cases:
-        got, want = ours(), reference()
-        got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
-        ok = all(torch.allclose(g, w, rtol=1e-5, atol=1e-6) and g.dtype == w.dtype for g, w in zip(got, want))
-        failures += not ok
-        outs = {"out0": torch.empty_like(x)} if fn is flip else {}
-        path = fn.explain(*args, **outs).path
-        print(f"{'ok  ' if ok else 'FAIL'} {label}\n     generated: {path}")
+    failures = sum(not _run_case(*case) for case in cases)
     print("\nall match torch" if not failures else f"\n{failures} case(s) differ from torch")
     return 1 if failures else 0
+
+
+def _run_case(label: str, fn, args: tuple, outs: dict, reference) -> bool:
+    """Run one case, compare it with torch (values, dtypes and, for a given output, its own
+    layout kept), print the outcome, the scheme and the generated file."""
+    got, want = fn(*args, **outs), reference()
+    got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+    ok = all(torch.allclose(g, w, rtol=1e-5, atol=1e-6) and g.dtype == w.dtype for g, w in zip(got, want))
+    ok = ok and all(o is g for o, g in zip(outs.values(), got))
+    explanation = fn.explain(*args, **outs)
+    print(f"{'ok  ' if ok else 'FAIL'} {label}  scheme {explanation.scheme}\n     generated: {explanation.path}")
+    return ok

@@ -21,6 +21,7 @@ from .codegen.key import generator_digest
 from .codegen.params import index_arg_values
 from .codegen.render import identity_marks, payload_alias, render
 from .config import CodeGenConfig
+from .derived_payloads import PayloadVariants
 from .explanation import Explanation
 from .frontend import validation
 from .frontend.dtypes import check_unsigned_scalars, resolve_types
@@ -29,8 +30,10 @@ from .frontend.reduction import AxisEntry, kind_of, parse_reductions, reduction_
 from .frontend.schema import FunctionSchema
 from .frontend.summary import summarize
 from .instantiate import InstantiatedFunction
+from . import own_ops
 from .layout_templates import RowRule, row_rule
 from .new_shapes import NewShapes
+from .prepared import KernelInfo, prepare_args, use_fast_path
 from .runtime import arguments as argcheck
 from .runtime import hit_path
 from .runtime.cache import ensure_file
@@ -88,12 +91,19 @@ class PointwiseDynamicFunction:
         self._backward_payload = backward  # a hand-written backward payload, else None (derived)
         self._backward = None  # an autograd.Backward, built on the first call that records
         self._no_outputs = (None,) * schema.num_outputs()
+        self._kernel_infos: dict = {}  # task rank -> KernelInfo of the newest file generated for it
+        self._variants = PayloadVariants(self._payload)  # what kernels with several payload calls run
         self.__name__ = self._payload.name
         self.__qualname__ = self._payload.qualname
         self.__doc__ = self._payload.fn.__doc__
 
     @property
     def schema(self) -> FunctionSchema:
+        return self._schema
+
+    @property
+    def fx(self) -> FunctionSchema:
+        """The schema, by the name FlagGems' PointwiseDynamicFunction gives it."""
         return self._schema
 
     @property
@@ -189,6 +199,10 @@ class PointwiseDynamicFunction:
             self._check_plain_call(args, outs)
         if scalars is not args:  # NumPy scalars: plans are keyed on the python scalars torch reads
             return self(*scalars, **validation.output_keywords(outs))
+        subclass = validation.result_subclass(self.__name__, (*args, *outs))
+        if subclass is not None:  # run on plain views, give the results torch's subclass
+            result = self(*validation.plain(args), **validation.output_keywords(validation.plain(outs)))
+            return validation.as_result_subclass(result, subclass, outs)
         if any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):  # recorded for autograd
             from . import autograd
 
@@ -199,7 +213,7 @@ class PointwiseDynamicFunction:
             from . import dtensor  # imports torch.distributed.tensor, which the caller has already
 
             return dtensor.call(self, args, outs)
-        resolved = validation.resolve_negative_views(self.__name__, args, outs)
+        resolved = own_ops.resolve_negative_views(self.__name__, args, outs)
         if resolved is not None:
             return self(*resolved, **validation.output_keywords(outs))
         return _NO_ROUTE
@@ -251,6 +265,38 @@ class PointwiseDynamicFunction:
         if rank not in self._instances:
             self._instances[rank] = InstantiatedFunction(self, rank)
         return self._instances[rank]
+
+    use_fast_path = staticmethod(use_fast_path)
+
+    def prepare_args(self, *args, _skip_tensor_check: bool = False, **kwargs) -> tuple:
+        """FlagGems' (ndim, args, kwargs) for `self.instantiate(ndim)(*args, **kwargs)`: outputs
+        allocated, operands wrapped as StridedBuffers over the task shape (prepared.py)."""
+        return prepare_args(self, args, kwargs, _skip_tensor_check)
+
+    def get_kernel_info(self, ndim: int, *args, **kwargs) -> KernelInfo:
+        """The generated file of a rank-`ndim` kernel, as FlagGems' KernelInfo. tritonwise
+        generates one file per dtypes and layout class, so `args` (and given outputs) choose it:
+        the file `self.instantiate(ndim)` runs for them, written if missing. Without arguments,
+        the newest file this function has generated for a rank-`ndim` task."""
+        if args or kwargs:
+            outs = self._outputs(kwargs)
+            self.instantiate(ndim)._check(args, outs)
+            types, reductions, task, _ = self._analyze(args, outs, False)
+            self._note_file(self._spec(args, outs, types, reductions, task), None, task)
+        info = self._kernel_infos.get(ndim)
+        if info is None:
+            raise LookupError(
+                f"{self.__name__}.get_kernel_info({ndim}): no rank-{ndim} kernel generated yet; tritonwise "
+                "generates one per dtypes and layout, so pass example arguments: get_kernel_info(ndim, *args)"
+            )
+        return info
+
+    def _note_file(self, spec, path, task: TaskPlan):
+        """Remember `spec`'s file (written now when `path` is None) as its rank's KernelInfo."""
+        path = path if path is not None else _cached_file(spec)
+        rank = len(task.task_shape)
+        self._kernel_infos[rank] = KernelInfo(str(path), spec.kernel_name, "launch", rank)
+        return path
 
     def explain(self, *args, **kwargs) -> "Explanation":
         """The plan for these arguments, without launching."""
@@ -353,7 +399,9 @@ class PointwiseDynamicFunction:
         types = resolve_types(schema, args, widen_bools=not self._payload.uses_invert)
         reductions = tuple(r and reduction_of(kind_of(r), types.results[k]) for k, r in enumerate(self._reductions))
         for k, (out, r) in enumerate(zip(outs, reductions)):
-            if out is not None and r is None and not torch.can_cast(types.results[k], out.dtype):
+            if out is None or r is not None or self._copies(k):
+                continue
+            if not torch.can_cast(types.results[k], out.dtype):
                 types = self._payload_result(k, out.dtype, types, args)
         return _Frontend(key, types, reductions, device)
 
@@ -371,6 +419,8 @@ class PointwiseDynamicFunction:
         for k, (out, r) in enumerate(zip(outs, reductions)):
             if out is not None:
                 dtype, expected = (types.results[k], shape) if r is None else (r.result, r.result_shape(shape))
+                if r is None and self._copies(k):
+                    dtype = out.dtype  # a copy converts to any given dtype
                 validation.check_output(name, k, out, expected, dtype, front.device)
         if self._along_dims:
             return self._analyze_rows(inputs, outs, reductions, shape, tensors, types)
@@ -411,6 +461,13 @@ class PointwiseDynamicFunction:
         itemsize = _itemsize(tensors, types)
         return analyze_rows(inputs, layouts, r.dims, r.keepdim, itemsize, self._config, splittable(reductions))
 
+    def _copies(self, k: int) -> bool:
+        """Whether output `k` is a copy (the payload returns one of its arguments unchanged): a
+        given output of a copy takes any dtype, converted on store as torch's copy_ converts,
+        where other outputs follow torch's out= rule, torch.can_cast (docs/flaggems_semantics.md).
+        FlagGems' to_copy and copy_ rely on it."""
+        return self._payload.copies_input(k)
+
     def _payload_result(self, k: int, out_dtype, types, args):
         """A given output that cannot hold its promotion's result (torch.can_cast) takes the
         payload's own value when that one can be cast: FlagGems' frexp declares DEFAULT for its
@@ -438,7 +495,8 @@ class PointwiseDynamicFunction:
         plan = self._bind(args, outs, types, reductions, task, device)
         if plan.path is not None:
             alias = payload_alias(plan.spec.payload_name, plan.spec.kernel_name)
-            module = load(plan.path, plan.spec.kernel_name, alias, self._payload, "gpu")
+            variants = self._variants.bindings(plan.spec, alias)
+            module = load(plan.path, plan.spec.kernel_name, alias, self._payload, "gpu", variants)
             kernel = getattr(module, plan.spec.kernel_name)
             compile_ahead(plan.spec.file_name, kernel, plan.kernel_values(args, outs), plan.num_warps, targets)
         return plan.path
@@ -460,12 +518,12 @@ class PointwiseDynamicFunction:
         path = launch = None
         if loads:
             try:
-                path = _cached_file(spec)
+                path = self._note_file(spec, None, task)
             except FrozenError as e:
                 raise FrozenError(f"{self.__name__}({argcheck.describe_values(args)}): {e}") from None
             alias = payload_alias(spec.payload_name, spec.kernel_name)
             backend = "interpreter" if interpreted else "gpu"
-            launch = load(path, spec.kernel_name, alias, self._payload, backend).launch
+            launch = load(path, spec.kernel_name, alias, self._payload, backend, self._variants.bindings(spec, alias)).launch
         kernel = _Kernel(spec, path, launch)
         if memo is not None:
             _remember(self._kernels, memo, kernel)

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from . import own_ops
 from .explanation import Explanation
 from .frontend import validation
 from .runtime import arguments as argcheck
@@ -38,7 +39,7 @@ class InstantiatedFunction:
             scalars = validation.python_scalars(args)
             if scalars is not args:
                 return self(*scalars, **kwargs)
-            resolved = validation.resolve_negative_views(self.__name__, args, outs)
+            resolved = own_ops.resolve_negative_views(self.__name__, args, outs)
             if resolved is not None:
                 return self(*resolved, **kwargs)
             self._check(args, outs)

@@ -1,8 +1,9 @@
 """The payloads and calls whose generated files are checked in under files/ (see refresh.py).
 
 One case per scheme, plus rank 0, int64 indexing, input casts, a given output of another dtype,
-full reductions (atomic and deterministic), two outputs, a bool result, and reductions along
-dims (row_persistent over two reduced dims, row_looped over a strided one). `generated()` writes
+full reductions (atomic and deterministic), two outputs, a bool result, a payload calling
+libdevice (its file imports it to run alone), and reductions along dims (row_persistent over
+two reduced dims, row_looped over a strided one). `generated()` writes
 each case's file through `fn.generate` (no launch) and returns its text, with the parts that
 change on every edit of the generator (key, generator hash, Triton version, checksum) masked.
 """
@@ -15,12 +16,13 @@ from pathlib import Path
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import libdevice
 
 from tritonwise import pointwise_dynamic
 
 FILES = Path(__file__).resolve().parent / "files"
-README = Path(__file__).resolve().parents[2] / "README.md"
-README_SAMPLE = "nd_scalar_f32.py"  # the file README's "Reading a generated file" shows
+SAMPLE_DOC = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
+README_SAMPLE = "nd_scalar_f32.py"  # the file docs/architecture.md shows as a generated file's example
 
 
 @triton.jit
@@ -39,6 +41,11 @@ def square(x):
 
 
 @triton.jit
+def erf(x):
+    return libdevice.erf(x.to(tl.float32))
+
+
+@triton.jit
 def sum_and_product(x, y):
     return x + y, x * y
 
@@ -53,6 +60,7 @@ add_alpha_fn = pointwise_dynamic(add_alpha, is_tensor=[True, True, False], promo
 sum_of_squares = pointwise_dynamic(square, promotion_methods=[(0, "DEFAULT")], reductions=["sum"])
 max_of_squares = pointwise_dynamic(square, promotion_methods=[(0, "DEFAULT")], reductions=["max"], deterministic=True)
 two_outputs = pointwise_dynamic(sum_and_product, promotion_methods=[(0, 1, "DEFAULT"), (0, 1, "DEFAULT")])
+erf_fn = pointwise_dynamic(erf, promotion_methods=[(0, "INT_TO_FLOAT")])
 less_fn = pointwise_dynamic(less, promotion_methods=[(0, 1, "ALWAYS_BOOL")])
 sum_squares_02 = pointwise_dynamic(square, promotion_methods=[(0, "DEFAULT")], reductions=[("sum", (0, 2))])
 column_max = pointwise_dynamic(square, promotion_methods=[(0, "DEFAULT")], reductions=[("max", 0, True)])
@@ -79,6 +87,7 @@ def cases() -> dict:
         "sum_f16": (sum_of_squares, (torch.ones(3, 7, dtype=torch.float16)[:, :5],), {}),
         "max_i16_deterministic": (max_of_squares, (torch.ones(40, dtype=torch.int16),), {}),
         "two_outputs_f32": (two_outputs, (torch.ones(4, 6), torch.ones(6)), {}),
+        "libdevice_f32": (erf_fn, (torch.ones(10),), {}),
         "bool_result": (less_fn, (torch.ones(9), torch.ones(9, dtype=torch.int64)), {}),
         "row_persistent_sum_f16": (sum_squares_02, (torch.ones(3, 5, 7, dtype=torch.float16),), {}),
         "row_looped_max_f32": (row_max, (torch.ones(4, 1500),), {}),

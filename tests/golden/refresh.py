@@ -25,9 +25,9 @@ def main() -> int:
             old.unlink()
     for name, text in texts.items():
         (golden_cases.FILES / name).write_text(text)
-    readme = golden_cases.README.read_text()
-    golden_cases.README.write_text(golden_cases.with_readme_sample(readme, texts))
-    print(f"wrote {len(texts)} files to {golden_cases.FILES} and the sample in {golden_cases.README.name}")
+    readme = golden_cases.SAMPLE_DOC.read_text()
+    golden_cases.SAMPLE_DOC.write_text(golden_cases.with_readme_sample(readme, texts))
+    print(f"wrote {len(texts)} files to {golden_cases.FILES} and the sample in {golden_cases.SAMPLE_DOC.name}")
     return 0
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..schemes import get_scheme
 from . import body
+from .payload_names import definition_lines
 
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 RESERVED = {"triton", "tl", "launch", "grid"}
@@ -96,7 +97,8 @@ def render(spec) -> str:
         "row_init": body.row_init_lines(spec),
         "column_decompose": body.column_lines(spec),
         "row_finish": body.row_finish_lines(spec),
-        "payload_definition": payload_definition(spec.payload_source, alias),
+        "payload_definition": payload_definition(spec, alias),
+        "variant_definitions": _variant_definitions(spec, alias),
         "layout_lines": layout_lines(spec, alias),
         "launch_args": ", ".join(_pointer_names(spec) + index),
         "block_params": "".join(f"{k}, " for k in constexprs),
@@ -105,14 +107,22 @@ def render(spec) -> str:
     return _environment().get_template("module.py.j2").render(**values)
 
 
-def payload_definition(source: str, alias: str) -> str:
-    """The payload's own source without its decorators, under `@triton.jit`, bound as `alias`."""
-    import ast
-    import textwrap
+def _variant_definitions(spec, alias: str) -> list:
+    """(name, source) of each payload variant the calls run (codegen/build.py variant_of)."""
+    from ..frontend.variants import variant_source
 
-    node = ast.parse(source).body[0]
-    lines = ["@triton.jit"] + textwrap.dedent("\n".join(source.splitlines()[node.lineno - 1 :])).splitlines()
-    return "\n".join(lines + ([f"{alias} = {node.name}"] if alias != node.name else []))
+    names = [(c.variant_alias(alias), _positions(c.outputs)) for c in spec.calls if c.variant]
+    return [(name, variant_source(spec.payload_source, name, outputs).rstrip()) for name, outputs in names]
+
+
+def _positions(outputs: tuple) -> tuple:
+    return tuple(int(name[3:]) for name in outputs)
+
+
+def payload_definition(spec, alias: str) -> str:
+    """The payload's own source without its decorators, under `@triton.jit`, bound as `alias`,
+    after what it needs to run in a file of its own (codegen/payload_names.py)."""
+    return "\n".join((*spec.payload_preamble, *definition_lines(spec.payload_source, alias)))
 
 
 def layout_lines(spec, alias: str) -> list:

@@ -17,23 +17,28 @@ def python_scalars(args: tuple) -> tuple:
     """`args` with NumPy scalars replaced by the python scalars torch's argument parser reads
     them as: integers as int, floating as float, complex as complex, and `np.bool_` as float
     (torch has no numpy-bool case there: `torch.mul(int_tensor, np.bool_(True))` is float32).
-    Returns `args` itself when there is none (the common case costs one pass of type checks)."""
+    Returns `args` itself when it replaces nothing: the router re-enters a call with replaced
+    arguments, so a new tuple for a NumPy array or a `np.str_` (which torch never reads as
+    scalars) would re-enter forever."""
     if not any(type(a).__module__ == "numpy" for a in args):
         return args
     import numpy as np
 
-    def convert(a):
-        if not isinstance(a, np.generic):
-            return a
-        if isinstance(a, np.integer):
-            return int(a)
-        if isinstance(a, np.complexfloating):
-            return complex(a)
-        if isinstance(a, (np.floating, np.bool_)):
-            return float(a)
-        return a
+    converted = tuple(_python_scalar(a) if isinstance(a, np.generic) else a for a in args)
+    return args if all(c is a for c, a in zip(converted, args)) else converted
 
-    return tuple(convert(a) for a in args)
+
+def _python_scalar(a):
+    """The python scalar torch's argument parser reads the NumPy scalar `a` as."""
+    import numpy as np
+
+    if isinstance(a, np.integer):
+        return int(a)
+    if isinstance(a, np.complexfloating):
+        return complex(a)
+    if isinstance(a, (np.floating, np.bool_)):
+        return float(a)
+    return a  # np.str_, np.datetime64, ...: check_kinds names it
 
 
 def output_keywords(outs: Sequence) -> dict:
@@ -57,10 +62,14 @@ def check_kinds(name: str, schema, args: Sequence) -> None:
     for i, arg in enumerate(args):
         if schema.is_tensor(i):
             if not is_tensor_like(arg):
-                raise TypeError(f"{name}: argument {i} must be a Tensor or StridedBuffer, got {type(arg).__name__}")
+                raise TypeError(
+                    f"{name}: argument {i} must be a Tensor or StridedBuffer, got {type_name(arg)}"
+                    f"{_tensor_hint(schema, i, arg)}"
+                )
         elif is_tensor_like(arg) or not isinstance(arg, Number):
             raise TypeError(
-                f"{name}: argument {i} must be a python scalar (bool, int, float), got {type(arg).__name__}"
+                f"{name}: argument {i} must be a python scalar (bool, int, float), got {type_name(arg)}"
+                f"{_scalar_hint(schema, i, arg)}"
             )
         elif type(arg) is int and not -(2**63) <= arg < 2**64:
             raise OverflowError(
@@ -70,7 +79,40 @@ def check_kinds(name: str, schema, args: Sequence) -> None:
         if isinstance(arg, complex) or (is_tensor_like(arg) and arg.dtype.is_complex):
             raise TypeError(f"{name}: argument {i} is complex ({_kind(arg)}); {needs_register_complex(name)}")
         if not schema.is_tensor(i) and type(arg) not in SCALAR_KINDS and not isinstance(arg, complex):
-            raise TypeError(f"{name}: argument {i} must be a python bool, int or float, got {type(arg).__name__}")
+            raise TypeError(f"{name}: argument {i} must be a python bool, int or float, got {type_name(arg)}")
+
+
+def type_name(x) -> str:
+    """`float`, `Tensor`, `NoneType` for builtins and torch's types; module-qualified otherwise
+    (`numpy.ndarray`), so a NumPy array is not mistaken for something of torch's."""
+    cls = type(x)
+    module = cls.__module__.split(".")[0]
+    return cls.__name__ if module in ("builtins", "torch", "tritonwise") else f"{module}.{cls.__qualname__}"
+
+
+def _tensor_hint(schema, i: int, arg) -> str:
+    """How to fix a non-tensor where the schema declares a tensor."""
+    if type(arg).__module__ == "numpy":
+        return " (torch does not read NumPy arrays as tensors either: pass torch.from_numpy(array))"
+    if isinstance(arg, (list, tuple)):
+        return " (torch does not convert a list or tuple either: pass torch.tensor(values))"
+    if not isinstance(arg, Number):
+        return ""
+    flags = [schema.is_tensor(j) and j != i for j in range(schema.num_inputs())]
+    return (
+        f"; every input is a tensor unless declared otherwise: to take a python scalar at position {i}, "
+        f"declare is_tensor={flags} (or its python type at position {i} of dtypes=[...], "
+        f"e.g. {type(arg).__name__})"
+    )
+
+
+def _scalar_hint(schema, i: int, arg) -> str:
+    """How to fix a non-scalar where the schema declares a python scalar."""
+    if is_tensor_like(arg):
+        return f"; pass a python scalar (x.item() of a 0-d tensor x), or declare argument {i} a tensor in is_tensor"
+    if type(arg).__module__ == "numpy":
+        return " (torch reads NumPy scalars as python scalars, but not NumPy arrays: pass a python scalar)"
+    return ""
 
 
 def _kind(x) -> str:
@@ -129,3 +171,44 @@ def check_output(name: str, k: int, out, shape: tuple, dtype: torch.dtype, devic
 def has_internal_overlap(shape, strides) -> bool:
     """True when a dim of size > 1 has stride 0 (torch's definite overlap; other cases are allowed)."""
     return any(n > 1 and s == 0 for n, s in zip(shape, strides))
+
+
+def result_subclass(name: str, operands: Sequence) -> Optional[type]:
+    """The tensor subclass torch gives the results of a call on `operands` (inputs and given
+    outputs), as its default __torch_function__ does: the one subclass of every operand
+    subclass that keeps that default (Parameter, DTensor and FakeTensor disable it: their
+    results are plain). None when no operand has such a subclass; a TypeError where none of
+    them is a subclass of all the others, which torch refuses too."""
+    types = {type(a) for a in operands if isinstance(a, Tensor) and type(a) is not Tensor}
+    types = {t for t in types if _default_function(t)}
+    if not types:
+        return None
+    for cls in types:
+        if all(issubclass(cls, t) for t in types):
+            return cls
+    names = ", ".join(sorted(t.__qualname__ for t in types))
+    raise TypeError(
+        f"{name}: operands of unrelated tensor subclasses ({names}): torch gives such a call no result type"
+    )
+
+
+_TENSOR_FUNCTION = Tensor.__torch_function__.__func__
+
+
+def _default_function(cls: type) -> bool:
+    return getattr(cls.__torch_function__, "__func__", None) is _TENSOR_FUNCTION
+
+
+def plain(operands: Sequence) -> tuple:
+    """`operands` with every tensor subclass instance viewed as a plain tensor (the same memory
+    and autograd history, torch's as_subclass)."""
+    return tuple(a.as_subclass(Tensor) if isinstance(a, Tensor) and type(a) is not Tensor else a for a in operands)
+
+
+def as_result_subclass(result, cls: type, outs: Sequence):
+    """`result` (one tensor or a tuple) with each output viewed as `cls`; a given output is
+    returned as the object the caller gave."""
+    results = result if isinstance(result, tuple) else (result,)
+    given = list(outs) + [None] * (len(results) - len(outs))
+    converted = tuple(o if o is not None else r.as_subclass(cls) for r, o in zip(results, given))
+    return converted if isinstance(result, tuple) else converted[0]

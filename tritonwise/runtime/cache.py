@@ -4,28 +4,33 @@ A file ends with a checksum line over everything above it. A file that exists an
 reused as it is (across processes, without rendering); a truncated, edited or foreign file
 fails verification and is rewritten. Writes go to a temporary file in the same directory and
 are renamed into place, so readers never see a partial file. Files get the permissions the
-umask gives a new file (0644 under the usual 022), so a cache one user builds others can read.
+umask gives a new file (0644 under the usual 022; never writable by every user), so a cache
+one user builds others can read.
 
-Deployments are often read-only. The configured directory is always searched first, writable
-or not, and what verifies there is used. Only a file that must be written goes elsewhere when
-that directory cannot be written: to the overlay, `$TRITONWISE_CACHE_OVERLAY` or else a
-temporary directory made once per process (with a warning), searched after it.
+A directory other users can write is never used (runtime/trust.py states the rule): it is
+neither searched nor written, and one warning says so. Deployments are often read-only: a
+trusted configured directory is always searched first, writable or not, and what verifies
+there is used. Only a file that must be written goes elsewhere when that directory cannot
+take it: to the overlay, `$TRITONWISE_CACHE_OVERLAY`, or else a private temporary directory
+made once per process (with a warning) and removed when the process exits. docs/cache.md
+describes the rules.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import logging
 import os
-import re
+import shutil
 import tempfile
 import threading
 import warnings
 from pathlib import Path
 from typing import Callable, Optional
 
-from . import freeze
+from . import freeze, trust
 
 logger = logging.getLogger("tritonwise")
 
@@ -34,10 +39,12 @@ KERNELS = "kernels"  # the compiled-kernel store's subdirectory (runtime/kernel_
 PROBES = "probes"  # remembered payload value dtypes (runtime/probe.py)
 _fallback_lock = threading.Lock()
 _fallback_dir: Optional[Path] = None
+_warned: set = set()  # the warnings this process has given (each is given once)
+_PRIVATE_NOTE = "(removed at exit; set TRITONWISE_CACHE_OVERLAY to choose a directory that keeps them)"
 
 
 class CacheNotWritable(OSError):
-    """A directory that must receive files cannot be written."""
+    """A directory that must receive files cannot be written (or must not be: others can)."""
 
 
 def configured_dir() -> Path:
@@ -47,9 +54,28 @@ def configured_dir() -> Path:
     return Path.home() / ".cache" / "tritonwise" / "generated_cache"
 
 
+def make_dirs(path: Path) -> None:
+    """Create `path` and its missing parents, none of them writable by every user whatever the
+    umask (a directory others can write would not be trusted afterwards)."""
+    missing = []
+    node = path
+    while not node.exists():
+        missing.append(node)
+        if node.parent == node:
+            break
+        node = node.parent
+    for node in reversed(missing):
+        try:
+            os.mkdir(node, 0o775)
+        except FileExistsError:
+            pass
+    if not path.is_dir():
+        raise NotADirectoryError(20, "Not a directory", str(path))
+
+
 def _usable(path: Path) -> bool:
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        make_dirs(path)
     except OSError:
         return False
     return os.access(path, os.W_OK | os.X_OK)
@@ -66,32 +92,86 @@ def location() -> tuple:
 
 
 def search_dirs() -> list:
-    """Where cached files are looked for, in order: the configured directory, then the overlays."""
-    return [configured_dir(), *_overlay_candidates()]
+    """Where cached files are looked for, in order: the configured directory, then the overlays;
+    those other users can write are left out (with a warning)."""
+    return [d for d in [configured_dir(), *_overlay_candidates()] if trusted(d)]
+
+
+def trusted(directory: Path) -> bool:
+    """Nobody but its owner and root can write `directory` (trust.directory_problem); warns
+    once per directory, naming where files go instead, when that is not so."""
+    problem = trust.directory_problem(directory)
+    if problem is None:
+        return True
+    if directory not in _warned:
+        _warned.add(directory)
+        instead = _overlay_dir(None)
+        _warn(
+            f"tritonwise: not using the cache directory {directory}: {problem}, so another user could plant "
+            f"code there that this process would run; using {instead} instead{_kept_or_removed(instead)}"
+        )
+    return False
+
+
+def trusted_entry(directory: Path, path: Path) -> bool:
+    """The file `path` under the trusted `directory` (and any subdirectory between) is writable
+    by nobody but its owner and root: it may be loaded."""
+    problem = trust.entry_problem(directory, path)
+    if problem is not None:
+        logger.debug("tritonwise: not loading %s: %s", path, problem)
+    return problem is None
 
 
 def cache_dir() -> Path:
-    """Where new files are written: the configured directory when it is writable, else the
-    overlay ($TRITONWISE_CACHE_OVERLAY, or a temporary directory, with a warning)."""
+    """Where new files are written: the configured directory when it is trusted and writable,
+    else the overlay ($TRITONWISE_CACHE_OVERLAY, or a private temporary directory)."""
     path = configured_dir()
-    return path if _usable(path) else _overlay_dir(path)
+    if not trusted(path):
+        return _overlay_dir(None)
+    if _usable(path) and trusted(path):  # again once made: another user may have made it first
+        return path
+    return _overlay_dir(f"cache directory {path} is not writable")
 
 
-def _overlay_dir(unwritable: Path) -> Path:
+def _overlay_dir(problem: Optional[str]) -> Path:
+    """The overlay, else the private directory (made on first use); warns once per `problem`
+    (a phrase saying why the configured directory did not take a file) when it is the latter."""
     for overlay in _overlay_candidates():
-        if _usable(overlay):
+        if overlay != _fallback_dir and trusted(overlay) and _usable(overlay):
             return overlay
+    directory = _private_dir()
+    if problem is not None and problem not in _warned:
+        _warned.add(problem)
+        _warn(f"tritonwise: {problem}; using {directory} for the files it lacks in this process {_PRIVATE_NOTE}")
+    return directory
+
+
+def _private_dir() -> Path:
+    """This process's private directory (0700, under the temporary directory), removed at exit
+    by the process that made it (not by a forked child that inherited it)."""
     global _fallback_dir
     with _fallback_lock:
         if _fallback_dir is None:
             _fallback_dir = Path(tempfile.mkdtemp(prefix="tritonwise-cache-"))
-            warnings.warn(
-                f"tritonwise: cache directory {unwritable} is not writable; using {_fallback_dir} for the files it "
-                f"lacks in this process (set TRITONWISE_CACHE_OVERLAY to choose the directory)",
-                RuntimeWarning,
-                stacklevel=4,
-            )
+            atexit.register(_remove_private_dir, _fallback_dir, os.getpid())
         return _fallback_dir
+
+
+def _remove_private_dir(directory: Path, owner_pid: int) -> None:
+    if os.getpid() != owner_pid:
+        return
+    for _ in range(3):  # again if a background build (runtime/aten.py) wrote into it meanwhile
+        shutil.rmtree(directory, ignore_errors=True)
+        if not directory.exists():
+            return
+
+
+def _kept_or_removed(directory: Path) -> str:
+    return f" for this process {_PRIVATE_NOTE}" if directory == _fallback_dir else ""
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, RuntimeWarning, stacklevel=5)
 
 
 def write(name: str, data) -> Path:
@@ -100,18 +180,31 @@ def write(name: str, data) -> Path:
     directory = cache_dir()
     try:
         atomic_write(directory / name, data)
-    except OSError:
+    except OSError as e:
         if directory != configured_dir():
             raise
-        directory = _overlay_dir(directory)
+        directory = _overlay_dir(_write_problem(directory / name, e))
         atomic_write(directory / name, data)
     return directory / name
+
+
+def _write_problem(path: Path, error: OSError) -> str:
+    """What kept `path` from being written, as a phrase for the fallback warning."""
+    if path.is_dir():
+        return f"{path} is a directory, where tritonwise would write a cache file"
+    return f"cannot write {path} ({error.strerror or error})"
 
 
 def require_writable() -> Path:
     """The configured directory, or CacheNotWritable saying why it cannot receive files (for
     commands whose whole point is to write there, such as `generate`)."""
     path = configured_dir()
+    problem = trust.directory_problem(path)
+    if problem is not None:
+        raise CacheNotWritable(
+            f"will not write to the tritonwise cache directory {path}: {problem}, so another user could plant "
+            f"code there (see docs/cache.md; set TRITONWISE_CACHE_DIR to a directory only you can write)"
+        )
     if not _usable(path):
         raise CacheNotWritable(
             f"cannot write to the tritonwise cache directory {path}: it cannot be created or is not writable "
@@ -121,10 +214,11 @@ def require_writable() -> Path:
 
 
 def find(name: str, valid: Callable[[Path], bool]) -> Optional[Path]:
-    """The first `dir / name` over search_dirs() that passes `valid`, or None."""
+    """The first `dir / name` over search_dirs() that only its owner and root can write and
+    that passes `valid`, or None."""
     for directory in search_dirs():
         path = directory / name
-        if valid(path):
+        if trusted_entry(directory, path) and valid(path):
             return path
     return None
 
@@ -215,10 +309,10 @@ def read_stats(directory: Path) -> dict:
 def atomic_write(path: Path, data) -> None:
     """Write `data` (str or bytes) to `path` through a temporary file renamed into place,
     readable as the umask allows (mkstemp alone would leave it 0600)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, 0o666 & ~umask())
+        os.fchmod(fd, 0o664 & ~umask())  # never writable by every user (runtime/trust.py)
         with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as f:
             f.write(data)
         os.replace(tmp, path)
@@ -243,45 +337,3 @@ def umask() -> int:
         mask = os.umask(0o022)
         os.umask(mask)
     return mask
-
-
-def list_files() -> list:
-    directory = configured_dir()
-    return sorted(directory.glob("*.py")) if directory.is_dir() else []
-
-
-def list_kernels() -> list:
-    directory = configured_dir() / KERNELS
-    return sorted(p for p in directory.iterdir() if p.suffix == ".bin") if directory.is_dir() else []
-
-
-def clear() -> int:
-    """Remove the generated files and stored kernels (and remembered probe results); returns how
-    many files and kernels there were."""
-    files = list_files() + list_kernels()
-    probes = configured_dir() / PROBES
-    remembered = list(probes.glob("*.json")) if probes.is_dir() else []
-    _verified.clear()
-    for f in files + remembered + [configured_dir() / STATS_FILE]:
-        f.unlink(missing_ok=True)
-    return len(files)
-
-
-def stats() -> dict:
-    """Files, bytes, files per payload, stored kernels, and how often a file was written or reused."""
-    files = list_files()
-    per_payload: dict = {}
-    for f in files:
-        match = re.match(r"(.*)_r\d+_[a-z0-9_]+?_i(?:32|64)_", f.name)
-        payload = match.group(1) if match else f.name
-        per_payload[payload] = per_payload.get(payload, 0) + 1
-    counts = read_stats(configured_dir())
-    return {
-        "directory": str(configured_dir()),
-        "files": len(files),
-        "bytes": sum(f.stat().st_size for f in files),
-        "kernels": len(list_kernels()),
-        "written": counts.get("written", 0),
-        "reused": counts.get("reused", 0),
-        "per_payload": per_payload,
-    }

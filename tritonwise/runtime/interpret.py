@@ -188,7 +188,11 @@ def _elementwise_not(interpreter):
 
 @contextlib.contextmanager
 def interpreting():
-    """The one entry point of every CPU launch, in both CPU modes (TRITON_INTERPRET set or not)."""
+    """The one entry point of every CPU launch, in both CPU modes (TRITON_INTERPRET set or not).
+    NumPy's floating-point warnings are off: the interpreter computes every lane, masked-off ones
+    too (0 / 0 where a load gave no value), and an IEEE result (inf, nan) is a value on the GPU
+    and in torch, never a warning."""
+    import numpy as np
     import triton.language as tl
     from triton.runtime import interpreter
 
@@ -196,7 +200,7 @@ def interpreting():
         holder = types.SimpleNamespace(__globals__={"tl": tl, "core": tl.core})
         scope = interpreter._patch_lang(holder)
         try:
-            with _device_calls_interpreted():
+            with _device_calls_interpreted(), np.errstate(all="ignore"):
                 yield
         finally:
             if scope is not None:

@@ -10,7 +10,7 @@ backend's parsed compile options and the environment variables that change compi
 
 Like the generated-file cache: entries are written atomically (temporary file, rename), carry
 a sha256 checked before anything is loaded, and are searched in the configured directory
-first, read-only or not, then the overlay; an entry that fails its checksum or names another
+first, read-only or not, then the overlay, never where other users can write (runtime/trust.py); an entry that fails its checksum or names another
 identity (a foreign file, another Triton, another GPU) is never served, and rebuilding writes
 a good one over it. Concurrent writers each write a whole entry; the last rename wins.
 
@@ -84,11 +84,15 @@ def save(kernel: StoredKernel) -> Path:
 
 
 def load(identity: KernelIdentity) -> Optional[StoredKernel]:
-    """The stored kernel for `identity`, from the first cache directory holding a verified entry
-    for exactly this identity; None when none does."""
+    """The stored kernel for `identity`, from the first trusted cache directory holding a
+    verified entry for exactly this identity that only its owner and root can write; None when
+    none does."""
     for directory in cache.search_dirs():
+        path = directory / identity.entry_name
+        if not cache.trusted_entry(directory, path):
+            continue
         try:
-            data = (directory / identity.entry_name).read_bytes()
+            data = path.read_bytes()
         except OSError:
             continue
         kernel = decode(data)

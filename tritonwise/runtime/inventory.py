@@ -1,0 +1,149 @@
+"""What tritonwise wrote in the configured cache directory: the files `cache list`, `show`,
+`stats` and `clear` act on, told from anything else there by their own format.
+
+- generated files: `*.py` whose last line is a checksum line that verifies;
+- compiled kernels: `kernels/*.bin` that decode as a kernel-store entry (magic line, sha256);
+- probe results: `probes/<24 hex digits>.json` holding exactly the JSON object probe.py writes;
+- the counters file `.stats.json` (a JSON object of `written` / `reused` counts).
+
+A user's own file in the same directory is none of these and is never listed or removed; nor is
+a damaged file (it proves nothing about who wrote it; tritonwise rewrites it when it needs it).
+The C launcher's builds in `native/` stay: they depend on tritonwise and Python, not on anyone's
+functions, and rebuilding them costs seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import cache, kernel_store
+
+_PROBE_NAME = re.compile(r"[0-9a-f]{24}\.json")
+_STATS_KEYS = {"written", "reused"}
+
+
+def generated_files(directory: Path) -> list:
+    """The generated files in `directory`, sorted."""
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.glob("*.py") if p.is_file() and cache.verifies(p))
+
+
+def kernels(directory: Path) -> list:
+    """The compiled-kernel entries under `directory`, sorted."""
+    store = directory / cache.KERNELS
+    if not store.is_dir():
+        return []
+    return sorted(p for p in store.glob("*.bin") if p.is_file() and kernel_store.decode(_read(p)) is not None)
+
+
+def probes(directory: Path) -> list:
+    """The remembered probe results under `directory`, sorted."""
+    remembered = directory / cache.PROBES
+    if not remembered.is_dir():
+        return []
+    return sorted(p for p in remembered.glob("*.json") if _PROBE_NAME.fullmatch(p.name) and _is_probe(p))
+
+
+def stats_file(directory: Path) -> list:
+    """`[.stats.json]` when `directory` holds tritonwise's counters file, else []."""
+    path = directory / cache.STATS_FILE
+    data = _json(path)
+    return [path] if isinstance(data, dict) and set(data) <= _STATS_KEYS else []
+
+
+def _is_probe(path: Path) -> bool:
+    data = _json(path)
+    return isinstance(data, dict) and set(data) == {"inputs", "dtypes"}
+
+
+def _json(path: Path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+@dataclass
+class Cleared:
+    """What clear() removed, by kind, and what it could not remove (path, reason)."""
+
+    files: int = 0
+    kernels: int = 0
+    probes: int = 0
+    failed: list = field(default_factory=list)
+
+
+def clear(directory: Path) -> Cleared:
+    """Remove tritonwise's files from `directory` (and then its emptied `kernels/` and `probes/`
+    subdirectories); everything else stays."""
+    result = Cleared()
+    cache._verified.clear()
+    for kind, paths in (("files", generated_files(directory)), ("kernels", kernels(directory)), ("probes", probes(directory))):
+        for path in paths:
+            if _remove(path, result):
+                setattr(result, kind, getattr(result, kind) + 1)
+    for path in stats_file(directory):
+        _remove(path, result)
+    for sub in (cache.KERNELS, cache.PROBES):
+        try:
+            (directory / sub).rmdir()
+        except OSError:
+            pass  # missing, or holds something that is not ours
+    return result
+
+
+def _remove(path: Path, result: Cleared) -> bool:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False  # removed meanwhile by another process
+    except OSError as e:
+        result.failed.append((path, e.strerror or str(e)))
+        return False
+    return True
+
+
+_KERNEL_FILE = re.compile(r"(.*)_r\d+_[a-z0-9_]+?_i(?:32|64)_")
+_DERIVED_FILE = re.compile(r"(.*_(?:backward|ties\d+))_[0-9a-f]{16}\.py")
+
+
+def function_of(path: Path) -> str:
+    """The function a generated file serves: the payload a kernel file is named after, or the
+    derived payload (`<name>_backward`, `<name>_ties<k>`) a derived-source file defines."""
+    for pattern in (_DERIVED_FILE, _KERNEL_FILE):
+        match = pattern.match(path.name)
+        if match:
+            return match.group(1)
+    return path.stem
+
+
+def stats(directory: Path) -> dict:
+    """Files, bytes, files per function, stored kernels, probe results, and how often a file
+    was written or reused."""
+    files = generated_files(directory)
+    per_function: dict = {}
+    for f in files:
+        name = function_of(f)
+        per_function[name] = per_function.get(name, 0) + 1
+    counts = cache.read_stats(directory)
+    return {
+        "directory": str(directory),
+        "files": len(files),
+        "bytes": sum(f.stat().st_size for f in files),
+        "kernels": len(kernels(directory)),
+        "probes": len(probes(directory)),
+        "written": counts.get("written", 0),
+        "reused": counts.get("reused", 0),
+        "per_function": per_function,
+    }

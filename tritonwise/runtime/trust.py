@@ -1,0 +1,108 @@
+"""Whom a cache directory trusts: the rule deciding whether tritonwise may import code from it.
+
+Generated files are Python that tritonwise imports, and kernel entries and launcher builds are
+binaries it loads. Their checksums catch damage, not tampering, so a directory is used only
+where nobody but its owner and root can change what it holds, as ssh's StrictModes asks of
+~/.ssh:
+
+- the directory, and every directory above it up to `/`, is owned by root or by this user;
+- none of them is writable by other users. Two exceptions: an ancestor (never the directory
+  itself) that is root-owned and sticky, such as /tmp, since nobody else may rename or replace
+  what this user owns in it; and group write where the group is the owner's private group (no
+  other member), the usual umask 002 on Debian and Ubuntu, which Debian's ssh allows too;
+- a file or subdirectory inside passes the same owner and write test.
+
+The path is checked as it resolves (symlinks followed). A directory that does not exist yet is
+judged by its existing ancestors; cache.py checks it again once it has created it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import stat
+from pathlib import Path
+from typing import Optional
+
+
+def directory_problem(path: Path, uid: Optional[int] = None) -> Optional[str]:
+    """Why the cache directory `path` cannot be trusted (one phrase), or None when it can."""
+    uid = os.geteuid() if uid is None else uid
+    real = Path(os.path.realpath(path))
+    for node in (real, *real.parents):
+        try:
+            st = os.stat(node)
+        except OSError:
+            continue  # missing (made later, by this process) or not reachable: nothing to load there
+        problem = _problem(node, st, uid, ancestor=node != real)
+        if problem is not None:
+            return problem
+    return None
+
+
+def entry_problem(directory: Path, path: Path, uid: Optional[int] = None) -> Optional[str]:
+    """Why the file `path` (or a directory between it and the trusted `directory`) cannot be
+    trusted, or None; components that do not exist are no problem (nothing to load)."""
+    uid = os.geteuid() if uid is None else uid
+    node = path
+    while node != directory and directory in node.parents:
+        try:
+            st = os.stat(node)
+        except OSError:
+            return None
+        problem = _problem(node, st, uid, ancestor=False)
+        if problem is not None:
+            return problem
+        node = node.parent
+    return None
+
+
+def _problem(node: Path, st: os.stat_result, uid: int, ancestor: bool) -> Optional[str]:
+    if st.st_uid not in (0, uid):
+        return f"{node} is owned by user {_user_name(st.st_uid)}, neither root nor this user"
+    others = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    if not others:
+        return None
+    if ancestor and st.st_uid == 0 and st.st_mode & stat.S_ISVTX:
+        return None  # /tmp: nobody may rename what this user owns there
+    if others & stat.S_IWOTH:
+        return f"{node} is writable by every user (mode {stat.S_IMODE(st.st_mode):o})"
+    if private_group(st.st_gid, st.st_uid):
+        return None
+    return f"{node} is writable by group {_group_name(st.st_gid)} (mode {stat.S_IMODE(st.st_mode):o})"
+
+
+@functools.lru_cache(maxsize=None)
+def private_group(gid: int, owner: int) -> bool:
+    """The group `gid` has no member but the user `owner`: none other has it as primary group
+    and it lists none other (a user-private group). Unknown groups or users are not private."""
+    import grp
+    import pwd
+
+    try:
+        group, owner_entry = grp.getgrgid(gid), pwd.getpwuid(owner)
+    except KeyError:
+        return False
+    if any(member != owner_entry.pw_name for member in group.gr_mem):
+        return False
+    if any(user.pw_gid == gid and user.pw_uid != owner for user in pwd.getpwall()):
+        return False
+    return owner_entry.pw_gid == gid or bool(group.gr_mem)
+
+
+def _user_name(uid: int) -> str:
+    import pwd
+
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} ({uid})"
+    except KeyError:
+        return str(uid)
+
+
+def _group_name(gid: int) -> str:
+    import grp
+
+    try:
+        return f"{grp.getgrgid(gid).gr_name} ({gid})"
+    except KeyError:
+        return str(gid)
