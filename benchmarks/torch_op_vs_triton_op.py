@@ -126,7 +126,7 @@ def cpu_interpreter(plan, x: torch.Tensor):
     if not plan.interpreted or is_fake(x):
         return contextlib.nullcontext()
     from tritonwise.runtime.dispatch import INTERPRETER_LOCK
-    from tritonwise.runtime.interpret import interpreting
+    from tritonwise.runtime.interpreter.interpret import interpreting
 
     stack = contextlib.ExitStack()
     stack.enter_context(INTERPRETER_LOCK)
@@ -144,7 +144,7 @@ def generated_silu(x: torch.Tensor) -> torch.Tensor:
     blocks = dict(zip(constexpr_names(kernel), plan.constexprs))
     index_args = plan.index_args
     if plan.interpreted and plan.spec.index_bits == 64 and not is_fake(x):
-        from tritonwise.runtime.interpret import int64_scalars
+        from tritonwise.runtime.interpreter.interpret import int64_scalars
 
         index_args = int64_scalars(index_args)
     with cpu_interpreter(plan, x):

@@ -14,7 +14,7 @@ import triton
 from test_layout_c_path import Driver, _derive, _launched_through_c, module  # noqa: F401 (a fixture)
 from tritonwise import pointwise_dynamic
 from tritonwise.analysis.tiling import INT32_LIMIT
-from tritonwise.layout_templates import _call_class, add_kernel, c_record, plain_operands
+from tritonwise.plans.layout_templates import _call_class, add_kernel, c_record, plain_operands
 from tritonwise.runtime import hit_path
 from tritonwise.runtime.arguments import call_signature
 

@@ -427,7 +427,7 @@ def test_a_payload_scalar_specialized_on_its_value_is_never_derived(stand_in_gpu
 
 
 def test_a_new_shape_the_analysis_plans_takes_its_siblings_launcher(stand_in_gpu, monkeypatch):
-    from tritonwise.new_shapes import Siblings
+    from tritonwise.plans.new_shapes import Siblings
     from tritonwise.runtime import hit_path
     from tritonwise.runtime.arguments import call_signature
 
@@ -457,7 +457,7 @@ def test_a_new_shape_the_analysis_plans_takes_its_siblings_launcher(stand_in_gpu
 
 @pytest.mark.parametrize("n", [64, 63])  # size0 specialized (a multiple of 16) or not
 def test_a_launched_template_publishes_what_hit_needs_to_launch_its_class(stand_in_gpu, monkeypatch, n):
-    from tritonwise.new_shapes import _Template
+    from tritonwise.plans.new_shapes import _Template
     from tritonwise.runtime import hit_path
 
     monkeypatch.setattr(hit_path, "enable", lambda: None)  # no C hit path on the stand-in

@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from test_layout_templates import _add_two, _inputs, add_alpha, any_patterns, contiguous, fma, full_rank_patterns
 
-from tritonwise import layout_templates, pointwise_dynamic
-from tritonwise.layout_templates import C_SCHEMES, _call_class, add_kernel, c_record, plain_operands
+from tritonwise import pointwise_dynamic
+from tritonwise.plans import layout_templates
+from tritonwise.plans.layout_templates import C_SCHEMES, _call_class, add_kernel, c_record, plain_operands
 from tritonwise.runtime import hit_path, native
 from tritonwise.runtime.arguments import call_signature
 

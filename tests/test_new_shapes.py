@@ -8,7 +8,7 @@ import triton
 
 from conftest import poisoned_like
 from tritonwise import StridedBuffer, pointwise_dynamic
-from tritonwise.new_shapes import contiguous_class, shape_free_class
+from tritonwise.plans.new_shapes import contiguous_class, shape_free_class
 from tritonwise.runtime.arguments import call_signature
 
 

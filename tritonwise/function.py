@@ -21,19 +21,19 @@ from .codegen.key import generator_digest
 from .codegen.params import index_arg_values
 from .codegen.render import identity_marks, payload_alias, render
 from .config import CodeGenConfig
-from .derived_payloads import PayloadVariants
-from .explanation import Explanation
+from .plans.derived_payloads import PayloadVariants
+from .plans.explanation import Explanation
 from .frontend import validation
 from .frontend.dtypes import check_unsigned_scalars, resolve_types
 from .frontend.payload import inspect_payload
 from .frontend.reduction import AxisEntry, kind_of, parse_reductions, reduction_of
 from .frontend.schema import FunctionSchema
 from .frontend.summary import summarize
-from .instantiate import InstantiatedFunction
-from . import own_ops
-from .layout_templates import RowRule, row_rule
-from .new_shapes import NewShapes
-from .prepared import KernelInfo, prepare_args, use_fast_path
+from .features.instantiate import InstantiatedFunction
+from .features import own_ops
+from .plans.layout_templates import RowRule, row_rule
+from .plans.new_shapes import NewShapes
+from .features.prepared import KernelInfo, prepare_args, use_fast_path
 from .runtime import arguments as argcheck
 from .runtime import hit_path
 from .runtime.cache import ensure_file
@@ -41,7 +41,7 @@ from .runtime.cache import location as cache_location
 from .runtime.dispatch import LaunchPlan, PlanCache, SplitLaunch
 from .runtime.freeze import FrozenError
 from .runtime.hit_path import MISS
-from .runtime.interpret import runs_interpreted
+from .runtime.interpreter.interpret import runs_interpreted
 from .runtime.kernels import compile_ahead
 from .runtime.loader import load
 
@@ -199,13 +199,13 @@ class PointwiseDynamicFunction:
             result = self(*validation.plain(args), **validation.output_keywords(validation.plain(outs)))
             return validation.as_result_subclass(result, subclass, outs)
         if any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):  # recorded for autograd
-            from . import autograd
+            from .features import autograd
 
             return autograd.call(self, args, outs)
         if self._complex is not None and self._complex.applies(args, outs):
             return self._complex(self, args, outs)
         if validation.has_dtensor(args, outs):
-            from . import dtensor  # imports torch.distributed.tensor, which the caller has already
+            from .features import dtensor  # imports torch.distributed.tensor, which the caller has already
 
             return dtensor.call(self, args, outs)
         resolved = own_ops.resolve_negative_views(self.__name__, args, outs)
@@ -223,7 +223,7 @@ class PointwiseDynamicFunction:
     def register_complex(self, mode, cross_kernel=None, tensorize_scalars: bool = False, fallback_target=None):
         """Handle complex arguments by running real kernels on view_as_real data (see complex.py);
         a registration that cannot work is an error here."""
-        from .complex import complex_handler
+        from .features.complex import complex_handler
 
         self._complex = complex_handler(self, mode, cross_kernel, tensorize_scalars, fallback_target)
         return self
@@ -238,7 +238,7 @@ class PointwiseDynamicFunction:
     def backward_functions(self):
         """The autograd.Backward holding this function's backward functions (built once)."""
         if self._backward is None:
-            from .autograd import Backward
+            from .features.autograd import Backward
 
             self._backward = Backward(self, self._backward_payload)
         return self._backward
@@ -248,7 +248,7 @@ class PointwiseDynamicFunction:
         autograd.BackwardExplanation with the derived payload's file (`payload_path`) and the
         Explanation of its kernel (`kernel`); gradients of the inputs at `wrt` (default: every
         floating tensor input)."""
-        from . import autograd
+        from .features import autograd
 
         return autograd.explain(self, args, wrt)
 
@@ -299,7 +299,7 @@ class PointwiseDynamicFunction:
         if self._complex is not None and self._complex.applies(args, outs):
             raise TypeError(
                 f"{self.__name__}.explain: a complex call runs the real kernel over view_as_real data "
-                "(see tritonwise/complex.py); explain that real call instead"
+                "(see tritonwise/features/complex.py); explain that real call instead"
             )
         return Explanation.of(self._prepare(args, outs, collapse=True))
 
@@ -354,7 +354,7 @@ class PointwiseDynamicFunction:
     def as_torch_op(self, qualname: str):
         """Register this function as the PyTorch custom op `qualname` ("namespace::name") and
         return it (`torch.ops.namespace.name`): usable in torch.compile(fullgraph=True)."""
-        from .torch_op import register
+        from .features.torch_op import register
 
         self._refuse_along_dims("as_torch_op")
         return register(self, qualname)
@@ -467,7 +467,7 @@ class PointwiseDynamicFunction:
         """A given output that cannot hold its promotion's result (torch.can_cast) takes the
         payload's own value when that one can be cast: FlagGems' frexp declares DEFAULT for its
         int32 exponent. Otherwise the types are unchanged and check_output names the mismatch."""
-        from .runtime.probe import value_dtypes
+        from .runtime.interpreter.probe import value_dtypes
 
         inputs = [
             (types.computed_as(k, i) or a.dtype, None) if argcheck.is_tensor_like(a) else (a, types.computed_as(k, i))
@@ -529,9 +529,9 @@ class PointwiseDynamicFunction:
         return build_spec(self._payload, call, types, task, reductions, self._deterministic, self._probe)
 
     def _probe(self, inputs: tuple):
-        """The dtypes the payload returns for `inputs` (see runtime/probe.py), once per input types."""
+        """The dtypes the payload returns for `inputs` (see runtime/interpreter/probe.py), once per input types."""
         if inputs not in self._probed:
-            from .runtime.probe import remembered_value_dtypes
+            from .runtime.interpreter.probe import remembered_value_dtypes
 
             self._probed[inputs] = remembered_value_dtypes(self._payload, inputs)
         return self._probed[inputs]

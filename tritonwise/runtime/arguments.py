@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 
 import torch
 
-from .strided_buffer import StridedBuffer
+from ..strided_buffer import StridedBuffer
 
 TENSOR_TYPES = (torch.Tensor, StridedBuffer)
 Tensor = torch.Tensor

@@ -2,7 +2,7 @@
 
 The backward of a PointwiseDynamicFunction is another PointwiseDynamicFunction, built from a
 backward payload: derived from the forward payload by symbolic differentiation
-(frontend/derivative.py), or given by hand (`backward=` / `register_backward`). The derived
+(autodiff/derivative.py), or given by hand (`backward=` / `register_backward`). The derived
 payload is written to the same cache as the generated kernels, so it can be read like them. It
 takes the forward's arguments, then one gradient per output (then, for each max/min-reduced
 output, the reduced value) and returns the gradient of each input that needs one, over the
@@ -22,11 +22,11 @@ from typing import Optional
 
 import torch
 
-from .derived_payloads import derived_payload
-from .frontend.derivative import derive, ties_source
-from .frontend.payload import inspect_payload
-from .frontend.schema import FunctionSchema
-from .frontend.validation import output_keywords
+from ..plans.derived_payloads import derived_payload
+from ..autodiff.derivative import derive, ties_source
+from ..frontend.payload import inspect_payload
+from ..frontend.schema import FunctionSchema
+from ..frontend.validation import output_keywords
 
 DOUBLE_BACKWARD = (
     "tritonwise: double backward is not supported: the backward of a pointwise function (its "
@@ -34,7 +34,7 @@ DOUBLE_BACKWARD = (
     "expression with torch operations for higher-order gradients"
 )
 
-_DERIVED = "symbolic differentiation (tritonwise/frontend/derivative.py)"
+_DERIVED = "symbolic differentiation (tritonwise/autodiff/derivative.py)"
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ class Backward:
     def _function(self, jit, count: int):
         """A PointwiseDynamicFunction over the forward's arguments, the output gradients and the
         reduced values, computing in the precision the forward computes in."""
-        from .function import PointwiseDynamicFunction
+        from ..function import PointwiseDynamicFunction
 
         fn = self.forward
         schema = fn.schema
@@ -106,7 +106,7 @@ class Backward:
         """The function counting the elements equal to the max/min of `output`."""
         found = self._ties.get(output)
         if found is None:
-            from .function import PointwiseDynamicFunction
+            from ..function import PointwiseDynamicFunction
 
             fn, payload = self.forward, self.forward._payload
             name, source = ties_source(payload.source, payload.name, output)

@@ -26,14 +26,14 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from .analysis.layout import c_strides
-from .analysis.tiling import ALIGNMENT, INT32_LIMIT
-from .codegen.params import stride_classes
+from ..analysis.layout import c_strides
+from ..analysis.tiling import ALIGNMENT, INT32_LIMIT
+from ..codegen.params import stride_classes
 from .layout_templates import LayoutTemplates, contiguous_operands, index_kind
-from .runtime import hit_path
-from .runtime.dispatch import copy_with
-from .runtime.kernels import Rebinding
-from .schemes import get_scheme
+from ..runtime import hit_path
+from ..runtime.dispatch import copy_with
+from ..runtime.kernels import Rebinding
+from ..schemes import get_scheme
 
 
 def contiguous_class(key: tuple) -> Optional[tuple]:

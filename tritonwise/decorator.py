@@ -28,9 +28,9 @@ def pointwise_dynamic(
     `backward` (ours): a @triton.jit payload to use as the backward instead of the derived one
     (see PointwiseDynamicFunction.register_backward).
     """
-    from ..function import PointwiseDynamicFunction
-    from .payload import inspect_payload
-    from .schema import FunctionSchema
+    from .function import PointwiseDynamicFunction
+    from .frontend.payload import inspect_payload
+    from .frontend.schema import FunctionSchema
 
     def decorate(payload):
         info = inspect_payload(payload)

@@ -16,9 +16,9 @@ from typing import Sequence
 
 import torch
 
-from .frontend import validation
-from .runtime.arguments import dense_extent
-from .runtime.strided_buffer import StridedBuffer
+from ..frontend import validation
+from ..runtime.arguments import dense_extent
+from ..strided_buffer import StridedBuffer
 
 
 @dataclass

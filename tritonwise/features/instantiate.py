@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import own_ops
-from .explanation import Explanation
-from .frontend import validation
-from .runtime import arguments as argcheck
-from .runtime.dispatch import PlanCache
+from ..plans.explanation import Explanation
+from ..frontend import validation
+from ..runtime import arguments as argcheck
+from ..runtime.dispatch import PlanCache
 
 if TYPE_CHECKING:
-    from .function import PointwiseDynamicFunction
+    from ..function import PointwiseDynamicFunction
 
 
 class InstantiatedFunction:

@@ -60,7 +60,7 @@ def register(fn, qualname: str, differentiable: bool = True):
 
 
 def _register_sharding(fn, overload) -> None:
-    """Give DTensor the op's sharding rule, derived from broadcasting (tritonwise/dtensor.py)."""
+    """Give DTensor the op's sharding rule, derived from broadcasting (tritonwise/features/dtensor.py)."""
     if not torch.distributed.is_available():
         return
     from torch.distributed.tensor.experimental import register_sharding
@@ -72,7 +72,7 @@ def _register_sharding(fn, overload) -> None:
 
 def _register_autograd(fn, qualname: str, library) -> None:
     from .autograd import gradients
-    from .errors import NotDifferentiable
+    from ..errors import NotDifferentiable
 
     schema, reductions = fn.schema, fn._reductions
     tensors = tuple(i for i in range(schema.num_inputs()) if schema.is_tensor(i))

@@ -19,7 +19,7 @@ from typing import Optional
 
 import torch
 
-from .runtime.strided_buffer import StridedBuffer
+from ..strided_buffer import StridedBuffer
 
 _kernels: dict = {}  # "same", "negated", "filled": the pointwise functions of this module
 
@@ -29,7 +29,7 @@ def _kernel(name: str):
     if not _kernels:
         import triton
 
-        from .frontend.decorator import pointwise_dynamic
+        from ..decorator import pointwise_dynamic
 
         @pointwise_dynamic(promotion_methods=[(0, "DEFAULT")])
         @triton.jit
