@@ -8,7 +8,7 @@ from .decorator import pointwise_dynamic
 from .frontend.promotion import ELEMENTWISE_TYPE_PROMOTION_KIND
 from .frontend.schema import FunctionSchema, SchemaError
 from .function import Explanation, InstantiatedFunction, PointwiseDynamicFunction
-from .features.prepared import KernelInfo
+from .plans.binder import KernelInfo
 from .runtime.freeze import FrozenError, freeze, frozen, unfreeze
 from .strided_buffer import StridedBuffer
 

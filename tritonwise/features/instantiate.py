@@ -2,29 +2,25 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from . import own_ops
-from ..plans.explanation import Explanation
 from ..frontend import validation
+from ..plans.explanation import Explanation
 from ..runtime import arguments as argcheck
 from ..runtime.dispatch import PlanCache
-
-if TYPE_CHECKING:
-    from ..function import PointwiseDynamicFunction
+from . import own_ops
 
 
 class InstantiatedFunction:
-    """`fn.instantiate(rank)`: every operand exactly `rank` dims and one shape, outputs given."""
+    """`fn.instantiate(rank)`: every operand exactly `rank` dims and one shape, outputs given.
+    Uses the function's public protocol: outputs, plan, reduction_kinds."""
 
-    def __init__(self, fn: PointwiseDynamicFunction, rank: int):
+    def __init__(self, fn, rank: int):
         self._fn = fn
         self.rank = rank
         self._plans = PlanCache()
         self.__name__ = f"{fn.__name__}_rank{rank}"
 
     def __call__(self, *args, **kwargs):
-        outs = self._fn._outputs(kwargs)
+        outs = self._fn.outputs(kwargs)
         key = argcheck.call_signature(args, outs)
         plan = self._plans.get(key)
         if plan is None:
@@ -34,25 +30,26 @@ class InstantiatedFunction:
             resolved = own_ops.resolve_negative_views(self.__name__, args, outs)
             if resolved is not None:
                 return self(*resolved, **kwargs)
-            self._check(args, outs)
-            plan = self._fn._prepare(args, outs, collapse=False)
+            self.check(args, outs)
+            plan = self._fn.plan(args, outs, collapse=False)
             self._plans.put(key, plan)
         return plan.run(args, outs)
 
     def explain(self, *args, **kwargs) -> "Explanation":
-        outs = self._fn._outputs(kwargs)
-        self._check(args, outs)
-        return Explanation.of(self._fn._prepare(args, outs, collapse=False))
+        outs = self._fn.outputs(kwargs)
+        self.check(args, outs)
+        return Explanation.of(self._fn.plan(args, outs, collapse=False))
 
-    def _check(self, args: tuple, outs: tuple) -> None:
+    def check(self, args: tuple, outs: tuple) -> None:
+        """Every output given; every operand exactly `rank` dims, all of one shape."""
         missing = [f"out{k}" for k, o in enumerate(outs) if o is None]
         if missing:
             raise TypeError(
                 f"{self.__name__}: outputs {', '.join(missing)} must be given (instantiate allocates nothing)"
             )
         operands = [(f"argument {i}", a) for i, a in enumerate(args) if argcheck.is_tensor_like(a)]
-        # a reduced output is 0-d whatever the rank; _analyze checks it against ()
-        operands += [(f"out{k}", o) for k, (o, r) in enumerate(zip(outs, self._fn._reductions)) if r is None]
+        # a reduced output is 0-d whatever the rank; the planner checks it against ()
+        operands += [(f"out{k}", o) for k, (o, r) in enumerate(zip(outs, self._fn.reduction_kinds)) if r is None]
         shape = tuple(operands[0][1].shape)
         for label, t in operands:
             if t.ndim != self.rank:

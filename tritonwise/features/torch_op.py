@@ -74,7 +74,7 @@ def _register_autograd(fn, qualname: str, library) -> None:
     from .autograd import gradients
     from ..errors import NotDifferentiable
 
-    schema, reductions = fn.schema, fn._reductions
+    schema, reductions = fn.schema, fn.reduction_kinds
     tensors = tuple(i for i in range(schema.num_inputs()) if schema.is_tensor(i))
     try:
         backward, failure = fn.backward_functions().for_inputs(tensors), None

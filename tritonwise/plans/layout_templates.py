@@ -234,7 +234,7 @@ class LayoutTemplates:
         else:
             return None  # no template of its layout class
         changes = dict(out_shape=shape, out_strides=out_strides)
-        if template.out_extents:  # what the launch checks given outputs' overlap with (see _bind)
+        if template.out_extents:  # what the launch checks given outputs' overlap with (see binder.py's Binder.bind)
             changes["out_extents"] = tuple(dense_extent(shape, s) for s in out_strides)
             changes["in_extents"] = tuple(dense_extent(*t) for t in tensors)
         return template.for_task(task, index_arg_values(template.spec, task), **changes)
