@@ -141,7 +141,7 @@ def cold_first_call_ms() -> float:
     os.environ["TRITONWISE_CACHE_DIR"] = tempfile.mkdtemp(prefix="tw-cold-")
     x = torch.randn(3, 5, 7, device="cuda")
     start = time.perf_counter()
-    add_alpha._prepare((x, x.transpose(0, 2).contiguous().transpose(0, 2), 2.0), (None,), collapse=True)
+    add_alpha.plan((x, x.transpose(0, 2).contiguous().transpose(0, 2), 2.0), (None,), collapse=True)
     return (time.perf_counter() - start) * 1e3
 
 

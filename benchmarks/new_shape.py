@@ -7,9 +7,9 @@ every block), then on N shapes it has never seen, each call a plan-cache miss, a
 median microseconds per call. On CUDA (the default when present) a call is the whole call,
 launch included (the clock stops before synchronizing). Elsewhere it measures the host part
 only: `--device meta` times whole calls on meta tensors (allocation, no launch); `--device cpu`
-times `fn._prepare` (the miss without the interpreter's launch). The breakdown times the layers
+times `fn.plan` (the miss without the interpreter's launch). The breakdown times the layers
 of `_prepare` on the same shapes (when this tritonwise has them); a whole call of the contiguous
-flat case no longer runs them (its plan is derived from a template: tritonwise/new_shapes.py).
+flat case no longer runs them (its plan is derived from a template: tritonwise/plans/new_shapes.py).
 "served without a plan-cache miss" is the share of timed calls the C hit path launched with no
 plan (on a GPU, once a derived plan of the class has launched); the rest took a plan in Python.
 """
@@ -94,7 +94,7 @@ def check_cases(device: str) -> None:
 
 def prepare_only(fn, args) -> float:
     start = time.perf_counter()
-    fn._prepare(args, (None,), collapse=True)
+    fn.plan(args, (None,), collapse=True)
     return (time.perf_counter() - start) * 1e6
 
 
@@ -107,11 +107,11 @@ def layers(fn, operands: list) -> list:
     for args in operands:
         outs = (None,)
         t0 = time.perf_counter()
-        front = fn._frontend(args, outs)
+        front = fn.planner.frontend(args, outs)
         t1 = time.perf_counter()
-        task = fn._task(args, outs, front, True)
+        task = fn.planner.task(args, outs, front, True)
         t2 = time.perf_counter()
-        fn._bind(args, outs, front.types, front.reductions, task, front.device, front.key)
+        fn.planner.binder.bind(args, outs, front.types, front.reductions, task, front.device, front.key)
         t3 = time.perf_counter()
         for key, value in zip(times, (t1 - t0, t2 - t1, t3 - t2)):
             times[key].append(value * 1e6)
@@ -126,7 +126,7 @@ def main(argv=None) -> int:
     device = args.device or ("cuda" if torch.cuda.is_available() else "meta")
     check_cases(device)
     timer = prepare_only if device == "cpu" else whole_call_us
-    what = "fn._prepare (host, no launch)" if device == "cpu" else f"whole call on {device} tensors"
+    what = "fn.plan (host, no launch)" if device == "cpu" else f"whole call on {device} tensors"
     print(f"new shape of a known layout class, {what}: median µs over {args.shapes} new shapes")
     print(
         "| case | µs per new shape | served without a plan-cache miss | "
@@ -138,7 +138,7 @@ def main(argv=None) -> int:
         if timer is prepare_only and not hasattr(fn, "_prepare"):
             continue
         for n in range(1, WARM + 1):
-            fn(*make(n)) if device != "cpu" else fn._prepare(make(n), (None,), collapse=True)
+            fn(*make(n)) if device != "cpu" else fn.plan(make(n), (None,), collapse=True)
         operands = [make(n) for n in range(WARM + 1, WARM + 1 + args.shapes)]
         half = len(operands) // 2
         misses = fn.plan_cache.misses

@@ -36,7 +36,7 @@ Columns of the table:
 
 The triton_op body needs tritonwise's launch plan for its input (grid, index arguments, block
 constexprs, warps). It is looked up by (shape, strides, dtype, device), which a FakeTensor has,
-and computed on a miss with `silu._prepare`; the benchmark prepares each input's plan eagerly
+and computed on a miss with `silu.plan`; the benchmark prepares each input's plan eagerly
 before compiling, and compiles with dynamic=False, so tracing only ever reads a cached plan of
 static shapes (SymInt shapes are not supported by this body). Inductor's FX and AOT caches are
 turned off: their keys do not see a kernel chosen at run time, so a stale entry could be reused.
@@ -95,7 +95,7 @@ def plan_for(x: torch.Tensor):
     key = (tuple(x.shape), tuple(x.stride()), x.dtype, x.device)
     plan = _plans.get(key)
     if plan is None:
-        plan = _plans[key] = silu._prepare((x,), silu._outputs({}), collapse=True)
+        plan = _plans[key] = silu.plan((x,), silu.outputs({}), collapse=True)
     return plan
 
 
@@ -104,11 +104,11 @@ def kernel_of(plan, x: torch.Tensor):
     `x` is fake (tracing on CPU) the compiled-kernel JITFunction of the same file is returned."""
     kernel = plan.launch.__globals__[plan.spec.kernel_name]
     if plan.interpreted and is_fake(x):
-        from tritonwise.function import payload_alias
+        from tritonwise.codegen.render import payload_alias
         from tritonwise.runtime.loader import load
 
         alias = payload_alias(plan.spec.payload_name, plan.spec.kernel_name)
-        module = load(plan.path, plan.spec.kernel_name, alias, silu._payload, "gpu")
+        module = load(plan.path, plan.spec.kernel_name, alias, silu.payload_info, "gpu")
         kernel = getattr(module, plan.spec.kernel_name)
     return kernel
 
@@ -126,7 +126,7 @@ def cpu_interpreter(plan, x: torch.Tensor):
     if not plan.interpreted or is_fake(x):
         return contextlib.nullcontext()
     from tritonwise.runtime.dispatch import INTERPRETER_LOCK
-    from tritonwise.runtime.interpret import interpreting
+    from tritonwise.runtime.interpreter.interpret import interpreting
 
     stack = contextlib.ExitStack()
     stack.enter_context(INTERPRETER_LOCK)
@@ -144,7 +144,7 @@ def generated_silu(x: torch.Tensor) -> torch.Tensor:
     blocks = dict(zip(constexpr_names(kernel), plan.constexprs))
     index_args = plan.index_args
     if plan.interpreted and plan.spec.index_bits == 64 and not is_fake(x):
-        from tritonwise.runtime.interpret import int64_scalars
+        from tritonwise.runtime.interpreter.interpret import int64_scalars
 
         index_args = int64_scalars(index_args)
     with cpu_interpreter(plan, x):

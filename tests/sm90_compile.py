@@ -46,9 +46,9 @@ def compile_for_sm90(fn, *args, **outs):
 
     if os.environ.get("TRITON_INTERPRET") == "1":
         pytest.skip("TRITON_INTERPRET=1: @triton.jit gives interpreted functions, which do not compile")
-    plan = fn._prepare(args, fn._outputs(outs), collapse=True)
+    plan = fn.plan(args, fn.outputs(outs), collapse=True)
     spec = plan.spec
-    module = load(plan.path, spec.kernel_name, payload_alias(spec.payload_name, spec.kernel_name), fn._payload, "gpu")
+    module = load(plan.path, spec.kernel_name, payload_alias(spec.payload_name, spec.kernel_name), fn.payload_info, "gpu")
     kernel = getattr(module, spec.kernel_name)
     reductions = plan.reductions or (None,) * len(plan.out_dtypes)
     buffers = [torch.empty(1, dtype=d if r is None else r.acc) for d, r in zip(plan.out_dtypes, reductions)]

@@ -8,7 +8,7 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 from tritonwise import PayloadError, pointwise_dynamic
-from tritonwise.frontend.derivative import NotDifferentiable
+from tritonwise.autodiff.derivative import NotDifferentiable
 
 import payload_no_tl
 from payload_helpers import twice

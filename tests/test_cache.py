@@ -345,7 +345,7 @@ def test_probe_results_are_remembered_on_disk(tmp_path, monkeypatch):
     """A new process (here: a fresh function, so no memo in memory) reads the payload's value
     dtypes from the cache instead of starting the interpreter; a damaged entry is probed again,
     and a frozen process writes none."""
-    from tritonwise.runtime import probe
+    from tritonwise.runtime.interpreter import probe
 
     monkeypatch.setenv("TRITONWISE_CACHE_DIR", str(tmp_path))
     x, y = torch.randn(5).half(), torch.randn(5)

@@ -14,8 +14,8 @@ import torch
 import triton.language as tl
 from triton.language.extra import libdevice
 
-from tritonwise.frontend import rules
-from tritonwise.frontend.derivative import NotDifferentiable, derive
+from tritonwise.autodiff import rules
+from tritonwise.autodiff.derivative import NotDifferentiable, derive
 
 TORCH_TL = types.SimpleNamespace(
     exp=torch.exp, exp2=torch.exp2, log=torch.log, log2=torch.log2, sqrt=torch.sqrt, rsqrt=torch.rsqrt,

@@ -12,7 +12,7 @@ if not torch.distributed.is_available():
 
 from torch.distributed.tensor import Partial, Replicate, Shard  # noqa: E402
 
-from tritonwise.dtensor import Operand, choose_shard_dims, placements_for, reduced_placements  # noqa: E402
+from tritonwise.features.dtensor import Operand, choose_shard_dims, placements_for, reduced_placements  # noqa: E402
 
 CASES = os.path.join(os.path.dirname(__file__), "dtensor_cases.py")
 

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from tritonwise import StridedBuffer
-from tritonwise.new_shapes import contiguous_class
+from tritonwise.plans.new_shapes import contiguous_class
 from tritonwise.runtime import arguments, aten, hit_path, native
 
 LAUNCH_KERNEL = ctypes.CFUNCTYPE(

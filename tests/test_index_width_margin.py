@@ -14,7 +14,7 @@ import triton
 from test_layout_c_path import Driver, _derive, _launched_through_c, module  # noqa: F401 (a fixture)
 from tritonwise import pointwise_dynamic
 from tritonwise.analysis.tiling import INT32_LIMIT
-from tritonwise.layout_templates import _call_class, add_kernel, c_record, plain_operands
+from tritonwise.plans.layout_templates import _call_class, add_kernel, c_record, plain_operands
 from tritonwise.runtime import hit_path
 from tritonwise.runtime.arguments import call_signature
 
@@ -30,16 +30,16 @@ def _add():
 
 def _remember(fn, args):
     """Offer the analysis's plan of `args` as a template (what a first call of its class does)."""
-    fn._new_shapes.remember(call_signature(args), fn._prepare(args, (None,), collapse=True))
+    fn.planner.new_shapes.remember(call_signature(args), fn.plan(args, (None,), collapse=True))
 
 
 def _area(fn, args) -> int:
-    return math.prod(fn._prepare(args, (None,), collapse=True).task.tiling.block)
+    return math.prod(fn.plan(args, (None,), collapse=True).task.tiling.block)
 
 
 def _derived_and_analysed(fn, templates, args):
     derived = templates.derive(call_signature(args), torch.get_default_dtype())
-    return derived, fn._prepare(args, (None,), collapse=True)
+    return derived, fn.plan(args, (None,), collapse=True)
 
 
 def test_contiguous_templates_derive_up_to_the_margin_and_not_past_it():
@@ -49,11 +49,11 @@ def test_contiguous_templates_derive_up_to_the_margin_and_not_past_it():
     _remember(fn, contiguous(65))
     fits = INT32_LIMIT - _area(fn, contiguous(INT32_LIMIT - 2**20 + 1))  # odd: the unaligned template's
     past = INT32_LIMIT - _area(fn, contiguous(INT32_LIMIT - 2**20)) + 1  # a multiple of 16: the aligned one's
-    derived, analysed = _derived_and_analysed(fn, fn._new_shapes.contiguous, contiguous(fits))
+    derived, analysed = _derived_and_analysed(fn, fn.planner.new_shapes.contiguous, contiguous(fits))
     assert analysed.task.index_bits == derived.task.index_bits == 32
     same = ("index_args", "grid", "constexprs", "numel")
     assert [getattr(derived, f) for f in same] == [getattr(analysed, f) for f in same]
-    derived, analysed = _derived_and_analysed(fn, fn._new_shapes.contiguous, contiguous(past))
+    derived, analysed = _derived_and_analysed(fn, fn.planner.new_shapes.contiguous, contiguous(past))
     assert (derived, analysed.task.index_bits) == (None, 64)
 
 
@@ -67,10 +67,10 @@ def test_layout_templates_derive_up_to_the_margin_and_not_past_it():
     )
     _remember(fn, rows(4))
     k = (INT32_LIMIT - _area(fn, rows(2**23 - 2**10))) // 256
-    derived, analysed = _derived_and_analysed(fn, fn._new_shapes.layouts, rows(k))
+    derived, analysed = _derived_and_analysed(fn, fn.planner.new_shapes.layouts, rows(k))
     assert analysed.task.tiling.scheme == "tile2d"
     assert derived == analysed and derived.task.index_bits == 32
-    derived, analysed = _derived_and_analysed(fn, fn._new_shapes.layouts, rows(k + 1))
+    derived, analysed = _derived_and_analysed(fn, fn.planner.new_shapes.layouts, rows(k + 1))
     assert analysed.numel + math.prod(analysed.task.tiling.block) == INT32_LIMIT + 1
     assert (derived, analysed.task.index_bits) == (None, 64)
 
@@ -86,12 +86,12 @@ def test_the_c_path_serves_up_to_the_margin_and_refuses_past_it(module):
     _remember(fn, rows(64))
     seen = _derive(fn, rows(96))
     k = (INT32_LIMIT - _area(fn, rows(2**27 - 2**10))) // 16
-    fits, past = _derive(fn, rows(k)), fn._prepare(rows(k + 1), (None,), collapse=True)
+    fits, past = _derive(fn, rows(k)), fn.plan(rows(k + 1), (None,), collapse=True)
     assert (fits.task.index_bits, past.task.index_bits, past.task.tiling.block) == (32, 64, fits.task.tiling.block)
     assert past.numel + math.prod(past.task.tiling.block) == INT32_LIMIT + 1
     for plan in (seen, fits):
         _launched_through_c(plan, driver)
-    record = c_record(seen, (), fn._config)
+    record = c_record(seen, (), fn.config)
     add_kernel(record, fits)
     driver.n_values = len(seen.index_args)
     records = {_call_class(plain_operands(call_signature(rows(k)))): {seen.task.stride_classes: [record]}}

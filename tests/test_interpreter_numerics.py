@@ -20,7 +20,7 @@ import torch
 import numerics_payloads as p
 from conftest import poisoned_like
 from tritonwise import pointwise_dynamic
-from tritonwise.runtime.narrow_floats import FORMATS
+from tritonwise.runtime.interpreter.narrow_floats import FORMATS
 
 FP8 = [torch.float8_e4m3fn, torch.float8_e5m2]
 TRITON_NAMES = {torch.bfloat16: "bf16", torch.float8_e4m3fn: "fp8e4nv", torch.float8_e5m2: "fp8e5"}

@@ -54,10 +54,10 @@ def store_dir(tmp_path, monkeypatch):
 
 def launch_of(fn, *args, **outs):
     """(GPU-module kernel, every value a launch passes it, plan) for a call, built on the CPU."""
-    outs = fn._outputs(outs)
-    plan = fn._prepare(args, outs, True)
+    outs = fn.outputs(outs)
+    plan = fn.plan(args, outs, True)
     alias = payload_alias(plan.spec.payload_name, plan.spec.kernel_name)
-    module = loader.load(plan.path, plan.spec.kernel_name, alias, fn._payload, "gpu")
+    module = loader.load(plan.path, plan.spec.kernel_name, alias, fn.payload_info, "gpu")
     return getattr(module, plan.spec.kernel_name), plan.kernel_values(args, outs), plan
 
 
@@ -362,10 +362,10 @@ def stand_in_gpu(monkeypatch, store_dir):
 
 def gpu_plan(fn, *args):
     """The plan of a call as it would be on cuda:0, built from CPU tensors."""
-    outs = fn._outputs({})
-    plan = fn._prepare(args, outs, True)
+    outs = fn.outputs({})
+    plan = fn.plan(args, outs, True)
     alias = payload_alias(plan.spec.payload_name, plan.spec.kernel_name)
-    module = loader.load(plan.path, plan.spec.kernel_name, alias, fn._payload, "gpu")
+    module = loader.load(plan.path, plan.spec.kernel_name, alias, fn.payload_info, "gpu")
     plan = dataclasses.replace(plan, launch=module.launch, device=torch.device("cuda", 0), interpreted=False)
     return plan, list(args), [torch.empty(plan.out_shape)]
 
@@ -427,7 +427,7 @@ def test_a_payload_scalar_specialized_on_its_value_is_never_derived(stand_in_gpu
 
 
 def test_a_new_shape_the_analysis_plans_takes_its_siblings_launcher(stand_in_gpu, monkeypatch):
-    from tritonwise.new_shapes import Siblings
+    from tritonwise.plans.new_shapes import Siblings
     from tritonwise.runtime import hit_path
     from tritonwise.runtime.arguments import call_signature
 
@@ -457,19 +457,19 @@ def test_a_new_shape_the_analysis_plans_takes_its_siblings_launcher(stand_in_gpu
 
 @pytest.mark.parametrize("n", [64, 63])  # size0 specialized (a multiple of 16) or not
 def test_a_launched_template_publishes_what_hit_needs_to_launch_its_class(stand_in_gpu, monkeypatch, n):
-    from tritonwise.new_shapes import _Template
+    from tritonwise.plans.new_shapes import _Template
     from tritonwise.runtime import hit_path
 
     monkeypatch.setattr(hit_path, "enable", lambda: None)  # no C hit path on the stand-in
     plan, inputs, outputs = gpu_plan(AXPBY, torch.randn(n), torch.randn(n), 2.0, 3, True)
-    template = _Template(plan, AXPBY._config)
+    template = _Template(plan, AXPBY.config)
     assert template.c_record() is None  # not launched yet
     plan.use_launcher(kernels.first_launch(plan, inputs, outputs))
     record = template.c_record()
     dtypes, device, _, function, threads, _, _, kinds = record[:8]
     launch = (dtypes, device, function, threads, kinds)
     assert launch == ((torch.float32,), plan.device, 0xF00D, 32 * plan.num_warps, b"ppfiBp")
-    block, max_grid = math.prod(plan.task.tiling.block), AXPBY._config.max_grid_size[0]
+    block, max_grid = math.prod(plan.task.tiling.block), AXPBY.config.max_grid_size[0]
     assert record[8:] == (block, max_grid, 2, 2**31 - 1 - block, "i", 2)  # numel range of int32 indexing
     derived = template.derived((5120 + n % 16,), 5120 + n % 16)  # of the same class
     assert derived.hit[4] == function and derived.hit[5] == -(-derived.numel // record[8])  # the grid hit() works out

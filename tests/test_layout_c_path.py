@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from test_layout_templates import _add_two, _inputs, add_alpha, any_patterns, contiguous, fma, full_rank_patterns
 
-from tritonwise import layout_templates, pointwise_dynamic
-from tritonwise.layout_templates import C_SCHEMES, _call_class, add_kernel, c_record, plain_operands
+from tritonwise import pointwise_dynamic
+from tritonwise.plans import layout_templates
+from tritonwise.plans.layout_templates import C_SCHEMES, _call_class, add_kernel, c_record, plain_operands
 from tritonwise.runtime import hit_path, native
 from tritonwise.runtime.arguments import call_signature
 
@@ -111,7 +112,7 @@ cases = _case(nd_patterns, 40) | _case(any_patterns, 12) | _case(full_rank_patte
 
 def _derive(fn, args):
     key, default = call_signature(args), torch.get_default_dtype()
-    return fn._new_shapes.layouts.derive(key, default)
+    return fn.planner.new_shapes.layouts.derive(key, default)
 
 
 @pytest.mark.parametrize("function", list(FUNCTIONS.values()), ids=list(FUNCTIONS))
@@ -123,12 +124,12 @@ def test_the_c_path_launches_what_the_derived_plan_would(module, function, case,
     fn, driver = make(), Driver(kinds)
     template_args, seen_args, args = (pick(_inputs(pattern, sizes)) for sizes in (first, second, third))
     outs = (None,) * len(fn._out_index)
-    template = fn._prepare(template_args, outs, collapse=True)
-    fn._new_shapes.remember(call_signature(template_args), template)
+    template = fn.plan(template_args, outs, collapse=True)
+    fn.planner.new_shapes.remember(call_signature(template_args), template)
     seen = _derive(fn, seen_args)
     assume(seen is not None and seen.task.tiling.scheme in C_SCHEMES and seen.task.rank)
     _launched_through_c(seen, driver)
-    record = c_record(seen, tuple(range(len(seen.index_args))), fn._config)
+    record = c_record(seen, tuple(range(len(seen.index_args))), fn.config)
     assert record is not None
     add_kernel(record, seen)
     expected = _derive(fn, args)
@@ -168,11 +169,11 @@ def test_threads_launch_while_records_grow(module):
 
     fn, driver = add_alpha(), Driver()
     make = lambda n: (torch.randn(n, 64), torch.randn(64, n).t(), 0.5)  # noqa: E731
-    template = fn._prepare(make(80), (None,), collapse=True)
-    fn._new_shapes.remember(call_signature(make(80)), template)
+    template = fn.plan(make(80), (None,), collapse=True)
+    fn.planner.new_shapes.remember(call_signature(make(80)), template)
     seen = _derive(fn, make(96))
     _launched_through_c(seen, driver)
-    record = c_record(seen, (), fn._config)
+    record = c_record(seen, (), fn.config)
     add_kernel(record, seen)
     records = {_call_class(plain_operands(call_signature(make(96)))): {seen.task.stride_classes: [record]}}
     driver.n_values = len(seen.index_args)
@@ -212,12 +213,12 @@ def test_a_task_past_int32_is_launched_with_64_bit_index_values(module):
     make = lambda rows: (torch.zeros(1, 1, dtype=torch.int8).expand(rows, 4096), torch.zeros(4096, dtype=torch.int8))  # noqa: E731
     rows = [2**19 + 16 * k for k in (1, 2, 3)]  # 2**31 elements and more
     template_args, seen_args, args = (make(r) for r in rows)
-    fn._new_shapes.remember(call_signature(template_args), fn._prepare(template_args, (None,), collapse=True))
+    fn.planner.new_shapes.remember(call_signature(template_args), fn.plan(template_args, (None,), collapse=True))
     seen, expected = _derive(fn, seen_args), _derive(fn, args)
     assert seen.task.index_bits == expected.task.index_bits == 64
     for plan in (seen, expected):
         _launched_through_c(plan, driver)
-    record = c_record(seen, (), fn._config)
+    record = c_record(seen, (), fn.config)
     add_kernel(record, expected)
     assert record.index_kind == "l"
     driver.n_values, driver.index_type = len(seen.index_args), ctypes.c_int64
@@ -247,11 +248,11 @@ def test_publishing_follows_TRITONWISE_C_NEW_SHAPES(monkeypatch, setting, publis
     fn, driver = add_alpha(), Driver()
     keyed = lambda call: (call[:3], call[3:])  # noqa: E731  (arguments, given outputs)
     (args, outs), (seen_args, seen_outs) = keyed(make(80)), keyed(make(96))
-    fn._new_shapes.remember(call_signature(args, outs), fn._prepare(args, outs or (None,), collapse=True))
-    seen = fn._new_shapes.layouts.derive(call_signature(seen_args, seen_outs), torch.get_default_dtype())
+    fn.planner.new_shapes.remember(call_signature(args, outs), fn.plan(args, outs or (None,), collapse=True))
+    seen = fn.planner.new_shapes.layouts.derive(call_signature(seen_args, seen_outs), torch.get_default_dtype())
     _launched_through_c(seen, driver)
-    fn._new_shapes.layouts.publish(call_signature(seen_args, seen_outs), seen)
-    records = [r for by_classes in fn._new_shapes.layouts.c_records.values() for rs in by_classes.values() for r in rs]
+    fn.planner.new_shapes.layouts.publish(call_signature(seen_args, seen_outs), seen)
+    records = [r for by_classes in fn.planner.new_shapes.layouts.c_records.values() for rs in by_classes.values() for r in rs]
     assert bool(records) == published and all(r.kernels for r in records)
 
 
@@ -280,7 +281,7 @@ def _in_place(x, y):
 
 def _given(fn, args, out):
     """The plan LayoutTemplates derives for the call (args, out0=out), or None."""
-    return fn._new_shapes.layouts.derive(call_signature(args, (out,)), torch.get_default_dtype())
+    return fn.planner.new_shapes.layouts.derive(call_signature(args, (out,)), torch.get_default_dtype())
 
 
 @pytest.mark.parametrize("refused", [None, *REFUSED])
@@ -289,13 +290,13 @@ def test_a_new_shape_given_its_output_launches_on_it_as_the_derived_plan_would(m
     make, driver, fn = GIVEN_OUTPUT_CALLS[call], Driver(), add_alpha()
     template_call, seen_call = make(80), make(96)
     (template_args, template_out) = template_call
-    fn._new_shapes.remember(
-        call_signature(template_args, (template_out,)), fn._prepare(template_args, (template_out,), True)
+    fn.planner.new_shapes.remember(
+        call_signature(template_args, (template_out,)), fn.plan(template_args, (template_out,), True)
     )
     seen = _given(fn, *seen_call)
     assert seen is not None
     _launched_through_c(seen, driver)
-    record = c_record(seen, tuple(range(len(seen.index_args))), fn._config)
+    record = c_record(seen, tuple(range(len(seen.index_args))), fn.config)
     expected = _given(fn, *make(112))
     _launched_through_c(expected, driver)
     for plan in (seen, expected):
@@ -344,12 +345,12 @@ def test_a_new_shape_of_a_reduction_along_dims_launches_what_the_analysis_plans(
     dims = tuple(sorted(picks.draw(st.sets(st.integers(0, rank - 1), min_size=1))))
     fn = _reducer(picks.draw(st.sampled_from(["sum", "max"])), dims, picks.draw(st.booleans()))
     driver = Driver(b"ppp")
-    template = fn._prepare(template_args, (None,), collapse=True)
+    template = fn.plan(template_args, (None,), collapse=True)
     assume(template.task.split is None)
     _launched_through_c(template, driver)
-    record = c_record(template, tuple(range(len(template.index_args))), fn._config, fn._row_rule(args, (), template))
+    record = c_record(template, tuple(range(len(template.index_args))), fn.config, fn.planner.row_rule(args, (), template))
     add_kernel(record, template)
-    expected = fn._prepare(args, (None,), collapse=True)
+    expected = fn.plan(args, (None,), collapse=True)
     same_layout = _same_layout(template, expected) and (record.aligned, record.index_kind) == (
         expected.task.aligned,
         layout_templates.index_kind(expected.task),
@@ -383,10 +384,10 @@ def test_a_new_shape_the_split_rule_would_cut_is_left_to_python(module):
     must not serve the second."""
     fn, driver = _reducer("sum", (1,), False), Driver(b"ppp")
     make = lambda rows: (torch.randn(rows, 8192), torch.randn(rows, 8192))  # noqa: E731
-    template = fn._prepare(make(512), (None,), collapse=True)
-    assert template.task.split is None and fn._prepare(make(4), (None,), collapse=True).task.split is not None
+    template = fn.plan(make(512), (None,), collapse=True)
+    assert template.task.split is None and fn.plan(make(4), (None,), collapse=True).task.split is not None
     _launched_through_c(template, driver)
-    record = c_record(template, tuple(range(len(template.index_args))), fn._config, fn._row_rule(make(4), (), template))
+    record = c_record(template, tuple(range(len(template.index_args))), fn.config, fn.planner.row_rule(make(4), (), template))
     add_kernel(record, template)
     records = {_call_class(plain_operands(call_signature(make(4)))): {template.task.stride_classes: [record]}}
     driver.n_values = len(template.index_args)
@@ -426,11 +427,11 @@ ROW_CASES = {  # (kind, dims, keepdim, inputs of size n, the two sizes): issue 1
 def test_row_schemes_launch_new_shapes_as_the_analysis_plans_them(module, case):
     kind, dims, keepdim, make, (first, second) = ROW_CASES[case]
     fn, driver = _reducer(kind, dims, keepdim), Driver(b"ppp")
-    template, expected = (fn._prepare(make(n), (None,), collapse=True) for n in (first, second))
+    template, expected = (fn.plan(make(n), (None,), collapse=True) for n in (first, second))
     assert _same_layout(template, expected) and template.task.tiling.scheme in case
     for plan in (template, expected):
         _launched_through_c(plan, driver)
-    record = c_record(template, tuple(range(len(template.index_args))), fn._config, fn._row_rule(make(1), (), template))
+    record = c_record(template, tuple(range(len(template.index_args))), fn.config, fn.planner.row_rule(make(1), (), template))
     for plan in (template, expected):
         add_kernel(record, plan)
     args = make(second)
@@ -450,11 +451,11 @@ def test_a_list_of_records_serves_shapes_of_each_alignment(module):
     list, as publish keeps them): each new shape is launched from the record of its layout."""
     fn, driver = _adder(), Driver(b"ppp")
     make = lambda n: (torch.randn(n, 256), torch.randn(256, n).t())  # noqa: E731
-    plans = {n: fn._prepare(make(n), (None,), collapse=True) for n in (80, 100, 112, 113)}
+    plans = {n: fn.plan(make(n), (None,), collapse=True) for n in (80, 100, 112, 113)}
     assert len({plans[n].task.stride_classes for n in plans}) == 1
     for plan in plans.values():
         _launched_through_c(plan, driver)
-    records = [c_record(plans[n], tuple(range(len(plans[n].index_args))), fn._config) for n in (80, 100)]
+    records = [c_record(plans[n], tuple(range(len(plans[n].index_args))), fn.config) for n in (80, 100)]
     for record, n in ((records[0], 112), (records[1], 113)):
         add_kernel(record, plans[n])
     table = {_call_class(plain_operands(call_signature(make(112)))): {plans[80].task.stride_classes: records}}

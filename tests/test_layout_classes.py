@@ -135,7 +135,7 @@ def test_compiled_kernels_per_file_are_bounded_by_its_blocks(scheme, monkeypatch
             x, y = (t.cuda() for t in make(n, m))
             torch.testing.assert_close(add(x, y), x + y)
     plan = add.explain(x, y)
-    module = load(plan.path, plan.kernel, payload_alias("add", plan.kernel), add._payload, "gpu")
+    module = load(plan.path, plan.kernel, payload_alias("add", plan.kernel), add.payload_info, "gpu")
     caches = getattr(module, plan.kernel).device_caches
     compiled = sum(len(entry[0]) for entry in caches.values())
     assert 1 <= compiled <= count
@@ -163,6 +163,6 @@ def test_aligned_reductions_along_dims_compile_once_per_block(dim, scheme, tmp_p
             torch.testing.assert_close(fn(x), x.amax(dim))
             plan = fn.explain(x)
             assert plan.scheme == scheme and plan.aligned
-    module = load(plan.path, plan.kernel, payload_alias("_identity", plan.kernel), fn._payload, "gpu")
+    module = load(plan.path, plan.kernel, payload_alias("_identity", plan.kernel), fn.payload_info, "gpu")
     caches = getattr(module, plan.kernel).device_caches
     assert 1 <= sum(len(entry[0]) for entry in caches.values()) <= len(plan.block_choices)

@@ -105,13 +105,13 @@ def _check_derived(make, template_args, args, template_outs=None, outs=None):
     fn = make()
     none = (None,) * len(fn._out_index)
     template_outs, outs = template_outs or none, outs or none
-    template = fn._prepare(template_args, template_outs, collapse=True)
-    layouts, default = fn._new_shapes.layouts, torch.get_default_dtype()
+    template = fn.plan(template_args, template_outs, collapse=True)
+    layouts, default = fn.planner.new_shapes.layouts, torch.get_default_dtype()
     layouts.remember(call_signature(template_args, template_outs), template)
     kept = layouts.derive(call_signature(template_args, template_outs), default)
     assert kept == (template if template.numel and template.default_dtype is None else None)
     derived = layouts.derive(call_signature(args, outs), default)
-    prepared = fn._prepare(args, outs, collapse=True)
+    prepared = fn.plan(args, outs, collapse=True)
     if kept is not None and prepared.task.layout_class == template.task.layout_class:
         assert derived is not None, "a task of the template's layout class was not derived"
     if derived is None:
@@ -184,12 +184,12 @@ def test_a_given_output_of_the_wrong_shape_or_overlapping_itself_is_refused_as_b
     fn(torch.randn(7, 6).t()[:, :5], torch.randn(6, 5), 0.5, out0=out)  # a new shape's plan derived
     x2, y2 = torch.randn(8, 9).t(), torch.randn(9, 8)
     out2 = torch.full((9, 8), float("nan"))
-    assert fn._new_shapes.layouts.derive(call_signature((x2, y2, 0.5), (out2,)), torch.float32) is not None
+    assert fn.planner.new_shapes.layouts.derive(call_signature((x2, y2, 0.5), (out2,)), torch.float32) is not None
     fn(x2, y2, 0.5, out0=out2)
     torch.testing.assert_close(out2, torch.add(x2, y2, alpha=0.5))
     base = torch.randn(11, 8)  # rows of 32 bytes: base[1:] keeps the 16-byte alignment class
     x3, y3, out3 = torch.randn(8, 10).t(), base[1:], base[:10]  # out3 partially overlaps y3
-    assert fn._new_shapes.layouts.derive(call_signature((x3, y3, 0.5), (out3,)), torch.float32) is not None
+    assert fn.planner.new_shapes.layouts.derive(call_signature((x3, y3, 0.5), (out3,)), torch.float32) is not None
     with pytest.raises(RuntimeError, match="overlap"):
         fn(x3, y3, 0.5, out0=out3)
 
@@ -201,7 +201,7 @@ def test_derived_plans_of_several_outputs_compute_what_torch_computes():
         first, second = fn(x, y, z)
         torch.testing.assert_close(first, x * y + z)
         torch.testing.assert_close(second, x - z)
-    assert fn._new_shapes.layouts.derive(call_signature((x, y, z)), torch.get_default_dtype()) is not None
+    assert fn.planner.new_shapes.layouts.derive(call_signature((x, y, z)), torch.get_default_dtype()) is not None
 
 
 def test_new_shapes_of_a_transposed_call_are_derived_and_compute_what_torch_computes():
@@ -209,7 +209,7 @@ def test_new_shapes_of_a_transposed_call_are_derived_and_compute_what_torch_comp
     derived = 0
     for n in (3, 17, 64, 5, 33, 8):
         x, y = torch.randn(n, 7), torch.randn(7, n).t()
-        derived += fn._new_shapes.layouts.derive(call_signature((x, y, 0.5)), torch.get_default_dtype()) is not None
+        derived += fn.planner.new_shapes.layouts.derive(call_signature((x, y, 0.5)), torch.get_default_dtype()) is not None
         out = torch.full((n, 7), float("nan"))
         torch.testing.assert_close(fn(x, y, 0.5), x + y * 0.5)
         fn(x, y, 0.5, out0=out)
@@ -231,33 +231,33 @@ def test_calls_that_route_elsewhere_are_not_derived(make):
     plain = tuple(
         a.detach().resolve_neg().as_subclass(torch.Tensor) if isinstance(a, torch.Tensor) else a for a in args
     )
-    fn._new_shapes.layouts.remember(call_signature(plain), fn._prepare(plain, (None,), collapse=True))
-    assert fn._new_shapes.layouts.derive(call_signature(args), torch.get_default_dtype()) is None
+    fn.planner.new_shapes.layouts.remember(call_signature(plain), fn.plan(plain, (None,), collapse=True))
+    assert fn.planner.new_shapes.layouts.derive(call_signature(args), torch.get_default_dtype()) is None
 
 
 def test_an_empty_task_is_not_derived():
     fn = add_alpha()
     x, y = torch.randn(5, 6).t(), torch.randn(6, 5)
-    fn._new_shapes.layouts.remember(call_signature((x, y, 0.5)), fn._prepare((x, y, 0.5), (None,), collapse=True))
+    fn.planner.new_shapes.layouts.remember(call_signature((x, y, 0.5)), fn.plan((x, y, 0.5), (None,), collapse=True))
     empty = (torch.randn(5, 0).t(), torch.randn(0, 5), 0.5)
-    assert fn._new_shapes.layouts.derive(call_signature(empty), torch.get_default_dtype()) is None
+    assert fn.planner.new_shapes.layouts.derive(call_signature(empty), torch.get_default_dtype()) is None
 
 
 def test_a_given_output_is_not_served_by_a_template_without_one():
     fn = add_alpha()
     x, y = torch.randn(5, 6).t(), torch.randn(6, 5)
-    fn._new_shapes.layouts.remember(call_signature((x, y, 0.5)), fn._prepare((x, y, 0.5), (None,), collapse=True))
-    assert fn._new_shapes.layouts.derive(call_signature((x, y, 0.5)), torch.get_default_dtype()) is not None
+    fn.planner.new_shapes.layouts.remember(call_signature((x, y, 0.5)), fn.plan((x, y, 0.5), (None,), collapse=True))
+    assert fn.planner.new_shapes.layouts.derive(call_signature((x, y, 0.5)), torch.get_default_dtype()) is not None
     out = torch.empty(6, 5)
-    assert fn._new_shapes.layouts.derive(call_signature((x, y, 0.5), (out,)), torch.get_default_dtype()) is None
+    assert fn.planner.new_shapes.layouts.derive(call_signature((x, y, 0.5), (out,)), torch.get_default_dtype()) is None
 
 
 def test_a_zero_dim_tensor_is_not_served_by_a_plan_of_a_sized_one():
     fn = pointwise_dynamic(promotion_methods=[(0, 1, "DEFAULT")])(_add_two)
     sized = (torch.ones(3, 4, dtype=torch.int8).t(), torch.ones(4, 3, dtype=torch.int32))
-    fn._new_shapes.layouts.remember(call_signature(sized), fn._prepare(sized, (None,), collapse=True))
+    fn.planner.new_shapes.layouts.remember(call_signature(sized), fn.plan(sized, (None,), collapse=True))
     zero_dim = (torch.ones(3, 4, dtype=torch.int8).t(), torch.tensor(7, dtype=torch.int32))
-    assert fn._new_shapes.layouts.derive(call_signature(zero_dim), torch.get_default_dtype()) is None
+    assert fn.planner.new_shapes.layouts.derive(call_signature(zero_dim), torch.get_default_dtype()) is None
     assert fn(*zero_dim).dtype == (zero_dim[0] + zero_dim[1]).dtype == torch.int8
 
 
@@ -290,12 +290,12 @@ def test_shapes_of_either_alignment_derive_once_each_has_a_template():
     equal to the analysis's plan."""
     fn = _function_of_two()
     make = lambda n: (torch.randn(n, 256, device="meta"), torch.randn(256, n, device="meta").t())  # noqa: E731
-    layouts, default = fn._new_shapes.layouts, torch.get_default_dtype()
+    layouts, default = fn.planner.new_shapes.layouts, torch.get_default_dtype()
     for n in (80, 100):  # aligned, then not
-        layouts.remember(call_signature(make(n)), fn._prepare(make(n), (None,), collapse=True))
+        layouts.remember(call_signature(make(n)), fn.plan(make(n), (None,), collapse=True))
     for n in range(101, 133):
         derived = layouts.derive(call_signature(make(n)), default)
-        assert derived == fn._prepare(make(n), (None,), collapse=True)
+        assert derived == fn.plan(make(n), (None,), collapse=True)
         assert derived.task.aligned == (n % 16 == 0)
 
 

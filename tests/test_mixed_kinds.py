@@ -1,5 +1,5 @@
 """Outputs of different computation kinds in one payload: each output is computed by a variant
-of the payload keeping only the statements it needs (frontend/variants.py), so integer inputs
+of the payload keeping only the statements it needs (autodiff/variants.py), so integer inputs
 with a DEFAULT and an INT_TO_FLOAT output compile (`tl.sin` of an int does not) and match
 torch for every integer and bool dtype."""
 

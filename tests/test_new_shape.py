@@ -12,7 +12,7 @@ import triton
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import tritonwise.function as function_module
+import tritonwise.plans.binder as binder_module
 from conftest import poisoned_like
 from tritonwise import pointwise_dynamic
 from tritonwise.runtime import cache
@@ -62,8 +62,8 @@ def no_generation(monkeypatch):
         """`files=False` leaves file reads and writes allowed: on a GPU, a shape that takes a
         block of its class for the first time compiles that block's kernel once, and the
         compiled-kernel store writes it (as Triton's own cache would)."""
-        monkeypatch.setattr(function_module, "build_spec", forbidden("build_spec"))
-        monkeypatch.setattr(function_module, "ensure_file", forbidden("ensure_file"))
+        monkeypatch.setattr(binder_module, "build_spec", forbidden("build_spec"))
+        monkeypatch.setattr(binder_module, "ensure_file", forbidden("ensure_file"))
         if files:
             monkeypatch.setattr(cache, "verifies", forbidden("a file read"))
             monkeypatch.setattr(cache, "atomic_write", forbidden("a file write"))
@@ -225,8 +225,8 @@ def test_a_long_lived_function_binds_the_plan_a_fresh_one_binds(shape, transpose
     else:
         long_lived, args, want = _LONG_LIVED, (x, x[..., :1], 0.5), expected(x, x[..., :1], 0.5)
     outs = (None,)
-    assert _without_launch(long_lived._prepare(args, outs, collapse=True)) == _without_launch(
-        (_row_sums() if rows else fresh())._prepare(args, outs, collapse=True)
+    assert _without_launch(long_lived.plan(args, outs, collapse=True)) == _without_launch(
+        (_row_sums() if rows else fresh()).plan(args, outs, collapse=True)
     )
     torch.testing.assert_close(long_lived(*args), want)
 

@@ -8,7 +8,7 @@ import triton
 
 from conftest import poisoned_like
 from tritonwise import StridedBuffer, pointwise_dynamic
-from tritonwise.new_shapes import contiguous_class, shape_free_class
+from tritonwise.plans.new_shapes import contiguous_class, shape_free_class
 from tritonwise.runtime.arguments import call_signature
 
 
@@ -41,14 +41,14 @@ def test_a_derived_plan_is_the_plan_the_analysis_builds(dtype):
         x, y = (torch.randn(shape) * 10).to(dtype), (torch.randn(shape) * 10).to(dtype)
         args = (x, y, 3)
         key = call_signature(args)
-        derived = fn._new_shapes.contiguous.derive(key, torch.get_default_dtype())
-        prepared = fn._prepare(args, (None,), collapse=True)
+        derived = fn.planner.new_shapes.contiguous.derive(key, torch.get_default_dtype())
+        prepared = fn.plan(args, (None,), collapse=True)
         if derived is not None:
             assert _plan_fields(derived) == _plan_fields(prepared), shape
             compared += 1
         fn(*args)  # the first call of each alignment class leaves a template
     assert compared == len(SHAPES) - 2  # all but the first of each class: numel a multiple of 16 or not
-    assert fn._new_shapes.contiguous.derive(call_signature((x[:2], y[:2], 3)), torch.get_default_dtype()) is not None
+    assert fn.planner.new_shapes.contiguous.derive(call_signature((x[:2], y[:2], 3)), torch.get_default_dtype()) is not None
 
 
 def test_derived_plans_compute_what_torch_computes():
@@ -108,7 +108,7 @@ def test_a_shape_int32_cannot_index_is_not_derived_from_an_int32_template():
 
     def derived(numel):
         resized = tuple((e[0], (numel,), (1,), *e[3:]) if isinstance(e, tuple) else e for e in key)
-        return fn._new_shapes.contiguous.derive(resized, torch.get_default_dtype())
+        return fn.planner.new_shapes.contiguous.derive(resized, torch.get_default_dtype())
 
     assert derived(2**20 + 8) is not None and derived(2**20 + 16) is not None
     assert derived(2**31 - 56) is None and derived(2**31 + 64) is None  # int64 offsets past the last block
@@ -122,7 +122,7 @@ def test_on_the_gpu_derived_plans_compute_what_torch_computes():
         fn(torch.randn(n, device="cuda"), torch.randn(n, device="cuda"), 0.5)
     for n in (1001, 1500, 3, 77777, 4096 * 3 + 5, 4096 * 16, 2**22 + 16):
         x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
-        plan = fn._new_shapes.contiguous.derive(call_signature((x, y, 0.5)), torch.get_default_dtype())
+        plan = fn.planner.new_shapes.contiguous.derive(call_signature((x, y, 0.5)), torch.get_default_dtype())
         assert plan is not None and plan.direct is not None and plan.fast is not None, n
         out = fn(x, y, 0.5)
         torch.testing.assert_close(out, x + 0.5 * y)

@@ -1,16 +1,16 @@
 """tritonwise: rank-specialized Triton kernels for pointwise payloads over any PyTorch tensors."""
 
 from ._version import __version__
-from .complex import ComplexMode
+from .features.complex import ComplexMode
 from .config import CodeGenConfig
 from .errors import NotDifferentiable, PayloadError
-from .frontend.decorator import pointwise_dynamic
+from .decorator import pointwise_dynamic
 from .frontend.promotion import ELEMENTWISE_TYPE_PROMOTION_KIND
 from .frontend.schema import FunctionSchema, SchemaError
 from .function import Explanation, InstantiatedFunction, PointwiseDynamicFunction
-from .prepared import KernelInfo
+from .plans.binder import KernelInfo
 from .runtime.freeze import FrozenError, freeze, frozen, unfreeze
-from .runtime.strided_buffer import StridedBuffer
+from .strided_buffer import StridedBuffer
 
 __all__ = [
     "__version__",

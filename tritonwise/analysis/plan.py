@@ -54,7 +54,7 @@ class TaskPlan:
     def layout_class(self) -> tuple:
         """Every field of the task a generated file depends on (codegen's build_spec reads no
         other): rank, scheme, tiled dim, block choices, index width, alignment, stride classes.
-        Tasks with equal classes share a file, so function.py keeps the loaded kernel per class."""
+        Tasks with equal classes share a file, so plans/binder.py keeps the loaded kernel per class."""
         tiling = self.tiling
         classes = self.stride_classes
         split = self.split is not None

@@ -164,7 +164,7 @@ def body_text(spec: KernelSpec, payload_alias: str) -> str:
         lines += [f"{n} = {i.name}{conversion_text(c)}" for i in tensors for n, c in _conversions(spec, i) if c]
     for call in spec.calls:
         args = ", ".join(_argument(i.name, call) if len(spec.calls) > 1 else i.name for i in spec.inputs)
-        if call.variant:  # computes only its outputs (frontend/variants.py)
+        if call.variant:  # computes only its outputs (autodiff/variants.py)
             lines.append(f"{', '.join(call.outputs)} = {call.variant_alias(payload_alias)}({args})")
         else:
             taken = ", ".join(o.name if o.name in call.outputs else "_" for o in spec.outputs)

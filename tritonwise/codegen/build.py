@@ -12,7 +12,7 @@ from ..analysis.plan import TaskPlan
 from ..frontend.dtypes import CallTypes
 from ..frontend.payload import Payload
 from ..frontend.summary import CallSummary, OperandSummary
-from ..frontend.variants import variant_source
+from ..autodiff.variants import variant_source
 from .key import generator_digest, triton_version
 from .payload_names import payload_preamble
 from .spec import TRITON_DTYPES, InputSpec, KernelSpec, OutputSpec, PayloadCall, triton_dtype

@@ -109,7 +109,7 @@ def render(spec) -> str:
 
 def _variant_definitions(spec, alias: str) -> list:
     """(name, source) of each payload variant the calls run (codegen/build.py variant_of)."""
-    from ..frontend.variants import variant_source
+    from ..autodiff.variants import variant_source
 
     names = [(c.variant_alias(alias), _positions(c.outputs)) for c in spec.calls if c.variant]
     return [(name, variant_source(spec.payload_source, name, outputs).rstrip()) for name, outputs in names]

@@ -69,7 +69,7 @@ class PayloadCall:
 
     outputs: tuple  # output names
     converts: tuple  # per input: a tuple of triton dtype names
-    # runs the payload's variant computing only these outputs (frontend/variants.py), bound as
+    # runs the payload's variant computing only these outputs (autodiff/variants.py), bound as
     # `<payload alias>_<outputs>`; out of the key like payload_source: the payload's source and
     # `outputs` decide it
     variant: bool = field(default=False, repr=False, compare=False)

@@ -8,7 +8,9 @@ from typing import Optional, Sequence
 
 import torch
 
-from ..runtime.arguments import Tensor, is_tensor_like
+from ..strided_buffer import is_tensor_like
+
+Tensor = torch.Tensor
 
 SCALAR_KINDS = (bool, int, float)
 

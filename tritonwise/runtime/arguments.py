@@ -9,14 +9,9 @@ from typing import Optional, Sequence
 
 import torch
 
-from .strided_buffer import StridedBuffer
+from ..strided_buffer import TENSOR_TYPES, StridedBuffer, is_tensor_like  # noqa: F401 (used here and by importers)
 
-TENSOR_TYPES = (torch.Tensor, StridedBuffer)
 Tensor = torch.Tensor
-
-
-def is_tensor_like(x) -> bool:
-    return isinstance(x, TENSOR_TYPES)
 
 
 def call_signature(args: Sequence, outs: Sequence = ()) -> tuple:

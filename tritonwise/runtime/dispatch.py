@@ -20,9 +20,9 @@ from ..errors import PayloadError
 from . import hit_path
 from .arguments import check_partial_overlap
 from .freeze import FrozenError
-from .interpret import int64_scalars, interpreting
+from .interpreter.interpret import int64_scalars, interpreting
 from .kernels import first_launch
-from .strided_buffer import StridedBuffer
+from ..strided_buffer import StridedBuffer
 
 # The Triton interpreter keeps global state (patched language functions, grid indices).
 INTERPRETER_LOCK = threading.RLock()
@@ -82,7 +82,7 @@ class LaunchPlan:
     path: object = None
     task: object = None  # the analysis' TaskPlan, for explain()
     spec: object = None  # the KernelSpec of the generated file
-    interpreted: bool = False  # runs in Triton's interpreter (runtime/interpret.py), not compiled
+    interpreted: bool = False  # runs in Triton's interpreter (runtime/interpreter/interpret.py), not compiled
     empty_fill: object = None  # a sum along dims of an empty extent: the outputs' value (nothing launches)
     # torch's default dtype when it decided a result dtype (int tensor * 2.5), else None: such a
     # plan serves only calls made under the same default (the signature does not hold it)

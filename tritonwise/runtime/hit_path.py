@@ -36,6 +36,7 @@ from .arguments import _other_key
 MISS = object()
 entry: Optional[Callable] = None  # launch.c's hit(plans, args, MISS), once configured
 _served_classes: list = []  # (class, fallback) whose __call__ call.h's method replaces on enable()
+installed_listeners: list = []  # callables run after a C __call__ is installed (tracing/hook.py)
 
 
 def serve_calls_of(cls, fallback: Callable) -> None:
@@ -50,10 +51,13 @@ def serve_calls_of(cls, fallback: Callable) -> None:
 
 def _install(module, cls, fallback: Callable) -> None:
     cls.__call__ = module.call_method(fallback, sys.modules[__name__])
-    if "torch._dynamo" in sys.modules:  # let torch.compile trace the C method (tracing/hook.py)
-        from ..tracing.hook import trace_c_calls
+    for listener in installed_listeners:
+        listener()
 
-        trace_c_calls()
+
+def served_classes() -> list:
+    """The classes whose `__call__` the hit path replaces (their C method once installed)."""
+    return [cls for cls, _ in _served_classes]
 
 
 def serves_new_shapes() -> bool:

@@ -17,7 +17,7 @@ import torch
 from ..config import CodeGenConfig
 from ..schemes import get_scheme
 from .dispatch import INTERPRETER_LOCK
-from .interpret import interpreting, runs_interpreted
+from .interpreter.interpret import interpreting, runs_interpreted
 from .loader import load
 
 GPU_ELEMENTS, CPU_ELEMENTS = 1 << 24, 1 << 12

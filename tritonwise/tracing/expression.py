@@ -47,7 +47,7 @@ class CallRule:
 def expression_of(fn) -> TorchExpression:
     """The torch expression of the PointwiseDynamicFunction `fn`'s payload; raises
     UnsupportedConstruct naming what stops it."""
-    schema, payload = fn.schema, fn._payload
+    schema, payload = fn.schema, fn.payload_info
     if payload.variadic:
         raise UnsupportedConstruct(f"payload {payload.qualname}: `*args` parameters have no torch translation")
     params = payload.fn.__code__.co_varnames[: payload.num_params]
@@ -97,7 +97,7 @@ def rule_of(fn, call: tuple, rank: int) -> CallRule:
     """The CallRule of a call class (`signature`'s value) for a task of `rank` dims."""
     described, out_dtypes = call
     args = [_Operand(*d) if isinstance(d, tuple) else _SCALAR_TYPES[d](1) for d in described]
-    types = resolve_types(fn.schema, args, widen_bools=not fn._payload.uses_invert)
+    types = resolve_types(fn.schema, args, widen_bools=not fn.payload_info.uses_invert)
     reductions = tuple(
         None if r is None else reduction_of(r if isinstance(r, AxisEntry) else kind_of(r), types.results[k], rank)
         for k, r in enumerate(fn.reduction_kinds)

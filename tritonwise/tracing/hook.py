@@ -14,8 +14,8 @@ Its result is kept on the function (the tracing of a later compile reads the sam
 Once the C hit path serves calls, the class's `__call__` is C (runtime/hit_path.py), which
 dynamo cannot trace; `trace_c_calls` gives dynamo a Python stand-in for it (a polyfill, as
 torch's own C functions have), which does the same as the Python `__call__` under dynamo.
-hit_path calls it when it installs the C method in a process that has imported dynamo, and
-this module calls it on import.
+hit_path runs it (through the listener tracing/__init__.py registers) when it installs the C
+method in a process that has imported dynamo, and this module runs it on import.
 
 An op from `as_torch_op` stays one node in dynamo's graph (its fake implementation gives the
 shapes); `register_decomposition` gives Inductor the same expression as the op's decomposition,
@@ -130,7 +130,7 @@ def trace_c_calls() -> None:
         from torch._dynamo.variables.functions import PolyfilledFunctionVariable
     except ImportError:  # pragma: no cover - a torch without these tables
         return
-    for cls, _ in hit_path._served_classes:
+    for cls in hit_path.served_classes():
         method = cls.__dict__.get("__call__")
         if method is None or inspect.isfunction(method) or id(method) in _substituted:
             continue

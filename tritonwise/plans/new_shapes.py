@@ -6,7 +6,7 @@ differs from any earlier plan of the same class only in numel and the values tha
 it (output shape and strides, tile count, grid, index arguments). A class here is the call
 signature without shapes and strides, plus what the flat layout class reads of numel (whether it
 is a multiple of 16, whether int32 indexes it). `Templates` keeps one plan per class; a miss of
-such a class then skips the analysis and the binding of a new plan (function.py's _prepare). Once
+such a class then skips the analysis and the binding of a new plan (plans/planner.py's Planner.plan). Once
 the template has launched, the derived plan launches through the template's launcher rebound to
 its grid and index values (kernels.Rebinding): one kernel, one specialization, nothing
 looked up. Before that, or where the kernel could be specialized on those values, its first
@@ -26,14 +26,14 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from .analysis.layout import c_strides
-from .analysis.tiling import ALIGNMENT, INT32_LIMIT
-from .codegen.params import stride_classes
+from ..analysis.layout import c_strides
+from ..analysis.tiling import ALIGNMENT, INT32_LIMIT
+from ..codegen.params import stride_classes
+from ..runtime import hit_path
+from ..runtime.dispatch import copy_with
+from ..runtime.kernels import Rebinding
+from ..schemes import get_scheme
 from .layout_templates import LayoutTemplates, contiguous_operands, index_kind
-from .runtime import hit_path
-from .runtime.dispatch import copy_with
-from .runtime.kernels import Rebinding
-from .schemes import get_scheme
 
 
 def contiguous_class(key: tuple) -> Optional[tuple]:

@@ -1,8 +1,8 @@
 """Symbolic differentiation of a scalar payload: the source of its backward payload.
 
-The payload is made a straight-line program (frontend/linearize.py); the backward payload
+The payload is made a straight-line program (autodiff/linearize.py); the backward payload
 recomputes it, then walks it in reverse (reverse-mode automatic differentiation over names),
-adding up each name's adjoint from the rules in frontend/rules.py. The result is the source
+adding up each name's adjoint from the rules in autodiff/rules.py. The result is the source
 of one new @triton.jit function taking the payload's arguments, then one gradient per output
 (then, for max/min-reduced outputs, the reduced value), and returning the gradient of every
 input in `wrt`. Its text is meant to be read: the recomputed forward first, then one line per

@@ -10,9 +10,9 @@ import importlib.util
 import sys
 import threading
 
-from ._version import __version__
-from .codegen.build import variant_of
-from .runtime.cache import ensure_file
+from .._version import __version__
+from ..codegen.build import variant_of
+from ..runtime.cache import ensure_file
 
 
 def derived_payload(name: str, source: str, role: str, payload, how: str) -> tuple:
@@ -53,10 +53,10 @@ def _load(path, globals_: dict):
 
 
 class PayloadVariants:
-    """The variants of one payload (frontend/variants.py) that its generated kernels call, each
+    """The variants of one payload (autodiff/variants.py) that its generated kernels call, each
     derived once, in its own file."""
 
-    HOW = "keeping the statements those outputs need (tritonwise/frontend/variants.py)"
+    HOW = "keeping the statements those outputs need (tritonwise/autodiff/variants.py)"
 
     def __init__(self, payload):
         self._payload = payload

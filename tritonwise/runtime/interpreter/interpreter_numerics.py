@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import contextlib
 
-STUB_MODULE = "triton.language.extra.libdevice"
-BACKEND_MODULE = "triton.language.extra.cuda.libdevice"
+from .libdevice_modules import BACKEND_MODULE, STUB_MODULE
 
 
 @contextlib.contextmanager

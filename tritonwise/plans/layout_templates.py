@@ -33,9 +33,9 @@ from typing import NamedTuple, Optional
 
 import torch
 
-from .analysis.broadcast import broadcast_shapes
-from .analysis.layout import c_strides
-from .analysis.plan import (
+from ..analysis.broadcast import broadcast_shapes
+from ..analysis.layout import c_strides
+from ..analysis.plan import (
     MIN_PART_EXTENT,
     SPLIT_ALWAYS_ROWS,
     SPLIT_MAX_ROWS,
@@ -45,17 +45,17 @@ from .analysis.plan import (
     retile,
     splittable,
 )
-from .analysis.tiling import operand_classes
-from .codegen.params import index_arg_values, index_params
-from .frontend.validation import has_internal_overlap
-from .runtime import hit_path
-from .runtime.arguments import dense_extent
-from .runtime.kernels import Rebinding
-from .schemes import get_scheme
-from .schemes.base import SMALL_TASK_TILES
-from .schemes.column_looped import MIN_PROGRAMS
-from .schemes.row_looped import LONG_ROW, PIPELINED_BLOCKS
-from .schemes.row_persistent import max_persistent_cols
+from ..analysis.tiling import operand_classes
+from ..codegen.params import index_arg_values, index_params
+from ..frontend.validation import has_internal_overlap
+from ..runtime import hit_path
+from ..runtime.arguments import dense_extent
+from ..runtime.kernels import Rebinding
+from ..schemes import get_scheme
+from ..schemes.base import SMALL_TASK_TILES
+from ..schemes.column_looped import MIN_PROGRAMS
+from ..schemes.row_looped import LONG_ROW, PIPELINED_BLOCKS
+from ..schemes.row_persistent import max_persistent_cols
 
 # The schemes layout.h retiles, by the code it knows them by.
 C_SCHEMES = {"flat": 0, "nd": 1, "tile2d": 2, "row_persistent": 3, "row_looped": 4, "column_looped": 5}
@@ -234,7 +234,7 @@ class LayoutTemplates:
         else:
             return None  # no template of its layout class
         changes = dict(out_shape=shape, out_strides=out_strides)
-        if template.out_extents:  # what the launch checks given outputs' overlap with (see _bind)
+        if template.out_extents:  # what the launch checks given outputs' overlap with (see binder.py's Binder.bind)
             changes["out_extents"] = tuple(dense_extent(shape, s) for s in out_strides)
             changes["in_extents"] = tuple(dense_extent(*t) for t in tensors)
         return template.for_task(task, index_arg_values(template.spec, task), **changes)

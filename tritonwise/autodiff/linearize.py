@@ -1,6 +1,6 @@
 """A payload's body as a straight-line program: one operation per assignment, names in SSA form.
 
-Symbolic differentiation (frontend/derivative.py) walks this program backwards. Every compound
+Symbolic differentiation (autodiff/derivative.py) walks this program backwards. Every compound
 expression is split so each assignment applies one operation to atoms (names or constants):
 `return x * tl.sigmoid(x)` becomes `t1 = tl.sigmoid(x)`, `out0 = x * t1`. A name assigned
 twice gets a fresh name the second time, so each name has exactly one definition. What a scalar

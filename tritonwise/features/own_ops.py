@@ -19,34 +19,42 @@ from typing import Optional
 
 import torch
 
-from .runtime.strided_buffer import StridedBuffer
+from ..frontend.schema import FunctionSchema
+from ..strided_buffer import StridedBuffer
 
 _kernels: dict = {}  # "same", "negated", "filled": the pointwise functions of this module
+_function_class = None  # the class pointwise functions are made of (make_functions_with)
+
+
+def make_functions_with(cls) -> None:
+    """Build this module's pointwise functions as `cls(payload, schema)` (the public function
+    class registers itself: this module sits below it)."""
+    global _function_class
+    _function_class = cls
 
 
 def _kernel(name: str):
-    """The pointwise function `name`, built on first use (the decorator imports the function hub)."""
+    """The pointwise function `name`, built on first use."""
     if not _kernels:
         import triton
 
-        from .frontend.decorator import pointwise_dynamic
+        copying = FunctionSchema(num_inputs=1, promotion_methods=[(0, "DEFAULT")])
 
-        @pointwise_dynamic(promotion_methods=[(0, "DEFAULT")])
         @triton.jit
         def copy_raw(x):
             return x
 
-        @pointwise_dynamic(promotion_methods=[(0, "DEFAULT")])
         @triton.jit
         def negate_raw(x):
             return -x
 
-        @pointwise_dynamic(is_tensor=[False], promotion_methods=[(0, "DEFAULT")])
         @triton.jit
         def fill_with(value):
             return value
 
-        _kernels.update(same=copy_raw, negated=negate_raw, filled=fill_with)
+        filling = FunctionSchema(is_tensor=[False], promotion_methods=[(0, "DEFAULT")])
+        make = _function_class
+        _kernels.update(same=make(copy_raw, copying), negated=make(negate_raw, copying), filled=make(fill_with, filling))
     return _kernels[name]
 
 

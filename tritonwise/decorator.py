@@ -1,8 +1,12 @@
-"""`pointwise_dynamic`: FlagGems-compatible decorator turning a payload into a PointwiseDynamicFunction."""
+"""`pointwise_dynamic`: the FlagGems-compatible decorator turning a payload into a PointwiseDynamicFunction."""
 
 from __future__ import annotations
 
 from typing import Optional
+
+from .frontend.payload import inspect_payload
+from .frontend.schema import FunctionSchema
+from .function import PointwiseDynamicFunction
 
 
 def pointwise_dynamic(
@@ -28,10 +32,6 @@ def pointwise_dynamic(
     `backward` (ours): a @triton.jit payload to use as the backward instead of the derived one
     (see PointwiseDynamicFunction.register_backward).
     """
-    from ..function import PointwiseDynamicFunction
-    from .payload import inspect_payload
-    from .schema import FunctionSchema
-
     def decorate(payload):
         info = inspect_payload(payload)
         described = _described(num_inputs, is_tensor, dtypes)

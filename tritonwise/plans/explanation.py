@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from .runtime.dispatch import LaunchPlan
+from ..runtime.dispatch import LaunchPlan
 
 
 @dataclass(frozen=True)

@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
+from ..frontend import validation
+from ..plans.explanation import Explanation
+from ..runtime import arguments as argcheck
+from ..runtime.dispatch import PlanCache
+from ..tracing.expression import status as traced_status
 from . import own_ops
-from .explanation import Explanation
-from .frontend import validation
-from .runtime import arguments as argcheck
-from .runtime.dispatch import PlanCache
-from .tracing.expression import status as traced_status
-
-if TYPE_CHECKING:
-    from .function import PointwiseDynamicFunction
 
 
 class InstantiatedFunction:
-    """`fn.instantiate(rank)`: every operand exactly `rank` dims and one shape, outputs given."""
+    """`fn.instantiate(rank)`: every operand exactly `rank` dims and one shape, outputs given.
+    Uses the function's public protocol: outputs, plan, reduction_kinds."""
 
-    def __init__(self, fn: PointwiseDynamicFunction, rank: int):
+    def __init__(self, fn, rank: int):
         self._fn = fn
         self.rank = rank
         self._plans = PlanCache()
@@ -28,11 +24,11 @@ class InstantiatedFunction:
 
     def __call__(self, *args, **kwargs):
         if torch.compiler.is_compiling():  # dynamo traces the payload's torch expression instead
-            from .tracing.hook import compiled_call
+            from ..tracing.hook import compiled_call
 
-            self._check(args, self._fn._outputs(kwargs))
+            self.check(args, self._fn.outputs(kwargs))
             return compiled_call(self._fn, self, args, kwargs)
-        outs = self._fn._outputs(kwargs)
+        outs = self._fn.outputs(kwargs)
         key = argcheck.call_signature(args, outs)
         plan = self._plans.get(key)
         if plan is None:
@@ -42,25 +38,26 @@ class InstantiatedFunction:
             resolved = own_ops.resolve_negative_views(self.__name__, args, outs)
             if resolved is not None:
                 return self(*resolved, **kwargs)
-            self._check(args, outs)
-            plan = self._fn._prepare(args, outs, collapse=False)
+            self.check(args, outs)
+            plan = self._fn.plan(args, outs, collapse=False)
             self._plans.put(key, plan)
         return plan.run(args, outs)
 
     def explain(self, *args, **kwargs) -> "Explanation":
-        outs = self._fn._outputs(kwargs)
-        self._check(args, outs)
-        return Explanation.of(self._fn._prepare(args, outs, collapse=False), torch_compile=traced_status(self._fn))
+        outs = self._fn.outputs(kwargs)
+        self.check(args, outs)
+        return Explanation.of(self._fn.plan(args, outs, collapse=False), torch_compile=traced_status(self._fn))
 
-    def _check(self, args: tuple, outs: tuple) -> None:
+    def check(self, args: tuple, outs: tuple) -> None:
+        """Every output given; every operand exactly `rank` dims, all of one shape."""
         missing = [f"out{k}" for k, o in enumerate(outs) if o is None]
         if missing:
             raise TypeError(
                 f"{self.__name__}: outputs {', '.join(missing)} must be given (instantiate allocates nothing)"
             )
         operands = [(f"argument {i}", a) for i, a in enumerate(args) if argcheck.is_tensor_like(a)]
-        # a reduced output is 0-d whatever the rank; _analyze checks it against ()
-        operands += [(f"out{k}", o) for k, (o, r) in enumerate(zip(outs, self._fn._reductions)) if r is None]
+        # a reduced output is 0-d whatever the rank; the planner checks it against ()
+        operands += [(f"out{k}", o) for k, (o, r) in enumerate(zip(outs, self._fn.reduction_kinds)) if r is None]
         shape = tuple(operands[0][1].shape)
         for label, t in operands:
             if t.ndim != self.rank:

@@ -32,11 +32,11 @@ from typing import Callable, Optional
 
 import torch
 
+from ..frontend import validation
+from ..frontend.dtypes import resolve_types
+from ..frontend.promotion import ELEMENTWISE_TYPE_PROMOTION_KIND, promote
+from ..runtime import arguments as argcheck
 from . import own_ops
-from .frontend import validation
-from .frontend.dtypes import resolve_types
-from .frontend.promotion import ELEMENTWISE_TYPE_PROMOTION_KIND, promote
-from .runtime import arguments as argcheck
 
 
 class ComplexMode(enum.Enum):

@@ -43,7 +43,7 @@ def register(fn, qualname: str, differentiable: bool = True):
 
     def fake(*args):
         if torch.compiler.is_compiling():  # dynamo met the op: Inductor may decompose it (and its backward)
-            from .tracing.hook import register_decompositions
+            from ..tracing.hook import register_decompositions
 
             register_decompositions(_decomposable[qualname])
         device = fn.output_device(*args)  # the real call's own device rule
@@ -66,7 +66,7 @@ def register(fn, qualname: str, differentiable: bool = True):
 
 
 def _register_sharding(fn, overload) -> None:
-    """Give DTensor the op's sharding rule, derived from broadcasting (tritonwise/dtensor.py)."""
+    """Give DTensor the op's sharding rule, derived from broadcasting (tritonwise/features/dtensor.py)."""
     if not torch.distributed.is_available():
         return
     from torch.distributed.tensor.experimental import register_sharding
@@ -78,9 +78,9 @@ def _register_sharding(fn, overload) -> None:
 
 def _register_autograd(fn, qualname: str, library) -> None:
     from .autograd import gradients
-    from .errors import NotDifferentiable
+    from ..errors import NotDifferentiable
 
-    schema, reductions = fn.schema, fn._reductions
+    schema, reductions = fn.schema, fn.reduction_kinds
     tensors = tuple(i for i in range(schema.num_inputs()) if schema.is_tensor(i))
     try:
         backward, failure = fn.backward_functions().for_inputs(tensors), None

@@ -2,7 +2,7 @@
 
 The backward of a PointwiseDynamicFunction is another PointwiseDynamicFunction, built from a
 backward payload: derived from the forward payload by symbolic differentiation
-(frontend/derivative.py), or given by hand (`backward=` / `register_backward`). The derived
+(autodiff/derivative.py), or given by hand (`backward=` / `register_backward`). The derived
 payload is written to the same cache as the generated kernels, so it can be read like them. It
 takes the forward's arguments, then one gradient per output (then, for each max/min-reduced
 output, the reduced value) and returns the gradient of each input that needs one, over the
@@ -22,11 +22,11 @@ from typing import Optional
 
 import torch
 
-from .derived_payloads import derived_payload
-from .frontend.derivative import derive, ties_source
-from .frontend.payload import inspect_payload
-from .frontend.schema import FunctionSchema
-from .frontend.validation import output_keywords
+from ..autodiff.derivative import derive, ties_source
+from ..frontend.payload import inspect_payload
+from ..frontend.schema import FunctionSchema
+from ..frontend.validation import output_keywords
+from ..plans.derived_payloads import derived_payload
 
 DOUBLE_BACKWARD = (
     "tritonwise: double backward is not supported: the backward of a pointwise function (its "
@@ -34,7 +34,7 @@ DOUBLE_BACKWARD = (
     "expression with torch operations for higher-order gradients"
 )
 
-_DERIVED = "symbolic differentiation (tritonwise/frontend/derivative.py)"
+_DERIVED = "symbolic differentiation (tritonwise/autodiff/derivative.py)"
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class Backward:
         self.forward = forward
         self.given = None if payload is None else inspect_payload(payload)
         if self.given is not None:
-            schema, extremes = forward.schema, sum(r in ("max", "min") for r in forward._reductions)
+            schema, extremes = forward.schema, sum(r in ("max", "min") for r in forward.reduction_kinds)
             count = schema.num_inputs() + schema.num_outputs() + extremes
             what = f"the backward of {forward.__name__} ({schema.num_inputs()} arguments, then one gradient per output"
             self.given.check_arity(count, what + (", then each max/min result)" if extremes else ")"))
@@ -75,8 +75,8 @@ class Backward:
         if self.given is not None:
             tensors = tuple(i for i in range(fn.schema.num_inputs()) if fn.schema.is_tensor(i))
             return BackwardFunction(self._function(self.given.jit, len(tensors)), tensors, None)
-        payload = fn._payload
-        source = derive(payload.source, payload.fn.__globals__, payload.name, wrt, fn._reductions)
+        payload = fn.payload_info
+        source = derive(payload.source, payload.fn.__globals__, payload.name, wrt, fn.reduction_kinds)
         active = tuple(i for i, grad in zip(wrt, source.returns) if grad)
         if not active:
             return BackwardFunction(None, (), None)
@@ -88,27 +88,23 @@ class Backward:
     def _function(self, jit, count: int):
         """A PointwiseDynamicFunction over the forward's arguments, the output gradients and the
         reduced values, computing in the precision the forward computes in."""
-        from .function import PointwiseDynamicFunction
-
         fn = self.forward
         schema = fn.schema
         n, k = schema.num_inputs(), schema.num_outputs()
-        extra = k + sum(r in ("max", "min") for r in fn._reductions)
+        extra = k + sum(r in ("max", "min") for r in fn.reduction_kinds)
         named = sorted({i for m in range(k) for i in schema.output_type(m)[:-1]}) + list(range(n, n + k))
         backward_schema = FunctionSchema(
             is_tensor=[schema.is_tensor(i) for i in range(n)] + [True] * extra,
             dtypes=[schema.input_type(i) for i in range(n)] + [None] * extra,
             promotion_methods=[(*named, "DEFAULT")] * count,
         )
-        return PointwiseDynamicFunction(jit, backward_schema, fn._config)
+        return fn.sibling(jit, backward_schema)
 
     def ties(self, output: int):
         """The function counting the elements equal to the max/min of `output`."""
         found = self._ties.get(output)
         if found is None:
-            from .function import PointwiseDynamicFunction
-
-            fn, payload = self.forward, self.forward._payload
+            fn, payload = self.forward, self.forward.payload_info
             name, source = ties_source(payload.source, payload.name, output)
             jit, _ = derived_payload(name, source, "counts the ties of a max/min output", payload, _DERIVED)
             n = fn.schema.num_inputs()
@@ -118,7 +114,7 @@ class Backward:
                 dtypes=[fn.schema.input_type(i) for i in range(n)] + [None],
                 promotion_methods=[(*named, "ALWAYS_BOOL")],
             )
-            found = self._ties[output] = PointwiseDynamicFunction(jit, schema, fn._config, reductions=["sum"])
+            found = self._ties[output] = fn.sibling(jit, schema, reductions=["sum"])
         return found
 
 
@@ -164,7 +160,7 @@ class _Record(torch.autograd.Function):
         ctx.set_materialize_grads(False)
         ctx.fn = fn
         ctx.scalars = tuple(None if isinstance(a, torch.Tensor) else a for a in plain)
-        extremes = [r for r, kind in zip(results, fn._reductions) if kind in ("max", "min")]
+        extremes = [r for r, kind in zip(results, fn.reduction_kinds) if kind in ("max", "min")]
         ctx.save_for_backward(*[a for a in plain if isinstance(a, torch.Tensor)], *extremes)
         return results
 
@@ -186,7 +182,7 @@ def input_gradients(fn, args: tuple, grads: tuple, extremes: list, wrt: tuple) -
     """One entry per argument of `fn`: its gradient, or None."""
     functions = fn.backward_functions()
     backward = functions.for_inputs(wrt)
-    return gradients(fn._reductions, args, grads, extremes, wrt, backward.function, backward.wrt, functions.ties)
+    return gradients(fn.reduction_kinds, args, grads, extremes, wrt, backward.function, backward.wrt, functions.ties)
 
 
 def gradients(reductions, args, grads, extremes, wanted, run, computed: tuple, ties) -> list:
@@ -250,7 +246,7 @@ def explain(fn, args: tuple, wrt: Optional[tuple]) -> BackwardExplanation:
         return BackwardExplanation(backward.wrt, backward.path, None)
     device = next(a.device for a in args if isinstance(a, torch.Tensor))
     grads, extremes = [], []
-    for (shape, strides, dtype), kind in zip(fn.output_meta(*args), fn._reductions):
+    for (shape, strides, dtype), kind in zip(fn.output_meta(*args), fn.reduction_kinds):
         grads.append(torch.empty_strided(shape, strides, dtype=dtype, device=device))
         if kind in ("max", "min"):
             extremes.append(torch.empty((), dtype=dtype, device=device))

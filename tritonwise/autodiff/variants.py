@@ -5,7 +5,7 @@ payload_calls): `return x * y, tl.sin(x)` with [(0, 1, "DEFAULT"), (0, "INT_TO_F
 inputs runs once on ints for out0 and once on floats for out1. Each call must compile on its
 own dtypes, and `tl.sin` of an int does not: so each call runs a variant of the payload that
 keeps only the statements its outputs need. The payload is made a straight-line program
-(frontend/linearize.py); a variant is its steps that the kept results depend on, then
+(autodiff/linearize.py); a variant is its steps that the kept results depend on, then
 `return` of those results. A payload that is not straight-line code has no variants, and every
 call runs the whole payload as before.
 """

@@ -11,25 +11,14 @@ and needs none of this; these exist so code written against FlagGems' API runs u
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Sequence
 
 import torch
 
-from .frontend import validation
-from .runtime.arguments import dense_extent
-from .runtime.strided_buffer import StridedBuffer
-
-
-@dataclass
-class KernelInfo:
-    """A generated kernel as FlagGems' C++ integration reads it: the file, the @triton.jit
-    kernel's name in it, the name of the function that launches it, and the task rank."""
-
-    file_path: str
-    kernel_name: str
-    wrapper_name: str
-    ndim: int
+from ..frontend import validation
+from ..plans.binder import KernelInfo  # noqa: F401 (FlagGems' name, exported here too)
+from ..runtime.arguments import dense_extent
+from ..strided_buffer import StridedBuffer
 
 
 def use_fast_path(tensors: Sequence) -> bool:

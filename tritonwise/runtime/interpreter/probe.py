@@ -18,11 +18,11 @@ from typing import Optional, Sequence
 
 import torch
 
-from .._version import __version__
-from ..codegen.spec import TRITON_DTYPES
-from . import cache, freeze
-from .arguments import int_class
-from .dispatch import INTERPRETER_LOCK
+from ..._version import __version__
+from ...codegen.spec import TRITON_DTYPES
+from .. import cache, freeze
+from ..arguments import int_class
+from ..dispatch import INTERPRETER_LOCK
 from .interpret import interpreted, interpreting
 
 

@@ -125,3 +125,10 @@ class StridedBuffer:
 
     def __repr__(self) -> str:
         return f"StridedBuffer(shape={self.shape}, strides={self._strides}, dtype={self.dtype}, offset={self.offset})"
+
+
+TENSOR_TYPES = (torch.Tensor, StridedBuffer)  # what a pointwise function takes as a tensor operand
+
+
+def is_tensor_like(x) -> bool:
+    return isinstance(x, TENSOR_TYPES)

@@ -1,0 +1,181 @@
+"""Binder: a call's analyzed task -> its generated kernel and LaunchPlan (codegen, file, load).
+
+One per pointwise function. The spec, verified file and loaded launcher depend on the call class
+and the layout class only (build_spec reads the call's dtypes and scalar kinds, its types, and of
+the task only its layout_class), so they are kept per pair: every new shape of a known pair
+reuses them (no build_spec, no hashing, no file access).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+from ..analysis.plan import TaskPlan
+from ..codegen.build import build_spec
+from ..codegen.key import generator_digest
+from ..codegen.params import index_arg_values
+from ..codegen.render import identity_marks, payload_alias, render
+from ..frontend.summary import summarize
+from ..runtime import arguments as argcheck
+from ..runtime.cache import ensure_file
+from ..runtime.cache import location as cache_location
+from ..runtime.dispatch import LaunchPlan, SplitLaunch
+from ..runtime.freeze import FrozenError
+from ..runtime.interpreter.interpret import runs_interpreted
+from ..runtime.interpreter import probe as probing
+from ..runtime.loader import load
+from .derived_payloads import PayloadVariants
+from .memo import remember
+
+
+@dataclass
+class KernelInfo:
+    """A generated kernel as FlagGems' C++ integration reads it: the file, the @triton.jit
+    kernel's name in it, the name of the function that launches it, and the task rank."""
+
+    file_path: str
+    kernel_name: str
+    wrapper_name: str
+    ndim: int
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """The generated kernel of a call class and layout class (see Binder.kernel)."""
+
+    spec: object  # codegen.spec.KernelSpec
+    path: object  # the verified file, None when nothing launches (numel 0, meta tensors)
+    launch: object
+
+
+class Binder:
+    """Specs, files and loaded launchers of one function's calls, and their LaunchPlans."""
+
+    def __init__(self, name: str, payload, schema, deterministic: bool, along_dims: bool):
+        self.name, self.payload, self.schema = name, payload, schema
+        self.deterministic, self.along_dims = deterministic, along_dims
+        self.variants = PayloadVariants(payload)  # what kernels with several payload calls run
+        self.kernel_infos: dict = {}  # task rank -> KernelInfo of the newest file generated for it
+        self._kernels: dict = {}  # (call class, layout class, ...) -> Kernel
+        self._probed: dict = {}  # payload value dtypes per probe inputs (codegen elides agreeing casts)
+        self._no_outputs = (None,) * schema.num_outputs()
+
+    def spec(self, args, outs, types, reductions, task: TaskPlan):
+        call = summarize(self.schema, args, outs or self._no_outputs)
+        return build_spec(self.payload, call, types, task, reductions, self.deterministic, self.probe)
+
+    def probe(self, inputs: tuple):
+        """The dtypes the payload returns for `inputs` (see runtime/interpreter/probe.py), once per input types."""
+        if inputs not in self._probed:
+            self._probed[inputs] = probing.remembered_value_dtypes(self.payload, inputs)
+        return self._probed[inputs]
+
+    def note_file(self, spec, task: TaskPlan):
+        """Write `spec`'s file if missing and remember it as its rank's KernelInfo."""
+        path = cached_file(spec)
+        rank = len(task.task_shape)
+        self.kernel_infos[rank] = KernelInfo(str(path), spec.kernel_name, "launch", rank)
+        return path
+
+    def kernel_info(self, ndim: int) -> KernelInfo:
+        """The newest file generated for a rank-`ndim` task, as FlagGems' KernelInfo."""
+        info = self.kernel_infos.get(ndim)
+        if info is None:
+            raise LookupError(
+                f"{self.name}.get_kernel_info({ndim}): no rank-{ndim} kernel generated yet; tritonwise "
+                "generates one per dtypes and layout, so pass example arguments: get_kernel_info(ndim, *args)"
+            )
+        return info
+
+    def load(self, spec, path, backend: str):
+        """The generated module at `path`, its payload (and variants) bound."""
+        alias = payload_alias(spec.payload_name, spec.kernel_name)
+        return load(path, spec.kernel_name, alias, self.payload, backend, self.variants.bindings(spec, alias))
+
+    def kernel(self, call_class, args, outs, types, reductions, task: TaskPlan, interpreted, loads) -> Kernel:
+        """The spec, verified file and loaded launcher of a call, kept per call class and layout
+        class (`call_class` None: not kept). The generator's digest and the cache's location are
+        in the key too: an edited generator means new files, another cache directory its own copy."""
+        memo = None
+        if call_class is not None:
+            memo = (call_class, task.layout_class, interpreted, loads, generator_digest(), cache_location())
+        kernel = self._kernels.get(memo) if memo is not None else None
+        if kernel is not None:
+            return kernel
+        spec = self.spec(args, outs, types, reductions, task)
+        path = launch = None
+        if loads:
+            try:
+                path = self.note_file(spec, task)
+            except FrozenError as e:
+                raise FrozenError(f"{self.name}({argcheck.describe_values(args)}): {e}") from None
+            launch = self.load(spec, path, "interpreter" if interpreted else "gpu").launch
+        kernel = Kernel(spec, path, launch)
+        if memo is not None:
+            remember(self._kernels, memo, kernel)
+        return kernel
+
+    def bind(self, args, outs, types, reductions, task: TaskPlan, device, call_class=None) -> LaunchPlan:
+        """The LaunchPlan of an analyzed call: its kernel and the values each launch passes."""
+        meta = device.type == "meta"  # shapes and dtypes only: outputs are allocated, nothing runs
+        interpreted = not meta and runs_interpreted(device)
+        loads = bool(task.numel) and not meta
+        kernel = self.kernel(call_class, args, outs, types, reductions, task, interpreted, loads)
+        positions = tuple(i for i, a in enumerate(args) if argcheck.is_tensor_like(a))
+        rows = self.along_dims
+        strides = iter(task.output_strides)
+        out_strides = tuple(next(strides) if r is None or rows else None for r in reductions)
+        given = not meta and any(o is not None for o, r in zip(outs, reductions) if r is None)
+        return LaunchPlan(
+            name=self.name,
+            launch=kernel.launch,
+            index_args=index_arg_values(kernel.spec, task),
+            tensor_positions=positions,
+            out_shape=reductions[0].result_shape(task.shape) if rows else task.shape,
+            out_strides=out_strides,
+            out_dtypes=tuple(r.result for r in reductions) if rows else types.results,
+            device=device,
+            to_device=tuple(i for i in positions if device.type != "cpu" and args[i].device != device),
+            out_extents=_extents(task.shape, out_strides) if given else (),  # read by the overlap check
+            in_extents=tuple(argcheck.dense_extent(args[i].shape, args[i].stride()) for i in positions if given),
+            reductions=reductions if any(reductions) and not rows else (),
+            deterministic=kernel.spec.deterministic,
+            path=kernel.path,
+            task=task,
+            spec=kernel.spec,
+            interpreted=interpreted,
+            empty_fill=0 if rows and not task.numel else None,  # a sum of nothing (max/min refused earlier)
+            split=_split_launch(task, reductions),
+            default_dtype=_default_dtype_decided(args, types.results),
+            **LaunchPlan.task_fields(task),
+        )
+
+
+def cached_file(spec):
+    """`spec`'s generated file, written into the cache if missing."""
+    return ensure_file(spec.file_name, lambda: render(spec), identity_marks(spec))
+
+
+def _extents(shape: tuple, out_strides: tuple) -> tuple:
+    return tuple(None if s is None else argcheck.dense_extent(shape, s) for s in out_strides)
+
+
+def _split_launch(task: TaskPlan, reductions: tuple) -> Optional[SplitLaunch]:
+    """What the runtime needs to combine a split reduction's partial values (None: no split)."""
+    split = task.split
+    if split is None:
+        return None
+    kinds, accs = tuple(r.kind for r in reductions), tuple(r.acc for r in reductions)
+    return SplitLaunch(split.parts, split.rows, split.out_row_strides, kinds, accs)
+
+
+def _default_dtype_decided(args: tuple, results: tuple) -> Optional[torch.dtype]:
+    """torch's default dtype when it may have decided a result dtype: a result of that dtype that
+    no sized tensor operand has (an int tensor times a python float, INT_TO_FLOAT on ints). A
+    false positive only costs the plan its fast path."""
+    default = torch.get_default_dtype()
+    sized = {a.dtype for a in args if argcheck.is_tensor_like(a) and a.ndim}
+    return default if default in results and default not in sized else None

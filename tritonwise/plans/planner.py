@@ -1,0 +1,250 @@
+"""Planner: a call -> its LaunchPlan, through frontend -> analysis -> codegen -> bind.
+
+One per pointwise function. Only the analysis of shapes and strides and the launch values run
+per shape; what depends on the call class alone (`Frontend`: validation, device, promotion) and on
+it with the layout class (the Binder's kernels) is kept, so a new shape of a known class
+generates, hashes, reads and loads nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Optional
+
+import torch
+
+from ..analysis.broadcast import broadcast_shapes
+from ..analysis.plan import TaskPlan, analyze, analyze_rows, splittable
+from ..config import CodeGenConfig
+from ..frontend import validation
+from ..frontend.dtypes import check_unsigned_scalars, resolve_types
+from ..frontend.reduction import AxisEntry, kind_of, reduction_of
+from ..runtime import arguments as argcheck
+from ..runtime.dispatch import LaunchPlan, PlanCache
+from ..runtime.interpreter import probe
+from ..runtime.kernels import compile_ahead
+from .binder import Binder, cached_file
+from .layout_templates import RowRule, row_rule
+from .memo import remember
+from .new_shapes import NewShapes
+
+
+@dataclass(frozen=True)
+class Frontend:
+    """The frontend's answers for one call class: the same for every shape and stride."""
+
+    key: tuple  # the call class (call_class)
+    types: object  # frontend.dtypes.CallTypes
+    reductions: tuple
+    device: torch.device
+
+
+class Planner:
+    """The plans of one pointwise function and every memo behind them: `plans` (call signature
+    -> LaunchPlan), `new_shapes` (plans of new shapes derived without the analysis), the
+    frontend per call class, the Reductions along dims per (class, rank), and the Binder's
+    kernels per (call class, layout class)."""
+
+    def __init__(self, name: str, payload, schema, config: CodeGenConfig, reductions: tuple, deterministic: bool):
+        self.name, self.payload, self.schema, self.config = name, payload, schema, config
+        self.reductions = reductions
+        self.along_dims = any(isinstance(r, AxisEntry) for r in reductions)
+        self.plans = PlanCache()
+        self.new_shapes = NewShapes(config, schema.num_inputs())
+        self.binder = Binder(name, payload, schema, deterministic, self.along_dims)
+        self._frontends: dict = {}  # call class -> Frontend
+        self._resolved: dict = {}  # (call class, rank) -> Reductions along dims
+
+    def plan(self, args: tuple, outs: tuple, collapse: bool) -> LaunchPlan:
+        """The LaunchPlan of a call (kept in `plans` by the caller, not here)."""
+        args = validation.python_scalars(args)
+        front = self.frontend(args, outs)
+        task = self.task(args, outs, front, collapse)
+        reductions = self.reductions_for(front, task.shape)
+        return self.binder.bind(args, outs, front.types, reductions, task, front.device, front.key)
+
+    def analyze(self, args: tuple, outs: tuple, collapse: bool) -> tuple:
+        """(types, reductions, task plan, device) of a call: validated, promoted, analyzed."""
+        args = validation.python_scalars(args)
+        front = self.frontend(args, outs)
+        task = self.task(args, outs, front, collapse)
+        return front.types, self.reductions_for(front, task.shape), task, front.device
+
+    def output_meta(self, args: tuple, outs: tuple) -> list:
+        """(shape, strides, dtype) of each output a call with `args` allocates; nothing generated."""
+        types, reductions, task, _ = self.analyze(args, outs, True)
+        strides = iter(task.output_strides)
+        return [
+            (task.shape, next(strides), types.results[k])
+            if r is None
+            else (r.result_shape(task.shape), next(strides), r.result)
+            if r.along_dims
+            else ((), (), r.result)
+            for k, r in enumerate(reductions)
+        ]
+
+    def write_file(self, args: tuple, outs: tuple, collapse: bool, note: bool = False):
+        """The generated file a call needs, written into the cache if missing (`note`: and kept
+        as its rank's KernelInfo); nothing is loaded or launched."""
+        types, reductions, task, _ = self.analyze(args, outs, collapse)
+        spec = self.binder.spec(args, outs, types, reductions, task)
+        return self.binder.note_file(spec, task) if note else cached_file(spec)
+
+    def compile_ahead(self, args: tuple, outs: tuple, collapse: bool, targets):
+        """The file a call needs, its kernel compiled for each of `targets` into the kernel store."""
+        types, reductions, task, device = self.analyze(args, outs, collapse)
+        plan = self.binder.bind(args, outs, types, reductions, task, device)
+        if plan.path is not None:
+            kernel = getattr(self.binder.load(plan.spec, plan.path, "gpu"), plan.spec.kernel_name)
+            compile_ahead(plan.spec.file_name, kernel, plan.kernel_values(args, outs), plan.num_warps, targets)
+        return plan.path
+
+    def frontend(self, args: tuple, outs: tuple) -> Frontend:
+        """Validation of kinds and scalars, the device and torch's promotion: functions of the
+        call class alone (see call_class), so they run once per class and are kept. A call that
+        fails them stores nothing."""
+        key = call_class(args, outs)
+        front = self._frontends.get(key)
+        if front is None:
+            front = self._resolve(args, outs, key)
+            remember(self._frontends, key, front)
+        return front
+
+    def _resolve(self, args: tuple, outs: tuple, key: tuple) -> Frontend:
+        name, schema = self.name, self.schema
+        if len(args) != schema.num_inputs():
+            raise TypeError(f"{name}() takes {schema.num_inputs()} positional inputs but {len(args)} were given")
+        validation.check_kinds(name, schema, args)
+        check_unsigned_scalars(name, schema, args)
+        for k, out in enumerate(outs):
+            if out is not None and not argcheck.is_tensor_like(out):
+                raise TypeError(f"{name}: out{k} must be a Tensor or StridedBuffer, got {type(out).__name__}")
+        device = self.device(args, outs)
+        types = resolve_types(schema, args, widen_bools=not self.payload.uses_invert)
+        reductions = tuple(r and reduction_of(kind_of(r), types.results[k]) for k, r in enumerate(self.reductions))
+        for k, (out, r) in enumerate(zip(outs, reductions)):
+            if out is not None and r is None and not self.copies(k) and not torch.can_cast(types.results[k], out.dtype):
+                types = self._payload_result(k, out.dtype, types, args)
+        return Frontend(key, types, reductions, device)
+
+    def device(self, args: tuple, outs: tuple):
+        """The device a call runs on and allocates its outputs on."""
+        labelled = [(f"argument {i}", a) for i, a in enumerate(args) if argcheck.is_tensor_like(a)]
+        labelled += [(f"out{k}", o) for k, o in enumerate(outs) if o is not None]
+        device = validation.launch_device(self.name, labelled)
+        if device is None:
+            raise TypeError(f"{self.name}: needs at least one tensor argument or output to know the device")
+        return device
+
+    def task(self, args: tuple, outs: tuple, front: Frontend, collapse: bool) -> TaskPlan:
+        """The shape-dependent part: broadcasting, checks of given outputs, the task plan."""
+        tensors = [a for a in args if argcheck.is_tensor_like(a)]
+        inputs = [(tuple(t.shape), tuple(t.stride())) for t in tensors]
+        elementwise = [o for o, r in zip(outs, self.reductions) if r is None]
+        try:
+            shape = _task_shape(inputs, [o for o in elementwise if o is not None])
+        except RuntimeError as e:
+            raise RuntimeError(f"{self.name}: {e}") from None
+        reductions = self.reductions_for(front, shape)
+        self._check_outputs(outs, reductions, shape, front)
+        if self.along_dims:
+            return self._analyze_rows(inputs, outs, reductions, shape, tensors, front.types)
+        itemsize = _itemsize(tensors, front.types)
+        return analyze(inputs, [_layout(o) for o in elementwise], itemsize, self.config, collapse)
+
+    def _check_outputs(self, outs: tuple, reductions: tuple, shape: tuple, front: Frontend) -> None:
+        for k, (out, r) in enumerate(zip(outs, reductions)):
+            if out is not None:
+                dtype, expected = (front.types.results[k], shape) if r is None else (r.result, r.result_shape(shape))
+                if r is None and self.copies(k):
+                    dtype = out.dtype  # a copy converts to any given dtype
+                validation.check_output(self.name, k, out, expected, dtype, front.device)
+
+    def reductions_for(self, front: Frontend, shape: tuple) -> tuple:
+        """The call's Reductions: those along dims resolve their dims against the task's rank
+        (the frontend, kept per call class, knows no shapes)."""
+        if not self.along_dims:
+            return front.reductions
+        key = (front.key, len(shape))
+        resolved = self._resolved.get(key)
+        if resolved is None:
+            results = front.types.results
+            resolved = tuple(
+                reduction_of(r, results[k], len(shape), f"{self.name}: reductions[{k}]")
+                for k, r in enumerate(self.reductions)
+            )
+            remember(self._resolved, key, resolved)
+        return resolved
+
+    def row_rule(self, args: tuple, outs: tuple, plan: LaunchPlan) -> Optional[RowRule]:
+        """What the C hit path needs to launch new shapes of a reduction along dims (None: the
+        call is not one): its dims, from the Reductions kept per call class and rank."""
+        if not self.along_dims or plan.task is None:
+            return None
+        front = self.frontend(validation.python_scalars(args), outs)
+        return row_rule(self.reductions_for(front, plan.task.shape), self.config)
+
+    def _analyze_rows(self, inputs, outs, reductions, shape, tensors, types) -> TaskPlan:
+        """The task of a reduction along dims (every output reduces the same dims)."""
+        r = reductions[0]
+        if not inputs:
+            raise TypeError(f"{self.name}: a reduction along dims needs at least one tensor input")
+        if r.kind != "sum" and any(shape[d] == 0 for d in r.dims) and math.prod(r.result_shape(shape)):
+            raise RuntimeError(f"{self.name}: {r.kind} along dims {r.dims} of an empty extent has no identity")
+        layouts = [_layout(o) for o in outs]
+        itemsize = _itemsize(tensors, types)
+        return analyze_rows(inputs, layouts, r.dims, r.keepdim, itemsize, self.config, splittable(reductions))
+
+    def copies(self, k: int) -> bool:
+        """Whether output `k` is a copy (the payload returns one of its arguments unchanged): a
+        given output of a copy takes any dtype, converted on store as torch's copy_ converts,
+        where other outputs follow torch's out= rule, torch.can_cast (docs/flaggems_semantics.md).
+        FlagGems' to_copy and copy_ rely on it."""
+        return self.payload.copies_input(k)
+
+    def _payload_result(self, k: int, out_dtype, types, args):
+        """A given output that cannot hold its promotion's result (torch.can_cast) takes the
+        payload's own value when that one can be cast: FlagGems' frexp declares DEFAULT for its
+        int32 exponent. Otherwise the types are unchanged and check_output names the mismatch."""
+        inputs = [
+            (types.computed_as(k, i) or a.dtype, None) if argcheck.is_tensor_like(a) else (a, types.computed_as(k, i))
+            for i, a in enumerate(args)
+        ]
+        values = probe.value_dtypes(self.payload.fn, inputs)
+        if values is None or len(values) != len(types.results) or not torch.can_cast(values[k], out_dtype):
+            return types
+        return replace(types, results=types.results[:k] + (values[k],) + types.results[k + 1 :])
+
+
+def call_class(args: tuple, outs: tuple) -> tuple:
+    """What validation, the device and promotion read of a call, and nothing of its shapes or
+    strides: per operand its type, dtype, whether it is 0-d and its device; per scalar its type,
+    and for an int the width class Triton passes it in (arguments.int_class, which also sets
+    apart values validation rejects); which outputs are given; torch's default dtype (promotion
+    of python floats reads it). Two calls of one class get the same Frontend."""
+    return (
+        torch.get_default_dtype(),
+        tuple(_operand_class(a) for a in args),
+        tuple(None if o is None else _operand_class(o) for o in outs),
+    )
+
+
+def _operand_class(a):
+    if isinstance(a, argcheck.TENSOR_TYPES):
+        return (type(a), a.dtype, a.ndim == 0, a.device)
+    return argcheck.int_class(a) if type(a) is int else type(a)
+
+
+def _task_shape(inputs: list, given: list) -> tuple:
+    if inputs:
+        return broadcast_shapes([s for s, _ in inputs])
+    return tuple(given[0].shape) if given else ()
+
+
+def _layout(out) -> Optional[tuple]:
+    return None if out is None else (tuple(out.shape), tuple(out.stride()))
+
+
+def _itemsize(tensors, types) -> int:
+    return max([t.dtype.itemsize for t in tensors] + [d.itemsize for d in types.results])
