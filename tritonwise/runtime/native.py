@@ -43,7 +43,7 @@ class BuildFailed(OSError):
     """The compiler exited non-zero; `cause` is the first error line of its output."""
 
     def __init__(self, command: list, output: str):
-        self.cause = next((line for line in output.splitlines() if "error" in line), output[-300:] or "no output")
+        self.cause = next((line for line in output.splitlines() if "error:" in line), output[-300:] or "no output")
         super().__init__(f"{' '.join(command)} failed: {output[-2000:]}")
 
 
