@@ -264,10 +264,22 @@ def test_clamp_tensor_bounds_and_nan():
     run_both(ops.clamp, torch.clamp, x, low, high, exact=True)
     run_both(ops.clamp, torch.clamp, x, min=low, exact=True)
     run_both(ops.clamp, torch.clamp, x, max=high, exact=True)
-    run_both(ops.clamp, torch.clamp, x, min=NAN, exact=True)
     h = rand(2, 6, dtype=torch.float16)
     # A tensor bound with a scalar one: torch.clamp refuses the mix; we take it (-> float32 here).
     check(ops.clamp(h, low, 1.0), torch.clamp(h, low, torch.tensor(1.0)), exact=True)
+
+
+@pytest.mark.parametrize("bounds", [{"min": NAN}, {"max": NAN}, {"min": NAN, "max": 1.0}, {"min": 0.0, "max": NAN}])
+def test_clamp_scalar_nan_bound_gives_nan_as_a_tensor_one_does(bounds):
+    """A NaN bound gives NaN everywhere, as a NaN tensor bound does in every torch. torch up to
+    2.10 ignored a lone scalar NaN bound (clamp(x, min=nan) gave x) and later releases give NaN:
+    we keep one behaviour on every torch, the newer one, which agrees with tensor bounds."""
+    x = torch.tensor([1.5, -2.5, 3.0, NAN, 0.5, -0.5])
+    as_tensors = {name: torch.tensor(value) for name, value in bounds.items()}
+    run_both(ops.clamp, lambda x, **_: torch.clamp(x, **as_tensors), x, exact=True, **bounds)
+    scalar = torch.clamp(x, **bounds)
+    if scalar.isnan().all():  # this torch gives NaN for scalar bounds too: compare directly
+        run_both(ops.clamp, torch.clamp, x, exact=True, **bounds)
 
 
 def test_clamp_errors():

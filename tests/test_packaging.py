@@ -55,3 +55,18 @@ def test_the_c_launchers_sources_are_packaged_and_hashed():
     for name in included + ["launch.c", "aten.cpp"]:
         assert any(fnmatch(f"runtime/{name}", p) for p in patterns), f"{name} is not package data"
     assert {runtime / name for name in included} == set(native.INCLUDED)
+
+
+def _ci_pairing(name: str) -> dict:
+    """{'torch': version, 'triton': version} of .ci/run's OLDEST or NEWEST array."""
+    text = (ROOT / ".ci" / "run").read_text()
+    pins = re.search(rf"^{name}=\((.*?)\)", text, re.M).group(1).split()
+    return dict(pin.split("==") for pin in pins)
+
+
+def test_the_declared_torch_and_triton_ranges_are_exactly_what_ci_tests():
+    text = (ROOT / "pyproject.toml").read_text()
+    oldest, newest = _ci_pairing("OLDEST"), _ci_pairing("NEWEST")
+    for package in ("torch", "triton"):
+        declared = re.search(rf'^\s*"{package}([<>=!~][^"]*)"', text, re.M).group(1)
+        assert declared == f">={oldest[package]},<={newest[package]}", f"{package}{declared} in pyproject"

@@ -14,7 +14,6 @@ while calls go on through the Python API; later processes load the cached file. 
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import threading
 from pathlib import Path
@@ -24,9 +23,11 @@ import torch
 
 from . import native
 
-logger = logging.getLogger("tritonwise")
 SOURCE = Path(__file__).with_name("aten.cpp")
 MODULE_NAME = "_tritonwise_aten"
+# What torch.utils.cpp_extension compiles with since torch 2.10; torch 2.14's headers need it
+# (std::strong_ordering), and older ones compile under it too.
+CXX_STANDARD = "-std=c++20"
 
 _lock = threading.Lock()
 _started: Optional[threading.Thread] = None
@@ -38,7 +39,7 @@ def helpers():
     torch_dir = Path(torch.__file__).parent
     include, lib = torch_dir / "include", torch_dir / "lib"
     flags = [
-        "-std=c++17",
+        CXX_STANDARD,
         "-w",  # torch's headers warn under this standard and compiler; nothing of ours is hidden
         f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
         f"-I{include}",
@@ -77,4 +78,4 @@ def _build_and_use(launch_module) -> None:
     try:
         use(launch_module, helpers())
     except native.BUILD_ERRORS as e:
-        logger.info("tritonwise: ATen helpers not built (%s); allocating through torch's Python API", e)
+        native.report_build_failure("the ATen helpers (aten.cpp)", "allocating through torch's Python API", e)

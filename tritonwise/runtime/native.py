@@ -6,6 +6,8 @@ the Python headers are there. A shared object goes to `<cache dir>/native/`, nam
 of its source, the interpreter and what else its build depends on, written under a temporary
 name and renamed into place (a read-only cache directory that holds it is used as it is).
 Where the launcher cannot be built, `launch_module()` is None and kernels launch through Triton.
+A fast path that cannot be built says so once per process, in a warning naming the cause
+(`report_build_failure`): the slower path it falls back to gives the same results.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import warnings
 from pathlib import Path
 
 from .cache import cache_dir, find
@@ -33,6 +36,26 @@ MODULE_NAME = "_tritonwise_launch"
 
 
 BUILD_ERRORS = (OSError, ImportError, subprocess.SubprocessError)
+_reported: set = set()
+
+
+class BuildFailed(OSError):
+    """The compiler exited non-zero; `cause` is the first error line of its output."""
+
+    def __init__(self, command: list, output: str):
+        self.cause = next((line for line in output.splitlines() if "error:" in line), output[-300:] or "no output")
+        super().__init__(f"{' '.join(command)} failed: {output[-2000:]}")
+
+
+def report_build_failure(what: str, fallback: str, error: BaseException) -> None:
+    """Warn once per process that the fast path `what` could not be built and why (the compiler's
+    first error line); the full output goes to the debug log."""
+    logger.debug("tritonwise: building %s failed: %s", what, error)
+    if what in _reported:
+        return
+    _reported.add(what)
+    cause = getattr(error, "cause", None) or str(error)
+    warnings.warn(f"tritonwise: {what} could not be built ({cause}); {fallback}", RuntimeWarning, stacklevel=2)
 
 
 @functools.lru_cache(maxsize=None)
@@ -41,7 +64,7 @@ def launch_module():
     try:
         return built_module(MODULE_NAME, [SOURCE, *INCLUDED], lambda: compiler("CC", "cc", "gcc"), [])
     except BUILD_ERRORS as e:
-        logger.warning("tritonwise: the C launcher could not be built (%s); launching through Triton", e)
+        report_build_failure("the C launcher (launch.c)", "launching through Triton", e)
         return None
 
 
@@ -78,7 +101,7 @@ def build(name: str, sources: list, compiler, flags: list, depends_on: bytes = b
         )
         if result.returncode != 0:
             partial.unlink(missing_ok=True)
-            raise OSError(f"{' '.join(command)} failed: {result.stderr.strip()[-2000:]}")
+            raise BuildFailed(command, result.stderr.strip())
         os.replace(partial, target)
     return target
 

@@ -88,9 +88,12 @@ def _scalar_index(interpreter):
         yield
         return
 
-    def patched(tensor, scope, *rest):
-        patch_tensor(tensor, scope, *rest)
-        scope.set_attr(tensor, "__index__", _index)
+    def patched(tensor, *scope):
+        patch_tensor(tensor, *scope)  # Triton 3.6 on passes a scope; 3.5 patches for good
+        if scope:
+            scope[0].set_attr(tensor, "__index__", _index)
+        else:
+            tensor.__index__ = _index
 
     interpreter._patch_lang_tensor = patched
     try:

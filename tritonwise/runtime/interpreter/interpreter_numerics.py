@@ -1,6 +1,6 @@
 """Triton's interpreter, made to compute what the GPU computes, for the duration of a CPU launch.
 
-Out of the box the interpreter (Triton 3.6 to 3.9) is silently wrong in three places:
+Out of the box the interpreter (Triton 3.5 to 3.9) is silently wrong in three places:
 - bf16 and fp8 values are raw bits in uint16/uint8 arrays, and NumPy does integer arithmetic
   and comparisons on those bits (`x * 2` on bf16 0.1 gives 2.0);
 - conversions to bf16 truncate instead of rounding, fp64 -> bf16 reinterprets integers, and
@@ -33,13 +33,66 @@ def exact_numerics():
     give the GPU's results; restore everything on exit. Callers hold the interpreter lock."""
     from triton.runtime import interpreter
 
-    scope = interpreter._LangPatchScope()
+    scope = PatchScope()
     try:
+        if not hasattr(interpreter, "_LangPatchScope"):
+            _undo_lang_patching_on_exit(scope)
         _patch_builder(interpreter.InterpreterBuilder, scope)
         _patch_libdevice_modules(interpreter, scope)
         yield
     finally:
         scope.restore()
+
+
+class PatchScope:
+    """Attributes set for the duration of a launch, restored in reverse order. Our own: Triton's
+    interpreter has one (`_LangPatchScope`) only from 3.6 on, and it is private."""
+
+    _MISSING = object()
+
+    def __init__(self) -> None:
+        self._changes: list = []
+        self._kept: list = []
+
+    def set_attr(self, obj: object, name: str, value: object) -> None:
+        self._changes.append((obj, name, getattr(obj, name, self._MISSING)))
+        setattr(obj, name, value)
+
+    def keep(self, obj: object) -> None:
+        """Restore every attribute of `obj`'s own namespace, whoever changes it meanwhile."""
+        self._kept.append((obj, dict(vars(obj))))
+
+    def restore(self) -> None:
+        for obj, before in reversed(self._kept):
+            _restore_namespace(obj, before)
+        self._kept.clear()
+        while self._changes:
+            obj, name, original = self._changes.pop()
+            if original is self._MISSING:
+                delattr(obj, name)
+            else:
+                setattr(obj, name, original)
+
+
+def _restore_namespace(obj: object, before: dict) -> None:
+    now = vars(obj)
+    for name in [name for name in now if name not in before]:
+        delattr(obj, name)
+    for name, value in before.items():
+        if now.get(name, PatchScope._MISSING) is not value:
+            setattr(obj, name, value)
+
+
+def _undo_lang_patching_on_exit(scope: PatchScope) -> None:
+    """Triton before 3.6 patches triton.language for its interpreter for good (`tl.where` stays
+    a wrapper afterwards, which autograd's derivative rules no longer recognise, and GPU
+    launches in the same process would see it). Record what it patches now, so that `scope`
+    puts it back as 3.6's own scope does."""
+    import triton.language as tl
+
+    namespaces = [tl, tl.core, tl.math, tl.tensor, tl.dtype, getattr(tl.core, "tensor_descriptor_base", None)]
+    for namespace in filter(None, namespaces):
+        scope.keep(namespace)
 
 
 def interpreter_globals(module_globals: dict) -> dict:

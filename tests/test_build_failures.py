@@ -1,0 +1,82 @@
+"""A fast path that cannot be built (the C launcher, the ATen helpers) says so once, in a warning
+naming the compiler's error, and calls go on through Python with the same results."""
+
+import warnings
+from types import SimpleNamespace
+
+import pytest
+import torch
+import triton
+
+from tritonwise import pointwise_dynamic
+from tritonwise.runtime import aten, native
+
+BROKEN = "#error broken on purpose by the test\n"
+
+
+@pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])
+@triton.jit
+def add(x, y, alpha):
+    return x + y * alpha
+
+
+@pytest.fixture
+def broken_source(tmp_path, monkeypatch):
+    """A source that no compiler accepts, with nothing reported yet in this process."""
+    try:
+        native.compiler("CXX", "c++", "g++")
+        native.compiler("CC", "cc", "gcc")
+    except OSError as e:
+        pytest.skip(str(e))
+    path = tmp_path / "broken.c"
+    path.write_text(BROKEN)
+    monkeypatch.setattr(native, "_reported", set())
+    yield path
+    native.launch_module.cache_clear()  # the next caller builds (or finds) the real one
+    aten.helpers.cache_clear()
+
+
+def _build_warnings(record) -> list:
+    return [str(w.message) for w in record if "could not be built" in str(w.message)]
+
+
+def _add_matches_torch():
+    x, y = torch.randn(3, 5), torch.randn(5)
+    torch.testing.assert_close(add(x, y, 0.5), torch.add(x, y, alpha=0.5))
+
+
+def test_a_launcher_that_does_not_compile_is_reported_once(broken_source, monkeypatch):
+    monkeypatch.setattr(native, "SOURCE", broken_source)
+    native.launch_module.cache_clear()
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert native.launch_module() is None
+        native.launch_module.cache_clear()  # asked again: built again, not reported again
+        assert native.launch_module() is None
+    [message] = _build_warnings(record)
+    assert "C launcher" in message and "broken on purpose" in message
+    _add_matches_torch()
+
+
+def test_aten_helpers_that_do_not_compile_are_reported_once(broken_source, monkeypatch):
+    monkeypatch.setattr(aten, "SOURCE", broken_source)
+    aten.helpers.cache_clear()
+    handed = []
+    launch_module = SimpleNamespace(use_aten=lambda *addresses: handed.append(addresses))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for _ in range(2):  # as two launch modules starting them would
+            aten._build_and_use(launch_module)
+    [message] = _build_warnings(record)
+    assert "ATen helpers" in message and "broken on purpose" in message
+    assert handed == []  # launch.c keeps torch's Python API
+    _add_matches_torch()
+
+
+def test_the_aten_helpers_build_against_the_installed_torch():
+    """Built with the C++ standard this torch's headers need (C++20 from torch 2.14 on)."""
+    try:
+        native.compiler("CXX", "c++", "g++")
+    except OSError as e:
+        pytest.skip(str(e))
+    assert len(aten.helpers().addresses()) == 3
