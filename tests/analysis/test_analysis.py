@@ -14,7 +14,7 @@ from tritonwise.analysis.layout import collapse, dense_strides, dim_order
 from tritonwise.analysis.plan import analyze, retile
 from tritonwise.analysis.tiling import INT32_LIMIT, index_bits
 
-import payload_no_tl
+from tests.support import payload_no_tl
 
 CONFIG = CodeGenConfig()
 

@@ -4,14 +4,14 @@ analysis's plan; one step past the margin the analysis's plan is int64 (another 
 and none is derived. Both template kinds: contiguous calls (new_shapes.Templates, its own copy
 of the margin) and calls of any layout (layout_templates.LayoutTemplates, through retile).
 And layout.h's run_layout, the C hit path's copy, serving up to it and refusing past it. Shapes on
-the meta device where nothing launches. tests/test_analysis.py holds the margin itself."""
+the meta device where nothing launches. analysis/test_analysis.py holds the margin itself."""
 
 import math
 
 import torch
 import triton
 
-from test_layout_c_path import Driver, _derive, _launched_through_c, module  # noqa: F401 (a fixture)
+from tests.support.c_path import Driver, _derive, _launched_through_c, module  # noqa: F401 (a fixture)
 from tritonwise import pointwise_dynamic
 from tritonwise.analysis.tiling import INT32_LIMIT
 from tritonwise.layout_templates import _call_class, add_kernel, c_record, plain_operands

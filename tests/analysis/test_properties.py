@@ -32,7 +32,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from torch._prims_common import elementwise_dtypes
 
-from conftest import poisoned_like
+from tests.support.poison import poisoned_like
 from tritonwise import CodeGenConfig, StridedBuffer, pointwise_dynamic
 from tritonwise.analysis.plan import analyze
 from tritonwise.analysis.tiling import INT32_LIMIT

@@ -7,11 +7,12 @@ import difflib
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "golden"))
+from tests.support.paths import ROOT, TESTS
+
+sys.path.insert(0, str(TESTS / "golden"))  # imported as `golden_cases`: the name the golden headers show
 import golden_cases  # noqa: E402
 
 
@@ -43,8 +44,7 @@ def test_generated_file_runs_alone(name, texts, tmp_path):
     """`python FILE` builds operands of the file's layout class, launches and prints a time."""
     path = tmp_path / f"{name}.py"
     path.write_text(texts[f"{name}.py"])
-    root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr
     kernel = next(line.split()[2] for line in texts[f"{name}.py"].splitlines() if line.startswith("#   kernel"))

@@ -7,8 +7,8 @@ generated code that would only fail on a GPU.
 
 import pytest
 
-from golden.golden_cases import cases
-from sm90_compile import compile_for_sm90
+from tests.golden.golden_cases import cases
+from tests.support.sm90_compile import compile_for_sm90
 
 CASES = cases()
 

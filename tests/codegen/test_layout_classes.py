@@ -10,7 +10,7 @@ import torch
 import triton
 import triton.language as tl  # noqa: F401  (as a payload's module usually does; see payload_no_tl for one that does not)
 
-from conftest import poisoned_like
+from tests.support.poison import poisoned_like
 from tritonwise import pointwise_dynamic
 from tritonwise.codegen import key as generator_key
 

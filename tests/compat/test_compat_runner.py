@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).parent / "compat" / "run_flaggems_tests.sh"
+SCRIPT = Path(__file__).parent / "run_flaggems_tests.sh"
 
 FLAGGEMS_STYLE_TEST = '''
 import torch

@@ -10,8 +10,8 @@ from triton.language.extra import libdevice
 from tritonwise import PayloadError, pointwise_dynamic
 from tritonwise.frontend.derivative import NotDifferentiable
 
-import payload_no_tl
-from payload_helpers import twice
+from tests.support import payload_no_tl
+from tests.support.payload_helpers import twice
 
 F64 = dict(dtype=torch.float64)
 
@@ -307,7 +307,7 @@ def branches(x, y):
 @triton.jit
 def tanh_erf_pow(x, y):
     # a tensor exponent: the interpreter's libdevice.pow takes no fp64 tensor with a python float
-    # (the GPU promotes the constant); tests/test_derivative.py covers constant exponents
+    # (the GPU promotes the constant); tests/frontend/test_derivative.py covers constant exponents
     return libdevice.tanh(x) * y + libdevice.erf(x * y) + libdevice.pow(x * x + 1.0, y)
 
 
@@ -320,8 +320,8 @@ def _libdevice_runs_on_cpu() -> bool:
 
 
 def test_gradcheck_libdevice():
-    """libdevice on CPU needs the interpreter's libdevice (tests/test_derivative.py checks these
-    rules without it; tests/test_gpu_autograd.py on the GPU)."""
+    """libdevice on CPU needs the interpreter's libdevice (tests/frontend/test_derivative.py checks these
+    rules without it; tests/gpu/test_gpu_autograd.py on the GPU)."""
     if not _libdevice_runs_on_cpu():
         pytest.skip("this Triton interpreter has no libdevice tanh/erf/pow")
     x, y = _leaves(LAYOUTS["broadcast"]())

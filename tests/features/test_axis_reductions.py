@@ -10,7 +10,7 @@ import triton
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import poisoned_like
+from tests.support.poison import poisoned_like
 from tritonwise import pointwise_dynamic
 
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")

@@ -1,4 +1,4 @@
-"""DTensor operands: the placement rule, and every case of tests/dtensor_cases.py on 2 and 4 gloo ranks."""
+"""DTensor operands: the placement rule, and every case of tests/support/dtensor_cases.py on 2 and 4 gloo ranks."""
 
 import os
 import subprocess
@@ -12,9 +12,10 @@ if not torch.distributed.is_available():
 
 from torch.distributed.tensor import Partial, Replicate, Shard  # noqa: E402
 
+from tests.support.paths import TESTS  # noqa: E402
 from tritonwise.dtensor import Operand, choose_shard_dims, placements_for, reduced_placements  # noqa: E402
 
-CASES = os.path.join(os.path.dirname(__file__), "dtensor_cases.py")
+CASES = str(TESTS / "support" / "dtensor_cases.py")
 
 
 def test_shard_dim_comes_from_a_given_output_before_the_inputs():

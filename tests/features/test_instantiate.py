@@ -7,7 +7,7 @@ import torch
 import triton
 
 import tritonwise
-from conftest import poisoned_like
+from tests.support.poison import poisoned_like
 from tritonwise import StridedBuffer, pointwise_dynamic
 
 

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 import tritonwise.ops as ops
-from conftest import poisoned_like
+from tests.support.poison import poisoned_like
 from tritonwise import StridedBuffer
 
 # The interpreter computes masked-off lanes too (zeros), so integer and float divisions warn.

@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch._prims_common import elementwise_dtypes
 
-import payload_helpers
-import payload_no_tl
+from tests.support import payload_helpers
+from tests.support import payload_no_tl
 import tritonwise
-from conftest import poisoned_like
+from tests.support.poison import poisoned_like
 from tritonwise import ELEMENTWISE_TYPE_PROMOTION_KIND as KIND
 from tritonwise import CodeGenConfig, pointwise_dynamic
 from tritonwise.errors import PayloadError

@@ -159,7 +159,7 @@ def test_bad_reduction_names_are_rejected():
 def test_a_task_collapsed_to_rank_0_compiles_for_the_gpu(fn, shape):
     """Size-1 operands collapse to a rank-0 task; its kernel has no tile to reduce. The CPU
     interpreter accepted `tl.sum` of a 0-d value, the GPU compiler does not: compile for sm_90."""
-    from sm90_compile import compile_for_sm90
+    from tests.support.sm90_compile import compile_for_sm90
 
     x, y = torch.randn(shape), torch.randn(shape)
     out = torch.full((), float("nan"))

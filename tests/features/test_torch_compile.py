@@ -17,7 +17,7 @@ import torch._dynamo.testing
 import triton
 import triton.language as tl
 
-from conftest import poisoned_like
+from tests.support.poison import poisoned_like
 from tritonwise import pointwise_dynamic
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

@@ -22,7 +22,7 @@ import tritonwise.ops.compare as compare
 import tritonwise.ops.complex as complex_ops
 import tritonwise.ops.layout as layout
 import tritonwise.ops.math as math_ops
-from conftest import poisoned_like
+from tests.support.poison import poisoned_like
 from tritonwise.ops._pointwise import Pointwise
 from tritonwise.tracing.expression import evaluate, expression_or_reason
 from tritonwise.tracing.translate import UnsupportedConstruct

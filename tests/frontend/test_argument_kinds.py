@@ -12,7 +12,7 @@ import pytest
 import torch
 import triton
 
-from conftest import poisoned_like
+from tests.support.poison import poisoned_like
 from tritonwise import pointwise_dynamic
 
 

@@ -5,7 +5,6 @@ device of fake and meta calls, and views whose offsets pass 2**31 on CPU."""
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,10 +13,10 @@ import triton
 import triton.language as tl  # noqa: F401  (TRITON_INTERPRET=1 before issue 11 item 2 wants it here)
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from conftest import poisoned_like
+from tests.support.paths import ROOT, TESTS
+from tests.support.poison import poisoned_like
 from tritonwise import StridedBuffer, pointwise_dynamic
 
-TESTS_DIR = Path(__file__).parent
 
 
 @triton.jit
@@ -221,9 +220,9 @@ def _available_memory() -> int:
 def test_views_past_2_gib_compute_in_int64_on_cpu(tmp_path):
     """In a subprocess: the interpreter once ran `row * stride` of an int64 kernel in int32 and
     crashed the process (a segmentation fault)."""
-    env = dict(os.environ, TRITONWISE_CACHE_DIR=str(tmp_path), PYTHONPATH=os.pathsep.join([str(TESTS_DIR.parent)]))
+    env = dict(os.environ, TRITONWISE_CACHE_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
     proc = subprocess.run(
-        [sys.executable, str(TESTS_DIR / "big_storage_script.py")], env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, str(TESTS / "support" / "big_storage_script.py")], env=env, capture_output=True, text=True, timeout=300
     )
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stdout + proc.stderr
 
@@ -266,7 +265,7 @@ def test_numpy_scalars_on_gpu(scalar):
 def test_ints_of_2_63_and_more_compile_for_the_gpu_as_uint64(dtype):
     """A converted int scalar is declared uint64 from 2**63 (int64 would wrap it negative: a
     float result would change sign); the kernel compiles for sm_90 on this machine."""
-    from sm90_compile import compile_for_sm90
+    from tests.support.sm90_compile import compile_for_sm90
 
     x = values(dtype)
     assert_same(MUL_TS(x, 2**63), torch.mul(x, 2**63))

@@ -14,7 +14,7 @@ import torch
 import triton
 import triton.language as tl
 
-from conftest import poisoned_like
+from tests.support.poison import poisoned_like
 from tritonwise import PayloadError, StridedBuffer, pointwise_dynamic
 
 

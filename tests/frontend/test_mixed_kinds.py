@@ -8,7 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
-from conftest import poisoned_like
+from tests.support.poison import poisoned_like
 from tritonwise import pointwise_dynamic
 
 UNSIGNED = [torch.uint8, torch.uint16, torch.uint32, torch.uint64]

@@ -9,7 +9,7 @@ import torch
 import triton
 import triton.language as tl
 
-from conftest import poisoned_like
+from tests.support.poison import poisoned_like
 from tritonwise import pointwise_dynamic
 
 
@@ -153,7 +153,7 @@ def test_bool_sum_of_a_bool_computation_counts_saturated_values():
 
 @pytest.mark.parametrize("fn, args", [(add_alpha, (*BOOLS, True)), (product_twice, (torch.ones(3, dtype=torch.int32),) * 2)])
 def test_converted_kernels_compile_for_the_gpu(fn, args):
-    from sm90_compile import compile_for_sm90
+    from tests.support.sm90_compile import compile_for_sm90
 
     assert "cubin" in compile_for_sm90(fn, *args).asm
 

@@ -183,7 +183,7 @@ def test_error_message_names_the_problem():
 def test_decorator_reports_schema_errors_too():
     import triton
 
-    from payload_no_tl import add
+    from tests.support.payload_no_tl import add
 
     with pytest.raises(SchemaError):
         tritonwise.pointwise_dynamic(add)  # no promotion_methods

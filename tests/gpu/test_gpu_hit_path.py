@@ -12,8 +12,8 @@ import triton
 import triton.language as tl
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from test_layout_templates import _inputs, patterns
 
+from tests.support.layout_patterns import _inputs, patterns
 from tritonwise import StridedBuffer, pointwise_dynamic
 from tritonwise.runtime import hit_path
 from tritonwise.runtime.arguments import call_signature

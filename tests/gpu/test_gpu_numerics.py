@@ -3,7 +3,7 @@ tensors (Triton's interpreter, with tritonwise's bf16/fp8 emulation and libdevic
 compared bit for bit where the GPU is deterministic and correctly rounded; libdevice's
 transcendental functions (a few ulp on the GPU) within a tolerance. Marked `gpu`.
 
-Run: python -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu_numerics.py
+Run: python -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_gpu_numerics.py
 Expressions avoid a multiply feeding an add: the GPU contracts those into one fma (Triton's
 enable_fp_fusion), which rounds once where the interpreter rounds twice."""
 
@@ -14,8 +14,8 @@ import random
 import pytest
 import torch
 
-import numerics_payloads as p
-from test_libdevice_cpu import BINARY, UNARY, _write_payloads
+from tests.support import numerics_payloads as p
+from tests.support.libdevice_cases import BINARY, UNARY, _write_payloads
 from tritonwise import PayloadError, pointwise_dynamic
 
 pytestmark = [

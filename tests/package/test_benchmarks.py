@@ -9,7 +9,6 @@ import os
 import pkgutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -19,9 +18,9 @@ import triton
 import benchmarks
 from benchmarks import axis_reductions, bench, cold_start, dtensor_scaling, new_shape, payloads, split_reductions
 from benchmarks.harness import WrongAnswer, check_against, mismatch
+from tests.support.paths import ROOT
 from tritonwise import pointwise_dynamic
 
-ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = sorted(module.name for module in pkgutil.iter_modules(benchmarks.__path__))
 
 

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 import torch
 
-import payload_no_tl
+from tests.support import payload_no_tl
+from tests.support.paths import ROOT, TESTS
 import tritonwise
 from tritonwise import pointwise_dynamic
 from tritonwise.runtime import cache, inventory, kernel_store
 
-TESTS_DIR = Path(__file__).resolve().parent
 CHECKSUM = "# tritonwise-checksum: "
 
 
@@ -42,7 +42,7 @@ def generated_files(directory: Path) -> list:
 
 
 def run_python(code: str, cache_path: Path, timeout=120) -> subprocess.CompletedProcess:
-    env = dict(os.environ, TRITONWISE_CACHE_DIR=str(cache_path), PYTHONPATH=str(TESTS_DIR))
+    env = dict(os.environ, TRITONWISE_CACHE_DIR=str(cache_path), PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -161,7 +161,8 @@ CASES = {
 
 CHILD = textwrap.dedent(
     """
-    import json, torch, tritonwise, payload_no_tl
+    import json, torch, tritonwise
+    from tests.support import payload_no_tl
     fn = tritonwise.pointwise_dynamic(payload_no_tl.add, promotion_methods=[(0, 1, "DEFAULT")])
     cases = {cases}
     report = {{}}
@@ -496,8 +497,8 @@ def test_collecting_the_suite_writes_nothing_into_home(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "TRITONWISE_CACHE_DIR"}
-    env.update(HOME=str(home), PYTHONPATH=str(TESTS_DIR.parent))
-    modules = [str(TESTS_DIR / "test_autograd_op.py"), str(TESTS_DIR / "test_torch_op.py")]
+    env.update(HOME=str(home), PYTHONPATH=str(ROOT))
+    modules = [str(TESTS / "features" / name) for name in ("test_autograd_op.py", "test_torch_op.py")]
     command = [sys.executable, "-m", "pytest", "-q", "--co", "-p", "no:cacheprovider", *modules]
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

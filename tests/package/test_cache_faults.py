@@ -25,7 +25,7 @@ from tritonwise.runtime.cache import CHECKSUM_PREFIX, seal, verifies
 PAYLOAD_MODULE = "tw_cache_fault_payload"
 
 PAYLOAD_SOURCE = '''
-"""A payload and deterministic checks for tests/test_cache_faults.py."""
+"""A payload and deterministic checks for tests/package/test_cache_faults.py."""
 import torch
 import triton
 

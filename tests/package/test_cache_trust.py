@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 import torch
 
-import payload_no_tl
+from tests.support import payload_no_tl
+from tests.support.paths import ROOT
 from tritonwise import pointwise_dynamic
 from tritonwise.runtime import cache, kernel_store, trust
 
-ROOT = Path(__file__).resolve().parent.parent
 USER, OTHER = 4242, 4343  # an ordinary user, and another one
 
 
@@ -234,13 +234,13 @@ def test_generate_refuses_an_untrusted_directory(tmp_path):
 NOBODY = 65534
 CHILD = r"""
 import json, sys, warnings
-sys.path.insert(0, {tests!r})
-import torch, payload_no_tl, tritonwise
+import torch, tritonwise
+from tests.support import payload_no_tl
 warnings.simplefilter("always")
 add = tritonwise.pointwise_dynamic(payload_no_tl.add, promotion_methods=[(0, 1, "DEFAULT")])
-report = {{}}
+report = {}
 with warnings.catch_warnings(record=True) as caught:
-    for name, (a, b) in {{"known": (torch.randn(6, 5), torch.randn(5)), "new": (torch.randn(9), torch.randn(9))}}.items():
+    for name, (a, b) in {"known": (torch.randn(6, 5), torch.randn(5)), "new": (torch.randn(9), torch.randn(9))}.items():
         report[name] = dict(path=add.explain(a, b).path, equal=bool(torch.equal(add(a, b), a + b)))
 report["warnings"] = [str(w.message) for w in caught]
 print(json.dumps(report))
@@ -278,7 +278,7 @@ def test_a_read_only_cache_of_root_or_the_user_is_read_and_nothing_is_left_behin
     temporary = made(shared_root / "tmp", 0o1777, 0)
     env = dict(os.environ, TRITONWISE_CACHE_DIR=str(directory), PYTHONPATH=str(ROOT), TMPDIR=str(temporary))
     env.pop("TRITONWISE_CACHE_OVERLAY", None)
-    code = CHILD.format(tests=str(ROOT / "tests"))
+    code = CHILD
     result = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300, user=NOBODY, group=NOBODY,
         extra_groups=[], cwd=shared_root,

@@ -14,12 +14,11 @@ from pathlib import Path
 import pytest
 import torch
 
-import payload_no_tl
+from tests.support import payload_no_tl
+from tests.support.paths import ROOT
 from tritonwise import pointwise_dynamic
 from tritonwise.__main__ import main
 from tritonwise.runtime import cache, inventory
-
-ROOT = Path(__file__).resolve().parent.parent
 
 MODULES = {
     "cli_broken_module": "raise RuntimeError('boom at import')\n",

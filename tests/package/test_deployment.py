@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.support import payload_no_tl
+from tests.support.paths import ROOT
 import tritonwise
 from tritonwise.runtime import cache
 
-ROOT = Path(__file__).resolve().parent.parent
-TESTS_DIR = ROOT / "tests"
 
 
 @contextlib.contextmanager
@@ -44,12 +44,12 @@ def read_only(directory: Path):
 
 CHILD = r"""
 import json, sys, warnings
-sys.path.insert(0, {tests!r})
-import torch, payload_no_tl, tritonwise
+import torch, tritonwise
+from tests.support import payload_no_tl
 warnings.simplefilter("error")  # a read-only cache that holds every file warns about nothing
 add = tritonwise.pointwise_dynamic(payload_no_tl.add, promotion_methods=[(0, 1, "DEFAULT")])
-report = {{}}
-for name, (a, b) in {{"known": (torch.randn(6, 5), torch.randn(5)), "new": (torch.randn(7, 5).t(), torch.randn(5, 7))}}.items():
+report = {}
+for name, (a, b) in {"known": (torch.randn(6, 5), torch.randn(5)), "new": (torch.randn(7, 5).t(), torch.randn(5, 7))}.items():
     if name == "new":
         warnings.simplefilter("default")
     out = add(a, b)
@@ -61,7 +61,7 @@ print(json.dumps(report))
 def test_a_read_only_cache_is_read_and_new_files_go_to_the_overlay(tmp_path):
     directory, overlay = tmp_path / "deployed", tmp_path / "overlay"
     env = dict(os.environ, PYTHONPATH=str(ROOT), TRITONWISE_CACHE_DIR=str(directory))
-    add = tritonwise.pointwise_dynamic(__import__("payload_no_tl").add, promotion_methods=[(0, 1, "DEFAULT")])
+    add = tritonwise.pointwise_dynamic(payload_no_tl.add, promotion_methods=[(0, 1, "DEFAULT")])
     os.environ["TRITONWISE_CACHE_DIR"], previous = str(directory), os.environ["TRITONWISE_CACHE_DIR"]
     try:
         known = Path(add.generate(torch.randn(6, 5), torch.randn(5)))  # the build step
@@ -70,7 +70,7 @@ def test_a_read_only_cache_is_read_and_new_files_go_to_the_overlay(tmp_path):
     before = {p.name: p.stat().st_mtime_ns for p in directory.iterdir()}
     env["TRITONWISE_CACHE_OVERLAY"] = str(overlay)
     with read_only(directory):
-        code = CHILD.format(tests=str(TESTS_DIR))
+        code = CHILD
         result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
@@ -84,7 +84,7 @@ def test_an_unwritable_cache_without_an_overlay_still_serves_its_files(tmp_path,
     monkeypatch.setenv("TRITONWISE_CACHE_DIR", str(directory))
     monkeypatch.delenv("TRITONWISE_CACHE_OVERLAY", raising=False)
     monkeypatch.setattr(cache, "_fallback_dir", None)
-    add = tritonwise.pointwise_dynamic(__import__("payload_no_tl").add, promotion_methods=[(0, 1, "DEFAULT")])
+    add = tritonwise.pointwise_dynamic(payload_no_tl.add, promotion_methods=[(0, 1, "DEFAULT")])
     a, b = torch.randn(4, 3), torch.randn(3)
     known = Path(add.generate(a, b))
     try:
@@ -126,7 +126,7 @@ def fresh_cache(tmp_path, monkeypatch):
 
 
 def make_add():
-    return tritonwise.pointwise_dynamic(__import__("payload_no_tl").add, promotion_methods=[(0, 1, "DEFAULT")])
+    return tritonwise.pointwise_dynamic(payload_no_tl.add, promotion_methods=[(0, 1, "DEFAULT")])
 
 
 def test_frozen_a_call_that_needs_a_new_file_raises_naming_the_call(fresh_cache):

@@ -19,13 +19,12 @@ import torch
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND as KIND
 from torch._prims_common import elementwise_dtypes as torch_elementwise_dtypes
 
+from tests.support.paths import ROOT
 from tritonwise.codegen.indexing import operand_access
 from tritonwise.frontend.promotion import elementwise_dtypes
 from tritonwise.schemes import get_scheme
 from tritonwise.schemes.base import runtime_stride_params
 
-TESTS_DIR = Path(__file__).resolve().parent
-ROOT = TESTS_DIR.parent
 
 DTYPES = [
     torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
@@ -68,14 +67,13 @@ def test_stride_parameters_without_sympy_match_the_index_expressions(scheme):
 
 CHILD = r"""
 import json, sys, time
-sys.path.insert(0, {tests!r})
 started = time.perf_counter()
 import torch, triton
 imported_base = time.perf_counter()
 import tritonwise
 imported = time.perf_counter()
 after_import = sorted(m for m in ("sympy", "jinja2") if m in sys.modules)
-import payload_no_tl
+from tests.support import payload_no_tl
 add = tritonwise.pointwise_dynamic(payload_no_tl.add, promotion_methods=[(0, 1, "DEFAULT")])
 a, b = torch.randn(5, 3), torch.randn(3)
 ok = bool(torch.equal(add(a, b), a + b))
@@ -87,7 +85,7 @@ print(json.dumps(dict(ok=ok, after_import=after_import,
 
 def _child(cache: Path) -> dict:
     env = dict(os.environ, TRITONWISE_CACHE_DIR=str(cache), PYTHONPATH=str(ROOT))
-    code = CHILD.format(tests=str(TESTS_DIR))
+    code = CHILD
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])

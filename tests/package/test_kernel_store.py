@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 import torch
 import triton
-import triton.language as tl
 
+from tests.support.kernel_store_calls import AXPBY, AXPBY_KINDS, CALLS, SM90, SM100, identity_of, launch_of, store_axpby
+from tests.support.paths import ROOT
 import tritonwise
 from tritonwise import pointwise_dynamic
 from tritonwise.codegen.render import payload_alias
@@ -27,43 +28,11 @@ from tritonwise.runtime import cache, inventory, kernel_store, kernels, loader
 pytestmark = pytest.mark.skipif(
     os.environ.get("TRITON_INTERPRET") == "1", reason="TRITON_INTERPRET=1: @triton.jit interprets, nothing compiles"
 )
-ROOT = Path(__file__).resolve().parent.parent
-SM90, SM100 = ("cuda", 90, 32), ("cuda", 100, 32)
-
-
-@triton.jit
-def store_axpby(x, y, a, n, flag):
-    return tl.where(flag, x * a + y, y - n)
-
-
-AXPBY_KINDS = [True, True, False, False, False]
-AXPBY = pointwise_dynamic(store_axpby, is_tensor=AXPBY_KINDS, promotion_methods=[(0, 1, 2, "DEFAULT")])
-CALLS = {
-    "nd aligned": lambda: (torch.randn(64, 32), torch.randn(32), 2.0, 3, True),
-    "flat, a misaligned pointer, an i64": lambda: (torch.randn(65)[1:], torch.randn(64), 2.0, 2**40, False),
-    "tile2d, n == 1": lambda: (torch.randn(5, 7).t(), torch.randn(7, 5), 0.5, 1, True),
-}
-
-
 @pytest.fixture
 def store_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("TRITONWISE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
     return tmp_path / "cache"
-
-
-def launch_of(fn, *args, **outs):
-    """(GPU-module kernel, every value a launch passes it, plan) for a call, built on the CPU."""
-    outs = fn._outputs(outs)
-    plan = fn._prepare(args, outs, True)
-    alias = payload_alias(plan.spec.payload_name, plan.spec.kernel_name)
-    module = loader.load(plan.path, plan.spec.kernel_name, alias, fn._payload, "gpu")
-    return getattr(module, plan.spec.kernel_name), plan.kernel_values(args, outs), plan
-
-
-def identity_of(call: str, target=SM90):
-    kernel, values, plan = launch_of(AXPBY, *CALLS[call]())
-    return kernel, kernels.identity(plan.spec.file_name, kernel, values, plan.num_warps, target)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -124,8 +93,7 @@ def test_other_values_of_one_class_share_the_identity_and_misalignment_does_not(
 
 IDENTITY_CHILD = r"""
 import sys, torch
-sys.path.insert(0, {tests!r})
-import test_kernel_store as t
+from tests.support import kernel_store_calls as t
 kernel, ident = t.identity_of("nd aligned")
 print(ident.key)
 """
@@ -134,7 +102,7 @@ print(ident.key)
 def test_identity_is_the_same_in_another_process_and_cache_directory(store_dir, tmp_path):
     _, ident = identity_of("nd aligned")
     env = dict(os.environ, PYTHONPATH=str(ROOT), TRITONWISE_CACHE_DIR=str(tmp_path / "elsewhere"))
-    code = IDENTITY_CHILD.format(tests=str(ROOT / "tests"))
+    code = IDENTITY_CHILD
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split()[-1] == ident.key

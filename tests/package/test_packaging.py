@@ -3,9 +3,9 @@
 import ast
 import re
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
+
 # Distribution names where they differ from the import name.
 DISTRIBUTION = {"jinja2": "jinja2"}
 

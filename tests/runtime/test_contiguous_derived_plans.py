@@ -6,7 +6,7 @@ import pytest
 import torch
 import triton
 
-from conftest import poisoned_like
+from tests.support.poison import poisoned_like
 from tritonwise import StridedBuffer, pointwise_dynamic
 from tritonwise.new_shapes import contiguous_class, shape_free_class
 from tritonwise.runtime.arguments import call_signature

@@ -12,7 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
-from conftest import poisoned_like
+from tests.support.poison import poisoned_like
 from tritonwise import pointwise_dynamic
 from tritonwise.runtime import arguments, dispatch, hit_path, native
 

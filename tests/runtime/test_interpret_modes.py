@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-TESTS_DIR = Path(__file__).resolve().parent
+from tests.support.paths import ROOT
 
 SCRIPT = textwrap.dedent(
     """
@@ -25,7 +25,7 @@ SCRIPT = textwrap.dedent(
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
-    import payload_no_tl
+    from tests.support import payload_no_tl
     from tritonwise import StridedBuffer, pointwise_dynamic
 
     torch.set_default_device(DEVICE)
@@ -77,7 +77,7 @@ MODES = pytest.mark.parametrize("mode", ["1", "0"], ids=["TRITON_INTERPRET=1", "
 def run_script(mode: str, device: str, cache_dir: Path) -> list:
     """Run SCRIPT in a fresh process importing this tree's tritonwise; its output lines."""
     env = dict(os.environ, TRITON_INTERPRET=mode, TRITONWISE_CACHE_DIR=str(cache_dir))
-    env["PYTHONPATH"] = os.pathsep.join([str(TESTS_DIR.parent), str(TESTS_DIR)])
+    env["PYTHONPATH"] = str(ROOT)
     code = f"MODE, DEVICE = {mode!r}, {device!r}\n{SCRIPT}"
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr

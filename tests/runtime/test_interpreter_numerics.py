@@ -11,14 +11,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-import numerics_payloads as p
-from conftest import poisoned_like
+from tests.support import numerics_payloads as p
+from tests.support.paths import ROOT
+from tests.support.poison import poisoned_like
 from tritonwise import pointwise_dynamic
 from tritonwise.runtime.narrow_floats import FORMATS
 
@@ -175,7 +175,8 @@ def test_float64_results_into_a_bf16_output_round_once_from_float32():
 def test_triton_interpret_mode_computes_the_same(tmp_path):
     """With TRITON_INTERPRET=1 set before import, the same emulation applies."""
     code = (
-        "import torch, numerics_payloads as p\n"
+        "import torch\n"
+        "from tests.support import numerics_payloads as p\n"
         "from tritonwise import pointwise_dynamic\n"
         "x = torch.tensor([0.1, 0.7, 0.3, -0.9], dtype=torch.bfloat16)\n"
         "f = pointwise_dynamic(p.times_two, promotion_methods=[(0, 'NO_OPMATH')])\n"
@@ -187,12 +188,11 @@ def test_triton_interpret_mode_computes_the_same(tmp_path):
         "torch.testing.assert_close(t(x.float()), torch.tanh(x.float()))\n"
         "print('ok')\n"
     )
-    root = Path(__file__).resolve().parent
     env = dict(
         os.environ,
         TRITON_INTERPRET="1",
         TRITONWISE_CACHE_DIR=str(tmp_path),
-        PYTHONPATH=os.pathsep.join([str(root.parent), str(root)]),
+        PYTHONPATH=str(ROOT),
     )
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and run.stdout.strip().endswith("ok"), run.stderr[-3000:]

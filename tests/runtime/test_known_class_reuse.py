@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tritonwise.function as function_module
-from conftest import poisoned_like
+from tests.support.poison import poisoned_like
 from tritonwise import pointwise_dynamic
 from tritonwise.runtime import cache
 

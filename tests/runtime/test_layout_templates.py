@@ -5,95 +5,12 @@ layout class differs; results equal torch's; calls that route elsewhere are neve
 
 import pytest
 import torch
-import triton
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.layout_patterns import _add_two, _inputs, _tensor, add_alpha, fma, patterns
 from tritonwise import pointwise_dynamic
 from tritonwise.runtime.arguments import call_signature
-
-
-@triton.jit
-def _add_alpha(x, y, alpha):
-    return x + y * alpha
-
-
-@triton.jit
-def _fma(x, y, z):
-    return x * y + z, x - z
-
-
-def add_alpha():
-    return pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])(_add_alpha)
-
-
-def fma():
-    return pointwise_dynamic(promotion_methods=[((0, 1, 2), "DEFAULT"), ((0, 2), "DEFAULT")])(_fma)
-
-
-# What torch computes for each payload above (the oracle of every derived plan's launch).
-add_alpha.torch = lambda x, y, alpha: (torch.add(x, y, alpha=alpha),)
-fma.torch = lambda x, y, z: torch.broadcast_tensors(x * y + z, x - z, y)[:2]  # every output of the broadcast shape
-
-
-def _operand(rank: int, rare: int = 1):
-    """One input's layout: its rank, size-1 dims, memory order of its dims, a step per dim (a
-    sliced view) and dims expanded to stride 0; each but the order `rare` times rarer."""
-    return st.tuples(
-        st.just(rank),
-        st.lists(st.sampled_from([False] * (2 * rare - 1) + [True]), min_size=rank, max_size=rank),
-        st.permutations(range(rank)),
-        st.lists(st.sampled_from([1] * (2 * rare) + [2]), min_size=rank, max_size=rank),
-        st.lists(st.sampled_from([False] * (3 * rare) + [True]), min_size=rank, max_size=rank),
-    )
-
-
-# A pattern: the broadcast rank, then the layouts of the inputs: any ranks and size-1 dims, or
-# full-rank operands with few size-1 dims, whose dim orders differ often (tile2d tasks).
-any_patterns = st.integers(1, 4).flatmap(
-    lambda rank: st.lists(st.integers(0, rank).flatmap(_operand), min_size=2, max_size=3).map(
-        lambda inputs: (rank, inputs)
-    )
-)
-full_rank_patterns = st.integers(2, 4).flatmap(
-    lambda rank: st.lists(_operand(rank, rare=4), min_size=2, max_size=3).map(lambda inputs: (rank, inputs))
-)
-
-
-def contiguous(rank: int, ones) -> tuple:
-    """The layout of a C-contiguous input with size-1 dims at `ones` (a bias, a scale)."""
-    return (rank, list(ones), list(range(rank)), [1] * rank, [False] * rank)
-
-
-def _contiguous_operand(rank: int):
-    return st.lists(st.booleans(), min_size=rank, max_size=rank).map(lambda ones: contiguous(rank, ones))
-
-
-# The everyday broadcast: C-contiguous inputs of any ranks and size-1 dims.
-broadcast_patterns = st.integers(1, 4).flatmap(
-    lambda rank: st.lists(st.integers(0, rank).flatmap(_contiguous_operand), min_size=1, max_size=3).map(
-        lambda inputs: (rank, inputs)
-    )
-)
-patterns = any_patterns | full_rank_patterns | broadcast_patterns
-
-
-def _tensor(shape: tuple, order: list, steps: list, expanded: list, device="cpu") -> torch.Tensor:
-    """A tensor of `shape` whose dims lie in memory in `order` (outer first), sliced by `steps`,
-    with the `expanded` dims broadcast from one element."""
-    stored = [1 if e else n * s for n, s, e in zip(shape, steps, expanded)]
-    inverse = sorted(range(len(order)), key=order.__getitem__)
-    t = torch.randn([stored[d] for d in order], device=device).permute(inverse)
-    t = t[tuple(slice(None, None, 1 if e else s) for s, e in zip(steps, expanded))]
-    return t.expand(shape)
-
-
-def _inputs(pattern, sizes, device="cpu") -> list:
-    rank, inputs = pattern
-    return [
-        _tensor(tuple(1 if one else sizes[rank - r + i] for i, one in enumerate(ones)), order, steps, expanded, device)
-        for r, ones, order, steps, expanded in inputs
-    ]
 
 
 def _check_derived(make, template_args, args, template_outs=None, outs=None):
@@ -259,11 +176,6 @@ def test_a_zero_dim_tensor_is_not_served_by_a_plan_of_a_sized_one():
     zero_dim = (torch.ones(3, 4, dtype=torch.int8).t(), torch.tensor(7, dtype=torch.int32))
     assert fn._new_shapes.layouts.derive(call_signature(zero_dim), torch.get_default_dtype()) is None
     assert fn(*zero_dim).dtype == (zero_dim[0] + zero_dim[1]).dtype == torch.int8
-
-
-@triton.jit
-def _add_two(x, y):
-    return x + y
 
 
 def test_shapes_that_do_not_broadcast_are_refused_by_the_analysis():

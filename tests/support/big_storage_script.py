@@ -1,4 +1,4 @@
-"""Run by test_arguments.py in a subprocess (a crash must fail a test, not end the session):
+"""Run by frontend/test_arguments.py in a subprocess (a crash must fail a test, not end the session):
 views whose element offsets pass 2**31 in a uint8 storage just over 2 GiB, on CPU, against
 torch. Each kernel is an int64 one; the interpreter once ran its `row * stride` in int32 and
 read outside the storage (a segmentation fault). Prints "ok" at the end."""

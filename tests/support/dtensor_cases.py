@@ -1,10 +1,10 @@
-"""One rank of the DTensor tests: `python tests/dtensor_cases.py RANK WORLD PORT BACKEND`.
+"""One rank of the DTensor tests: `python tests/support/dtensor_cases.py RANK WORLD PORT BACKEND`.
 
 Every case builds the same global tensors on every rank (same seed), runs a pointwise function
 on DTensors and on the full tensors, and compares `full_tensor()` with the single-device result;
 it also checks the placements and, where the rule says none is needed, that no collective ran
-(CommDebugMode). tests/test_dtensor.py starts the ranks (gloo on CPU); on GPUs run
-`python tests/dtensor_cases.py --launch 2 nccl`.
+(CommDebugMode). tests/features/test_dtensor.py starts the ranks (gloo on CPU); on GPUs run
+`python tests/support/dtensor_cases.py --launch 2 nccl`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import triton.language as tl
 from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor, init_device_mesh
 from torch.distributed.tensor.debug import CommDebugMode
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))  # the repository root
 from tritonwise import pointwise_dynamic  # noqa: E402
 
 

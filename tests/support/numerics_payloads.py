@@ -1,5 +1,5 @@
 """Payloads computing on bf16/fp8 values and calling libdevice, shared by the CPU numerics tests
-and the GPU comparison (tests/test_gpu_numerics.py). Each entry of ARITHMETIC pairs a payload
+and the GPU comparison (tests/gpu/test_gpu_numerics.py). Each entry of ARITHMETIC pairs a payload
 with the torch expression that computes the same thing: every operation in float32, rounded to
 the operands' dtype after each one (what torch does for one bf16 op, and what the GPU does)."""
 
