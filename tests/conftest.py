@@ -1,4 +1,4 @@
-"""Shared test setup: a per-session generated-file cache, output poisoning, `gpu` skipping."""
+"""Shared test setup: a per-session generated-file cache and `gpu` skipping (helpers live in tests/support)."""
 
 from __future__ import annotations
 
@@ -30,22 +30,6 @@ def pytest_unconfigure(config):
 def tritonwise_cache_dir():
     """The session's cache directory (set before any test module is imported)."""
     return _SESSION_CACHE_DIR
-
-
-def poison_value(dtype: torch.dtype, fill=None):
-    """NaN for floats; for ints the dtype's minimum; True for bools (unless `fill` says otherwise)."""
-    if fill is not None:
-        return fill
-    if dtype.is_floating_point or dtype.is_complex:
-        return float("nan")
-    if dtype == torch.bool:
-        return True
-    return torch.iinfo(dtype).min
-
-
-def poisoned_like(t: torch.Tensor, fill=None) -> torch.Tensor:
-    """`torch.full_like(t, poison)` (same layout): any element a kernel forgets to write fails a comparison."""
-    return torch.full_like(t, poison_value(t.dtype, fill))
 
 
 def pytest_collection_modifyitems(config, items):

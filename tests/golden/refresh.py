@@ -1,7 +1,7 @@
 """Rewrite the golden generated files: `python tests/golden/refresh.py` (from the repository root).
 
 Run it after a deliberate change to templates/, codegen/ or schemes/, and review the diff of
-tests/golden/files/ as part of the change; tests/test_golden.py compares them exactly.
+tests/golden/files/ as part of the change; tests/codegen/test_golden.py compares them exactly.
 """
 
 from __future__ import annotations

@@ -174,7 +174,7 @@ def retile(template: TaskPlan, shape, out_strides, task_shape, strides, config) 
     shape of a known call: layout_templates.py), so whose scheme, tiled dim and
     block choices are too: only the block is picked again, and the two things that could still
     put the task in another layout class are checked, alignment and index width. None where one
-    does; tile()'s plan otherwise (tests/test_layout_templates.py holds the two equal)."""
+    does; tile()'s plan otherwise (tests/runtime/test_layout_templates.py holds the two equal)."""
     tiling = template.tiling
     if template.split is not None or len(task_shape) != template.rank:
         return None

@@ -17,12 +17,12 @@ StridedBuffer, negative bit or grad) and the task is elementwise and non-empty; 
 is checked as the frontend checks it (the broadcast shape, no internal overlap; its dtype and
 device are part of the class), and its overlap with the inputs at launch, as for any plan.
 The call's class here keeps each tensor's rank (a 0-d tensor promotes differently).
-tests/test_layout_templates.py holds each derived plan equal to the analysis's own.
+tests/runtime/test_layout_templates.py holds each derived plan equal to the analysis's own.
 
 Once a derived plan of a class launches through launch.c, `publish` gives the C hit path
 (runtime/layout.h) a record of its call class and stride classes: later new shapes of them are
 launched from C with no plan, the geometry and the retiling done there in integers, wherever
-the record holds the kernel of their block and specialization (tests/test_layout_c_path.py holds
+the record holds the kernel of their block and specialization (tests/runtime/test_layout_c_path.py holds
 every such launch to the plan Python derives).
 """
 

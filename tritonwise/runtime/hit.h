@@ -3,7 +3,7 @@
  * The signature must equal runtime/arguments.py's call_signature(args), element for element,
  * since both key the same plan cache: a plain tensor (exactly
  * torch.Tensor) gives (dtype, shape, stride(), device, 16-byte aligned, is_neg(), requires_grad),
- * anything else what arguments._other_key returns (called back). tests/test_hit_path.py checks
+ * anything else what arguments._other_key returns (called back). tests/runtime/test_hit_path.py checks
  * the two against each other.
  *
  * Given outputs (`outs`, one per output, None where not given) extend the signature as

@@ -4,7 +4,7 @@ On a plan's first GPU launch the kernel's identity (kernel_store.KernelIdentity)
 from the generated kernel and the call's values, without entering Triton's cache key (which
 hashes libtriton and every frontend source, ~0.4 s a process): the specialization is the one
 Triton's JIT would choose for these values (pointer types and 16-byte alignment, integer
-widths, divisibility of the integers it specializes; tests/test_kernel_store.py checks it
+widths, divisibility of the integers it specializes; tests/package/test_kernel_store.py checks it
 against Triton's own binder), the options are the backend's parse of what the JIT passes.
 A stored entry is loaded with the CUDA driver; otherwise `triton.compile` builds the kernel
 (Triton's disk cache still applies) and the entry is stored for the next process.
@@ -264,7 +264,7 @@ def compile_ahead(file_name: str, kernel, values: Sequence, num_warps: int, targ
 def store_enabled() -> bool:
     """Whether first launches go through the store (the default; TRITONWISE_KERNEL_STORE=0 turns
     it off, and the first launch then compiles through Triton's JIT). GPU tests:
-    tests/test_gpu_kernel_store.py; docs/decisions/kernel-memo-and-store.md."""
+    tests/gpu/test_gpu_kernel_store.py; docs/decisions/kernel-memo-and-store.md."""
     return os.environ.get("TRITONWISE_KERNEL_STORE", "1") != "0"
 
 

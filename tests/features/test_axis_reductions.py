@@ -1,0 +1,353 @@
+"""Reductions along dims (`reductions=[(kind, dims, keepdim)]`) against torch: ranks 1-4, every
+dim set, keepdim, permuted and broadcast inputs, given (poisoned, strided) outputs, both row
+schemes (row_persistent: the reduced extent fits a block; row_looped: it does not)."""
+
+import math
+
+import pytest
+import torch
+import triton
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.support.poison import poisoned_like
+from tritonwise import pointwise_dynamic
+
+pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+
+SETTINGS = settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+TORCH = {"sum": torch.sum, "max": torch.amax, "min": torch.amin}
+DTYPES = (torch.float32, torch.float16, torch.int32)
+
+
+@triton.jit
+def product(x, y):
+    return x * y
+
+
+def _function(kind, dims, keepdim=None, deterministic=False):
+    entry = (kind, dims) if keepdim is None else (kind, dims, keepdim)
+    return pointwise_dynamic(
+        product, promotion_methods=[(0, 1, "DEFAULT")], reductions=[entry], deterministic=deterministic
+    )
+
+
+def _expected(kind, x, y, dims, keepdim):
+    """torch: the elementwise product in its result dtype, reduced (16-bit floats summed in fp32)."""
+    value = x * y
+    if kind == "sum" and value.dtype in (torch.float16, torch.bfloat16):
+        return value.float().sum(dims, keepdim=keepdim).to(value.dtype)
+    return TORCH[kind](value, dims, keepdim=keepdim)
+
+
+def _check(got, kind, x, y, dims, keepdim=False):
+    """`got` is torch's reduction of x * y over `dims` (a tuple; () for all): its dtype and shape,
+    bit for bit where exact (integers, max, min), and a float sum within _sum_bound of the
+    exact (fp64) sum of the products."""
+    dims = dims or tuple(range((x * y).dim()))
+    expected = _expected(kind, x, y, dims, keepdim)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    if kind != "sum" or not got.dtype.is_floating_point:
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
+        return
+    overflow = ~expected.isfinite()  # a 16-bit sum beyond the dtype's range: torch's inf
+    assert torch.equal(got[overflow], expected[overflow])
+    values = (x * y).double()
+    exact = values.sum(dims, keepdim=keepdim)
+    error, bound = (got.double() - exact).abs(), _sum_bound(values, dims, keepdim, exact, got.dtype)
+    wrong = ~(error <= bound) & ~overflow  # NaN (an element left poisoned) is wrong too
+    worst = torch.where(wrong, error / bound, 0).nan_to_num(nan=math.inf).argmax()
+    assert not wrong.any(), (
+        f"sum off by {error.flatten()[worst]:.6g} from the exact {exact.flatten()[worst]:.6g} "
+        f"(got {got.flatten()[worst]:.6g}); at most {bound.flatten()[worst]:.6g} is rounding"
+    )
+
+
+def _sum_bound(values, dims, keepdim, exact, dtype):
+    """How far a sum of `values` accumulated in fp32 in any order, then rounded to `dtype`, can
+    be from their exact sum: each of the n additions rounds by at most eps32/2 of the running
+    magnitude (at most n * eps32/2 * sum|v| in all), the result by eps/2 of its dtype; twice
+    each. For the like-signed products below (x * x) it is a small fraction of one slice of a
+    split's reduced extent, so a partial lost in combining cannot hide in it."""
+    n = math.prod(values.shape[d] for d in dims)
+    magnitude = values.abs().sum(dims, keepdim=keepdim)
+    eps32, out = torch.finfo(torch.float32), torch.finfo(dtype)
+    return n * eps32.eps * magnitude + out.eps * exact.abs() + out.tiny
+
+
+def _operand(draw, shape, dtype):
+    """A tensor of `shape`, maybe laid out permuted (its storage in another dim order)."""
+    values = torch.randint(-5, 6, shape) if dtype == torch.int32 else torch.randn(shape) * 2
+    order = draw(st.permutations(range(len(shape))))
+    stored = values.permute(tuple(order)).contiguous().to(dtype)
+    return stored.permute(tuple(order.index(d) for d in range(len(shape))))
+
+
+@st.composite
+def cases(draw):
+    rank = draw(st.integers(1, 4))
+    shape = tuple(draw(st.sampled_from((1, 2, 3, 5, 8, 17))) for _ in range(rank))
+    dtype = draw(st.sampled_from(DTYPES))
+    x = _operand(draw, shape, dtype)
+    y_shape = tuple(1 if draw(st.booleans()) else n for n in shape[draw(st.integers(0, rank)) :])
+    y = _operand(draw, y_shape, dtype)
+    dims = draw(st.sets(st.integers(0, rank - 1), min_size=1))
+    dims = tuple(d - rank if draw(st.booleans()) else d for d in sorted(dims))
+    entry_dims = dims[0] if len(dims) == 1 and draw(st.booleans()) else dims
+    return x, y, entry_dims, draw(st.sampled_from((None, False, True))), draw(st.sampled_from(("sum", "max", "min")))
+
+
+@SETTINGS
+@given(case=cases(), give_output=st.booleans())
+def test_along_dims_against_torch(case, give_output):
+    x, y, dims, keepdim, kind = case
+    dims_tuple = dims if isinstance(dims, tuple) else (dims,)
+    expected = _expected(kind, x, y, dims_tuple or tuple(range((x * y).dim())), bool(keepdim))
+    fn = _function(kind, dims, keepdim)
+    if give_output:
+        out = poisoned_like(torch.empty(expected.shape[::-1], dtype=expected.dtype)).permute(
+            tuple(range(expected.dim() - 1, -1, -1))
+        )
+        got = fn(x, y, out0=out)
+        assert got is out
+    else:
+        got = fn(x, y)
+    _check(got, kind, x, y, dims_tuple, bool(keepdim))
+
+
+@pytest.mark.parametrize("kind", ["sum", "max", "min"])
+@pytest.mark.parametrize("dims", [-1, 0])
+def test_row_looped_long_rows(kind, dims):
+    """A reduced extent beyond one block (1500 > 1024) loops; dim 0 of a row-major matrix takes
+    column_looped's tall tiles (its kept dim is the contiguous one)."""
+    x, y = torch.randn(3, 1500) if dims == -1 else torch.randn(1500, 3), torch.randn(3 if dims == 0 else 1500)
+    fn = _function(kind, dims)
+    assert fn.explain(x, y).scheme == ("row_looped" if dims == -1 else "column_looped")
+    _check(fn(x, y), kind, x, y, (dims,))
+
+
+@pytest.mark.parametrize(
+    "rows, cols, block",
+    [(40, 4100, (1, 4096)), (257, 4100, (2, 1024)), (40, 32800, (1, 8192)), (129, 32800, (1, 4096))],
+)
+def test_few_long_rows_take_the_pipelined_blocks(rows, cols, block):
+    """At most 256 rows of at least 4096 reduced elements take one row of 4096 per program, and
+    at most 128 of at least 32768 one row of 8192: the row_looped blocks whose column loop is
+    pipelined; more rows keep the plain-loop blocks. (None of these splits: split_parts cuts
+    fewer rows or longer ones.)"""
+    x, y = torch.randn(rows, cols), torch.randn(cols)
+    fn = _function("sum", -1)
+    plan = fn.explain(x, y)
+    assert (plan.scheme, plan.block, plan.split_parts) == ("row_looped", block, 1)
+    _check(fn(x, y), "sum", x, y, (-1,))
+
+
+def test_persistent_scheme_and_results_per_row():
+    x = torch.randn(40, 17)
+    fn = _function("sum", 1)
+    assert fn.explain(x, x).scheme == "row_persistent"
+    _check(fn(x, x), "sum", x, x, (1,))
+
+
+def test_integer_sum_is_int64_and_full_dims_give_0d():
+    x = torch.randint(-3, 4, (4, 6), dtype=torch.int32)
+    got = _function("sum", (0, 1))(x, x)
+    assert got.dtype == torch.int64 and got.shape == () and got.item() == (x.long() * x).sum().item()
+    torch.testing.assert_close(_function("sum", (), True)(x, x), (x.long() * x).sum((0, 1), keepdim=True))
+
+
+def test_deterministic_is_bit_reproducible():
+    x = torch.randn(64, 2000)
+    fn = _function("sum", -1, deterministic=True)
+    got = fn(x, x)
+    assert torch.equal(got, fn(x, x))
+    _check(got, "sum", x, x, (-1,))
+
+
+def test_empty_extents():
+    x = torch.randn(4, 0)
+    torch.testing.assert_close(_function("sum", 1)(x, x), torch.zeros(4))
+    assert _function("sum", 0)(x, x).shape == (0,)
+    with pytest.raises(RuntimeError, match="empty extent"):
+        _function("max", 1)(x, x)
+
+
+def test_given_output_of_wider_dtype_gets_the_rounded_result():
+    x = torch.randn(3, 50).half()
+    out = torch.full((3,), float("nan"), dtype=torch.float32)
+    _function("sum", 1)(x, x, out0=out)
+    torch.testing.assert_close(out, (x * x).float().sum(1).half().float(), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        (("mean", 0), "kind"),
+        (("sum", 0.5), "dims must be"),
+        (("sum", 0, 1), "keepdim must be a bool"),
+        (("sum", 0, False, 3), "kind"),
+    ],
+)
+def test_bad_entries_name_the_argument(entry, message):
+    with pytest.raises(ValueError, match=message):
+        pointwise_dynamic(product, promotion_methods=[(0, 1, "DEFAULT")], reductions=[entry])
+
+
+def test_dim_out_of_range_and_repeated():
+    x = torch.randn(2, 3)
+    with pytest.raises(IndexError, match="dim 2 is out of range"):
+        _function("sum", 2)(x, x)
+    with pytest.raises(RuntimeError, match="more than once"):
+        _function("sum", (1, -1))(x, x)
+
+
+def test_wrong_given_shape_is_named():
+    x = torch.randn(2, 3)
+    with pytest.raises(RuntimeError, match=r"out0 has shape \(3,\), but the result has shape \(2,\)"):
+        _function("sum", 1)(x, x, out0=torch.empty(3))
+
+
+def test_autograd_instantiate_and_torch_op_are_refused_for_now():
+    x = torch.randn(2, 3, requires_grad=True)
+    fn = _function("sum", 1)
+    with pytest.raises(NotImplementedError, match="autograd"):
+        fn(x, x)
+    with pytest.raises(NotImplementedError, match="instantiate"):
+        fn.instantiate(2)
+    with pytest.raises(NotImplementedError, match="as_torch_op"):
+        fn.as_torch_op("tritonwise_test::axis_sum")
+
+
+@triton.jit
+def twice(x):
+    return x, x
+
+
+@pytest.mark.parametrize("entries", [[("sum", 0), None], [("sum", 0), "sum"], [("sum", 0), ("max", 1)]])
+def test_mixed_entries_are_refused(entries):
+    with pytest.raises(ValueError, match="same dims"):
+        pointwise_dynamic(twice, promotion_methods=[(0, "DEFAULT"), (0, "DEFAULT")], reductions=entries)
+
+
+def test_two_outputs_along_the_same_dims():
+    methods = [(0, "DEFAULT"), (0, "DEFAULT")]
+    fn = pointwise_dynamic(twice, promotion_methods=methods, reductions=[("max", 0), ("min", 0)])
+    x = torch.randn(5, 3)
+    hi, lo = fn(x)
+    assert torch.equal(hi, x.amax(0)) and torch.equal(lo, x.amin(0))
+
+
+def test_output_meta_has_the_reduced_shape():
+    ((shape, strides, dtype),) = _function("max", (0, 2), True).output_meta(torch.randn(2, 3, 4), torch.randn(4))
+    assert shape == (1, 3, 1) and dtype == torch.float32
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "shape, kind, dims, dtype",
+    [
+        ((8192, 8192), "sum", -1, torch.float32),
+        ((8192, 8192), "max", 0, torch.float32),
+        ((16384, 128), "sum", -1, torch.bfloat16),
+        ((128, 16384), "sum", -1, torch.bfloat16),
+        ((64, 4096, 64), "sum", (0, 2), torch.float32),
+    ],
+)
+def test_gpu_along_dims_against_torch(shape, kind, dims, dtype):
+    """The issue's benchmark shapes, checked on the GPU (compiled, not interpreted)."""
+    x = torch.randn(shape, device="cuda").to(dtype)
+    fn = _function(kind, dims, deterministic=True)
+    got = fn(x, x)
+    _check(got, kind, x, x, dims if isinstance(dims, tuple) else (dims,))
+    assert torch.equal(got, fn(x, x))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "rows, cols, kind, dtype, block",
+    [
+        (200, 5000, "max", torch.float16, (1, 4096)),
+        (256, 4099, "min", torch.int32, (1, 4096)),
+        (40, 12345, "sum", torch.float32, (1, 4096)),
+        (100, 40000, "sum", torch.bfloat16, (1, 8192)),
+        (128, 32769, "max", torch.int32, (1, 8192)),
+    ],
+)
+def test_gpu_few_long_rows_on_the_pipelined_blocks(rows, cols, kind, dtype, block):
+    """The pipelined (1, 4096) and (1, 8192) blocks compiled: masked tails, integers, a poisoned
+    given output."""
+    make = (lambda *s: torch.randint(-50, 50, s, device="cuda", dtype=dtype)) if dtype == torch.int32 else None
+    make = make or (lambda *s: torch.randn(s, device="cuda").to(dtype))
+    x, y = make(rows, cols), make(cols)
+    fn = _function(kind, -1)
+    assert fn.explain(x, y).block == block
+    out = poisoned_like(torch.empty(rows, device="cuda", dtype=dtype))
+    assert fn(x, y, out0=out) is out
+    _check(out, kind, x, y, (-1,))
+
+
+def test_one_function_over_new_shapes_and_ranks():
+    """Plans and kernels kept per class (function.py's memos) serve new shapes of a known class."""
+    fn = _function("sum", -1, True)
+    for shape in [(4, 7), (9, 7), (9, 13), (4, 1500), (6, 1500), (5, 3, 7), (2, 5, 3, 7)]:
+        x = torch.randn(shape)
+        out = poisoned_like(torch.empty(shape[:-1] + (1,)))
+        assert fn(x, x, out0=out) is out
+        _check(out, "sum", x, x, (-1,), True)
+        _check(fn(x, x), "sum", x, x, (-1,), True)
+
+
+SPLIT_LAYOUTS = {
+    "row-major": lambda n: torch.randn(3, n),
+    "transposed": lambda n: torch.randn(n, 3).t(),
+    "rank 3, middle kept": lambda n: torch.randn(4, 2, n // 4).transpose(0, 1),
+}
+
+
+@pytest.mark.parametrize("layout", list(SPLIT_LAYOUTS))
+@pytest.mark.parametrize("kind", ["sum", "max", "min"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_few_long_rows_split_the_reduced_extent(layout, kind, dtype):
+    """Few kept rows (here 2-3) and a long reduced extent: the kernel writes partial values
+    over slices of the reduced extent, combined by torch; torch's results and dtypes, poisoned
+    given outputs, and a keepdim output of another layout."""
+    x = SPLIT_LAYOUTS[layout](4096).to(dtype)
+    dims = tuple(range(1, x.dim()))
+    fn = _function(kind, dims, keepdim=False, deterministic=True)
+    plan = fn.explain(x, x)
+    assert plan.split_parts > 1 and "split: the reduced extent" in str(plan)
+    _check(fn(x, x), kind, x, x, dims)
+    out = poisoned_like(torch.empty(2 * x.shape[0], dtype=dtype))[::2]
+    assert fn(x, x, out0=out) is out
+    _check(out, kind, x, x, dims)
+    assert torch.equal(fn(x, x), fn(x, x))
+    keep = _function(kind, dims, keepdim=True)
+    _check(keep(x, x), kind, x, x, dims, True)
+
+
+def test_integer_and_many_row_reductions_do_not_split():
+    ints = torch.randint(-3, 4, (3, 4096), dtype=torch.int32)
+    assert _function("sum", -1).explain(ints, ints).split_parts == 1
+    many = torch.randn(300, 4096, device="meta")
+    assert _function("sum", -1).explain(many, many).split_parts == 1
+    few = torch.randn(3, 1000)  # reduced extent too short to cut
+    assert _function("sum", -1).explain(few, few).split_parts == 1
+
+
+@pytest.mark.parametrize(
+    "shape, splits",
+    [
+        ((8, 2**16), True),  # few rows: split whatever their length
+        ((31, 2**16), True),
+        ((32, 2**16), False),  # from 32 rows, rows of 2**16 read faster unsplit
+        ((128, 2**16), False),
+        ((64, 2**18), True),
+        ((192, 2**20), True),
+        ((193, 2**20), False),  # more than 192 rows fill the GPU
+    ],
+)
+def test_the_split_rule_follows_the_row_count_and_the_row_length(shape, splits):
+    x = torch.empty(shape, device="meta")
+    assert (_function("sum", -1).explain(x, x).split_parts > 1) == splits

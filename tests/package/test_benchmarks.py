@@ -1,0 +1,208 @@
+"""The benchmarks check against torch before they time: the shared check, every script importing
+without a GPU, and the scripts with a CPU path run on small inputs, as they are and with a wrong
+answer planted, which must stop them (an exception, so a non-zero exit)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.distributed as dist
+import triton
+
+import benchmarks
+from benchmarks import axis_reductions, bench, cold_start, dtensor_scaling, new_shape, payloads, split_reductions
+from benchmarks.harness import WrongAnswer, check_against, mismatch
+from tests.support.paths import ROOT
+from tritonwise import pointwise_dynamic
+
+SCRIPTS = sorted(module.name for module in pkgutil.iter_modules(benchmarks.__path__))
+
+
+@triton.jit
+def _subtract(x, y):
+    return x - y
+
+
+@triton.jit
+def _subtract_alpha(x, y, alpha):
+    return x - y * alpha
+
+
+@triton.jit
+def _doubled(x):
+    return x + x
+
+
+@triton.jit
+def _identity(x):
+    return x
+
+
+def wrong_add():
+    """An add that subtracts: a wrong answer of the same shape and dtype."""
+    return pointwise_dynamic(promotion_methods=[(0, 1, "DEFAULT")])(_subtract)
+
+
+# ---------------------------------------------------------------------------------------------
+# The shared check
+
+
+def test_check_against_accepts_torchs_answer():
+    x = torch.randn(3, 5)
+    nan = torch.full((2,), float("nan"))
+    check_against((x + 1, x.sum(), nan), (x + 1, x.sum(), nan.clone()), "three outputs")
+    assert mismatch(x.sum(), x.sum() * (1 + 1e-6), "a sum in another order") is None
+
+
+def _with(index: tuple, value: float) -> torch.Tensor:
+    got = torch.arange(6.0).reshape(2, 3)
+    got[index] = value
+    return got
+
+
+@pytest.mark.parametrize(
+    "got, what",
+    [
+        (_with((1, 2), 7.0), "a value"),
+        (_with((0, 0), float("nan")), "NaN where torch has a number"),
+        (torch.arange(6.0).reshape(3, 2), "the shape"),
+        (torch.arange(6.0, dtype=torch.float64).reshape(2, 3), "the dtype"),
+        ((torch.arange(6.0).reshape(2, 3),), "one output of two"),
+    ],
+)
+def test_check_against_names_the_case_of_a_wrong_answer(got, what):
+    expected = torch.arange(6.0).reshape(2, 3)
+    expected = (expected, expected) if what == "one output of two" else expected
+    with pytest.raises(WrongAnswer, match="^the case: wrong answer against torch"):
+        check_against(expected, got, "the case")
+
+
+# ---------------------------------------------------------------------------------------------
+# The package
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_every_benchmark_imports_without_a_gpu(name, monkeypatch):
+    monkeypatch.delenv("TRITONWISE_ATEN", raising=False)  # host_overhead sets it; restored after
+    importlib.import_module(f"benchmarks.{name}")
+
+
+def test_no_benchmark_edits_sys_path():
+    edits = [path.name for path in (ROOT / "benchmarks").glob("*.py") if "sys.path" in path.read_text()]
+    assert not edits
+
+
+# ---------------------------------------------------------------------------------------------
+# The scripts with a CPU path: small inputs, checks only
+
+
+@pytest.mark.parametrize(
+    "main, argv",
+    [
+        (bench.main, ["--device", "cpu"]),
+        (axis_reductions.main, ["--device", "cpu"]),
+        (split_reductions.main, ["--device", "cpu"]),
+        (new_shape.main, ["--device", "cpu", "--shapes", "2"]),
+    ],
+    ids=["bench", "axis_reductions", "split_reductions", "new_shape"],
+)
+def test_a_smoke_run_checks_every_case_and_passes(main, argv, capsys):
+    assert main(argv) == 0
+    assert "give torch's answer" in capsys.readouterr().out
+
+
+def test_bench_stops_at_a_planted_wrong_answer(monkeypatch):
+    monkeypatch.setattr(payloads, "add", wrong_add())
+    with pytest.raises(WrongAnswer, match="add fp32 contiguous"):
+        bench.main(["--device", "cpu", "--only", "add fp32 contiguous"])
+
+
+def test_axis_reductions_stop_at_a_planted_wrong_answer(monkeypatch):
+    sums_not_squares = pointwise_dynamic(_identity, promotion_methods=[(0, "DEFAULT")], reductions=[("sum", -1)])
+    monkeypatch.setattr(axis_reductions, "sum_sq_last", sums_not_squares)
+    with pytest.raises(WrongAnswer, match=r"sum\(x\*x, -1\)"):
+        axis_reductions.main(["--device", "cpu"])
+
+
+def test_split_reductions_stop_at_a_planted_wrong_answer(monkeypatch):
+    monkeypatch.setattr(split_reductions, "ident", _doubled)
+    with pytest.raises(WrongAnswer, match="split"):
+        split_reductions.main(["--device", "cpu"])
+
+
+def test_new_shape_stops_at_a_planted_wrong_answer(monkeypatch):
+    monkeypatch.setattr(new_shape, "add", wrong_add())
+    with pytest.raises(WrongAnswer, match="add 1-D"):
+        new_shape.main(["--device", "cpu", "--shapes", "2"])
+
+
+def test_torch_op_comparison_fails_a_planted_wrong_variant_and_passes_the_others(monkeypatch, capsys):
+    from benchmarks import torch_op_vs_triton_op as torch_op  # registers its custom ops
+
+    wrong_silu = pointwise_dynamic(promotion_methods=[(0, "DEFAULT")])(_doubled)
+    monkeypatch.setattr(torch_op, "silu", wrong_silu)
+    assert torch_op.main(["--device", "cpu", "--no-compile"]) == 1
+    lines = [line.split("|") for line in capsys.readouterr().out.splitlines() if line.startswith("| eager")]
+    rows = {cells[2].strip(): cells[3].strip() for cells in lines}
+    assert rows["tritonwise silu(x)"].startswith("MISMATCH") and rows["torch F.silu"] == "ok", rows
+
+
+def test_dtensor_scaling_checks_each_shard_and_stops_at_a_planted_wrong_answer(monkeypatch, tmp_path):
+    if not dist.is_available():
+        pytest.skip("torch without distributed support")
+    from torch.distributed.tensor import init_device_mesh
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        mesh = init_device_mesh("cpu", (1,))
+        dtensor_scaling.check(dtensor_scaling.cases(24, 40, "cpu", mesh), 24, 40, "cpu")
+        wrong = pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])(_subtract_alpha)
+        monkeypatch.setattr(dtensor_scaling, "axpy", wrong)
+        with pytest.raises(WrongAnswer, match="add fp32"):
+            dtensor_scaling.check(dtensor_scaling.cases(24, 40, "cpu", mesh), 24, 40, "cpu")
+    finally:
+        dist.destroy_process_group()
+
+
+def test_cold_start_exits_non_zero_when_a_first_call_is_wrong(monkeypatch):
+    right = dict(first_ms=1.0, second_layout_ms=1.0, import_library_ms=1.0, correct=True)
+    wrong = dict(right, correct=False, wrong="tritonwise first call: wrong answer against torch")
+    for runs, status in (([right, right], 0), ([right, wrong], 1)):
+        children = iter(runs)
+        monkeypatch.setattr(cold_start, "run_child", lambda library, env, device: next(children))
+        assert cold_start.main(["--libraries", "tritonwise", "--warm-runs", "1", "--device", "cpu"]) == status
+
+
+PLANTED = """
+import sys
+
+import triton
+
+from benchmarks import bench, payloads
+from tritonwise import pointwise_dynamic
+
+
+@triton.jit
+def subtract(x, y):
+    return x - y
+
+
+payloads.add = pointwise_dynamic(promotion_methods=[(0, 1, "DEFAULT")])(subtract)
+sys.exit(bench.main(sys.argv[1:]))
+"""
+
+
+def test_a_benchmark_with_a_wrong_answer_exits_non_zero(tmp_path):
+    script = tmp_path / "planted.py"
+    script.write_text(PLANTED)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    argv = ["--device", "cpu", "--only", "add fp32 contiguous"]
+    command = [sys.executable, str(script), *argv]
+    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0 and "WrongAnswer: add fp32 contiguous" in done.stderr, done.stderr[-2000:]
