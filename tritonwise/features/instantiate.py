@@ -9,7 +9,7 @@ from ..plans.explanation import Explanation
 from ..runtime import arguments as argcheck
 from ..runtime.dispatch import PlanCache
 from ..tracing.expression import status as traced_status
-from . import own_ops
+from . import foreign_buffers, own_ops
 
 
 class InstantiatedFunction:
@@ -32,6 +32,8 @@ class InstantiatedFunction:
         key = argcheck.call_signature(args, outs)
         plan = self._plans.get(key)
         if plan is None:
+            if foreign_buffers.any_foreign((*args, *outs)):  # FlagGems' own StridedBuffers
+                return foreign_buffers.call(self, args, outs)
             scalars = validation.python_scalars(args)
             if scalars is not args:
                 return self(*scalars, **kwargs)

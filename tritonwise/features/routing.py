@@ -1,6 +1,6 @@
 """Routing: calls that no launch plan serves, taken off the plan path before any analysis.
 
-NumPy scalars, tensor subclasses, calls recorded for autograd, complex operands (where the
+Other libraries' StridedBuffers, NumPy scalars, tensor subclasses, calls recorded for autograd, complex operands (where the
 function registered a complex handler), DTensors and negative views each re-enter the function
 with plain arguments or run their own machinery, through the function's public protocol
 (docs/architecture.md). Their signatures never enter the plan cache (they differ from plain
@@ -12,13 +12,15 @@ from __future__ import annotations
 import torch
 
 from ..frontend import validation
-from . import own_ops
+from . import foreign_buffers, own_ops
 
 NO_ROUTE = object()  # route(): an ordinary call, for the plan path
 
 
 def route(fn, args: tuple, outs: tuple):
     """The result of a call that one of the features serves, else NO_ROUTE."""
+    if foreign_buffers.any_foreign((*args, *outs)):  # FlagGems' own StridedBuffers
+        return foreign_buffers.call(fn, args, outs)
     scalars = validation.python_scalars(args)
     if fn.along_dims:
         _check_plain_call(fn.__name__, args, outs)

@@ -1,0 +1,46 @@
+"""Other libraries' StridedBuffers run as tritonwise's own.
+
+FlagGems' ops build their own `StridedBuffer` (flag_gems.utils.tensor_wrapper) and pass it to the
+functions they generate, as input and as given output (its `flip` and `repeat_interleave` do).
+Such an object is recognised by what it offers, not by its class: it is no tensor and has
+`unwrap()` giving the tensor it views, `shape`, `stride()`, `dtype` and `offset`, the elements
+from the unwrapped tensor's first element to index (0, ..., 0). The call runs on tritonwise's
+StridedBuffer over the same memory; a given output comes back as the object given.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..frontend import validation
+from ..strided_buffer import StridedBuffer
+
+_FIELDS = ("shape", "stride", "dtype", "offset")
+
+
+def is_foreign(obj) -> bool:
+    if isinstance(obj, (torch.Tensor, StridedBuffer)) or not callable(getattr(obj, "unwrap", None)):
+        return False
+    return all(hasattr(obj, name) for name in _FIELDS)
+
+
+def any_foreign(values) -> bool:
+    return any(is_foreign(v) for v in values)
+
+
+def _own(obj):
+    if not is_foreign(obj):
+        return obj
+    base = obj.unwrap()
+    if not isinstance(base, torch.Tensor):
+        raise TypeError(f"a {type(obj).__name__}'s unwrap() must give a torch.Tensor, got {type(base).__name__}")
+    return StridedBuffer(base, tuple(obj.shape), tuple(obj.stride()), obj.dtype, obj.offset)
+
+
+def call(function, args: tuple, outs: tuple):
+    """`function(*args, out0=..., ...)` with every foreign buffer replaced by tritonwise's own;
+    the given outputs come back as the objects given."""
+    result = function(*map(_own, args), **validation.output_keywords(tuple(map(_own, outs))))
+    results = result if isinstance(result, tuple) else (result,)
+    given = tuple(o if is_foreign(o) else r for o, r in zip(outs, results)) + results[len(outs) :]
+    return given if isinstance(result, tuple) else given[0]
