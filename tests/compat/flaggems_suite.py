@@ -1,0 +1,146 @@
+"""FlagGems' own tests for its pointwise ops, on the real FlagGems package, per engine, side by side.
+
+    python tests/compat/flaggems_suite.py --wheel flag_gems-5.0.2-py3-none-any.whl \\
+        --tests FLAGGEMS [--rev v5.0.2] [--device cuda|cpu] [--engines tritonwise,native] \\
+        [--quick] [--files test_cosh.py,...] [--jobs N] [--out DIR] [-- pytest args]
+
+The wheel is unpacked into a temporary folder (its own needs, PyYAML and SQLAlchemy, must be
+importable); FlagGems' test files come from FLAGGEMS, a folder holding `tests/` or a git repository
+(bare or not) read at REV. Each engine runs in its own pytest process through the plugin
+flaggems_engine.py, which swaps the generator before `flag_gems` is imported and proves the swap
+took. By default the files are those of ops built on pointwise_dynamic (the plugin chooses them).
+On CPU only tritonwise runs: FlagGems' own engine needs a GPU, and `import flag_gems` fails under
+TRITON_INTERPRET=1. Prints one table of per-file counts; --out also keeps each engine's outcomes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+OUTCOMES = ("passed", "failed", "skipped")
+
+
+def unpack_wheel(wheel: Path, work: Path) -> Path:
+    site = work / "site"
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(site)
+    return site
+
+
+def fetch_tests(flaggems: Path, rev: str, work: Path) -> Path:
+    """A folder holding FlagGems' `tests/` package (and its pytest.ini) for this run."""
+    if (flaggems / "tests" / "conftest.py").is_file():
+        return flaggems
+    archive = subprocess.run(["git", "-C", str(flaggems), "archive", rev, "tests", "pytest.ini"],
+                             check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(work / "flaggems", filter="data")
+    return work / "flaggems"
+
+
+def environment(site: Path, engine: str, device: str, results: Path | None = None) -> dict:
+    env = dict(os.environ, TRITONWISE_FLAGGEMS_ENGINE=engine, TRITONWISE_COMPAT_DEVICE=device,
+               PYTHONPATH=os.pathsep.join([str(HERE), str(REPO), str(site), os.environ.get("PYTHONPATH", "")]))
+    env.pop("TRITON_INTERPRET", None)
+    if results:
+        env["TRITONWISE_FLAGGEMS_RESULTS"] = str(results)
+    return env
+
+
+def choose(root: Path, site: Path, engine: str, device: str) -> dict:
+    """The plugin's proof of the swap and its choice of files, from a process of its own."""
+    done = subprocess.run([sys.executable, str(HERE / "flaggems_engine.py"), str(root / "tests")],
+                          env=environment(site, engine, device), cwd=root, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"engine {engine}: importing flag_gems failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def start(root: Path, site: Path, engine: str, device: str, files: list, options, out: Path):
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "flaggems_engine",
+               "-o", "addopts=", "--tb=line", "-rf"]
+    command += ["--quick"] if options.quick else []
+    command += ["-n", str(options.jobs)] if options.jobs > 1 else []
+    command += [f"tests/{name}" for name in files] + options.pytest_args
+    log = open(out / f"{engine}.log", "w")
+    env = environment(site, engine, device, out / f"{engine}.json")
+    return subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def per_file(outcomes: dict) -> dict:
+    counts: dict = {}
+    for nodeid, outcome in outcomes.items():
+        counts.setdefault(nodeid.split("::")[0].split("/")[-1], Counter())[outcome] += 1
+    return counts
+
+
+def table(results: dict, files: list) -> str:
+    engines = list(results)
+    head = "| file | " + " | ".join(f"{e} passed / failed / skipped" for e in engines) + " |"
+    lines = [head, "|---" * (len(engines) + 1) + "|"]
+    totals = {e: Counter() for e in engines}
+    counts = {e: per_file(results[e]["outcomes"]) for e in engines}
+    for name in files:
+        cells = []
+        for e in engines:
+            c = counts[e].get(name, Counter())
+            totals[e].update(c)
+            cells.append(" / ".join(str(c[o]) for o in OUTCOMES))
+        differs = len({cell for cell in cells}) > 1
+        lines.append(f"| {'**' + name + '**' if differs else name} | " + " | ".join(cells) + " |")
+    lines.append("| total | " + " | ".join(" / ".join(str(totals[e][o]) for o in OUTCOMES) for e in engines) + " |")
+    return "\n".join(lines)
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--wheel", required=True, type=Path, help="flag_gems-*.whl")
+    parser.add_argument("--tests", required=True, type=Path, help="folder with FlagGems' tests/, or its git repository")
+    parser.add_argument("--rev", default="v5.0.2", help="revision of a git --tests (default v5.0.2)")
+    parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    parser.add_argument("--engines", default=None, help="comma-separated: tritonwise,native (cpu: tritonwise)")
+    parser.add_argument("--quick", action="store_true", help="FlagGems' --quick parametrization")
+    parser.add_argument("--files", default=None, help="comma-separated test files (default: the pointwise ones)")
+    parser.add_argument("--jobs", type=int, default=1, help="pytest-xdist workers per engine")
+    parser.add_argument("--out", type=Path, default=None, help="folder for logs and outcomes")
+    parser.add_argument("pytest_args", nargs="*", help="after --: passed to pytest")
+    options = parser.parse_args(argv)
+    default = "tritonwise" if options.device == "cpu" else "tritonwise,native"
+    options.engines = (options.engines or default).split(",")
+    return options
+
+
+def main(argv=None) -> int:
+    options = parse(argv)
+    work = Path(tempfile.mkdtemp(prefix="flaggems_suite_"))
+    out = options.out or work
+    out.mkdir(parents=True, exist_ok=True)
+    site, root = unpack_wheel(options.wheel, work), fetch_tests(options.tests.resolve(), options.rev, work)
+    proofs = {engine: choose(root, site, engine, options.device) for engine in options.engines}
+    for engine, proof in proofs.items():
+        print(f"engine {engine}: FlagGems {proof['version']}, pointwise functions {proof['functions']} "
+              f"in {proof['modules']} modules", flush=True)
+    files = options.files.split(",") if options.files else proofs[options.engines[0]]["files"]
+    print(f"{len(files)} test files: {' '.join(files)}", flush=True)
+    runs = {engine: start(root, site, engine, options.device, files, options, out) for engine in options.engines}
+    codes = {engine: run.wait() for engine, run in runs.items()}
+    results = {engine: json.loads((out / f"{engine}.json").read_text()) for engine in runs}
+    print(f"exit codes {codes}; --quick {options.quick}; device {options.device}\n")
+    print(table(results, files))
+    return 0 if all(not Counter(r["outcomes"].values())["failed"] for r in results.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
