@@ -238,8 +238,9 @@ class LaunchPlan:
             ) from e
 
     def _fast_call(self) -> Optional[Callable]:
-        """The whole hit path for calls that give no outputs, built once: allocate, launch."""
-        if self.direct is None or not self.allocates_and_launches or self.default_dtype is not None:
+        """The whole hit path for calls that give no outputs, built once: allocate, launch. A
+        plan of no elements has none (nor a C hit record): run() allocates and launches nothing."""
+        if self.direct is None or not self.numel or not self.allocates_and_launches or self.default_dtype is not None:
             return None
         direct, shape, device, empty = self.direct, self.out_shape, self.device, torch.empty_strided
         layouts = tuple(zip(self.out_strides, self.out_dtypes))

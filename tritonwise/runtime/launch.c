@@ -113,13 +113,15 @@ static int pack(char kind, PyObject *value, uint64_t *slot, Py_ssize_t index) {
 }
 
 /* Packs `inputs` then `outputs` (PySequence_Fast results) by `kinds`, appends `fixed` and
- * launches; the CUresult, or -1 with an exception set when a value cannot be packed. */
+ * launches; the CUresult, or -1 with an exception set when a value cannot be packed. A grid with
+ * no program (a size-0 task) launches nothing and succeeds: the driver refuses it (error 1). */
 static int pack_and_launch(cu_launch_kernel_t cu_launch_kernel, void *function, unsigned grid_x, unsigned grid_y,
                            unsigned grid_z, unsigned threads, unsigned shared, void *stream, PyObject *kinds,
                            PyObject *fixed, PyObject *inputs, PyObject *outputs) {
     Py_ssize_t n_in = PySequence_Fast_GET_SIZE(inputs), n_out = PySequence_Fast_GET_SIZE(outputs);
     Py_ssize_t n_var = n_in + n_out, n_fixed = PyBytes_GET_SIZE(fixed) / 8;
     const char *kind = PyBytes_AS_STRING(kinds);
+    if (grid_x == 0 || grid_y == 0 || grid_z == 0) return 0;
     uint64_t slots[MAX_PARAMS];
     void *params[MAX_PARAMS];
     if (PyBytes_GET_SIZE(kinds) != n_var || n_var + n_fixed > MAX_PARAMS) {
