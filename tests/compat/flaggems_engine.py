@@ -22,6 +22,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 ENGINES = ("tritonwise", "native")
 
@@ -39,12 +40,15 @@ def swap_engine(engine: str) -> None:
 
 
 def pretend_gpu_for_import() -> None:
-    """What `import flag_gems` asks of a GPU, on a machine without one: its vendor and its name."""
+    """What `import flag_gems` and its tests' skip conditions ask of a GPU, on a machine without
+    one: its vendor, its name and its properties (no memory, so memory-hungry cases skip)."""
     import torch
 
     os.environ.setdefault("GEMS_VENDOR", "nvidia")
     if not torch.cuda.is_available():
-        torch.cuda.get_device_name = lambda *args, **kwargs: "cpu"
+        host = SimpleNamespace(name="cpu", total_memory=0, major=0, minor=0, multi_processor_count=1)
+        torch.cuda.get_device_name = lambda *args, **kwargs: host.name
+        torch.cuda.get_device_properties = lambda *args, **kwargs: host
 
 
 def move_to_cpu(flag_gems) -> None:
@@ -129,6 +133,12 @@ def pytest_runtest_logreport(report):
         _outcomes[report.nodeid] = "skipped"
     elif report.when == "call" and report.nodeid not in _outcomes:
         _outcomes[report.nodeid] = "passed"
+
+
+def pytest_collectreport(report):
+    """A file that fails to import counts as one failed test."""
+    if report.failed:
+        _outcomes[report.nodeid] = "failed"
 
 
 def pytest_sessionfinish(session):

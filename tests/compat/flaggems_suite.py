@@ -70,7 +70,8 @@ def choose(root: Path, site: Path, engine: str, device: str) -> dict:
 
 def start(root: Path, site: Path, engine: str, device: str, files: list, options, out: Path):
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "flaggems_engine",
-               "-o", "addopts=", "--tb=line", "-rf"]
+               "-o", "addopts=", "--tb=line", "-rf",
+               "--continue-on-collection-errors"]
     command += ["--quick"] if options.quick else []
     command += ["-n", str(options.jobs)] if options.jobs > 1 else []
     command += [f"tests/{name}" for name in files] + options.pytest_args
