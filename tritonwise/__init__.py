@@ -8,6 +8,7 @@ from .frontend.decorator import pointwise_dynamic
 from .frontend.promotion import ELEMENTWISE_TYPE_PROMOTION_KIND
 from .frontend.schema import FunctionSchema, SchemaError
 from .function import Explanation, InstantiatedFunction, PointwiseDynamicFunction
+from .prepared import KernelInfo
 from .runtime.freeze import FrozenError, freeze, frozen, unfreeze
 from .runtime.strided_buffer import StridedBuffer
 
@@ -20,6 +21,7 @@ __all__ = [
     "FrozenError",
     "FunctionSchema",
     "InstantiatedFunction",
+    "KernelInfo",
     "NotDifferentiable",
     "PayloadError",
     "PointwiseDynamicFunction",

@@ -31,6 +31,7 @@ from .frontend.summary import summarize
 from .instantiate import InstantiatedFunction
 from .layout_templates import RowRule, row_rule
 from .new_shapes import NewShapes
+from .prepared import KernelInfo, prepare_args, use_fast_path
 from .runtime import arguments as argcheck
 from .runtime import hit_path
 from .runtime.cache import ensure_file
@@ -87,12 +88,18 @@ class PointwiseDynamicFunction:
         self._backward_payload = backward  # a hand-written backward payload, else None (derived)
         self._backward = None  # an autograd.Backward, built on the first call that records
         self._no_outputs = (None,) * schema.num_outputs()
+        self._kernel_infos: dict = {}  # task rank -> KernelInfo of the newest file generated for it
         self.__name__ = self._payload.name
         self.__qualname__ = self._payload.qualname
         self.__doc__ = self._payload.fn.__doc__
 
     @property
     def schema(self) -> FunctionSchema:
+        return self._schema
+
+    @property
+    def fx(self) -> FunctionSchema:
+        """The schema, by the name FlagGems' PointwiseDynamicFunction gives it."""
         return self._schema
 
     @property
@@ -246,6 +253,38 @@ class PointwiseDynamicFunction:
         if rank not in self._instances:
             self._instances[rank] = InstantiatedFunction(self, rank)
         return self._instances[rank]
+
+    use_fast_path = staticmethod(use_fast_path)
+
+    def prepare_args(self, *args, _skip_tensor_check: bool = False, **kwargs) -> tuple:
+        """FlagGems' (ndim, args, kwargs) for `self.instantiate(ndim)(*args, **kwargs)`: outputs
+        allocated, operands wrapped as StridedBuffers over the task shape (prepared.py)."""
+        return prepare_args(self, args, kwargs, _skip_tensor_check)
+
+    def get_kernel_info(self, ndim: int, *args, **kwargs) -> KernelInfo:
+        """The generated file of a rank-`ndim` kernel, as FlagGems' KernelInfo. tritonwise
+        generates one file per dtypes and layout class, so `args` (and given outputs) choose it:
+        the file `self.instantiate(ndim)` runs for them, written if missing. Without arguments,
+        the newest file this function has generated for a rank-`ndim` task."""
+        if args or kwargs:
+            outs = self._outputs(kwargs)
+            self.instantiate(ndim)._check(args, outs)
+            types, reductions, task, _ = self._analyze(args, outs, False)
+            self._note_file(self._spec(args, outs, types, reductions, task), None, task)
+        info = self._kernel_infos.get(ndim)
+        if info is None:
+            raise LookupError(
+                f"{self.__name__}.get_kernel_info({ndim}): no rank-{ndim} kernel generated yet; tritonwise "
+                "generates one per dtypes and layout, so pass example arguments: get_kernel_info(ndim, *args)"
+            )
+        return info
+
+    def _note_file(self, spec, path, task: TaskPlan):
+        """Remember `spec`'s file (written now when `path` is None) as its rank's KernelInfo."""
+        path = path if path is not None else _cached_file(spec)
+        rank = len(task.task_shape)
+        self._kernel_infos[rank] = KernelInfo(str(path), spec.kernel_name, "launch", rank)
+        return path
 
     def explain(self, *args, **kwargs) -> "Explanation":
         """The plan for these arguments, without launching."""
@@ -455,7 +494,7 @@ class PointwiseDynamicFunction:
         path = launch = None
         if loads:
             try:
-                path = _cached_file(spec)
+                path = self._note_file(spec, None, task)
             except FrozenError as e:
                 raise FrozenError(f"{self.__name__}({argcheck.describe_values(args)}): {e}") from None
             alias = payload_alias(spec.payload_name, spec.kernel_name)

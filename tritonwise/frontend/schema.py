@@ -53,6 +53,12 @@ class FunctionSchema:
         self._num_outputs = num_outputs
         self._input_index = _positions_within_kind(self._is_tensor)
 
+    @staticmethod
+    def canonicalize_promotion_methods(promotion_methods) -> list:
+        """FlagGems' canonical form of `promotion_methods`: one `(i, j, ..., KIND)` tuple per
+        output, KIND the ELEMENTWISE_TYPE_PROMOTION_KIND member (names are looked up)."""
+        return [_canonical_method(m) for m in promotion_methods]
+
     def num_inputs(self) -> int:
         return self._num_inputs
 
@@ -127,7 +133,7 @@ def _resolve_inputs(num_inputs, is_tensor, dtypes):
     return n, is_tensor, dtypes
 
 
-def _canonical_method(method, num_inputs: int) -> tuple:
+def _canonical_method(method, num_inputs: Optional[int] = None) -> tuple:
     _check(isinstance(method, (tuple, list)) and len(method) >= 2, f"bad promotion method {method!r}")
     *indices, kind = method
     if len(indices) == 1 and isinstance(indices[0], (tuple, list)):
@@ -135,7 +141,7 @@ def _canonical_method(method, num_inputs: int) -> tuple:
     _check(len(indices) > 0, f"promotion method {method!r} names no argument")
     for i in indices:
         _check(
-            isinstance(i, int) and 0 <= i < num_inputs,
+            isinstance(i, int) and 0 <= i and (num_inputs is None or i < num_inputs),
             f"promotion method {method!r}: argument index {i!r} out of range for {num_inputs} inputs",
         )
     try:

@@ -1,0 +1,98 @@
+"""FlagGems' manual-instantiation helpers, with FlagGems' meaning, over tritonwise's public surface.
+
+FlagGems' PointwiseDynamicFunction calls `prepare_args` and then `instantiate(ndim)`: outputs
+are allocated (dtypes by the schema's promotion), every tensor is wrapped as a StridedBuffer
+over the task shape (broadcast strides), and calls whose tensors share one dense layout
+(`use_fast_path`) are flattened to one dimension. tritonwise's own __call__ plans more finely
+and needs none of this; these exist so code written against FlagGems' API runs unchanged.
+`get_kernel_info` names a generated file as FlagGems' does (KernelInfo).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+from .frontend import validation
+from .runtime.arguments import dense_extent
+from .runtime.strided_buffer import StridedBuffer
+
+
+@dataclass
+class KernelInfo:
+    """A generated kernel as FlagGems' C++ integration reads it: the file, the @triton.jit
+    kernel's name in it, the name of the function that launches it, and the task rank."""
+
+    file_path: str
+    kernel_name: str
+    wrapper_name: str
+    ndim: int
+
+
+def use_fast_path(tensors: Sequence) -> bool:
+    """FlagGems' rule: one shape, and either every tensor C-contiguous or all of the same
+    strides over non-overlapping dense memory; such a call runs as one flat dimension."""
+    tensors = list(tensors)
+    shape = tuple(tensors[0].shape)
+    if any(tuple(t.shape) != shape for t in tensors):
+        return False
+    if all(_c_contiguous(t) for t in tensors):
+        return True
+    strides = tuple(tensors[0].stride())
+    same = all(tuple(t.stride()) == strides for t in tensors)
+    return same and min(strides, default=0) >= 0 and dense_extent(shape, strides) is not None
+
+
+def _c_contiguous(t) -> bool:
+    expected = 1
+    for n, s in reversed(list(zip(t.shape, t.stride()))):
+        if n != 1 and s != expected:
+            return False
+        expected *= n
+    return True
+
+
+def prepare_args(fn, args: tuple, kwargs: dict, skip_tensor_check: bool = False) -> tuple:
+    """(ndim, args, kwargs) for `fn.instantiate(ndim)(*args, **kwargs)`: FlagGems'
+    PointwiseDynamicFunction.prepare_args. Missing outputs are allocated (like the first tensor
+    of the task's shape, else C-contiguous), and every tensor and output is a StridedBuffer."""
+    schema = fn.schema
+    given = {k: v for k, v in kwargs.items() if v is not None}
+    if not skip_tensor_check:
+        validation.check_kinds(fn.__name__, schema, validation.python_scalars(args))
+    inputs = [a for i, a in enumerate(args) if schema.is_tensor(i)]
+    missing = [k for k in range(schema.num_outputs()) if f"out{k}" not in given]
+    dtypes = [meta[2] for meta in fn.output_meta(*args)] if missing else []
+    tensors = [given[f"out{k}"] for k in range(schema.num_outputs()) if f"out{k}" in given] + inputs
+    if use_fast_path(tensors):
+        task_shape = (math.prod(tensors[0].shape),)
+        model = tensors[0]
+        wrap = lambda t: StridedBuffer(t, task_shape, (1,))  # noqa: E731 (one layout for all)
+    else:
+        task_shape = tuple(torch.broadcast_shapes(*[t.shape for t in inputs])) if inputs else ()
+        model = next((t for t in tensors if tuple(t.shape) == task_shape), None)
+        wrap = lambda t: StridedBuffer(t, task_shape, _broadcast_strides(t, task_shape))  # noqa: E731
+    for k, dtype in zip(missing, [dtypes[k] for k in missing]):
+        given[f"out{k}"] = _allocated(model, task_shape, dtype, tensors)
+    wrapped = tuple(wrap(a) if schema.is_tensor(i) else a for i, a in enumerate(args))
+    return len(task_shape), wrapped, {name: wrap(t) for name, t in given.items()}
+
+
+def _allocated(model, task_shape: tuple, dtype, tensors: list) -> torch.Tensor:
+    """An output like `model` (its strides, `torch.empty_like`), else C-contiguous."""
+    if model is not None and isinstance(model, torch.Tensor):
+        return torch.empty_like(model, dtype=dtype)
+    return torch.empty(task_shape if model is None else model.shape, dtype=dtype, device=tensors[0].device)
+
+
+def _broadcast_strides(t, task_shape: tuple) -> tuple:
+    """`t`'s strides over `task_shape`: 0 along the dims it is broadcast over."""
+    shape, strides = tuple(t.shape), tuple(t.stride())
+    lead = len(task_shape) - len(shape)
+    return tuple(
+        0 if d < lead or shape[d - lead] == 1 and task_shape[d] != 1 else strides[d - lead]
+        for d in range(len(task_shape))
+    )
