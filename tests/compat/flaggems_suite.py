@@ -10,7 +10,7 @@ importable); FlagGems' test files come from FLAGGEMS, a folder holding `tests/` 
 flaggems_engine.py, which swaps the generator before `flag_gems` is imported and proves the swap
 took. By default the files are those of ops built on pointwise_dynamic (the plugin chooses them).
 On CPU only tritonwise runs: FlagGems' own engine needs a GPU, and `import flag_gems` fails under
-TRITON_INTERPRET=1. Prints one table of per-file counts; --out also keeps each engine's outcomes.
+TRITON_INTERPRET=1. Prints one table of per-file counts; --out keeps the logs and every test's outcome.
 """
 
 from __future__ import annotations
@@ -68,16 +68,34 @@ def choose(root: Path, site: Path, engine: str, device: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def start(root: Path, site: Path, engine: str, device: str, files: list, options, out: Path):
+def start(root: Path, site: Path, engine: str, device: str, files: list, options, out: Path, shard: int):
+    """One pytest process over `files` (pytest-xdist does not fit: FlagGems' parametrizations
+    differ from one process to the next, so its workers disagree on what they collected)."""
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "flaggems_engine",
-               "-o", "addopts=", "--tb=line", "-rf",
-               "--continue-on-collection-errors"]
+               "-o", "addopts=", "--tb=line", "-rf", "--continue-on-collection-errors"]
     command += ["--quick"] if options.quick else []
-    command += ["-n", str(options.jobs)] if options.jobs > 1 else []
     command += [f"tests/{name}" for name in files] + options.pytest_args
-    log = open(out / f"{engine}.log", "w")
-    env = environment(site, engine, device, out / f"{engine}.json")
+    log = open(out / f"{engine}.{shard}.log", "w")
+    env = environment(site, engine, device, out / f"{engine}.{shard}.json")
     return subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def run_engines(root: Path, site: Path, files: list, options, out: Path) -> dict:
+    """Every engine over every file, at the same time, in --jobs processes per engine (files dealt
+    round-robin); {engine: {test id: outcome}}."""
+    shards = [files[i::options.jobs] for i in range(options.jobs) if files[i::options.jobs]]
+    runs = [(engine, start(root, site, engine, options.device, shard, options, out, i))
+            for engine in options.engines for i, shard in enumerate(shards)]
+    outcomes = {engine: {} for engine in options.engines}
+    for engine, run in runs:
+        run.wait()
+    for engine in options.engines:
+        for i in range(len(shards)):
+            path = out / f"{engine}.{i}.json"
+            if not path.is_file():  # the process died before its session ended: its log says why
+                raise SystemExit(f"engine {engine}: no results from {path.name}; see {engine}.{i}.log")
+            outcomes[engine].update(json.loads(path.read_text())["outcomes"])
+    return outcomes
 
 
 def per_file(outcomes: dict) -> dict:
@@ -92,7 +110,7 @@ def table(results: dict, files: list) -> str:
     head = "| file | " + " | ".join(f"{e} passed / failed / skipped" for e in engines) + " |"
     lines = [head, "|---" * (len(engines) + 1) + "|"]
     totals = {e: Counter() for e in engines}
-    counts = {e: per_file(results[e]["outcomes"]) for e in engines}
+    counts = {e: per_file(results[e]) for e in engines}
     for name in files:
         cells = []
         for e in engines:
@@ -114,7 +132,7 @@ def parse(argv):
     parser.add_argument("--engines", default=None, help="comma-separated: tritonwise,native (cpu: tritonwise)")
     parser.add_argument("--quick", action="store_true", help="FlagGems' --quick parametrization")
     parser.add_argument("--files", default=None, help="comma-separated test files (default: the pointwise ones)")
-    parser.add_argument("--jobs", type=int, default=1, help="pytest-xdist workers per engine")
+    parser.add_argument("--jobs", type=int, default=1, help="pytest processes per engine")
     parser.add_argument("--out", type=Path, default=None, help="folder for logs and outcomes")
     parser.add_argument("pytest_args", nargs="*", help="after --: passed to pytest")
     options = parser.parse_args(argv)
@@ -135,12 +153,11 @@ def main(argv=None) -> int:
               f"in {proof['modules']} modules", flush=True)
     files = options.files.split(",") if options.files else proofs[options.engines[0]]["files"]
     print(f"{len(files)} test files: {' '.join(files)}", flush=True)
-    runs = {engine: start(root, site, engine, options.device, files, options, out) for engine in options.engines}
-    codes = {engine: run.wait() for engine, run in runs.items()}
-    results = {engine: json.loads((out / f"{engine}.json").read_text()) for engine in runs}
-    print(f"exit codes {codes}; --quick {options.quick}; device {options.device}\n")
+    results = run_engines(root, site, files, options, out)
+    (out / "outcomes.json").write_text(json.dumps(results, indent=1))
+    print(f"--quick {options.quick}; device {options.device}\n")
     print(table(results, files))
-    return 0 if all(not Counter(r["outcomes"].values())["failed"] for r in results.values()) else 1
+    return 0 if all(not Counter(r.values())["failed"] for r in results.values()) else 1
 
 
 if __name__ == "__main__":
