@@ -40,18 +40,23 @@ def fetch_benchmark(flaggems: Path, rev: str, work: Path) -> Path:
     return work / "flaggems"
 
 
-def run_engine(root: Path, site: Path, engine: str, files: list, extra: list, out: Path) -> list:
-    """Run the files on one engine; FlagGems' records (one per op and dtype) as dicts."""
+def run_engine(root: Path, site: Path, engine: str, files: list, extra: list, out: Path, seconds: float) -> list:
+    """Run the files on one engine for at most `seconds`; FlagGems' records (one per op and dtype,
+    written as each finishes, so a run cut short still yields its first ops) as dicts."""
     for old in root.glob("result_*.log"):
         old.unlink()
     command = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "-p", "flaggems_engine",
                "-o", "addopts=", "--record", "log", *extra, *[f"benchmark/{name}" for name in files]]
     with open(out / f"bench_{engine}.log", "w") as log:
-        subprocess.run(command, cwd=root, env=environment(site, engine, "cuda", out / f"bench_{engine}.json"),
-                       stdout=log, stderr=subprocess.STDOUT)
+        try:
+            subprocess.run(command, cwd=root, env=environment(site, engine, "cuda"), stdout=log,
+                           stderr=subprocess.STDOUT, timeout=seconds)
+        except subprocess.TimeoutExpired:
+            log.write(f"\n[flaggems_bench] stopped after {seconds:.0f} s\n")
     records = []
     for path in root.glob("result_*.log"):
-        for line in path.read_text().splitlines():
+        path.replace(out / f"bench_{engine}.records.log")
+        for line in (out / f"bench_{engine}.records.log").read_text().splitlines():
             text = line.partition("] ")[2]
             if text.startswith("{") and '"op_name"' in text:
                 records.append(json.loads(text))
@@ -106,6 +111,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rev", default="v5.0.2")
     parser.add_argument("--files", default=DEFAULT_FILES)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--seconds", type=float, default=3600, help="time for both engines together")
     parser.add_argument("bench_args", nargs="*", help="after --: passed to FlagGems' harness")
     options = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="flaggems_bench_"))
@@ -113,7 +119,7 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     site, root = unpack_wheel(options.wheel, work), fetch_benchmark(options.tests.resolve(), options.rev, work)
     files, extra = options.files.split(","), options.bench_args or DEFAULT_ARGS
-    results = {engine: latencies(run_engine(root, site, engine, files, extra, out)) for engine in ("native", "tritonwise")}
+    results = {engine: latencies(run_engine(root, site, engine, files, extra, out, options.seconds / 2)) for engine in ("native", "tritonwise")}
     kept = pointwise_ops(root, site, sorted({key[0] for key in results["native"]}))
     rows, mean = compare(results["native"], results["tritonwise"], kept.__contains__)
     print(table(rows, mean))

@@ -12,7 +12,7 @@ machine without a GPU, so it is told it is on NVIDIA (GEMS_VENDOR) and given the
 config cache is named after; then `flag_gems.device` and the dispatch key its `use_gems()`
 registers under become the CPU's. The native engine needs TRITON_INTERPRET=1 there.
 
-TRITONWISE_FLAGGEMS_RESULTS=PATH writes each test's outcome as JSON when the session ends.
+TRITONWISE_FLAGGEMS_RESULTS=PATH appends each test's outcome to PATH as a JSON line.
 """
 
 from __future__ import annotations
@@ -118,11 +118,20 @@ def load(engine: str, device: str):
 ENGINE = os.environ.get("TRITONWISE_FLAGGEMS_ENGINE", "tritonwise")
 DEVICE = os.environ.get("TRITONWISE_COMPAT_DEVICE") or "cuda"
 flag_gems, MODULES, COUNTS = load(ENGINE, DEVICE)
-_outcomes: dict = {}
+_outcomes: dict = {}  # test id -> outcome so far
 
 
 def pytest_report_header(config):
     return f"FlagGems {flag_gems.__version__} on {ENGINE}: {COUNTS[ENGINE]} pointwise functions, device {DEVICE}"
+
+
+def _record(nodeid: str, outcome: str) -> None:
+    """Append one test's outcome to TRITONWISE_FLAGGEMS_RESULTS (JSON lines, written as tests end,
+    so a process that dies mid-run leaves the outcomes before it)."""
+    path = os.environ.get("TRITONWISE_FLAGGEMS_RESULTS")
+    if path:
+        with open(path, "a") as results:
+            results.write(json.dumps([nodeid, outcome]) + "\n")
 
 
 def pytest_runtest_logreport(report):
@@ -133,20 +142,14 @@ def pytest_runtest_logreport(report):
         _outcomes[report.nodeid] = "skipped"
     elif report.when == "call" and report.nodeid not in _outcomes:
         _outcomes[report.nodeid] = "passed"
+    if report.when == "teardown":
+        _record(report.nodeid, _outcomes.get(report.nodeid, "failed"))
 
 
 def pytest_collectreport(report):
     """A file that fails to import counts as one failed test."""
     if report.failed:
-        _outcomes[report.nodeid] = "failed"
-
-
-def pytest_sessionfinish(session):
-    path = os.environ.get("TRITONWISE_FLAGGEMS_RESULTS")
-    if path and not hasattr(session.config, "workerinput"):  # xdist's controller writes, not its workers
-        Path(path).write_text(json.dumps({"engine": ENGINE, "device": DEVICE, "functions": COUNTS, "modules": MODULES,
-                                          "outcomes": _outcomes}, indent=1))
-
+        _record(report.nodeid, "failed")
 
 if __name__ == "__main__":  # python flaggems_engine.py TESTS_DIR: the swap's proof and the chosen files
     print(json.dumps({"engine": ENGINE, "version": flag_gems.__version__, "functions": COUNTS,

@@ -76,7 +76,7 @@ def start(root: Path, site: Path, engine: str, device: str, files: list, options
     command += ["--quick"] if options.quick else []
     command += [f"tests/{name}" for name in files] + options.pytest_args
     log = open(out / f"{engine}.{shard}.log", "w")
-    env = environment(site, engine, device, out / f"{engine}.{shard}.json")
+    env = environment(site, engine, device, out / f"{engine}.{shard}.jsonl")
     return subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
@@ -84,17 +84,18 @@ def run_engines(root: Path, site: Path, files: list, options, out: Path) -> dict
     """Every engine over every file, at the same time, in --jobs processes per engine (files dealt
     round-robin); {engine: {test id: outcome}}."""
     shards = [files[i::options.jobs] for i in range(options.jobs) if files[i::options.jobs]]
-    runs = [(engine, start(root, site, engine, options.device, shard, options, out, i))
+    runs = [(engine, i, start(root, site, engine, options.device, shard, options, out, i))
             for engine in options.engines for i, shard in enumerate(shards)]
     outcomes = {engine: {} for engine in options.engines}
-    for engine, run in runs:
-        run.wait()
+    for engine, i, run in runs:
+        if run.wait() not in (0, 1):  # pytest: 0 all passed, 1 some failed; else it broke off
+            print(f"engine {engine}: pytest exited {run.returncode}, see {engine}.{i}.log", flush=True)
     for engine in options.engines:
         for i in range(len(shards)):
-            path = out / f"{engine}.{i}.json"
-            if not path.is_file():  # the process died before its session ended: its log says why
-                raise SystemExit(f"engine {engine}: no results from {path.name}; see {engine}.{i}.log")
-            outcomes[engine].update(json.loads(path.read_text())["outcomes"])
+            path = out / f"{engine}.{i}.jsonl"
+            for line in path.read_text().splitlines() if path.is_file() else []:
+                nodeid, outcome = json.loads(line)
+                outcomes[engine][nodeid] = outcome
     return outcomes
 
 
