@@ -19,9 +19,9 @@ given output is complex (a complex tensor or a python `complex`).
   cross kernel takes scalars -- then the other arguments, and writes (real, imag) of the one
   output straight into the complex result through strided views.
 
-Conjugate views are resolved (`resolve_conj`) before their data is read. Results are complex
-(a promotion that gives a real dtype for complex operands, e.g. ALWAYS_BOOL, is refused);
-allocated results are C-contiguous.
+Conjugate and negative views are resolved (own_ops.resolved, no aten op) before their data is
+read. Results are complex (a promotion that gives a real dtype for complex operands, e.g.
+ALWAYS_BOOL, is refused); allocated results are C-contiguous.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from typing import Callable, Optional
 
 import torch
 
+from . import own_ops
 from .frontend import validation
 from .frontend.dtypes import resolve_types
 from .frontend.promotion import ELEMENTWISE_TYPE_PROMOTION_KIND, promote
@@ -162,7 +163,7 @@ def _real_into_complex(fn, args: tuple, outs: tuple):
     result = fn(*args, **validation.output_keywords(reals))
     for o in outs:
         if o is not None and is_complex(o):
-            torch.view_as_real(o)[..., 1].zero_()
+            own_ops.zero_(torch.view_as_real(o)[..., 1])
     return _given_or(result, outs)
 
 
@@ -200,12 +201,8 @@ def _outputs(fn, args: tuple, outs: tuple) -> list:
 
 
 def _resolved(a):
-    if isinstance(a, torch.Tensor):
-        if a.is_conj():
-            return a.resolve_conj()
-        if a.is_neg():
-            return a.resolve_neg()
-    return a
+    """`a` with its conjugate or negative bit resolved by tritonwise's own kernels (own_ops.py)."""
+    return own_ops.resolved(a)
 
 
 def _device(args: tuple):

@@ -29,6 +29,7 @@ from .frontend.reduction import AxisEntry, kind_of, parse_reductions, reduction_
 from .frontend.schema import FunctionSchema
 from .frontend.summary import summarize
 from .instantiate import InstantiatedFunction
+from . import own_ops
 from .layout_templates import RowRule, row_rule
 from .new_shapes import NewShapes
 from .prepared import KernelInfo, prepare_args, use_fast_path
@@ -201,7 +202,7 @@ class PointwiseDynamicFunction:
             from . import dtensor  # imports torch.distributed.tensor, which the caller has already
 
             return dtensor.call(self, args, outs)
-        resolved = validation.resolve_negative_views(self.__name__, args, outs)
+        resolved = own_ops.resolve_negative_views(self.__name__, args, outs)
         if resolved is not None:
             return self(*resolved, **validation.output_keywords(outs))
         return _NO_ROUTE
@@ -387,7 +388,7 @@ class PointwiseDynamicFunction:
         types = resolve_types(schema, args, widen_bools=not self._payload.uses_invert)
         reductions = tuple(r and reduction_of(kind_of(r), types.results[k]) for k, r in enumerate(self._reductions))
         for k, (out, r) in enumerate(zip(outs, reductions)):
-            if out is not None and r is None and not torch.can_cast(types.results[k], out.dtype):
+            if out is not None and r is None and not self._copies(k) and not torch.can_cast(types.results[k], out.dtype):
                 types = self._payload_result(k, out.dtype, types, args)
         return _Frontend(key, types, reductions, device)
 
@@ -405,6 +406,8 @@ class PointwiseDynamicFunction:
         for k, (out, r) in enumerate(zip(outs, reductions)):
             if out is not None:
                 dtype, expected = (types.results[k], shape) if r is None else (r.result, r.result_shape(shape))
+                if r is None and self._copies(k):
+                    dtype = out.dtype  # a copy converts to any given dtype
                 validation.check_output(name, k, out, expected, dtype, front.device)
         if self._along_dims:
             return self._analyze_rows(inputs, outs, reductions, shape, tensors, types)
@@ -444,6 +447,13 @@ class PointwiseDynamicFunction:
         layouts = [_layout(o) for o in outs]
         itemsize = _itemsize(tensors, types)
         return analyze_rows(inputs, layouts, r.dims, r.keepdim, itemsize, self._config, splittable(reductions))
+
+    def _copies(self, k: int) -> bool:
+        """Whether output `k` is a copy (the payload returns one of its arguments unchanged): a
+        given output of a copy takes any dtype, converted on store as torch's copy_ converts,
+        where other outputs follow torch's out= rule, torch.can_cast (docs/flaggems_semantics.md).
+        FlagGems' to_copy and copy_ rely on it."""
+        return self._payload.copies_input(k)
 
     def _payload_result(self, k: int, out_dtype, types, args):
         """A given output that cannot hold its promotion's result (torch.can_cast) takes the

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import own_ops
 from .explanation import Explanation
 from .frontend import validation
 from .runtime import arguments as argcheck
@@ -30,7 +31,7 @@ class InstantiatedFunction:
             scalars = validation.python_scalars(args)
             if scalars is not args:
                 return self(*scalars, **kwargs)
-            resolved = validation.resolve_negative_views(self.__name__, args, outs)
+            resolved = own_ops.resolve_negative_views(self.__name__, args, outs)
             if resolved is not None:
                 return self(*resolved, **kwargs)
             self._check(args, outs)

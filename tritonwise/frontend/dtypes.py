@@ -59,10 +59,26 @@ def resolve_types(schema: FunctionSchema, args: Sequence, widen_bools: bool = Tr
         chains = [None] * schema.num_inputs()
         for i in method[:-1]:
             chains[i] = _chain(_dtype_of(args[i]), _rounds(args[i], method[-1]) and common, compute)
+        _widen_alike(chains, args)
         results.append(result)
         computes.append(compute)
         conversions.append(tuple(chains))
     return CallTypes(tuple(results), tuple(computes), tuple(conversions))
+
+
+HALF_FLOATS = (torch.float16, torch.bfloat16)
+
+
+def _widen_alike(chains: list, args: Sequence) -> None:
+    """An input no promotion method names reaches the payload as it comes, except a 16-bit float
+    tensor beside a named input of its dtype that computes in float32 (opmath): it is widened
+    alike, so the payload sees one dtype for both. FlagGems' angle payload takes (real, imag)
+    of complex32, names only `real`, and branches on `real.dtype == tl.float16` to widen both
+    itself; a float32 `real` beside a float16 `imag` reached atan2 with two dtypes."""
+    widened = {_dtype_of(args[j]) for j, c in enumerate(chains) if c and c[-1] == torch.float32}
+    for i, arg in enumerate(args):
+        if chains[i] is None and isinstance(arg, torch.Tensor) and arg.dtype in HALF_FLOATS and arg.dtype in widened:
+            chains[i] = (torch.float32,)
 
 
 def _common_dtype(method: tuple, args: Sequence, result: torch.dtype) -> torch.dtype:

@@ -28,6 +28,13 @@ class Payload:
     min_params: int  # those without a default
     variadic: bool  # takes *args
     uses_invert: bool = False  # `~` in its source: bool operands stay int1 (see frontend/dtypes.py)
+    # per returned value, the parameter index it returns unchanged (a copy), else None; () when
+    # the body is more than one return statement (see passed_through)
+    copies: tuple = ()
+
+    def copies_input(self, k: int) -> bool:
+        """Whether the payload's value `k` is one of its arguments returned as it came."""
+        return k < len(self.copies) and self.copies[k] is not None
 
     def check_arity(self, num_inputs: int, described: str) -> None:
         """A schema with `num_inputs` inputs calls the payload with that many arguments: report a
@@ -74,7 +81,29 @@ def inspect_payload(obj) -> Payload:
         min_params=sum(p.default is p.empty for p in positional),
         variadic=any(p.kind is p.VAR_POSITIONAL for p in params),
         uses_invert=_uses_invert(source),
+        copies=passed_through(source, [p.name for p in positional]),
     )
+
+
+def passed_through(source: str, params: list) -> tuple:
+    """Per returned value of a payload whose body is one `return` statement (a docstring
+    aside), the index of the parameter it returns unchanged, else None: `return x` is (0,),
+    `return x * 2, y` is (None, 1). () for any other body."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ()
+    func = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
+    body = func.body if func is not None else []
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+        return ()
+    value = body[0].value
+    values = value.elts if isinstance(value, ast.Tuple) else [value]
+    return tuple(params.index(v.id) if isinstance(v, ast.Name) and v.id in params else None for v in values)
 
 
 def _uses_invert(source: str) -> bool:
