@@ -121,4 +121,5 @@ def test_get_kernel_info_names_the_file_instantiate_runs():
 
 def test_get_kernel_info_refuses_arguments_of_another_rank():
     with pytest.raises(ValueError, match="expected exactly 3"):
-        _axpy().get_kernel_info(3, torch.randn(2, 3), torch.randn(2, 3), 1.0, out0=torch.empty(2, 3), out1=torch.empty(2, 3))
+        x, out = torch.randn(2, 3), torch.empty(2, 3)
+        _axpy().get_kernel_info(3, x, x, 1.0, out0=out, out1=out)

@@ -21,6 +21,7 @@ from .codegen.key import generator_digest
 from .codegen.params import index_arg_values
 from .codegen.render import identity_marks, payload_alias, render
 from .config import CodeGenConfig
+from .derived_payloads import PayloadVariants
 from .explanation import Explanation
 from .frontend import validation
 from .frontend.dtypes import check_unsigned_scalars, resolve_types
@@ -90,6 +91,7 @@ class PointwiseDynamicFunction:
         self._backward = None  # an autograd.Backward, built on the first call that records
         self._no_outputs = (None,) * schema.num_outputs()
         self._kernel_infos: dict = {}  # task rank -> KernelInfo of the newest file generated for it
+        self._variants = PayloadVariants(self._payload)  # what kernels with several payload calls run
         self.__name__ = self._payload.name
         self.__qualname__ = self._payload.qualname
         self.__doc__ = self._payload.fn.__doc__
@@ -388,7 +390,9 @@ class PointwiseDynamicFunction:
         types = resolve_types(schema, args, widen_bools=not self._payload.uses_invert)
         reductions = tuple(r and reduction_of(kind_of(r), types.results[k]) for k, r in enumerate(self._reductions))
         for k, (out, r) in enumerate(zip(outs, reductions)):
-            if out is not None and r is None and not self._copies(k) and not torch.can_cast(types.results[k], out.dtype):
+            if out is None or r is not None or self._copies(k):
+                continue
+            if not torch.can_cast(types.results[k], out.dtype):
                 types = self._payload_result(k, out.dtype, types, args)
         return _Frontend(key, types, reductions, device)
 
@@ -482,7 +486,8 @@ class PointwiseDynamicFunction:
         plan = self._bind(args, outs, types, reductions, task, device)
         if plan.path is not None:
             alias = payload_alias(plan.spec.payload_name, plan.spec.kernel_name)
-            module = load(plan.path, plan.spec.kernel_name, alias, self._payload, "gpu")
+            variants = self._variants.bindings(plan.spec, alias)
+            module = load(plan.path, plan.spec.kernel_name, alias, self._payload, "gpu", variants)
             kernel = getattr(module, plan.spec.kernel_name)
             compile_ahead(plan.spec.file_name, kernel, plan.kernel_values(args, outs), plan.num_warps, targets)
         return plan.path
@@ -509,7 +514,7 @@ class PointwiseDynamicFunction:
                 raise FrozenError(f"{self.__name__}({argcheck.describe_values(args)}): {e}") from None
             alias = payload_alias(spec.payload_name, spec.kernel_name)
             backend = "interpreter" if interpreted else "gpu"
-            launch = load(path, spec.kernel_name, alias, self._payload, backend).launch
+            launch = load(path, spec.kernel_name, alias, self._payload, backend, self._variants.bindings(spec, alias)).launch
         kernel = _Kernel(spec, path, launch)
         if memo is not None:
             _remember(self._kernels, memo, kernel)

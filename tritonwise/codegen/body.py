@@ -163,9 +163,12 @@ def body_text(spec: KernelSpec, payload_alias: str) -> str:
         lines = [_load(i.name, acc[i.name], (), eviction) for i in tensors]
         lines += [f"{n} = {i.name}{conversion_text(c)}" for i in tensors for n, c in _conversions(spec, i) if c]
     for call in spec.calls:
-        taken = ", ".join(o.name if o.name in call.outputs else "_" for o in spec.outputs)
         args = ", ".join(_argument(i.name, call) if len(spec.calls) > 1 else i.name for i in spec.inputs)
-        lines.append(f"{taken} = {payload_alias}({args})")
+        if call.variant:  # computes only its outputs (frontend/variants.py)
+            lines.append(f"{', '.join(call.outputs)} = {call.variant_alias(payload_alias)}({args})")
+        else:
+            taken = ", ".join(o.name if o.name in call.outputs else "_" for o in spec.outputs)
+            lines.append(f"{taken} = {payload_alias}({args})")
     lines += [_store(o, acc[o.name]) for o in spec.elementwise_outputs]
     lines += [_reduce(spec, o) for o in spec.reduced_outputs]
     lines += [_row_step(spec, o) for o in spec.row_reduced_outputs]

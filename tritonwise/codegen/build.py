@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+import functools
+from typing import Optional, Sequence
 
 import torch
 
@@ -11,6 +12,7 @@ from ..analysis.plan import TaskPlan
 from ..frontend.dtypes import CallTypes
 from ..frontend.payload import Payload
 from ..frontend.summary import CallSummary, OperandSummary
+from ..frontend.variants import variant_source
 from .key import generator_digest, triton_version
 from .spec import TRITON_DTYPES, InputSpec, KernelSpec, OutputSpec, PayloadCall, triton_dtype
 
@@ -32,14 +34,35 @@ def _tensor_spec(name: str, param: str, dtype, classes: str) -> InputSpec:
     return InputSpec(name, param, True, triton_dtype(dtype, name), None, classes)
 
 
-def payload_calls(types: CallTypes) -> tuple:
+def payload_calls(types: CallTypes, payload: Optional[Payload] = None) -> tuple:
+    """One PayloadCall per group of outputs computed in one set of dtypes; with several, each
+    runs the payload's variant for its outputs where `payload` has variants."""
+    groups = _call_groups(types)
+    variant = len(groups) > 1 and payload is not None and all(has_variant(payload, tuple(m)) for m, _ in groups)
     return tuple(
         PayloadCall(
             tuple(f"out{k}" for k in members),
             tuple(tuple(triton_dtype(d, f"in{i}") for d in (chain or ())) for i, chain in enumerate(merged)),
+            variant,
         )
-        for members, merged in _call_groups(types)
+        for members, merged in groups
     )
+
+
+def has_variant(payload: Payload, outputs: tuple) -> bool:
+    return variant_of(payload, outputs) is not None
+
+
+def variant_of(payload: Payload, outputs: tuple) -> Optional[tuple]:
+    """(name, source) of the payload's variant computing the values at `outputs`, or None."""
+    name = f"{payload.name}_{'_'.join(f'out{k}' for k in outputs)}"
+    source = _variant_source(payload.source, name, outputs)
+    return None if source is None else (name, source)
+
+
+@functools.lru_cache(maxsize=256)
+def _variant_source(source: str, name: str, outputs: tuple) -> Optional[str]:
+    return variant_source(source, name, outputs)
 
 
 def _call_groups(types: CallTypes) -> list:
@@ -126,7 +149,7 @@ def build_spec(
         payload_hash=payload.source_hash,
         inputs=tuple(inputs),
         outputs=tuple(outputs),
-        calls=payload_calls(types),
+        calls=payload_calls(types, payload),
         rank=plan.rank,
         scheme=plan.tiling.scheme,
         m_dim=plan.tiling.m_dim,

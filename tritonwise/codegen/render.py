@@ -97,12 +97,25 @@ def render(spec) -> str:
         "column_decompose": body.column_lines(spec),
         "row_finish": body.row_finish_lines(spec),
         "payload_definition": payload_definition(spec.payload_source, alias),
+        "variant_definitions": _variant_definitions(spec, alias),
         "layout_lines": layout_lines(spec, alias),
         "launch_args": ", ".join(_pointer_names(spec) + index),
         "block_params": "".join(f"{k}, " for k in constexprs),
         "constexpr_args": "".join(f"{k}={k}, " for k in constexprs),
     }
     return _environment().get_template("module.py.j2").render(**values)
+
+
+def _variant_definitions(spec, alias: str) -> list:
+    """(name, source) of each payload variant the calls run (codegen/build.py variant_of)."""
+    from ..frontend.variants import variant_source
+
+    names = [(c.variant_alias(alias), _positions(c.outputs)) for c in spec.calls if c.variant]
+    return [(name, variant_source(spec.payload_source, name, outputs).rstrip()) for name, outputs in names]
+
+
+def _positions(outputs: tuple) -> tuple:
+    return tuple(int(name[3:]) for name in outputs)
 
 
 def payload_definition(source: str, alias: str) -> str:

@@ -64,10 +64,18 @@ class InputSpec:
 class PayloadCall:
     """One call of the payload: the outputs taken from it, and per input the triton dtypes the
     loaded value is converted through first (empty: as loaded). Outputs whose conversions
-    agree share a call; most kernels have exactly one."""
+    agree share a call; most kernels have exactly one. With several, each runs a variant of the
+    payload computing only its outputs, where the payload has variants."""
 
     outputs: tuple  # output names
     converts: tuple  # per input: a tuple of triton dtype names
+    # runs the payload's variant computing only these outputs (frontend/variants.py), bound as
+    # `<payload alias>_<outputs>`; out of the key like payload_source: the payload's source and
+    # `outputs` decide it
+    variant: bool = field(default=False, repr=False, compare=False)
+
+    def variant_alias(self, payload_alias: str) -> str:
+        return f"{payload_alias}_{'_'.join(self.outputs)}"
 
 
 @dataclass(frozen=True)

@@ -19,23 +19,26 @@ _lock = threading.Lock()
 _modules: dict = {}
 
 
-def load(path: Path, kernel_name: str, alias: str, payload, backend: str) -> types.ModuleType:
+def load(path: Path, kernel_name: str, alias: str, payload, backend: str, variants=None) -> types.ModuleType:
+    """The module of the generated file at `path`, with the payload bound as `alias` and each
+    of the payload's variants (frontend/variants.py) under its own alias (`variants`: alias ->
+    @triton.jit function; the file decides which it calls, so it is loaded once either way)."""
     key = (str(path), backend)
     module = _modules.get(key)
     if module is None:
         with _lock:
             module = _modules.get(key)
             if module is None:
-                module = _exec(path, alias, payload, backend, kernel_name)
+                module = _exec(path, {alias: payload.jit, **(variants or {})}, backend, kernel_name)
                 _modules[key] = module
     return module
 
 
-def _exec(path: Path, alias: str, payload, backend: str, kernel_name: str) -> types.ModuleType:
+def _exec(path: Path, bound: dict, backend: str, kernel_name: str) -> types.ModuleType:
     name = f"tritonwise_generated.{backend}.{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    module.__dict__[alias] = payload.jit
+    module.__dict__.update(bound)
     sys.modules[name] = module  # Triton resolves the kernel's source and globals through it
     spec.loader.exec_module(module)
     if backend == "interpreter":

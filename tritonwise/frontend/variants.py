@@ -1,0 +1,51 @@
+"""Payload variants that compute only some of a payload's outputs.
+
+A kernel calls the payload once per distinct computation dtype of its outputs (codegen/build.py
+payload_calls): `return x * y, tl.sin(x)` with [(0, 1, "DEFAULT"), (0, "INT_TO_FLOAT")] on int
+inputs runs once on ints for out0 and once on floats for out1. Each call must compile on its
+own dtypes, and `tl.sin` of an int does not: so each call runs a variant of the payload that
+keeps only the statements its outputs need. The payload is made a straight-line program
+(frontend/linearize.py); a variant is its steps that the kept results depend on, then
+`return` of those results. A payload that is not straight-line code has no variants, and every
+call runs the whole payload as before.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from ..errors import NotDifferentiable
+from .linearize import Program, linearize
+
+
+def variant_source(source: str, name: str, outputs: tuple) -> Optional[str]:
+    """The source of `@triton.jit def name(...)`: the payload (its `source`) computing only the
+    values at positions `outputs`, in order; None where the payload is not straight-line code or
+    returns fewer values."""
+    try:
+        program = linearize(source, f"payload {name}")
+    except (NotDifferentiable, SyntaxError):
+        return None
+    if not outputs or max(outputs) >= len(program.results):
+        return None
+    kept = [program.results[k] for k in outputs]
+    lines = [f"{s.target} = {ast.unparse(s.value)}" for s in _needed_steps(program, kept)]
+    lines.append(f"return {', '.join(ast.unparse(v) for v in kept)}")
+    body = "".join(f"    {line}\n" for line in lines)
+    return f"@triton.jit\ndef {name}({', '.join(program.params)}):\n{body}"
+
+
+def _needed_steps(program: Program, results: list) -> list:
+    """The steps the `results` depend on, in program order (the program is in SSA form)."""
+    needed = set().union(*(_names(v) for v in results))
+    kept = []
+    for step in reversed(program.steps):
+        if step.target in needed:
+            kept.append(step)
+            needed |= _names(step.value)
+    return kept[::-1]
+
+
+def _names(node: ast.expr) -> set:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
