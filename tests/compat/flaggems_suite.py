@@ -161,7 +161,8 @@ def main(argv=None) -> int:
     for engine, proof in proofs.items():
         print(f"engine {engine}: FlagGems {proof['version']}, pointwise functions {proof['functions']} "
               f"in {proof['modules']} modules", flush=True)
-    files = {None: proofs[options.engines[0]]["files"], "ci": CI_FILES}.get(options.files) or options.files.split(",")
+    files = (proofs[options.engines[0]]["files"] if options.files is None
+             else CI_FILES if options.files == "ci" else options.files.split(","))
     print(f"{len(files)} test files: {' '.join(files)}", flush=True)
     results = run_engines(root, site, files, options, out)
     (out / "outcomes.json").write_text(json.dumps(results, indent=1))
