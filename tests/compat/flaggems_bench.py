@@ -1,0 +1,148 @@
+"""FlagGems' own benchmarks for its pointwise ops, with FlagGems' engine and with tritonwise's.
+
+    python tests/compat/flaggems_bench.py --wheel flag_gems-5.0.2-py3-none-any.whl --tests FLAGGEMS \\
+        [--rev v5.0.2] [--files test_unary_pointwise_perf.py,...] [--out DIR] [-- benchmark args]
+
+FLAGGEMS holds `benchmark/` (a folder or a git repository read at REV). Each engine runs the files
+in turn, never at once, in its own pytest process through the plugin flaggems_engine.py, with
+FlagGems' `--record log`. Per op: the geometric mean over its dtypes and shapes of native latency /
+tritonwise latency (above 1: tritonwise faster), and beside it torch's latency in each run as a
+check that both runs saw the same machine. Only ops whose FlagGems function sits in a module with
+a pointwise function are kept. Extra arguments go to FlagGems' harness (default: see
+DEFAULT_ARGS; its own defaults, 1000 ms of warm-up per timing, take hours for these files).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import math
+import shlex
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+from flaggems_suite import environment, unpack_wheel
+
+DEFAULT_FILES = "test_unary_pointwise_perf.py,test_binary_pointwise_perf.py"
+# FlagGems' core shapes, each timing 5 ms of warm-up and 20 ms of runs (triton's do_bench), the
+# out-of-place ops only: in-place and out= variants run the same kernels
+DEFAULT_ARGS = ["--level", "core", "--warmup", "5", "--iter", "20",
+                "-k", "general and not inplace"]
+
+
+def fetch_benchmark(flaggems: Path, rev: str, work: Path) -> Path:
+    if (flaggems / "benchmark" / "conftest.py").is_file():
+        return flaggems
+    archive = subprocess.run(["git", "-C", str(flaggems), "archive", rev, "benchmark"],
+                             check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(work / "flaggems", filter="data")
+    return work / "flaggems"
+
+
+def run_engine(root: Path, site: Path, engine: str, files: list, extra: list, out: Path, seconds: float) -> list:
+    """Run the files on one engine for at most `seconds`; FlagGems' records (one per op and dtype,
+    written as each finishes, so a run cut short still yields its first ops) as dicts."""
+    for old in root.glob("result_*.log"):
+        old.unlink()
+    # FlagGems names its record file after the command line, which must stay short: options go
+    # through PYTEST_ADDOPTS, which it does not see
+    options = ["-q", "-p", "no:cacheprovider", "-p", "flaggems_engine", "-o", "addopts=", "--record", "log", *extra]
+    env = dict(environment(site, engine, "cuda"), PYTEST_ADDOPTS=shlex.join(options))
+    command = [sys.executable, "-m", "pytest", *[f"benchmark/{name}" for name in files]]
+    with open(out / f"bench_{engine}.log", "w") as log:
+        try:
+            subprocess.run(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=seconds)
+        except subprocess.TimeoutExpired:
+            log.write(f"\n[flaggems_bench] stopped after {seconds:.0f} s\n")
+    records = []
+    for path in root.glob("result_*.log"):
+        path.replace(out / f"bench_{engine}.records.log")
+        for line in (out / f"bench_{engine}.records.log").read_text().splitlines():
+            text = line.partition("] ")[2]
+            if text.startswith("{") and '"op_name"' in text:
+                records.append(json.loads(text))
+    return records
+
+
+def latencies(records: list) -> dict:
+    """{(op, dtype, shape): (torch ms, flag_gems ms)}"""
+    found = {}
+    for record in records:
+        for metric in record["result"]:
+            if metric.get("latency") and metric.get("latency_base"):
+                key = (record["op_name"], record["dtype"], json.dumps(metric["shape_detail"]))
+                found[key] = (metric["latency_base"], metric["latency"])
+    return found
+
+
+def geomean(values) -> float:
+    values = list(values)
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def compare(native: dict, ours: dict, keep) -> tuple:
+    rows, ratios = [], []
+    for op in sorted({key[0] for key in native} & {key[0] for key in ours}):
+        if not keep(op):
+            continue
+        keys = [k for k in native if k[0] == op and k in ours]
+        ratio = geomean(native[k][1] / ours[k][1] for k in keys)
+        torch_drift = geomean(ours[k][0] / native[k][0] for k in keys)
+        us = geomean(ours[k][1] * 1000 for k in keys)
+        rows.append((op, len(keys), geomean(native[k][1] * 1000 for k in keys), us, ratio, torch_drift))
+        ratios.append(ratio)
+    return rows, geomean(ratios)
+
+
+def table(rows: list, mean: float) -> str:
+    lines = ["| op | cases | FlagGems' engine µs | tritonwise µs | speed ratio (tritonwise / native) "
+             "| torch's own ratio |", "|---|---|---|---|---|---|"]
+    for op, cases, native_us, our_us, ratio, drift in rows:
+        flag = " **" if ratio < 0.97 else ""
+        lines.append(f"| {op} | {cases} | {native_us:.1f} | {our_us:.1f} | {ratio:.3f}{flag} | {drift:.3f} |")
+    lines.append(f"\n{len(rows)} ops; geometric mean of the speed ratio: {mean:.3f}; "
+                 f"below 0.97: {sum(r[4] < 0.97 for r in rows)}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--wheel", required=True, type=Path)
+    parser.add_argument("--tests", required=True, type=Path,
+                        help="folder with FlagGems' benchmark/, or its git repository")
+    parser.add_argument("--rev", default="v5.0.2")
+    parser.add_argument("--files", default=DEFAULT_FILES)
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--seconds", type=float, default=3600, help="time for both engines together")
+    parser.add_argument("bench_args", nargs="*", help="after --: passed to FlagGems' harness")
+    options = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="flaggems_bench_"))
+    out = options.out or work
+    out.mkdir(parents=True, exist_ok=True)
+    site, root = unpack_wheel(options.wheel, work), fetch_benchmark(options.tests.resolve(), options.rev, work)
+    files, extra = options.files.split(","), options.bench_args or DEFAULT_ARGS
+    results = {engine: latencies(run_engine(root, site, engine, files, extra, out, options.seconds / 2))
+               for engine in ("native", "tritonwise")}
+    kept = pointwise_ops(root, site, sorted({key[0] for key in results["native"]}))
+    rows, mean = compare(results["native"], results["tritonwise"], kept.__contains__)
+    print(table(rows, mean))
+    return 0
+
+
+def pointwise_ops(root: Path, site: Path, ops: list) -> set:
+    """The benchmarked op names whose FlagGems function (`flag_gems.<op>`) sits in a module that
+    holds a pointwise function, asked of a process with FlagGems imported."""
+    script = ("import json, sys, flaggems_engine as e; print(json.dumps(sorted(op for op in sys.argv[1:] "
+              "if getattr(getattr(e.flag_gems, op, None), '__module__', None) in e.MODULES)))")
+    done = subprocess.run([sys.executable, "-c", script, *ops], cwd=root, capture_output=True, text=True,
+                          env=environment(site, "native", "cuda"), check=True)
+    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
