@@ -47,6 +47,10 @@ def _collect(fn, imports: dict, rest: dict, seen: set) -> None:
             seen.add(value.fn)
             _collect(value.fn, imports, rest, seen)  # what the helper reads comes first
             rest[name] = (*jit_definition(value.fn, name), "")
+        elif isinstance(value, tl.constexpr) and not _is_literal(value.value):  # a @tl.constexpr helper
+            line = _import_line(name, value.value)
+            if line is not None:  # a script's helper has no import: `python FILE` names it missing
+                imports[name] = line
         elif isinstance(value, (tl.constexpr, bool, int, float)):
             rest[name] = (_constant_line(name, value),)
 
@@ -72,6 +76,10 @@ def _import_line(name: str, value):
     if not (inspect.isfunction(target) or inspect.isclass(target) or _is_jit(value)):
         return None
     return f"from {module} import {qualname}" + ("" if qualname == name else f" as {name}")
+
+
+def _is_literal(value) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str))
 
 
 def _constant_line(name: str, value) -> str:
