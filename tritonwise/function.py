@@ -35,6 +35,7 @@ from .runtime import arguments as argcheck
 from .runtime import hit_path
 from .runtime.dispatch import LaunchPlan, PlanCache
 from .runtime.hit_path import MISS
+from . import tracing
 from .tracing.expression import status as traced_status
 
 logger = logging.getLogger("tritonwise")
@@ -71,6 +72,7 @@ class PointwiseDynamicFunction:
         self._complex = None  # a complex.ComplexHandler once register_complex is called
         self._backward_payload = backward  # a hand-written backward payload, else None (derived)
         self._backward = None  # an autograd.Backward, built on the first call that records
+        self.trace_key = tracing.register(self)  # names this function to code dynamo runs for real
 
     # -- the public protocol the features use ------------------------------------------------
 

@@ -6,7 +6,9 @@ expression.py   a function's expression with the kernels' promotion, per call cl
 hook.py         the calls that take it while dynamo traces, and as_torch_op's decomposition
 """
 
+import itertools
 import sys
+import weakref
 
 from ..runtime import hit_path
 
@@ -21,3 +23,19 @@ def _let_dynamo_trace_c_calls() -> None:
 
 
 hit_path.installed_listeners.append(_let_dynamo_trace_c_calls)
+
+
+_functions = weakref.WeakValueDictionary()  # trace_key -> pointwise function
+_keys = itertools.count()
+
+
+def register(fn) -> int:
+    """A constant that names `fn` to functions dynamo runs instead of tracing
+    (assume_constant_result takes constants only, not the function object)."""
+    key = next(_keys)
+    _functions[key] = fn
+    return key
+
+
+def function_of(key: int):
+    return _functions[key]

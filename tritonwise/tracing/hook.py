@@ -30,6 +30,7 @@ import os
 import torch
 
 from ..runtime import hit_path
+from . import function_of
 from .expression import expression_or_reason, rule_of, run, signature
 
 NOT_TRACED = object()
@@ -56,7 +57,7 @@ def traced_call(fn, args: tuple, kwargs: dict):
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
     if call is None or not tensors:
         return NOT_TRACED
-    name = _prepared(fn, call, max(t.ndim for t in tensors))
+    name = _prepared(fn.trace_key, call, max(t.ndim for t in tensors))
     if name is None:
         return NOT_TRACED
     return getattr(fn, name)(args, outs)
@@ -74,10 +75,12 @@ def _outputs(fn, kwargs: dict):
 
 
 @torch.compiler.assume_constant_result
-def _prepared(fn, call: tuple, rank: int):
-    """The name of `fn`'s attribute holding a function (args, outs) -> the call's values, or
-    None where the payload does not translate. A name, not the function: dynamo guards what it
-    reads through the attribute, and could not guard a value returned from here."""
+def _prepared(key: int, call: tuple, rank: int):
+    """The name of the attribute of the function `key` names (tracing.register) that holds a
+    function (args, outs) -> the call's values, or None where the payload does not translate. A
+    name, not the function: dynamo guards what it reads through the attribute, and could not
+    guard a value returned from here."""
+    fn = function_of(key)
     expression = expression_or_reason(fn)
     if isinstance(expression, str) or kernels_under_compile():
         return None
