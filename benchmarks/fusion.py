@@ -179,6 +179,7 @@ def part2(made: dict, rows: int, width: int, device: str) -> bool:
                 torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
         except Exception as e:
             print(f"{variant:<18} check failed: {type(e).__name__}: {str(e).splitlines()[0]}")
+            print("\n".join("    " + line for line in str(e).splitlines()[1:16]))
             ok = False
             continue
         print(f"{variant:<18} {kernels:>8} {opaque:>7} {timed(step, device=device):>9.3f}")
