@@ -15,33 +15,21 @@ DEFAULT_ARGS; its own defaults, 1000 ms of warm-up per timing, take hours for th
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import math
 import shlex
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
-from flaggems_suite import environment, unpack_wheel
+from flaggems_suite import environment, fetch_folder, unpack_wheel
 
 DEFAULT_FILES = "test_unary_pointwise_perf.py,test_binary_pointwise_perf.py"
 # FlagGems' core shapes, each timing 5 ms of warm-up and 20 ms of runs (triton's do_bench), the
 # out-of-place ops only: in-place and out= variants run the same kernels
 DEFAULT_ARGS = ["--level", "core", "--warmup", "5", "--iter", "20",
                 "-k", "general and not inplace"]
-
-
-def fetch_benchmark(flaggems: Path, rev: str, work: Path) -> Path:
-    if (flaggems / "benchmark" / "conftest.py").is_file():
-        return flaggems
-    archive = subprocess.run(["git", "-C", str(flaggems), "archive", rev, "benchmark"],
-                             check=True, capture_output=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(work / "flaggems", filter="data")
-    return work / "flaggems"
 
 
 def run_engine(root: Path, site: Path, engine: str, files: list, extra: list, out: Path, seconds: float) -> list:
@@ -124,7 +112,7 @@ def main(argv=None) -> int:
     work = Path(tempfile.mkdtemp(prefix="flaggems_bench_"))
     out = options.out or work
     out.mkdir(parents=True, exist_ok=True)
-    site, root = unpack_wheel(options.wheel, work), fetch_benchmark(options.tests.resolve(), options.rev, work)
+    site, root = unpack_wheel(options.wheel, work), fetch_folder(options.tests.resolve(), options.rev, work, "benchmark")
     files, extra = options.files.split(","), options.bench_args or DEFAULT_ARGS
     results = {engine: latencies(run_engine(root, site, engine, files, extra, out, options.seconds / 2))
                for engine in ("native", "tritonwise")}

@@ -46,11 +46,12 @@ def unpack_wheel(wheel: Path, work: Path) -> Path:
     return site
 
 
-def fetch_tests(flaggems: Path, rev: str, work: Path) -> Path:
-    """A folder holding FlagGems' `tests/` package (and its pytest.ini) for this run."""
-    if (flaggems / "tests" / "conftest.py").is_file():
+def fetch_folder(flaggems: Path, rev: str, work: Path, folder: str) -> Path:
+    """A folder holding FlagGems' `folder` (`tests`, `benchmark`) for this run: FLAGGEMS itself if
+    it has one, else `folder` at `rev` of the git repository FLAGGEMS, unpacked under `work`."""
+    if (flaggems / folder / "conftest.py").is_file():
         return flaggems
-    archive = subprocess.run(["git", "-C", str(flaggems), "archive", rev, "tests"],
+    archive = subprocess.run(["git", "-C", str(flaggems), "archive", rev, folder],
                              check=True, capture_output=True).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(work / "flaggems", filter="data")
@@ -156,7 +157,7 @@ def main(argv=None) -> int:
     work = Path(tempfile.mkdtemp(prefix="flaggems_suite_"))
     out = options.out or work
     out.mkdir(parents=True, exist_ok=True)
-    site, root = unpack_wheel(options.wheel, work), fetch_tests(options.tests.resolve(), options.rev, work)
+    site, root = unpack_wheel(options.wheel, work), fetch_folder(options.tests.resolve(), options.rev, work, "tests")
     proofs = {engine: choose(root, site, engine, options.device) for engine in options.engines}
     for engine, proof in proofs.items():
         print(f"engine {engine}: FlagGems {proof['version']}, pointwise functions {proof['functions']} "

@@ -78,7 +78,7 @@ def test_refuses_an_unknown_mode_and_a_missing_checkout(checkout, tmp_path_facto
 
 # ---- flaggems_suite.py ------------------------------------------------------------------------
 
-SUITE = Path(__file__).parent / "compat" / "flaggems_suite.py"
+SUITE = Path(__file__).parent / "flaggems_suite.py"
 
 PACKAGE = {
     "flag_gems/__init__.py": "from flag_gems import runtime\nfrom flag_gems.ops import *  # noqa\n"
