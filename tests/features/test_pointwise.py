@@ -522,7 +522,7 @@ def test_input_shared_by_float_and_int_outputs_keeps_int_precision():
 
 def test_each_output_runs_only_the_statements_it_needs():
     """`tl.sin` of int32 is no Triton program: the int output's call runs a variant of the payload
-    without it (frontend/variants.py), so both outputs compute as torch's ops do."""
+    without it (autodiff/variants.py), so both outputs compute as torch's ops do."""
     x = torch.tensor([1, -2, 7], dtype=torch.int32)
     s, same = sin_and_identity(x)
     assert_same(s, torch.sin(x), exact=False)

@@ -408,7 +408,7 @@ def mixed_dir(tmp_path, monkeypatch):
     fn(torch.randn(3, 4), torch.randn(4))
     kernel_store.save(fake_kernel("a"))
     kernel_store.save(fake_kernel("b"))
-    # as runtime/probe.py writes one (calls under TRITON_INTERPRET=1 remember none)
+    # as runtime/interpreter/probe.py writes one (calls under TRITON_INTERPRET=1 remember none)
     cache.write(f"{cache.PROBES}/{'ab' * 12}.json", json.dumps({"inputs": "((torch.float32, None),)", "dtypes": None}))
     for name, text in USER_FILES.items():
         (directory / name).parent.mkdir(exist_ok=True)

@@ -49,14 +49,14 @@ def prepare_args(fn, args: tuple, kwargs: dict, skip_tensor_check: bool = False)
     PointwiseDynamicFunction.prepare_args. Missing outputs are allocated (like the first tensor
     of the task's shape, else C-contiguous), and every tensor and output is a StridedBuffer."""
     schema = fn.schema
-    given = {k: v for k, v in kwargs.items() if v is not None}
+    given = {k: v for k, v in kwargs.items() if v is not None and k in _output_names(schema)}
     if not skip_tensor_check:
         validation.check_kinds(fn.__name__, schema, validation.python_scalars(args))
     inputs = [a for i, a in enumerate(args) if schema.is_tensor(i)]
     missing = [k for k in range(schema.num_outputs()) if f"out{k}" not in given]
     dtypes = [meta[2] for meta in fn.output_meta(*args)] if missing else []
     tensors = [given[f"out{k}"] for k in range(schema.num_outputs()) if f"out{k}" in given] + inputs
-    if use_fast_path(tensors):
+    if tensors and use_fast_path(tensors):
         task_shape = (math.prod(tensors[0].shape),)
         model = tensors[0]
         wrap = lambda t: StridedBuffer(t, task_shape, (1,))  # noqa: E731 (one layout for all)
@@ -85,3 +85,7 @@ def _broadcast_strides(t, task_shape: tuple) -> tuple:
         0 if d < lead or shape[d - lead] == 1 and task_shape[d] != 1 else strides[d - lead]
         for d in range(len(task_shape))
     )
+
+
+def _output_names(schema) -> set:
+    return {f"out{k}" for k in range(schema.num_outputs())}

@@ -36,7 +36,7 @@ logger = logging.getLogger("tritonwise")
 
 CHECKSUM_PREFIX = "# tritonwise-checksum: "
 KERNELS = "kernels"  # the compiled-kernel store's subdirectory (runtime/kernel_store.py)
-PROBES = "probes"  # remembered payload value dtypes (runtime/probe.py)
+PROBES = "probes"  # remembered payload value dtypes (runtime/interpreter/probe.py)
 _fallback_lock = threading.Lock()
 _fallback_dir: Optional[Path] = None
 _warned: set = set()  # the warnings this process has given (each is given once)
@@ -66,7 +66,7 @@ def make_dirs(path: Path) -> None:
         node = node.parent
     for node in reversed(missing):
         try:
-            os.mkdir(node, 0o775)
+            os.mkdir(node, 0o755)
         except FileExistsError:
             pass
     if not path.is_dir():
@@ -137,7 +137,7 @@ def _overlay_dir(problem: Optional[str]) -> Path:
     """The overlay, else the private directory (made on first use); warns once per `problem`
     (a phrase saying why the configured directory did not take a file) when it is the latter."""
     for overlay in _overlay_candidates():
-        if overlay != _fallback_dir and trusted(overlay) and _usable(overlay):
+        if overlay != _fallback_dir and trusted(overlay) and _usable(overlay) and trusted(overlay):  # again once made
             return overlay
     directory = _private_dir()
     if problem is not None and problem not in _warned:
@@ -312,7 +312,7 @@ def atomic_write(path: Path, data) -> None:
     make_dirs(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, 0o664 & ~umask())  # never writable by every user (runtime/trust.py)
+        os.fchmod(fd, 0o644 & ~umask())  # never writable by every user (runtime/trust.py)
         with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as f:
             f.write(data)
         os.replace(tmp, path)

@@ -4,7 +4,7 @@ Each file is loaded once per backend, with the user's @triton.jit payload bound 
 alias. For the "gpu" backend Triton compiles the kernel. For the "interpreter" backend (CPU
 tensors, or any under TRITON_INTERPRET=1) the kernel is an InterpretedFunction (made one here
 unless TRITON_INTERPRET=1 already did) and runs in Triton's interpreter; see
-runtime/interpret.py for how the payload is called there in either mode.
+runtime/interpreter/interpret.py for how the payload is called there in either mode.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ _modules: dict = {}
 
 def load(path: Path, kernel_name: str, alias: str, payload, backend: str, variants=None) -> types.ModuleType:
     """The module of the generated file at `path`, with the payload bound as `alias` and each
-    of the payload's variants (frontend/variants.py) under its own alias (`variants`: alias ->
+    of the payload's variants (autodiff/variants.py) under its own alias (`variants`: alias ->
     @triton.jit function; the file decides which it calls, so it is loaded once either way)."""
     key = (str(path), backend)
     module = _modules.get(key)

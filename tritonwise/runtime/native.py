@@ -26,6 +26,7 @@ import sysconfig
 import warnings
 from pathlib import Path
 
+from . import cache
 from .cache import cache_dir, find
 
 logger = logging.getLogger("tritonwise")
@@ -89,10 +90,10 @@ def build(name: str, sources: list, compiler, flags: list, depends_on: bytes = b
     if found is not None:
         return found
     target = cache_dir() / file_name
-    target.parent.mkdir(parents=True, exist_ok=True)
+    cache.make_dirs(target.parent)  # never writable by others, whatever the umask (runtime/trust.py)
     with _only_one_builder(target):  # the ranks of a job started together compile it once
-        if target.exists():
-            return target
+        if target.exists() and cache.trusted_entry(cache_dir(), target):
+            return target  # another process built it (one others could replace is built over)
         partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
         command = [compiler(), "-O2", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", str(sources[0])]
         command += flags
@@ -102,6 +103,7 @@ def build(name: str, sources: list, compiler, flags: list, depends_on: bytes = b
         if result.returncode != 0:
             partial.unlink(missing_ok=True)
             raise BuildFailed(command, result.stderr.strip())
+        os.chmod(partial, 0o755 & ~cache.umask())
         os.replace(partial, target)
     return target
 

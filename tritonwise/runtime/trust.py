@@ -87,7 +87,9 @@ def private_group(gid: int, owner: int) -> bool:
         return False
     if any(user.pw_gid == gid and user.pw_uid != owner for user in pwd.getpwall()):
         return False
-    return owner_entry.pw_gid == gid or bool(group.gr_mem)
+    # a user-private group bears its user's name: a shared group whose members a directory
+    # service does not enumerate (gr_mem empty, getpwall partial) is not taken for one
+    return group.gr_name == owner_entry.pw_name and (owner_entry.pw_gid == gid or bool(group.gr_mem))
 
 
 def _user_name(uid: int) -> str:

@@ -64,14 +64,11 @@ def traced_call(fn, args: tuple, kwargs: dict):
 
 
 def _outputs(fn, kwargs: dict):
-    """The given outputs by position (None: allocated); None for any other keyword."""
-    outs = [None] * fn.schema.num_outputs()
-    for name, value in kwargs.items():
-        if name.startswith("out") and name[3:].isdigit() and int(name[3:]) < len(outs):
-            outs[int(name[3:])] = value
-        elif value is not None:  # `out=None` and the like ask for nothing (see function._outputs)
-            return None
-    return tuple(outs)
+    """The given outputs by position (None: allocated); None for a keyword no output has."""
+    try:
+        return fn.outputs(kwargs)
+    except TypeError:
+        return None
 
 
 @torch.compiler.assume_constant_result
@@ -84,11 +81,13 @@ def _prepared(key: int, call: tuple, rank: int):
     expression = expression_or_reason(fn)
     if isinstance(expression, str) or kernels_under_compile():
         return None
-    name = f"_tritonwise_traced_{abs(hash((call, rank))):x}"
-    if name not in fn.__dict__:
+    names = fn.__dict__.setdefault("_tritonwise_traced_names", {})  # (call, rank) -> attribute name
+    if (call, rank) not in names:
+        name = f"_tritonwise_traced_{len(names)}"
         rule = rule_of(fn, call, rank)
         fn.__dict__[name] = lambda args, outs: run(expression, rule, args, outs)
-    return name
+        names[(call, rank)] = name
+    return names[(call, rank)]
 
 
 def kernels_under_compile() -> bool:

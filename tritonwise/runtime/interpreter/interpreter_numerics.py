@@ -14,8 +14,8 @@ it on exit, like the interpreter's own language patching:
   even, as the GPU's bf16 instructions (or its compute-in-fp32-and-round lowering) do: both
   give the correctly rounded result, since float32 holds more than twice the digits;
 - every conversion between float formats rounds once, in the requested mode, with the GPU's
-  overflow rule (runtime/narrow_floats.py);
-- libdevice calls run NumPy implementations of the same symbols (runtime/interpreter_libdevice.py).
+  overflow rule (runtime/interpreter/narrow_floats.py);
+- libdevice calls run NumPy implementations of the same symbols (runtime/interpreter/interpreter_libdevice.py).
 `interpreter_globals()` does the same for libdevice functions a payload's module captured in a
 global (`erf = tl_extra_shim.erf`, as FlagGems' ops do), in the globals of the interpreted copy.
 """
