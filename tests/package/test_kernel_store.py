@@ -120,7 +120,7 @@ def test_an_entry_reads_back_as_written_and_is_readable_by_others(store_dir):
     _, ident = identity_of("nd aligned")
     path = kernel_store.save(fake_stored(ident))
     assert kernel_store.load(ident) == fake_stored(ident)
-    assert path.stat().st_mode & 0o777 == 0o666 & ~cache.umask()
+    assert path.stat().st_mode & 0o777 == 0o644 & ~cache.umask()
 
 
 @pytest.mark.parametrize(
