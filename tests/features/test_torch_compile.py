@@ -184,3 +184,25 @@ def test_the_c_call_method_is_traced_too():
         PointwiseDynamicFunction.__call__ = python_call
     torch.testing.assert_close(got, expected)
     assert counter.frame_count == 1 and all(opaque_calls(g) == [] for g in counter.graphs)
+
+
+def test_a_dynamo_without_method_polyfills_gets_the_python_call_back(monkeypatch):
+    """torch before 2.13 cannot trace the C method even with a polyfill: once dynamo is loaded,
+    the class gets its Python __call__ back, which dynamo traces (and which still asks hit())."""
+    import tritonwise.tracing as tracing
+    from tritonwise.function import PointwiseDynamicFunction
+    from tritonwise.runtime import hit_path, native
+
+    x = torch.randn(6)
+    expected = silu(x) * 2 + 1
+    python_call = PointwiseDynamicFunction.__dict__["__call__"]
+    monkeypatch.setattr(tracing, "polyfills_methods", lambda: False)
+    try:
+        hit_path._install(native.launch_module(), PointwiseDynamicFunction, PointwiseDynamicFunction._call_missed)
+        assert PointwiseDynamicFunction.__dict__["__call__"] is python_call
+        counter = torch._dynamo.testing.CompileCounterWithBackend("eager")
+        got = torch.compile(lambda x: silu(x) * 2 + 1, fullgraph=True, backend=counter)(x)
+    finally:
+        PointwiseDynamicFunction.__call__ = python_call
+    torch.testing.assert_close(got, expected)
+    assert counter.frame_count == 1 and all(opaque_calls(g) == [] for g in counter.graphs)

@@ -36,6 +36,7 @@ from .arguments import _other_key
 MISS = object()
 entry: Optional[Callable] = None  # launch.c's hit(plans, args, MISS), once configured
 _served_classes: list = []  # (class, fallback) whose __call__ call.h's method replaces on enable()
+_python_calls: dict = {}  # class -> its own Python __call__, which the C method replaces
 installed_listeners: list = []  # callables run after a C __call__ is installed (tracing/hook.py)
 
 
@@ -45,8 +46,16 @@ def serve_calls_of(cls, fallback: Callable) -> None:
     serve it; any other goes on as `fallback(function, args, kwargs, key)`, key being the
     signature hit() built or None. Until then the class's own __call__ stays."""
     _served_classes.append((cls, fallback))
+    _python_calls[cls] = cls.__dict__["__call__"]
     if entry is not None:
         _install(native.launch_module(), cls, fallback)
+
+
+def restore_python_calls() -> None:
+    """Give the served classes their Python `__call__` back: it still asks hit() first, through
+    one Python frame. For a torch.compile that cannot trace a C method (tracing/__init__.py)."""
+    for cls, call in _python_calls.items():
+        cls.__call__ = call
 
 
 def _install(module, cls, fallback: Callable) -> None:

@@ -10,19 +10,34 @@ import itertools
 import sys
 import weakref
 
+import torch
+
 from ..runtime import hit_path
 
 
-def _let_dynamo_trace_c_calls() -> None:
+def let_dynamo_trace_c_calls() -> None:
     """Once the hit path installs a C `__call__` in a process that has loaded dynamo, give dynamo
-    its traceable stand-in (hook.py; imported only then, since it loads dynamo itself)."""
-    if "torch._dynamo" in sys.modules:
+    its traceable stand-in (hook.py; imported only then, since it loads dynamo itself). A dynamo
+    that takes no stand-in for a method (torch before 2.13: "Unsupported method call") gets the
+    classes' Python `__call__` back instead: one Python frame more per eager call, in such
+    processes only."""
+    if "torch._dynamo" not in sys.modules:
+        return
+    if polyfills_methods():
         from .hook import trace_c_calls
 
         trace_c_calls()
+    else:
+        hit_path.restore_python_calls()
 
 
-hit_path.installed_listeners.append(_let_dynamo_trace_c_calls)
+def polyfills_methods() -> bool:
+    """Whether this torch's dynamo traces a polyfill given for a C method of a user class
+    (seen with 2.13 and 2.14; 2.11 refuses the call)."""
+    return tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 13)
+
+
+hit_path.installed_listeners.append(let_dynamo_trace_c_calls)
 
 
 _functions = weakref.WeakValueDictionary()  # trace_key -> pointwise function

@@ -30,7 +30,7 @@ import os
 import torch
 
 from ..runtime import hit_path
-from . import function_of
+from . import let_dynamo_trace_c_calls, function_of
 from .expression import expression_or_reason, rule_of, run, signature
 
 NOT_TRACED = object()
@@ -109,10 +109,13 @@ def register_decomposition(fn, overload) -> None:
     the op (the fake implementation calls this while compiling); nothing if it does not translate."""
     if isinstance(expression_or_reason(fn), str) or kernels_under_compile():
         return
-    from torch._inductor.decomposition import decompositions
+    from torch._inductor import decomposition
 
-    if overload not in decompositions:
-        decompositions[overload] = lambda *args: _decomposed(fn, args)
+    if overload not in decomposition.decompositions:
+        decomposition.decompositions[overload] = lambda *args: _decomposed(fn, args)
+        cached = getattr(decomposition, "fast_random_decomps", None)  # a copy of the table, kept
+        if hasattr(cached, "cache_clear"):  # from the process's first compile on
+            cached.cache_clear()
 
 
 def _decomposed(fn, args: tuple):
@@ -152,4 +155,4 @@ def _traced_c_call(self, args: tuple, kwargs: dict):
     return compiled_call(self, self, args, kwargs)
 
 
-trace_c_calls()
+let_dynamo_trace_c_calls()
