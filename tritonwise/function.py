@@ -65,8 +65,7 @@ class PointwiseDynamicFunction:
         self._out_index = {f"out{k}": k for k in range(schema.num_outputs())}
         # what hit() reads (and call.h's __call__, which counts its hits in the PlanCache and
         # reads given outputs by the names in _out_index)
-        new = self._new_shapes
-        self._c_tables = (self._plans, self._plans.by_key, new.contiguous.c_records, new.layouts.c_records, self._out_index)
+        self._c_tables = (self._plans, self._plans.by_key, planner.shape_programs.programs, self._out_index)
         self._no_outputs = (None,) * schema.num_outputs()
         self._instances: dict = {}
         self._complex = None  # a complex.ComplexHandler once register_complex is called
@@ -159,8 +158,8 @@ class PointwiseDynamicFunction:
         entry, key = hit_path.entry, None
         outs = self._given_outputs(kwargs) if kwargs else None
         if entry is not None and (outs is not None or not kwargs):  # the C hit path
-            _, plans, templates, layouts, _ = self._c_tables
-            result = entry(plans, args, MISS, templates, layouts, outs)
+            _, plans, programs, _ = self._c_tables
+            result = entry(plans, args, MISS, programs, outs)
             if type(result) is tuple and len(result) == 2 and result[0] is MISS:
                 key = result[1]  # a miss, with the signature hit() built
             elif result is not MISS:
@@ -209,11 +208,14 @@ class PointwiseDynamicFunction:
             logger.debug("tritonwise: %s: plan-cache miss (%s)", self.__name__, reason)
         if plan is None:
             plan = self._planner.plan(args, outs, collapse=True)
-            self._new_shapes.remember(key, plan, self._planner.row_rule(args, outs, plan))
+            self._new_shapes.remember(key, plan)
         self._plans.put(key, plan)
         if plan.fast is not None and not given:  # a derived plan, its launcher already rebound
-            return plan.fast(args)
-        return plan.run(args, outs)
+            result = plan.fast(args)
+        else:
+            result = plan.run(args, outs)
+        self._planner.shape_programs.publish(key, args, outs, plan)  # once launched: C serves its class
+        return result
 
     # -- features --------------------------------------------------------------------------
 

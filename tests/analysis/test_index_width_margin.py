@@ -3,7 +3,7 @@ plus one block fits int32 is derived from a small int32 template of its class, e
 analysis's plan; one step past the margin the analysis's plan is int64 (another layout class)
 and none is derived. Both template kinds: contiguous calls (new_shapes.Templates, its own copy
 of the margin) and calls of any layout (layout_templates.LayoutTemplates, through retile).
-And layout.h's run_layout, the C hit path's copy, serving up to it and refusing past it. Shapes on
+And a shape program (plans/shape_programs.py) serving up to it and refusing past it. Shapes on
 the meta device where nothing launches. analysis/test_analysis.py holds the margin itself."""
 
 import math
@@ -11,10 +11,9 @@ import math
 import torch
 import triton
 
-from tests.support.c_path import Driver, _derive, _launched_through_c, module  # noqa: F401 (a fixture)
+from tests.support.c_path import Driver, Table, check_launch, module  # noqa: F401 (a fixture)
 from tritonwise import pointwise_dynamic
 from tritonwise.analysis.tiling import INT32_LIMIT
-from tritonwise.plans.layout_templates import _call_class, add_kernel, c_record, plain_operands
 from tritonwise.runtime import hit_path
 from tritonwise.runtime.arguments import call_signature
 
@@ -75,29 +74,19 @@ def test_layout_templates_derive_up_to_the_margin_and_not_past_it():
     assert (derived, analysed.task.index_bits) == (None, 64)
 
 
-def test_the_c_path_serves_up_to_the_margin_and_refuses_past_it(module):
-    """layout.h's run_layout (its own copy of the margin) launches a shape at the margin with the
-    int32 record's kernel, as Python derives it, and refuses one step past it, launching nothing.
-    int8 operands broadcast from one element (16 columns): the output at the margin is allocated,
+def test_a_shape_program_serves_up_to_the_margin_and_refuses_past_it(module):
+    """The program traced from a shape of int32 indexing launches a shape at the margin as the
+    analysis plans it and refuses one step past it (64-bit indexing), launching nothing. int8
+    operands broadcast from one element (16 columns): the output at the margin is allocated,
     never touched."""
-    fn, driver = _add(), Driver(b"ppp")
+    fn = _add()
+    table = Table(module, fn, Driver(b"ppp"))
     one = torch.zeros(1, 1, dtype=torch.int8)
     rows = lambda n: (one.expand(n, 16), torch.zeros(16, dtype=torch.int8))  # noqa: E731
-    _remember(fn, rows(64))
-    seen = _derive(fn, rows(96))
     k = (INT32_LIMIT - _area(fn, rows(2**27 - 2**10))) // 16
-    fits, past = _derive(fn, rows(k)), fn.plan(rows(k + 1), (None,), collapse=True)
+    fits, past = fn.plan(rows(k), (None,), collapse=True), fn.plan(rows(k + 1), (None,), collapse=True)
     assert (fits.task.index_bits, past.task.index_bits, past.task.tiling.block) == (32, 64, fits.task.tiling.block)
     assert past.numel + math.prod(past.task.tiling.block) == INT32_LIMIT + 1
-    for plan in (seen, fits):
-        _launched_through_c(plan, driver)
-    record = c_record(seen, (), fn.config)
-    add_kernel(record, fits)
-    driver.n_values = len(seen.index_args)
-    records = {_call_class(plain_operands(call_signature(rows(k)))): {seen.task.stride_classes: [record]}}
-    out = module.hit({}, rows(k), hit_path.MISS, {}, records)
-    assert (out.shape, out.stride()) == (fits.out_shape, fits.out_strides[0])
-    ((_, _, _, values),) = driver.launches
-    assert values[3:] == list(fits.index_args)
-    refused = module.hit({}, rows(k + 1), hit_path.MISS, {}, records)
-    assert type(refused) is tuple and refused[0] is hit_path.MISS and len(driver.launches) == 1
+    table.add(rows(k - 16))  # the same specialization classes as k's
+    assert check_launch(table, rows(k), None, fits)
+    assert table.call(rows(k + 1), None, past)[1] is None

@@ -421,23 +421,3 @@ def test_a_new_shape_the_analysis_plans_takes_its_siblings_launcher(stand_in_gpu
     siblings.adopt(call_signature(calls[0]), fourth)
     assert fourth.direct is None  # another specialization: its own first launch, then a sibling
     assert len(siblings._groups[next(iter(siblings._groups))]) == 2
-
-
-@pytest.mark.parametrize("n", [64, 63])  # size0 specialized (a multiple of 16) or not
-def test_a_launched_template_publishes_what_hit_needs_to_launch_its_class(stand_in_gpu, monkeypatch, n):
-    from tritonwise.plans.new_shapes import _Template
-    from tritonwise.runtime import hit_path
-
-    monkeypatch.setattr(hit_path, "enable", lambda: None)  # no C hit path on the stand-in
-    plan, inputs, outputs = gpu_plan(AXPBY, torch.randn(n), torch.randn(n), 2.0, 3, True)
-    template = _Template(plan, AXPBY.config)
-    assert template.c_record() is None  # not launched yet
-    plan.use_launcher(kernels.first_launch(plan, inputs, outputs))
-    record = template.c_record()
-    dtypes, device, _, function, threads, _, _, kinds = record[:8]
-    launch = (dtypes, device, function, threads, kinds)
-    assert launch == ((torch.float32,), plan.device, 0xF00D, 32 * plan.num_warps, b"ppfiBp")
-    block, max_grid = math.prod(plan.task.tiling.block), AXPBY.config.max_grid_size[0]
-    assert record[8:] == (block, max_grid, 2, 2**31 - 1 - block, "i", 2)  # numel range of int32 indexing
-    derived = template.derived((5120 + n % 16,), 5120 + n % 16)  # of the same class
-    assert derived.hit[4] == function and derived.hit[5] == -(-derived.numel // record[8])  # the grid hit() works out

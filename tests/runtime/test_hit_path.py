@@ -15,7 +15,6 @@ import pytest
 import torch
 
 from tritonwise import StridedBuffer
-from tritonwise.plans.new_shapes import contiguous_class
 from tritonwise.runtime import arguments, aten, hit_path, native
 
 LAUNCH_KERNEL = ctypes.CFUNCTYPE(
@@ -188,7 +187,7 @@ def test_signature_with_outputs_is_call_signatures(module, outs):
 def _served_on(module, driver, args: tuple, out: torch.Tensor):
     """hit() of a plan cached for `args` and the given output `out`: what it returns."""
     plans = {arguments.call_signature(args, (out,)): SimpleNamespace(hit=_record(driver))}
-    return module.hit(plans, args, hit_path.MISS, {}, {}, (out,))
+    return module.hit(plans, args, hit_path.MISS, {}, (out,))
 
 
 def test_a_hit_launches_on_the_given_output_and_returns_it(module):
@@ -275,59 +274,10 @@ def test_hits_from_many_threads_each_launch_their_own_operands(module):
     assert all(out is not hit_path.MISS for outs in results.values() for out in outs)
 
 
-def _template(driver, index_kind="i", low=2, high=2**31 - 1 - 1024):
-    """A class's record as new_shapes._Template.c_record gives it: add(x, y, alpha), block 1024."""
-    launch = (driver.address, 0x1234, 128, 0, 0, b"ppfp")
-    return ((torch.float32,), torch.device("cpu"), *launch, 1024, 4, low, high, index_kind, 2)
-
-
 def _with_param_types(types):
     global PARAM_TYPES
     saved, PARAM_TYPES = PARAM_TYPES, types
     return saved
-
-
-@pytest.mark.parametrize("index_kind, c_index", [("i", ctypes.c_int32), ("l", ctypes.c_int64)])
-@pytest.mark.parametrize("shape", [(5000,), (50, 100), (2, 8, 512)])
-def test_a_new_shape_of_a_contiguous_class_launches_from_its_template(module, shape, index_kind, c_index):
-    driver = FakeDriver()
-    x, y = torch.randn(shape), torch.randn(shape)
-    class_key = (contiguous_class(arguments.call_signature((x, y, 0.5)))[0], x.numel() % 16 == 0)
-    templates = {class_key: _template(driver, index_kind)}
-    saved = _with_param_types(PARAM_TYPES[:4] + [c_index, c_index, ctypes.c_uint64, ctypes.c_uint64])
-    try:
-        out = module.hit({}, (x, y, 0.5), hit_path.MISS, templates)
-    finally:
-        _with_param_types(saved)
-    assert isinstance(out, torch.Tensor) and out.shape == shape and out.stride() == x.stride()
-    tiles = -(-x.numel() // 1024)
-    assert driver.launches == [
-        (
-            (0x1234, min(tiles, 4), 1, 1, 128, 0, 0x5000),
-            [x.data_ptr(), y.data_ptr(), 0.5, out.data_ptr(), x.numel(), tiles, 0, 0],
-        )
-    ]
-
-
-@pytest.mark.parametrize(
-    "case", ["strided", "shapes differ", "another dtype", "numel out of range", "a hook installed", "one element"]
-)
-def test_a_call_its_template_cannot_serve_misses_with_the_signature(module, case):
-    driver = FakeDriver()
-    x, y = torch.randn(64, 80), torch.randn(64, 80)
-    parts = contiguous_class(arguments.call_signature((x, y, 0.5)))[0]
-    record = _template(driver, high=1000 if case == "numel out of range" else 2**31 - 1025)
-    templates = {(parts, True): record, (parts, False): record}  # numel a multiple of 16, or not
-    args = {
-        "strided": (x.t(), y.t(), 0.5),
-        "shapes differ": (x, y[:32], 0.5),
-        "another dtype": (x.double(), y.double(), 0.5),
-        "one element": (x.view(-1)[:1], y.view(-1)[:1], 0.5),
-    }.get(case, (x, y, 0.5))
-    if case == "a hook installed":
-        hit_path.configure(module, raw_stream=lambda device: 0x5000, hooks=Hooks(enter=[print]))
-    assert module.hit({}, args, hit_path.MISS, templates) == (hit_path.MISS, arguments.call_signature(args))
-    assert driver.launches == []
 
 
 class Recording(torch.overrides.TorchFunctionMode):
@@ -434,11 +384,11 @@ def test_launch_c_builds_wherever_a_c_compiler_is():
 
 class Function:
     """What call.h's __call__ reads of a pointwise function: `_c_tables` (its PlanCache, plans,
-    contiguous templates' and layout records, output names) and a fallback."""
+    shape programs, output names) and a fallback."""
 
-    def __init__(self, plans, templates=None):
+    def __init__(self, plans, programs=None):
         self._plans = SimpleNamespace(hits=0)
-        self._c_tables = (self._plans, plans, templates or {}, {}, {"out0": 0})
+        self._c_tables = (self._plans, plans, programs or {}, {"out0": 0})
 
     def _call_missed(self, args, kwargs, key):
         return ("Python", args, kwargs, key)

@@ -126,15 +126,14 @@ class Binder:
         kernel = self.kernel(call_class, args, outs, types, reductions, task, interpreted, loads)
         positions = tuple(i for i, a in enumerate(args) if argcheck.is_tensor_like(a))
         rows = self.along_dims
-        strides = iter(task.output_strides)
-        out_strides = tuple(next(strides) if r is None or rows else None for r in reductions)
+        out_shape, out_strides = output_layout(task, reductions, rows)
         given = not meta and any(o is not None for o, r in zip(outs, reductions) if r is None)
         return LaunchPlan(
             name=self.name,
             launch=kernel.launch,
             index_args=index_arg_values(kernel.spec, task),
             tensor_positions=positions,
-            out_shape=reductions[0].result_shape(task.shape) if rows else task.shape,
+            out_shape=out_shape,
             out_strides=out_strides,
             out_dtypes=tuple(r.result for r in reductions) if rows else types.results,
             device=device,
@@ -152,6 +151,14 @@ class Binder:
             default_dtype=_default_dtype_decided(args, types.results),
             **LaunchPlan.task_fields(task),
         )
+
+
+def output_layout(task: TaskPlan, reductions: tuple, along_dims: bool) -> tuple:
+    """(shape, strides per output) of a call's outputs: the task's shape, or a reduction along
+    dims' result shape; strides None for an output a full reduction writes."""
+    strides = iter(task.output_strides)
+    out_strides = tuple(next(strides) if r is None or along_dims else None for r in reductions)
+    return (reductions[0].result_shape(task.shape) if along_dims else task.shape), out_strides
 
 
 def cached_file(spec):

@@ -10,15 +10,13 @@ such a class then skips the analysis and the binding of a new plan (plans/planne
 the template has launched, the derived plan launches through the template's launcher rebound to
 its grid and index values (kernels.Rebinding): one kernel, one specialization, nothing
 looked up. Before that, or where the kernel could be specialized on those values, its first
-launch is any plan's (kernels.first_launch). Once a derived plan has launched so, the class's
-`c_record` lets the C hit path (runtime/hit.h, run_template) launch its later new shapes itself:
-the same launch, with size0, num_tiles and the grid worked out in C, and no plan at all.
+launch is any plan's (kernels.first_launch).
 
 New shapes of any other plain call (broadcasting, strided, transposed) take the first part of
-the analysis only (layout_templates.py), and once one has launched, the C hit path launches
-the later ones (runtime/layout.h). `Siblings` gives such plans, and those the analysis builds, the
-rebound launcher of an earlier plan of their call class and generated file, so they skip the
-first launch too.
+the analysis only (layout_templates.py). `Siblings` gives such plans, and those the analysis
+builds, the rebound launcher of an earlier plan of their call class and generated file, so they
+skip the first launch too. Once a plan has launched, the C hit path launches the later new
+shapes its shape program serves with no plan at all (shape_programs.py).
 """
 
 from __future__ import annotations
@@ -29,11 +27,10 @@ from typing import Optional
 from ..analysis.layout import c_strides
 from ..analysis.tiling import ALIGNMENT, INT32_LIMIT
 from ..codegen.params import stride_classes
-from ..runtime import hit_path
 from ..runtime.dispatch import copy_with
 from ..runtime.kernels import Rebinding
 from ..schemes import get_scheme
-from .layout_templates import LayoutTemplates, contiguous_operands, index_kind
+from .layout_templates import LayoutTemplates, contiguous_operands
 
 
 def contiguous_class(key: tuple) -> Optional[tuple]:
@@ -69,18 +66,13 @@ class NewShapes:
             plan = self.layouts.derive(key, default_dtype)
             if plan is not None:
                 self.siblings.adopt(key, plan)
-                self.layouts.publish(key, plan)  # where Siblings gave it launch.c's launcher
         return plan
 
-    def remember(self, key: tuple, plan, rows=None) -> None:
-        """Learn from `plan`, which the analysis just built for the call `key`; a reduction along
-        dims (`rows`, its layout_templates.RowRule) has no Python template, but once its plan has
-        a launcher, the C hit path a record for its later new shapes."""
+    def remember(self, key: tuple, plan) -> None:
+        """Learn from `plan`, which the analysis just built for the call `key`."""
         self.contiguous.remember(key, plan)
         self.layouts.remember(key, plan)
         self.siblings.adopt(key, plan)
-        if rows is not None:
-            self.layouts.publish(key, plan, rows)
 
 
 class Templates:
@@ -89,9 +81,6 @@ class Templates:
     def __init__(self, config):
         self._config = config
         self._templates: dict = {}
-        # class -> what launch.c's hit() needs to serve that class's new shapes itself
-        # (hit.h's run_template), published once a plan derived from its template has launched
-        self.c_records: dict = {}
 
     def remember(self, key: tuple, plan) -> None:
         """Keep `plan` (just built for the call `key`) as its class's template, when it is one."""
@@ -116,12 +105,7 @@ class Templates:
             return None
         if template.plan.default_dtype not in (None, default_dtype):
             return None
-        plan = template.derived(shape, numel)
-        if class_key not in self.c_records and hit_path.serves_new_shapes():
-            record = template.c_record()
-            if record is not None:
-                self.c_records[class_key] = record
-        return plan
+        return template.derived(shape, numel)
 
 
 class _Template:
@@ -151,26 +135,6 @@ class _Template:
         plan = template.for_task(new_task, index_args, out_shape=shape, out_strides=out_strides)
         self._launched.lend(plan)
         return plan
-
-    def c_record(self) -> Optional[tuple]:
-        """What hit() (hit.h's run_template) needs to serve this class's new shapes without a
-        plan: the template's launch, with the two index values (size0, num_tiles) and the grid
-        left to work out per call. None where that would not launch what a derived plan does:
-        no hit record (not launched through launch.c, a default-dtype condition), other index
-        arguments (run-time strides), or a kernel Triton specializes on a value the class does
-        not fix (only size0 of a class whose numel is a multiple of 16 is)."""
-        plan, rebinding = self.plan, self._launched.rebinding()
-        positions = rebinding and rebinding.value_positions()
-        if plan.hit is None or positions is None or len(plan.index_args) != 2 or plan.default_dtype is not None:
-            return None
-        if set(positions) - ({0} if plan.task.aligned else set()):
-            return None
-        hit, block = plan.hit, math.prod(self._block)
-        low, high = (2, INT32_LIMIT - block) if plan.task.index_bits == 32 else (INT32_LIMIT - block + 1, 2**62)
-        dtypes = tuple(dtype for _, dtype in hit.layouts)
-        launch = (hit.cu_launch, hit.function, hit.threads, hit.shared, hit.device_index, hit.kinds)
-        scratch = len(hit.fixed) // 8 - 2
-        return (dtypes, hit.device, *launch, block, self._max_grid, low, high, index_kind(plan.task), scratch)
 
 
 class Siblings:

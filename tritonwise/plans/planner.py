@@ -25,9 +25,9 @@ from ..runtime.dispatch import LaunchPlan, PlanCache
 from ..runtime.interpreter import probe
 from ..runtime.kernels import compile_ahead
 from .binder import Binder, cached_file
-from .layout_templates import RowRule, row_rule
 from .memo import remember
 from .new_shapes import NewShapes
+from .shape_programs import ShapePrograms
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,7 @@ class Planner:
         self.along_dims = any(isinstance(r, AxisEntry) for r in reductions)
         self.plans = PlanCache()
         self.new_shapes = NewShapes(config, schema.num_inputs())
+        self.shape_programs = ShapePrograms(self)
         self.binder = Binder(name, payload, schema, deterministic, self.along_dims)
         self._frontends: dict = {}  # call class -> Frontend
         self._resolved: dict = {}  # (call class, rank) -> Reductions along dims
@@ -141,17 +142,54 @@ class Planner:
         """The shape-dependent part: broadcasting, checks of given outputs, the task plan."""
         tensors = [a for a in args if argcheck.is_tensor_like(a)]
         inputs = [(tuple(t.shape), tuple(t.stride())) for t in tensors]
-        elementwise = [o for o, r in zip(outs, self.reductions) if r is None]
+        layouts = [_layout(o) for o in outs]
         try:
-            shape = _task_shape(inputs, [o for o in elementwise if o is not None])
+            shape = self._task_shape(inputs, layouts)
         except RuntimeError as e:
             raise RuntimeError(f"{self.name}: {e}") from None
         reductions = self.reductions_for(front, shape)
         self._check_outputs(outs, reductions, shape, front)
+        if self.along_dims and not inputs:
+            raise TypeError(f"{self.name}: a reduction along dims needs at least one tensor input")
+        return self._layout_task(inputs, layouts, shape, reductions, _itemsize(tensors, front.types), collapse)
+
+    def traced_task(self, args: tuple, outs: tuple, inputs: list, layouts: list) -> Optional[TaskPlan]:
+        """task() for a call whose task was planned, on its (shape, strides) as symbolic values
+        (plans/symbolic.py, which records what each step compared); the given outputs (`layouts`,
+        None where not given) checked as far as their shape and strides go (their dtype and
+        device are the class's). None where a given output would be refused."""
+        args = validation.python_scalars(args)
+        front = self.frontend(args, outs)
+        shape = self._task_shape(inputs, layouts)
+        reductions = self.reductions_for(front, shape)
+        for layout, r in zip(layouts, reductions):
+            if layout is not None:
+                expected = shape if r is None else r.result_shape(shape)
+                if tuple(layout[0]) != tuple(expected) or validation.has_internal_overlap(*layout):
+                    return None
+        itemsize = _itemsize([a for a in args if argcheck.is_tensor_like(a)], front.types)
+        return self._layout_task(inputs, layouts, shape, reductions, itemsize, True)
+
+    def traced_reductions(self, args: tuple, outs: tuple, shape: tuple) -> tuple:
+        """The Reductions of a traced call of task shape `shape` (see traced_task)."""
+        return self.reductions_for(self.frontend(validation.python_scalars(args), outs), shape)
+
+    def _task_shape(self, inputs: list, layouts: list) -> tuple:
+        """The broadcast shape of the inputs; without inputs, the first given elementwise output's."""
+        if inputs:
+            return broadcast_shapes([s for s, _ in inputs])
+        given = [o for o, r in zip(layouts, self.reductions) if r is None and o is not None]
+        return tuple(given[0][0]) if given else ()
+
+    def _layout_task(self, inputs: list, layouts: list, shape: tuple, reductions: tuple, itemsize: int, collapse):
+        """The analysis of a call's (shape, strides) tuples: integers, or symbolic ones."""
         if self.along_dims:
-            return self._analyze_rows(inputs, outs, reductions, shape, tensors, front.types)
-        itemsize = _itemsize(tensors, front.types)
-        return analyze(inputs, [_layout(o) for o in elementwise], itemsize, self.config, collapse)
+            r = reductions[0]
+            if r.kind != "sum" and any(shape[d] == 0 for d in r.dims) and math.prod(r.result_shape(shape)):
+                raise RuntimeError(f"{self.name}: {r.kind} along dims {r.dims} of an empty extent has no identity")
+            return analyze_rows(inputs, layouts, r.dims, r.keepdim, itemsize, self.config, splittable(reductions))
+        elementwise = [o for o, r in zip(layouts, self.reductions) if r is None]
+        return analyze(inputs, elementwise, itemsize, self.config, collapse)
 
     def _check_outputs(self, outs: tuple, reductions: tuple, shape: tuple, front: Frontend) -> None:
         for k, (out, r) in enumerate(zip(outs, reductions)):
@@ -176,25 +214,6 @@ class Planner:
             )
             remember(self._resolved, key, resolved)
         return resolved
-
-    def row_rule(self, args: tuple, outs: tuple, plan: LaunchPlan) -> Optional[RowRule]:
-        """What the C hit path needs to launch new shapes of a reduction along dims (None: the
-        call is not one): its dims, from the Reductions kept per call class and rank."""
-        if not self.along_dims or plan.task is None:
-            return None
-        front = self.frontend(validation.python_scalars(args), outs)
-        return row_rule(self.reductions_for(front, plan.task.shape), self.config)
-
-    def _analyze_rows(self, inputs, outs, reductions, shape, tensors, types) -> TaskPlan:
-        """The task of a reduction along dims (every output reduces the same dims)."""
-        r = reductions[0]
-        if not inputs:
-            raise TypeError(f"{self.name}: a reduction along dims needs at least one tensor input")
-        if r.kind != "sum" and any(shape[d] == 0 for d in r.dims) and math.prod(r.result_shape(shape)):
-            raise RuntimeError(f"{self.name}: {r.kind} along dims {r.dims} of an empty extent has no identity")
-        layouts = [_layout(o) for o in outs]
-        itemsize = _itemsize(tensors, types)
-        return analyze_rows(inputs, layouts, r.dims, r.keepdim, itemsize, self.config, splittable(reductions))
 
     def copies(self, k: int) -> bool:
         """Whether output `k` is a copy (the payload returns one of its arguments unchanged): a
@@ -234,12 +253,6 @@ def _operand_class(a):
     if isinstance(a, argcheck.TENSOR_TYPES):
         return (type(a), a.dtype, a.ndim == 0, a.device)
     return argcheck.int_class(a) if type(a) is int else type(a)
-
-
-def _task_shape(inputs: list, given: list) -> tuple:
-    if inputs:
-        return broadcast_shapes([s for s, _ in inputs])
-    return tuple(given[0].shape) if given else ()
 
 
 def _layout(out) -> Optional[tuple]:

@@ -3,8 +3,8 @@
  * call_method(fallback, switch) makes a method descriptor that runtime/hit_path.py installs as
  * PointwiseDynamicFunction.__call__ once hit() is configured, so that a cached call runs no
  * Python frame at all. A call whose keyword arguments are all outputs (out0=...) goes to serve()
- * with the function's `_c_tables`: (its PlanCache, the PlanCache's dict, the contiguous
- * templates' records, the layout records, and the output names: {"out0": 0, ...}); a call
+ * with the function's `_c_tables`: (its PlanCache, the PlanCache's dict, its shape programs
+ * (program.h), and the output names: {"out0": 0, ...}); a call
  * served there counts as a hit in the PlanCache's `hits`. Any other call, and a miss, goes on
  * in Python as fallback(function, args, kwargs, key), `key` being the signature serve() built
  * (None where it built none). While switch.entry is None (runtime/hit_path's `entry`, which
@@ -68,13 +68,11 @@ static PyObject *served(CallMethod *method, PyObject *function, PyObject *args, 
     Py_XDECREF(entry);
     PyObject *tables = on ? PyObject_GetAttr(function, name_c_tables) : NULL;
     PyObject *result = NULL, *outs = NULL;
-    if (tables != NULL && PyTuple_CheckExact(tables) && PyTuple_GET_SIZE(tables) == 5 &&
+    if (tables != NULL && PyTuple_CheckExact(tables) && PyTuple_GET_SIZE(tables) == 4 &&
         PyDict_Check(PyTuple_GET_ITEM(tables, 1)) && PyDict_Check(PyTuple_GET_ITEM(tables, 2)) &&
-        PyDict_Check(PyTuple_GET_ITEM(tables, 3)) && PyDict_Check(PyTuple_GET_ITEM(tables, 4))) {
-        int plain = kwnames == NULL || (outs = given_outputs(PyTuple_GET_ITEM(tables, 4), kwvalues, kwnames)) != NULL;
-        if (plain)
-            result = serve(PyTuple_GET_ITEM(tables, 1), args, outs, PyTuple_GET_ITEM(tables, 2),
-                           PyTuple_GET_ITEM(tables, 3), key);
+        PyDict_Check(PyTuple_GET_ITEM(tables, 3))) {
+        int plain = kwnames == NULL || (outs = given_outputs(PyTuple_GET_ITEM(tables, 3), kwvalues, kwnames)) != NULL;
+        if (plain) result = serve(PyTuple_GET_ITEM(tables, 1), args, outs, PyTuple_GET_ITEM(tables, 2), key);
         if (result != NULL) count_hit(PyTuple_GET_ITEM(tables, 0));
     }
     Py_XDECREF(outs);

@@ -258,51 +258,6 @@ static PyObject *run_record(PyObject *record, PyObject *args, PyObject *given) {
     return outs;
 }
 
-/* The shape, strides and element count shared by every tensor of `key` (a signature): plain
- * tensors, none negative or requiring grad, all of one C-contiguous shape of two or more
- * elements (new_shapes.contiguous_class's test); and in `parts` the key without shapes and
- * strides, as that function gives it. 0 when the call is not of this kind (no exception). */
-static int contiguous_call(PyObject *key, PyObject **shape, PyObject **strides, long long *numel, PyObject *parts) {
-    *shape = *strides = NULL;
-    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(key); ++k) {
-        PyObject *e = PyTuple_GET_ITEM(key, k), *part;
-        if (PyTuple_CheckExact(e) && PyTuple_GET_SIZE(e) == 7) {
-            PyObject *const *f = &PyTuple_GET_ITEM(e, 0);
-            if (f[5] != Py_False || f[6] != Py_False) return 0;
-            if (*shape == NULL) {
-                *shape = f[1];
-                *strides = f[2];
-            } else if (PyObject_RichCompareBool(f[1], *shape, Py_EQ) != 1 ||
-                       PyObject_RichCompareBool(f[2], *strides, Py_EQ) != 1) {
-                PyErr_Clear();
-                return 0;
-            }
-            part = PyTuple_Pack(3, f[0], f[3], f[4]);
-            if (part == NULL) return 0;
-        } else if (PyTuple_Check(e)) {
-            return 0;  /* a subclass or a StridedBuffer: the general path */
-        } else {
-            part = Py_NewRef(e);
-        }
-        PyTuple_SET_ITEM(parts, k, part);
-    }
-    if (*shape == NULL || !PyTuple_Check(*strides) || PyTuple_GET_SIZE(*strides) != PyObject_Length(*shape)) return 0;
-    long long expected = 1;
-    for (Py_ssize_t d = PyTuple_GET_SIZE(*strides) - 1; d >= 0; --d) {
-        PyObject *size_object = PySequence_GetItem(*shape, d);
-        long long size = size_object == NULL ? -1 : PyLong_AsLongLong(size_object);
-        Py_XDECREF(size_object);
-        long long stride = PyLong_AsLongLong(PyTuple_GET_ITEM(*strides, d));
-        if (PyErr_Occurred() || size < 1 || stride != expected || expected > (1LL << 62) / size) {
-            PyErr_Clear();
-            return 0;
-        }
-        expected *= size;
-    }
-    *numel = expected;
-    return expected >= 2;
-}
-
 /* arguments.dense_extent: the lowest and highest element offset of a non-overlapping dense
  * layout (sizes, strides: sequences of ints); 0 where the layout is not one (or not read). */
 static int dense_extent(PyObject *sizes, PyObject *strides, long long extent[2]) {
@@ -392,84 +347,13 @@ static int outputs_clear(PyObject *key, PyObject *args, PyObject *outs) {
     return 1;
 }
 
-/* Allocate outputs of `shape` and `strides`, one per dtype of `dtypes` (where `given`, NULL or
- * one per output, has None), and launch `kernel` (function, threads, shared) on `grid` programs
- * with `fixed` after the operands: a call served without a plan (run_template, run_layout),
- * through run_record. */
-static PyObject *launch_planless(PyObject *shape, PyObject *strides, PyObject *dtypes, PyObject *device,
-                                 PyObject *cu_launch, PyObject *kernel[3], long long grid, PyObject *device_index,
-                                 PyObject *kinds, PyObject *fixed, PyObject *args, PyObject *given) {
-    Py_ssize_t n_out = PyTuple_GET_SIZE(dtypes);
-    PyObject *layouts = PyTuple_New(n_out), *result = NULL;
-    for (Py_ssize_t k = 0; layouts != NULL && k < n_out; ++k) {
-        PyObject *layout = PyTuple_Pack(2, strides, PyTuple_GET_ITEM(dtypes, k));
-        if (layout == NULL) Py_CLEAR(layouts);
-        else PyTuple_SET_ITEM(layouts, k, layout);
-    }
-    PyObject *record = layouts == NULL ? NULL
-        : Py_BuildValue("(OOOOOLiiOOOOO)", shape, layouts, device, cu_launch, kernel[0], grid, 1, 1, kernel[1],
-                        kernel[2], device_index, kinds, fixed);
-    Py_XDECREF(layouts);
-    if (record != NULL) {
-        result = run_record(record, args, given);
-        Py_DECREF(record);
-    }
-    return result;
-}
-
-/* Launch a contiguous call from its class's template record (new_shapes.py's c_record):
- *   (out dtypes, device, cu_launch_kernel, function, threads, shared, device_index, kinds,
- *    block, max_grid, min_numel, max_numel, index kind "i" or "l", scratch slots)
- * the outputs C-contiguous like the inputs, the grid and the two index values (size0,
- * num_tiles) worked out as the derived plan would. NULL without an exception: not served. */
-static PyObject *run_template(PyObject *templates, PyObject *key, PyObject *args) {
-    PyObject *shape, *strides, *parts = PyTuple_New(PyTuple_GET_SIZE(key)), *result = NULL;
-    long long numel;
-    if (parts == NULL || !contiguous_call(key, &shape, &strides, &numel, parts)) {
-        Py_XDECREF(parts);
-        return NULL;
-    }
-    PyObject *class_key = Py_BuildValue("(OO)", parts, numel % 16 == 0 ? Py_True : Py_False);
-    Py_DECREF(parts);
-    PyObject *t = class_key == NULL ? NULL : Py_XNewRef(PyDict_GetItemWithError(templates, class_key));
-    Py_XDECREF(class_key);
-    if (t == NULL || !PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 14) goto done;
-    PyObject *const *f = &PyTuple_GET_ITEM(t, 0);
-    long long block = PyLong_AsLongLong(f[8]), max_grid = PyLong_AsLongLong(f[9]);
-    long long low = PyLong_AsLongLong(f[10]), high = PyLong_AsLongLong(f[11]), scratch = PyLong_AsLongLong(f[13]);
-    const char *index_kind = PyUnicode_AsUTF8(f[12]);
-    if (PyErr_Occurred() || block < 1 || numel < low || numel > high || index_kind == NULL) goto done;
-    long long tiles = (numel + block - 1) / block, grid = tiles < max_grid ? tiles : max_grid;
-    PyObject *fixed = PyBytes_FromStringAndSize(NULL, 8 * (2 + scratch));
-    if (fixed == NULL) goto done;
-    char *slots = PyBytes_AS_STRING(fixed);
-    memset(slots, 0, 8 * (2 + scratch));
-    if (index_kind[0] == 'i') {
-        int32_t values[2] = {(int32_t)numel, (int32_t)tiles};
-        memcpy(slots, &values[0], 4);
-        memcpy(slots + 8, &values[1], 4);
-    } else {
-        int64_t values[2] = {numel, tiles};
-        memcpy(slots, values, 16);
-    }
-    PyObject *kernel[3] = {f[3], f[4], f[5]};
-    result = launch_planless(shape, strides, f[0], f[1], f[2], kernel, grid, f[6], f[7], fixed, args, NULL);
-    Py_DECREF(fixed);
-done:
-    Py_XDECREF(t);
-    if (result == NULL) PyErr_Clear();
-    return result;
-}
-
-static PyObject *run_layout(PyObject *records, PyObject *key, PyObject *args, PyObject *given); /* layout.h */
+static PyObject *run_programs(PyObject *programs, PyObject *key, PyObject *args, PyObject *given); /* program.h */
 
 /* A cached call's whole path: the output(s), or NULL (no exception) with *key the signature (NULL
  * where building it failed) for the Python path to go on with. `outs`: NULL, or the outputs the
- * call gives (one per output, None where not given). A call no plan serves is launched from its
- * class's contiguous template (`templates`; calls giving no outputs) or the record of its call
- * class and stride classes (`layouts`), where there is one. */
-static PyObject *serve(PyObject *plans, PyObject *args, PyObject *outs, PyObject *templates, PyObject *layouts,
-                       PyObject **key_out) {
+ * call gives (one per output, None where not given). A call no plan serves is launched by a
+ * shape program of its class (`programs`, program.h), where one serves it. */
+static PyObject *serve(PyObject *plans, PyObject *args, PyObject *outs, PyObject *programs, PyObject **key_out) {
     PyObject *key = *key_out = build_signature(args, outs);
     if (key == NULL) {
         PyErr_Clear();  /* the Python path builds the signature again and reports what is wrong */
@@ -485,14 +369,12 @@ static PyObject *serve(PyObject *plans, PyObject *args, PyObject *outs, PyObject
     PyErr_Clear();
     int usable = record != NULL && PyTuple_Check(record) && PyTuple_GET_SIZE(record) == HIT_FIELDS;
     PyObject *result = NULL;
-    int derivable = plan == NULL && ((templates != NULL && PyDict_GET_SIZE(templates)) ||
-                                     (layouts != NULL && PyDict_GET_SIZE(layouts)));
+    int derivable = plan == NULL && programs != NULL && PyDict_GET_SIZE(programs);
     if (usable || derivable) {
         int hooked = hooks == Py_None ? 0 : hook_active(name_enter);
         if (hooked == 0 && hooks != Py_None) hooked = hook_active(name_exit);
         if (hooked == 0 && usable) result = run_record(record, args, given);
-        if (hooked == 0 && !usable && templates != NULL && given == NULL) result = run_template(templates, key, args);
-        if (hooked == 0 && !usable && result == NULL && layouts != NULL) result = run_layout(layouts, key, args, given);
+        if (hooked == 0 && !usable) result = run_programs(programs, key, args, given);
     }
     Py_XDECREF(plan);
     Py_XDECREF(record);
@@ -500,7 +382,7 @@ static PyObject *serve(PyObject *plans, PyObject *args, PyObject *outs, PyObject
         PyErr_Clear();
         return NULL;
     }
-    if (usable) {  /* served by a plan: the LRU's order (a template's call has no plan to move) */
+    if (usable) {  /* served by a plan: the LRU's order (a program's call has no plan to move) */
         PyObject *moved = PyObject_CallMethodOneArg(plans, name_move_to_end, key);
         Py_XDECREF(moved);
     }
@@ -509,18 +391,16 @@ static PyObject *serve(PyObject *plans, PyObject *args, PyObject *outs, PyObject
     return result;
 }
 
-/* hit(plans, args, miss[, templates[, layouts[, outs]]]): see the header of launch.c. */
+/* hit(plans, args, miss[, programs[, outs]]): see the header of launch.c. */
 static PyObject *hit(PyObject *self, PyObject *const *argv, Py_ssize_t nargs) {
-    if (nargs < 3 || nargs > 6 || !PyDict_Check(argv[0]) || !PyTuple_Check(argv[1]) ||
-        (nargs >= 4 && !PyDict_Check(argv[3])) || (nargs >= 5 && !PyDict_Check(argv[4])) ||
-        (nargs == 6 && argv[5] != Py_None && !PyTuple_Check(argv[5]))) {
-        PyErr_SetString(PyExc_TypeError,
-                        "hit() takes a dict, a tuple, the miss value, optionally two dicts and a tuple of outputs");
+    if (nargs < 3 || nargs > 5 || !PyDict_Check(argv[0]) || !PyTuple_Check(argv[1]) ||
+        (nargs >= 4 && !PyDict_Check(argv[3])) || (nargs == 5 && argv[4] != Py_None && !PyTuple_Check(argv[4]))) {
+        PyErr_SetString(PyExc_TypeError, "hit() takes a dict, a tuple, the miss value, optionally a dict and a tuple of outputs");
         return NULL;
     }
     if (!configured()) return NULL;
-    PyObject *key, *miss = argv[2], *outs = nargs == 6 && argv[5] != Py_None ? argv[5] : NULL;
-    PyObject *result = serve(argv[0], argv[1], outs, nargs >= 4 ? argv[3] : NULL, nargs >= 5 ? argv[4] : NULL, &key);
+    PyObject *key, *miss = argv[2], *outs = nargs == 5 && argv[4] != Py_None ? argv[4] : NULL;
+    PyObject *result = serve(argv[0], argv[1], outs, nargs >= 4 ? argv[3] : NULL, &key);
     if (result != NULL) return result;
     if (key == NULL) return Py_NewRef(miss);
     PyObject *missed = PyTuple_Pack(2, miss, key);  /* the signature goes back with the miss */

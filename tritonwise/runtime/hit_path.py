@@ -4,12 +4,9 @@ call_signature, PlanCache.get, LaunchPlan.fast and the launcher.
 
 A plan offers itself to it by carrying `hit`, a tuple of what the launch needs (`record`); only
 plans whose fast path is plain allocation and a launch through launch.c get one (no reductions,
-splits, scalars to move, default-dtype condition). A call no plan serves whose tensors are
-plain, C-contiguous and of one shape is launched from its class's template record
-(new_shapes.Templates.c_records) when there is one, without a plan of its own; any other call of
-plain tensors (broadcast, transposed, strided, given outputs, a reduction along dims) from the
-record of its call class and stride classes (layout.h; LayoutTemplates.c_records) once a plan of
-its block and specialization has launched. Given outputs (out0=, in place) are launched on where
+splits, scalars to move, default-dtype condition). A call no plan serves, of plain tensors, is
+launched by a shape program of its class where one serves it (plans/shape_programs.py,
+program.h), without a plan of its own. Given outputs (out0=, in place) are launched on where
 they share no memory with an input or are exactly that input. The plan cache counts either as a
 hit. Wherever Python must decide (no such plan or template, launch hooks installed, another
 device current, a failed launch: nothing was launched) the C function returns (`MISS`, the
@@ -70,8 +67,8 @@ def served_classes() -> list:
 
 
 def serves_new_shapes() -> bool:
-    """Whether new shapes may be launched from C with no plan (hit.h's run_template, layout.h's
-    run_layout): records for them are published only then. TRITONWISE_C_NEW_SHAPES=0 keeps every
+    """Whether new shapes may be launched from C with no plan (shape programs, program.h):
+    programs are published only then. TRITONWISE_C_NEW_SHAPES=0 keeps every
     new shape on the Python path (a plan of its own, then cached hits in C as usual)."""
     return os.environ.get("TRITONWISE_C_NEW_SHAPES", "1") != "0"
 

@@ -17,20 +17,18 @@
  * releases it, as Triton's launcher does, so threads driving other devices are not held up.
  * Once use_aten() has given it aten.cpp's helpers (runtime/aten.py), a plain tensor's data
  * pointer and hit()'s outputs are taken through ATen rather than torch's Python API.
- *   hit(plans, args, miss[, templates[, layouts[, outs]]]) -> the call's output(s), or (`miss`, signature), or `miss`
+ *   hit(plans, args, miss[, programs[, outs]]) -> the call's output(s), or (`miss`, signature), or `miss`
  *
  * `hit` is a cached call's whole path (runtime/hit_path.py): the call signature built as
  * runtime/arguments.py's call_signature builds it, the plan looked up in `plans` (the plan cache's
  * dict), outputs allocated through torch.empty_strided (or those `outs` gives: out0=, in place),
- * the stream asked of torch, and the launch above. A call no plan serves whose tensors are plain,
- * C-contiguous and of one shape is launched from its class's record in `templates` when there is
- * one (new_shapes.py: a new shape of a contiguous call needs no plan of its own), any other call
- * of plain tensors (a reduction along dims too) from the record of its call class and stride
- * classes in `layouts` (layout.h). Wherever the Python path must decide (no plan or template, a
- * plan without a `hit` record, launch hooks installed, another device current, a failed launch) it
- * launches nothing and returns (`miss`, the signature it built), or `miss` alone where building
- * the signature failed. `configure` gives it the Python objects it calls; `call_method` (call.h)
- * makes a pointwise function's __call__ of it.
+ * the stream asked of torch, and the launch above. A call no plan serves is launched by a shape
+ * program of its class in `programs` where one serves it (program.h: what the analysis decided
+ * for an earlier shape, evaluated on this one). Wherever the Python path must decide (no plan or
+ * program serves it, a plan without a `hit` record, launch hooks installed, another device
+ * current, a failed launch) it launches nothing and returns (`miss`, the signature it built), or
+ * `miss` alone where building the signature failed. `configure` gives it the Python objects it
+ * calls; `call_method` (call.h) makes a pointwise function's __call__ of it.
  * Built on first use by tritonwise/runtime/native.py; nothing here includes cuda.h.
  */
 #define PY_SSIZE_T_CLEAN
@@ -197,7 +195,7 @@ static PyObject *use_aten(PyObject *self, PyObject *const *args, Py_ssize_t narg
 }
 
 #include "hit.h"
-#include "layout.h"
+#include "program.h"
 #include "call.h"
 
 static PyMethodDef methods[] = {
@@ -207,6 +205,10 @@ static PyMethodDef methods[] = {
     {"hit", (PyCFunction)(void (*)(void))hit, METH_FASTCALL, "A cached call's whole path, or `miss`."},
     {"call_method", (PyCFunction)(void (*)(void))call_method, METH_FASTCALL, "A pointwise function's __call__ in C."},
     {"use_aten", (PyCFunction)(void (*)(void))use_aten, METH_FASTCALL, "Allocate and read pointers through aten.cpp."},
+    {"program", (PyCFunction)(void (*)(void))program, METH_VARARGS | METH_KEYWORDS, "A shape program (program.h)."},
+    {"shape_class", (PyCFunction)(void (*)(void))shape_class, METH_FASTCALL, "A signature's class and leaves."},
+    {"evaluate", (PyCFunction)(void (*)(void))evaluate_program, METH_FASTCALL, "A program's node values."},
+    {"opcodes", opcodes, METH_NOARGS, "The opcode numbering of shape programs."},
     {NULL, NULL, 0, NULL},
 };
 

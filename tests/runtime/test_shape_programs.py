@@ -1,0 +1,343 @@
+"""Shape programs (plans/shape_programs.py, runtime/program.h) on the CPU, through a stand-in for
+cuLaunchKernel: a program traced from the analysis's plan of one shape launches another shape
+only with exactly what the analysis plans for that shape (grid, index values, output layout) and
+only where the analysis would run the same kernel (layout class, block, Triton's specialization
+of the index values); anything else launches nothing. GPU tests run it for real."""
+
+import operator
+import random
+import threading
+from types import SimpleNamespace
+
+import pytest
+import torch
+from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import strategies as st
+
+from tests.support.c_path import Driver, Table, _launched_through_c, check_launch, module  # noqa: F401 (a fixture)
+from tests.support.layout_patterns import _add_two, _inputs, add_alpha, any_patterns, contiguous, fma, full_rank_patterns
+from tritonwise import pointwise_dynamic
+from tritonwise.plans import symbolic
+from tritonwise.plans import shape_programs
+from tritonwise.plans.shape_programs import ShapePrograms
+from tritonwise.runtime import hit_path
+from tritonwise.runtime.arguments import call_signature
+
+# A full operand beside one of lower rank or with size-1 dims (a bias, a scale): mostly nd tasks.
+nd_patterns = st.integers(2, 4).flatmap(
+    lambda rank: st.integers(1, rank).flatmap(
+        lambda r: st.lists(st.booleans(), min_size=r, max_size=r).map(
+            lambda ones: (rank, [contiguous(rank, [False] * rank), contiguous(r, ones)])
+        )
+    )
+)
+
+# (function, the arguments it takes from a pattern's inputs, its kernel's operand kinds)
+FUNCTIONS = {
+    "add_alpha": (add_alpha, lambda ts: (ts[0], ts[-1], 0.5), b"ppfp"),
+    "fma (three inputs, two outputs)": (fma, lambda ts: (ts[0], ts[1 % len(ts)], ts[-1]), b"ppppp"),
+}
+
+
+def _adder():
+    return pointwise_dynamic(promotion_methods=[(0, 1, "DEFAULT")])(_add_two)
+
+
+def _reducer(kind: str, dims: tuple, keepdim: bool):
+    """sum or max of x + y along `dims` of the broadcast shape."""
+    return pointwise_dynamic(promotion_methods=[(0, 1, "DEFAULT")], reductions=[(kind, dims, keepdim)])(_add_two)
+
+
+def _plan_or_none(fn, args, outs=None):
+    try:
+        return fn.plan(args, outs or (None,) * len(fn._out_index), collapse=True)
+    except (RuntimeError, TypeError):
+        return None
+
+
+def _case(patterns, largest):
+    sizes = st.lists(st.lists(st.integers(2, largest), min_size=4, max_size=4), min_size=2, max_size=2)
+    return st.tuples(patterns, sizes)
+
+
+cases = _case(nd_patterns, 40) | _case(any_patterns, 12) | _case(full_rank_patterns, 12)
+
+
+@pytest.mark.parametrize("function", list(FUNCTIONS.values()), ids=list(FUNCTIONS))
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(case=cases)
+def test_a_program_launches_a_new_shape_as_the_analysis_plans_it(module, function, case):
+    make, pick, kinds = function
+    pattern, (first, second) = case
+    fn, driver = make(), Driver(kinds)
+    table = Table(module, fn, driver)
+    template_args, args = (pick(_inputs(pattern, sizes)) for sizes in (first, second))
+    template = table.add(template_args)
+    assume(template.task.rank > 0)
+    served = check_launch(table, args, None, _plan_or_none(fn, args))
+    event(f"{template.task.tiling.scheme}: " + ("served" if served else "refused"))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(case=_case(any_patterns | full_rank_patterns, 40), picks=st.data())
+def test_a_program_of_a_reduction_along_dims_launches_what_the_analysis_plans(module, case, picks):
+    """A split reduction (its partials combined in torch) is never traced, nor served."""
+    pattern, (first, second) = case
+    template_args, args = ((ts[0], ts[-1]) for ts in (_inputs(pattern, first), _inputs(pattern, second)))
+    rank = max(t.dim() for t in args)
+    assume(rank > 0)
+    dims = tuple(sorted(picks.draw(st.sets(st.integers(0, rank - 1), min_size=1))))
+    fn = _reducer(picks.draw(st.sampled_from(["sum", "max"])), dims, picks.draw(st.booleans()))
+    table = Table(module, fn, Driver(b"ppp"))
+    template = table.add(template_args)
+    expected = _plan_or_none(fn, args)
+    served = check_launch(table, args, None, expected)
+    event((template.task.tiling.scheme if template.task.split is None else "split") + (": served" if served else ""))
+    assert not served or expected.task.split is None
+
+
+def test_a_shape_the_split_rule_would_cut_is_left_to_python(module):
+    """(512, 8192) rows do not split; (4, 8192) ones would (8 parts): the program of the first
+    serves another unsplit shape, never the second."""
+    fn = _reducer("sum", (1,), False)
+    table = Table(module, fn, Driver(b"ppp"))
+    make = lambda rows: (torch.randn(rows, 8192), torch.randn(rows, 8192))  # noqa: E731
+    template = table.add(make(512))
+    assert template.task.split is None and fn.plan(make(4), (None,), collapse=True).task.split is not None
+    assert table.call(make(4))[1] is None
+    assert check_launch(table, make(528), None, fn.plan(make(528), (None,), collapse=True))
+
+
+# Calls giving an output, each a function of the size n: (x, y, alpha) and the output. In place
+# (the output is x), out= of another layout, and what must be refused as the analysis refuses it:
+# an output with a stride-0 dim, one of another shape, one larger than the inputs' shape.
+GIVEN_OUTPUT_CALLS = {
+    "in place, += a transposed operand (tile2d)": lambda n: _in_place(torch.randn(n, 65), torch.randn(65, n).t()),
+    "in place, += a broadcast bias (nd)": lambda n: _in_place(torch.randn(4, n, 64), torch.randn(n, 1)),
+    "in place, contiguous (flat)": lambda n: _in_place(torch.randn(64 * n + 7), torch.randn(64 * n + 7)),
+    "out= transposed": lambda n: ((torch.randn(n, 65), torch.randn(n, 65), 0.5), torch.empty(65, n).t()),
+}
+REFUSED = {
+    "out= with a stride-0 dim": lambda n: ((torch.randn(n, 65), torch.randn(n, 65), 0.5), torch.empty(n, 1).expand(n, 65)),
+    "out= of another shape": lambda n: ((torch.randn(n, 65), torch.randn(n, 65), 0.5), torch.empty(n, 64)),
+    "out= larger than the inputs": lambda n: ((torch.randn(1, 65), torch.randn(1, 65), 0.5), torch.empty(n, 65)),
+}
+
+
+def _in_place(x, y):
+    return (x, y, 0.5), x
+
+
+@pytest.mark.parametrize("refused", [None, *REFUSED])
+@pytest.mark.parametrize("call", list(GIVEN_OUTPUT_CALLS))
+def test_a_new_shape_given_its_output_launches_on_it_as_the_analysis_plans(module, call, refused):
+    make, fn = GIVEN_OUTPUT_CALLS[call], add_alpha()
+    table = Table(module, fn, Driver())
+    for n in (96, 97, 112):  # both alignments
+        args, out = make(n)
+        table.add(args, (out,))
+    args, out = make(113) if refused is None else REFUSED[refused](113)
+    expected = _plan_or_none(fn, args, (out,))
+    served = check_launch(table, args, (out,), expected)
+    assert served == (refused is None)
+
+
+ROW_CASES = {  # (kind, dims, keepdim, inputs of size n, the two sizes)
+    "sum of a long last dim (row_looped)": ("sum", (1,), False, lambda n: (torch.randn(n, 4096),) * 2, (320, 352)),
+    "few long rows, then fewer (row_looped, pipelined)": ("sum", (1,), False, lambda n: (torch.randn(n, 4096),) * 2, (240, 224)),
+    "sum over (0, 2) (row_looped)": ("sum", (0, 2), True, lambda n: (torch.randn(64, n, 64),) * 2, (272, 304)),
+    "max over dim 0 (column_looped)": ("max", (0,), False, lambda n: (torch.randn(n, 512),) * 2, (1024, 1040)),
+    "sum of a short last dim, broadcast (row_persistent)": (
+        "sum",
+        (-1,),
+        True,
+        lambda n: (torch.randn(n, 1, 128), torch.randn(3, 128)),
+        (80, 96),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(ROW_CASES))
+def test_row_schemes_launch_new_shapes_as_the_analysis_plans_them(module, case):
+    kind, dims, keepdim, make, (first, second) = ROW_CASES[case]
+    fn = _reducer(kind, dims, keepdim)
+    table = Table(module, fn, Driver(b"ppp"))
+    template = table.add(make(first))
+    assert template.task.tiling.scheme in case
+    assert check_launch(table, make(second), None, fn.plan(make(second), (None,), collapse=True))
+
+
+FAMILIES = {  # the cases of benchmarks/new_shape.py: (function, operands for size n, kinds)
+    "add 1-D (flat)": (_adder, lambda n: (torch.randn(64 * n + 7),) * 2, b"ppp"),
+    "3-D broadcast + scalar (nd)": (add_alpha, lambda n: (torch.randn(4, n, 64), torch.randn(n, 1), 0.5), b"ppfp"),
+    "2-D + transposed 2-D (tile2d)": (_adder, lambda n: (torch.randn(n, 65), torch.randn(65, n).t()), b"ppp"),
+}
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_programs_of_a_few_shapes_serve_most_new_shapes(family):
+    """As in the benchmark: the programs of 40 shapes serve at least 90% of 60 shapes never seen,
+    each as the analysis plans it."""
+    make, operands, kinds = FAMILIES[family]
+    from tritonwise.runtime import native
+
+    module = native.launch_module()
+    if module is None:
+        pytest.skip("no C compiler here")
+    fn, rng = make(), random.Random(0)
+    table = Table(module, fn, Driver(kinds))
+    seen = set()
+    for n in rng.sample(range(2, 400), 40):
+        seen.add(n)
+        traced = len(table.programs and next(iter(table.programs.values())))
+        if table.call(operands(n), None, fn.plan(operands(n), (None,), True))[1] is None or not traced:
+            table.add(operands(n))  # a miss traces a program, as publish does
+    new = [n for n in rng.sample(range(2, 400), 100) if n not in seen][:60]
+    served = 0
+    for n in new:
+        args = operands(n)
+        expected = fn.plan(args, (None,), collapse=True)
+        result, launch = table.call(args, None, expected)
+        if launch is not None:
+            served += 1
+            assert launch[1] == (*expected.grid, 1, 1)[:3] and launch[3][-len(expected.index_args) :] == list(expected.index_args)
+    assert served >= 0.9 * len(new), f"{served} of {len(new)} served"
+
+
+def test_a_launch_hook_leaves_the_call_to_python(module):
+    fn = _adder()
+    table = Table(module, fn, Driver(b"ppp"))
+    table.add((torch.randn(16, 16),) * 2)
+    hit_path.configure(module, raw_stream=lambda device: 0x5000, hooks=SimpleNamespace(launch_enter_hook=print, launch_exit_hook=None), current_device=None)
+    try:
+        assert table.call((torch.randn(32, 16),) * 2)[1] is None
+    finally:
+        hit_path.configure(module, raw_stream=lambda device: 0x5000, hooks=SimpleNamespace(launch_enter_hook=None, launch_exit_hook=None), current_device=None)
+    assert table.call((torch.randn(32, 16),) * 2)[1] is not None
+
+
+@pytest.mark.parametrize("setting, published", [("1", True), ("0", False)])
+def test_publishing_follows_TRITONWISE_C_NEW_SHAPES(monkeypatch, module, setting, published):
+    """A launched plan publishes its program, unless TRITONWISE_C_NEW_SHAPES=0."""
+    monkeypatch.setenv("TRITONWISE_C_NEW_SHAPES", setting)
+    # an interpreted plan has no launch.c launcher to ask what Triton specializes: nothing here
+    monkeypatch.setattr(shape_programs, "Rebinding", lambda plan: SimpleNamespace(value_positions=lambda: ()))
+    fn, args = _adder(), (torch.randn(8, 8),) * 2
+    plan = fn.plan(args, (None,), collapse=True)
+    _launched_through_c(plan, Driver(b"ppp"))
+    programs = ShapePrograms(fn.planner)
+    programs.publish(call_signature(args), args, (None,), plan)
+    assert bool(programs.programs) == published
+
+
+def test_threads_launch_while_programs_grow(module):
+    """Four threads call hit() on new shapes while a fifth adds programs: every call is served
+    with its plan's launch or refused, and nothing crashes (the stand-in driver and the stream
+    query call back into Python, so threads interleave inside hit())."""
+    fn = add_alpha()
+    table = Table(module, fn, Driver())
+    make = lambda n: (torch.randn(n, 64), torch.randn(64, n).t(), 0.5)  # noqa: E731
+    shapes = [make(n) for n in range(16, 400, 16)]
+    plans = [fn.plan(args, (None,), collapse=True) for args in shapes]
+    table.driver.n_values = len(plans[0].index_args)
+    failures = []
+
+    def publish():
+        for args in shapes:
+            table.add(args)
+
+    def call(offset):
+        try:
+            for k in range(300):
+                args, plan = shapes[(k + offset) % len(shapes)], plans[(k + offset) % len(shapes)]
+                out = module.hit({}, args, hit_path.MISS, table.programs)
+                if not (type(out) is tuple and out[0] is hit_path.MISS):
+                    assert (out.shape, out.stride()) == (plan.out_shape, plan.out_strides[0])
+        except Exception as e:  # reported below: an assertion in a thread does not fail the test
+            failures.append(e)
+
+    threads = [threading.Thread(target=call, args=(k,)) for k in range(4)] + [threading.Thread(target=publish)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+
+
+# -- the symbolic integers and the evaluator ----------------------------------------------------
+
+
+def test_the_opcodes_are_the_evaluators(module):
+    ops = module.opcodes()
+    assert ops["nodes"] == (symbolic.LEAF, symbolic.CONST, symbolic.ADD, symbolic.SUB, symbolic.MUL, symbolic.FLOORDIV, symbolic.MOD, symbolic.ABS)
+    assert ops["guards"] == (symbolic.LT, symbolic.LE, symbolic.EQ, symbolic.NE)
+
+
+OPERATIONS = [operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, abs]
+COMPARISONS = [operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne]
+
+
+def _program_of(module, tracer, result):
+    pack = lambda rows: b"".join(int(v).to_bytes(8, "little", signed=True) for row in rows for v in row)  # noqa: E731
+    node = tracer.node_of(result)  # before packing: a constant result adds a node
+    return module.program(
+        nodes=pack(tracer.nodes), guards=pack(tracer.guards), values=pack([(node,)]), grid=node, out_shape=b"",
+        out_strides=(), out_dtypes=(), device=None, device_index=0, cu_launch=0, function=0, threads=32, shared=0,
+        kinds=b"", index_kind="l", scratch=0,
+    )
+
+
+def _run(leaves, script):
+    """Evaluate `script` (a list of (operation, i, j) steps over a growing list of values that
+    starts with `leaves`) on Syms or ints; the last value and every comparison's answer."""
+    values, answers = list(leaves), []
+    for how, i, j in script:
+        a, b = values[i % len(values)], values[j % len(values)]
+        if how in COMPARISONS:
+            answers.append(how(a, b))
+        elif how is abs:
+            values.append(abs(a))
+        elif how in (operator.floordiv, operator.mod):  # by a divisor that is never 0
+            values.append(how(a, abs(b) + 1))
+        else:
+            values.append(how(a, b))
+    return values[-1], answers
+
+
+scripts = st.lists(st.tuples(st.sampled_from(OPERATIONS + COMPARISONS), st.integers(0, 20), st.integers(0, 20)), max_size=20)
+leaf_values = st.lists(st.integers(-(2**20), 2**20), min_size=3, max_size=3)
+
+
+@settings(max_examples=300, deadline=None)
+@given(script=scripts, traced=leaf_values, other=leaf_values)
+def test_a_program_serves_exactly_the_leaves_that_answer_alike(module, script, traced, other):
+    """A program traced on some leaves serves other leaves where every comparison answers as it
+    did (then with the script's own result), and refuses them where one answers otherwise."""
+    tracer = symbolic.Tracer()
+    result, answers = _run(tracer.leaves(traced, 0), script)
+    expected, other_answers = _run(other, script)
+    if not isinstance(result, symbolic.Sym):
+        return  # the script's result is a constant
+    values = module.evaluate(_program_of(module, tracer, result), tuple(other))
+    if other_answers != answers:
+        assert values is None
+    elif values is not None:
+        assert values[tracer.node_of(result)] == expected
+    # else refused although every comparison agrees: a zero divisor or an int64 overflow on the
+    # other leaves (Python's integers do not overflow), both misses to Python
+
+
+def test_reading_a_value_specializes_on_it(module):
+    tracer = symbolic.Tracer()
+    (x,) = tracer.leaves((5,), 0)
+    assert [0, 1, 2, 3, 4, 5][x] == 5 and hash(x + 1) == hash(6)
+    program = _program_of(module, tracer, x + 1)
+    assert module.evaluate(program, (5,)) is not None and module.evaluate(program, (7,)) is None
+
+
+def test_overflow_refuses_rather_than_wraps(module):
+    tracer = symbolic.Tracer()
+    (x,) = tracer.leaves((2,), 0)
+    program = _program_of(module, tracer, x * x * x)
+    assert module.evaluate(program, (2**20,))[-1] == 2**60
+    assert module.evaluate(program, (2**21,)) is None  # 2**63 does not fit

@@ -1,0 +1,141 @@
+"""Shape programs: what the analysis decided for one call, as data the C hit path evaluates for
+the next shapes of the same class (runtime/program.h), so that a new shape launches from C with
+no plan and no Python frame.
+
+Once a plan has launched through launch.c, `ShapePrograms.publish` runs the planner's
+shape-dependent work again on symbolic sizes and strides (plans/symbolic.py): broadcasting,
+the checks of given outputs, the analysis (dim order, collapse, scheme, block, alignment, index
+width), the outputs' layout, the kernel's index values and grid. Every comparison made on the
+way becomes a guard, and Triton's specialization of the index values (divisible by 16, equal to
+1) two more, so a call satisfying the guards runs exactly this plan's kernel, with the values
+the program computes. The program is checked against the plan it was traced beside before it
+is published.
+
+Programs are kept per class (the signature without sizes and strides: launch.c's shape_class)
+in `programs`, the dict hit() reads; each class keeps at most MAX_PER_CLASS programs, whose
+guards exclude each other (they differ in some answer), so at most one serves a call.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Optional
+
+from ..codegen.params import index_arg_values
+from ..frontend import validation
+from ..runtime import hit_path, native
+from ..runtime.kernels import Rebinding
+from . import symbolic
+from .binder import output_layout
+from .memo import MEMO_LIMIT
+from .symbolic import Tracer
+
+# Programs per class: the shapes of one class differ in alignment, index width, blocks and
+# Triton's specializations, each a program of its own; past this the Python path serves the rest.
+MAX_PER_CLASS = 16
+
+
+class ShapePrograms:
+    """A pointwise function's shape programs: class -> [Program] (see the module docstring)."""
+
+    def __init__(self, planner):
+        self._planner = planner
+        self.programs: dict = {}
+        self._guards: dict = {}  # class -> (nodes, guards) of each of its programs
+
+    def publish(self, key: tuple, args: tuple, outs: tuple, plan) -> None:
+        """Trace `plan` (built for the call `key` on `args` and the given `outs`, launched through
+        launch.c) into a program of its class, unless one of its guards is there already."""
+        if plan.hit is None or plan.split is not None or plan.default_dtype is not None:
+            return
+        if not hit_path.serves_new_shapes():
+            return
+        module = native.launch_module()
+        found = module.shape_class(key, len(args))
+        if found is None:
+            return
+        cls, tensors = found
+        kept = self._guards.get(cls, ())
+        if len(kept) >= MAX_PER_CLASS:
+            return
+        positions = Rebinding(plan).value_positions()
+        traced = None if positions is None else trace(self._planner, tensors, args, outs, plan, positions)
+        if traced is None or traced[0] in kept:
+            return
+        identity, fields = traced
+        if cls not in self.programs and len(self.programs) >= MEMO_LIMIT:
+            self.programs.clear()  # hit() reads this dict: emptied, never replaced
+            self._guards.clear()
+        self._guards.setdefault(cls, []).append(identity)
+        self.programs.setdefault(cls, []).append(module.program(**fields))
+
+
+def trace(planner, tensors: list, args: tuple, outs: tuple, plan, positions: tuple) -> Optional[tuple]:
+    """((nodes, guards), the fields of launch.c's program()) of `plan`, traced on `tensors`
+    ((sizes, strides) per tensor input, then per given output); `positions`: the index values
+    Triton specializes the kernel on (kernels.Rebinding.value_positions). None where the
+    program would not reproduce the plan's launch."""
+    tracer = Tracer()
+    operands, first = [], 0
+    for sizes, strides in tensors:
+        operands.append((tracer.leaves(sizes, first), tracer.leaves(strides, first + len(sizes))))
+        first += 2 * len(sizes)
+    n_inputs = sum(1 for a in args if validation.is_tensor_like(a))
+    given = iter(operands[n_inputs:])
+    layouts = [None if o is None else next(given) for o in outs]
+    task = planner.traced_task(args, outs, operands[:n_inputs], layouts)
+    if task is None or task.split is not None:
+        return None
+    values = index_arg_values(plan.spec, task)
+    out_shape, out_strides = output_layout(task, planner.traced_reductions(args, outs, task.shape), planner.along_dims)
+    out_strides = [s for s in out_strides if s is not None]
+    grid = task.grid[0]
+    concrete = symbolic.value_of
+    if (
+        tuple(map(concrete, values)) != plan.index_args
+        or tuple(map(concrete, out_shape)) != tuple(plan.out_shape)
+        or [tuple(map(concrete, s)) for s in out_strides] != [tuple(s) for s in plan.out_strides if s is not None]
+        or concrete(grid) != plan.grid[0]
+        or len(plan.grid) != 1
+    ):
+        return None
+    for k in positions:  # the classes Triton compiles the kernel for
+        _ = values[k] % 16 == 0, values[k] == 1
+    hit = plan.hit
+    index_kind = "i" if task.index_bits == 32 else "l"
+    scratch = len(hit.fixed) // 8 - len(values)
+    if scratch < 0 or _packed(values, index_kind, scratch) != hit.fixed:
+        return None
+    node = tracer.node_of  # constants become nodes too: every node number before packing
+    value_nodes, grid_node = [(node(v),) for v in values], node(grid)
+    shape_nodes = [(node(n),) for n in out_shape]
+    stride_nodes = [[(node(s),) for s in strides] for strides in out_strides]
+    fields = dict(
+        nodes=_pack(tracer.nodes),
+        guards=_pack(tracer.guards),
+        values=_pack(value_nodes),
+        grid=grid_node,
+        out_shape=_pack(shape_nodes),
+        out_strides=tuple(_pack(strides) for strides in stride_nodes),
+        out_dtypes=tuple(dtype for _, dtype in hit.layouts),
+        device=hit.device,
+        device_index=hit.device_index,
+        cu_launch=hit.cu_launch,
+        function=hit.function,
+        threads=hit.threads,
+        shared=hit.shared,
+        kinds=hit.kinds,
+        index_kind=index_kind,
+        scratch=scratch,
+    )
+    return (tuple(tracer.nodes), tuple(tracer.guards)), fields
+
+
+def _pack(rows) -> bytes:
+    return b"".join(struct.pack("<" + "q" * len(row), *row) for row in rows)
+
+
+def _packed(values, index_kind: str, scratch: int) -> bytes:
+    """The index values' slots as program.h packs them (what the plan's launch passes)."""
+    code = "i4x" if index_kind == "i" else "q"
+    return struct.pack("<" + code * len(values) + "8x" * scratch, *map(symbolic.value_of, values))
