@@ -134,7 +134,7 @@ BOTH_ALIGNMENTS = ((80, 96, 100, 101), (112, 113, 128, 129))
 def test_new_shapes_of_a_layout_run_in_c_once_their_kernel_has(make, sizes):
     """The first shape of a layout class builds the template, the second is derived and
     publishes the record of its call class, stride classes and layout class; later ones (same
-    block, same specialization classes) are launched by layout.h with no plan and no Python
+    block, same specialization classes) are launched by a shape program with no plan and no Python
     frame. A length that is a multiple of 16 or not puts a transposed add in the aligned or the
     unaligned layout class: each gets its record."""
     fn = pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])(add_alpha.payload)
@@ -167,7 +167,7 @@ def test_new_shapes_stay_in_python_with_TRITONWISE_C_NEW_SHAPES_0(monkeypatch):
 @given(pattern=patterns, sizes=st.lists(st.lists(st.integers(2, 40), min_size=4, max_size=4), min_size=6, max_size=6))
 def test_new_shapes_of_any_layout_give_torchs_results_whichever_path_launches_them(pattern, sizes):
     """Permuted, sliced, expanded and broadcasting operands in six shapes of one pattern: the
-    first builds a plan, later ones are derived in Python or launched by layout.h; each result
+    first builds a plan, later ones are derived in Python or launched by a shape program; each result
     and its strides equal torch's."""
     fn = pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])(add_alpha.payload)
     misses = fn.plan_cache.misses
@@ -196,7 +196,7 @@ GIVEN_OUTPUTS = {
 @pytest.mark.parametrize("make", list(GIVEN_OUTPUTS.values()), ids=list(GIVEN_OUTPUTS))
 def test_given_outputs_are_served_in_c_for_cached_and_new_shapes(make):
     """out0= in C: a cached call and, once a derived plan of its class has launched, new shapes
-    (layout.h), with no Python frame, the result written into the given output."""
+    (a shape program), with no Python frame, the result written into the given output."""
     fn = pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])(add_alpha.payload)
     for n in (80, 96):
         x, y, out = make(n)
@@ -230,13 +230,14 @@ ROW_REDUCTIONS = {
 
 @pytest.mark.parametrize("case", list(ROW_REDUCTIONS))
 def test_new_shapes_of_reductions_along_dims_run_in_c(case):
-    """The second shape's plan (the analysis's, with a borrowed launcher) publishes its record;
-    later shapes are launched by layout.h with no plan and no Python frame."""
+    """The first shape's plan publishes its shape program; later shapes that take the analysis's
+    branches (at most 192 rows: the split rule's bound) launch from it with no plan and no Python
+    frame."""
     entry, make, reference = ROW_REDUCTIONS[case]
     fn = pointwise_dynamic(promotion_methods=[(0, "DEFAULT")], reductions=[entry])(_square)
     for n in (80, 96):
         fn(make(n))
-    for n in (112, 144, 160, 208):
+    for n in (112, 144, 160, 176):
         x = make(n)
         misses = fn.plan_cache.misses
         got, frames = _python_frames(fn, x)
