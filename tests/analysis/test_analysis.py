@@ -220,8 +220,8 @@ def test_analyze_is_pure_python():
 
 # ---------------------------------------------------------------------------------------------
 # The index-width margin: int32 indexing while every operand's farthest element (its reach) and
-# numel plus one block (the tile arithmetic of the last tile) fit in int32 (tiling.index_bits;
-# runtime/layout.h's needs_wide_index and new_shapes' contiguous templates hold copies).
+# numel plus one block (the tile arithmetic of the last tile) fit in int32 (tiling.index_bits,
+# the one definition: new_shapes' contiguous templates and shape programs call it).
 
 
 @pytest.mark.parametrize("block", [(1024,), (8192,), (32, 64), (1, 4096), (2, 8, 64)])

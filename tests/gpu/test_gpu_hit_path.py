@@ -230,14 +230,14 @@ ROW_REDUCTIONS = {
 
 @pytest.mark.parametrize("case", list(ROW_REDUCTIONS))
 def test_new_shapes_of_reductions_along_dims_run_in_c(case):
-    """The first shape's plan publishes its shape program; later shapes that take the analysis's
-    branches (at most 192 rows: the split rule's bound) launch from it with no plan and no Python
-    frame."""
+    """Each warm shape's plan publishes its shape program; later shapes that take the analysis's
+    branches of one of them (row_looped's pipelined block compares the rows with 128 first) launch
+    from it with no plan and no Python frame."""
     entry, make, reference = ROW_REDUCTIONS[case]
     fn = pointwise_dynamic(promotion_methods=[(0, "DEFAULT")], reductions=[entry])(_square)
-    for n in (80, 96):
+    for n in (80, 144):
         fn(make(n))
-    for n in (112, 144, 160, 176):
+    for n in (96, 112, 160, 176):
         x = make(n)
         misses = fn.plan_cache.misses
         got, frames = _python_frames(fn, x)

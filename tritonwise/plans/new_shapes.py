@@ -25,7 +25,7 @@ import math
 from typing import Optional
 
 from ..analysis.layout import c_strides
-from ..analysis.tiling import ALIGNMENT, INT32_LIMIT
+from ..analysis.tiling import ALIGNMENT, index_bits
 from ..codegen.params import stride_classes
 from ..runtime.dispatch import copy_with
 from ..runtime.kernels import Rebinding
@@ -120,7 +120,7 @@ class _Template:
         self._launched = _Launched(plan)
 
     def index_bits(self, numel: int) -> int:
-        return 32 if numel + math.prod(self._block) <= INT32_LIMIT else 64
+        return index_bits((numel,), ((1,),), self._block)  # the flat task's: unit strides
 
     def derived(self, shape: tuple, numel: int):
         """The template for `numel` elements of `shape`: what the flat task and the plan change."""
