@@ -18,7 +18,10 @@ from tests.support.c_path import Driver, Table, _launched_through_c, check_launc
 from tests.support.layout_patterns import _add_two, _inputs, add_alpha, any_patterns, contiguous, fma, full_rank_patterns
 from tritonwise import pointwise_dynamic
 from tritonwise.plans import symbolic
+from tritonwise.analysis import tiling
 from tritonwise.plans import shape_programs
+from tritonwise.schemes import registry
+from tritonwise.schemes.nd import Nd
 from tritonwise.plans.shape_programs import ShapePrograms
 from tritonwise.runtime import hit_path
 from tritonwise.runtime.arguments import call_signature
@@ -341,3 +344,42 @@ def test_overflow_refuses_rather_than_wraps(module):
     program = _program_of(module, tracer, x * x * x)
     assert module.evaluate(program, (2**20,))[-1] == 2**60
     assert module.evaluate(program, (2**21,)) is None  # 2**63 does not fit
+
+
+class _WideRows(Nd):
+    """A made-up seventh scheme: nd's tiles, but its own blocks and pick (the widest block whose
+    columns the innermost extent fills at least half, then the most rows), for tasks of rank 3 or
+    more. One class, nd's template, one registry entry: nothing of it is in C."""
+
+    name = "wide_rows"
+
+    @property
+    def template(self) -> str:
+        return "nd.py.j2"
+
+    def applies(self, task_shape, strides) -> bool:
+        return len(task_shape) >= 3 and super().applies(task_shape, strides)
+
+    def block_choices(self, rank, itemsize, aligned, config) -> tuple:
+        return ((4, 512), (16, 128), (64, 32))
+
+    def pick_block(self, task_shape, m_dim, choices) -> tuple:
+        fitting = [b for b in choices if 2 * task_shape[-1] >= b[1]]
+        return max(fitting, key=lambda b: b[1]) if fitting else choices[-1]
+
+
+def test_a_made_up_scheme_is_served_with_no_change_in_c(module, monkeypatch):
+    schemes = {"wide_rows": _WideRows(), **registry.SCHEMES}
+    monkeypatch.setattr(registry, "SCHEMES", schemes)
+    tiling._block_choices.cache_clear()
+    try:
+        fn = add_alpha()
+        table = Table(module, fn, Driver())
+        make = lambda n, m: (torch.randn(3, n, m), torch.randn(n, 1), 0.5)  # noqa: E731
+        template = table.add(make(48, 300))
+        assert template.task.tiling.scheme == "wide_rows" and template.task.tiling.block == (4, 512)
+        assert check_launch(table, make(96, 316), None, fn.plan(make(96, 316), (None,), True))
+        narrow = fn.plan(make(48, 40), (None,), True)  # another block: the program refuses it
+        assert narrow.task.tiling.block == (64, 32) and table.call(make(48, 40), None, narrow)[1] is None
+    finally:
+        tiling._block_choices.cache_clear()
