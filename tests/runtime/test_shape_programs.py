@@ -15,7 +15,15 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from tests.support.c_path import Driver, Table, _launched_through_c, check_launch, module  # noqa: F401 (a fixture)
-from tests.support.layout_patterns import _add_two, _inputs, add_alpha, any_patterns, contiguous, fma, full_rank_patterns
+from tests.support.layout_patterns import (
+    _add_two,
+    _inputs,
+    add_alpha,
+    any_patterns,
+    contiguous,
+    fma,
+    full_rank_patterns,
+)
 from tritonwise import pointwise_dynamic
 from tritonwise.plans import symbolic
 from tritonwise.analysis import tiling
@@ -121,7 +129,10 @@ GIVEN_OUTPUT_CALLS = {
     "out= transposed": lambda n: ((torch.randn(n, 65), torch.randn(n, 65), 0.5), torch.empty(65, n).t()),
 }
 REFUSED = {
-    "out= with a stride-0 dim": lambda n: ((torch.randn(n, 65), torch.randn(n, 65), 0.5), torch.empty(n, 1).expand(n, 65)),
+    "out= with a stride-0 dim": lambda n: (
+        (torch.randn(n, 65), torch.randn(n, 65), 0.5),
+        torch.empty(n, 1).expand(n, 65),
+    ),
     "out= of another shape": lambda n: ((torch.randn(n, 65), torch.randn(n, 65), 0.5), torch.empty(n, 64)),
     "out= larger than the inputs": lambda n: ((torch.randn(1, 65), torch.randn(1, 65), 0.5), torch.empty(n, 65)),
 }
@@ -147,7 +158,13 @@ def test_a_new_shape_given_its_output_launches_on_it_as_the_analysis_plans(modul
 
 ROW_CASES = {  # (kind, dims, keepdim, inputs of size n, the two sizes)
     "sum of a long last dim (row_looped)": ("sum", (1,), False, lambda n: (torch.randn(n, 4096),) * 2, (320, 352)),
-    "few long rows, then fewer (row_looped, pipelined)": ("sum", (1,), False, lambda n: (torch.randn(n, 4096),) * 2, (240, 224)),
+    "few long rows, then fewer (row_looped, pipelined)": (
+        "sum",
+        (1,),
+        False,
+        lambda n: (torch.randn(n, 4096),) * 2,
+        (240, 224),
+    ),
     "sum over (0, 2) (row_looped)": ("sum", (0, 2), True, lambda n: (torch.randn(64, n, 64),) * 2, (272, 304)),
     "max over dim 0 (column_looped)": ("max", (0,), False, lambda n: (torch.randn(n, 512),) * 2, (1024, 1040)),
     "sum of a short last dim, broadcast (row_persistent)": (
@@ -203,7 +220,8 @@ def test_programs_of_a_few_shapes_serve_most_new_shapes(family):
         result, launch = table.call(args, None, expected)
         if launch is not None:
             served += 1
-            assert launch[1] == (*expected.grid, 1, 1)[:3] and launch[3][-len(expected.index_args) :] == list(expected.index_args)
+            assert launch[1] == (*expected.grid, 1, 1)[:3]
+            assert launch[3][-len(expected.index_args) :] == list(expected.index_args)
     assert served >= 0.9 * len(new), f"{served} of {len(new)} served"
 
 
@@ -211,11 +229,14 @@ def test_a_launch_hook_leaves_the_call_to_python(module):
     fn = _adder()
     table = Table(module, fn, Driver(b"ppp"))
     table.add((torch.randn(16, 16),) * 2)
-    hit_path.configure(module, raw_stream=lambda device: 0x5000, hooks=SimpleNamespace(launch_enter_hook=print, launch_exit_hook=None), current_device=None)
+    stream = lambda device: 0x5000  # noqa: E731
+    hooked = SimpleNamespace(launch_enter_hook=print, launch_exit_hook=None)
+    hit_path.configure(module, raw_stream=stream, hooks=hooked, current_device=None)
     try:
         assert table.call((torch.randn(32, 16),) * 2)[1] is None
     finally:
-        hit_path.configure(module, raw_stream=lambda device: 0x5000, hooks=SimpleNamespace(launch_enter_hook=None, launch_exit_hook=None), current_device=None)
+        none = SimpleNamespace(launch_enter_hook=None, launch_exit_hook=None)
+        hit_path.configure(module, raw_stream=stream, hooks=none, current_device=None)
     assert table.call((torch.randn(32, 16),) * 2)[1] is not None
 
 
@@ -272,7 +293,8 @@ def test_threads_launch_while_programs_grow(module):
 
 def test_the_opcodes_are_the_evaluators(module):
     ops = module.opcodes()
-    assert ops["nodes"] == (symbolic.LEAF, symbolic.CONST, symbolic.ADD, symbolic.SUB, symbolic.MUL, symbolic.FLOORDIV, symbolic.MOD, symbolic.ABS)
+    s = symbolic
+    assert ops["nodes"] == (s.LEAF, s.CONST, s.ADD, s.SUB, s.MUL, s.FLOORDIV, s.MOD, s.ABS)
     assert ops["guards"] == (symbolic.LT, symbolic.LE, symbolic.EQ, symbolic.NE)
 
 
@@ -307,7 +329,8 @@ def _run(leaves, script):
     return values[-1], answers
 
 
-scripts = st.lists(st.tuples(st.sampled_from(OPERATIONS + COMPARISONS), st.integers(0, 20), st.integers(0, 20)), max_size=20)
+steps = st.tuples(st.sampled_from(OPERATIONS + COMPARISONS), st.integers(0, 20), st.integers(0, 20))
+scripts = st.lists(steps, max_size=20)
 leaf_values = st.lists(st.integers(-(2**20), 2**20), min_size=3, max_size=3)
 
 
