@@ -170,6 +170,13 @@ def check_output(name: str, k: int, out, shape: tuple, dtype: torch.dtype, devic
         )
 
 
+def output_layout_fits(layout: tuple, expected: tuple) -> bool:
+    """Whether a given output's (shape, strides) pass check_output's layout checks for a result of
+    shape `expected`: that shape, no internal overlap."""
+    shape, strides = layout
+    return tuple(shape) == tuple(expected) and not has_internal_overlap(shape, strides)
+
+
 def has_internal_overlap(shape, strides) -> bool:
     """True when a dim of size > 1 has stride 0 (torch's definite overlap; other cases are allowed)."""
     return any(n > 1 and s == 0 for n, s in zip(shape, strides))

@@ -32,7 +32,7 @@ from ..analysis.layout import c_strides
 from ..analysis.plan import geometry, retile
 from ..analysis.tiling import operand_classes
 from ..codegen.params import index_arg_values
-from ..frontend.validation import has_internal_overlap
+from ..frontend.validation import output_layout_fits
 from ..runtime.arguments import dense_extent
 
 
@@ -133,7 +133,7 @@ class LayoutTemplates:
             )
         except RuntimeError:  # shapes that do not broadcast: the analysis names them
             return None
-        if any(o is not None and (o[0] != shape or has_internal_overlap(*o)) for o in given):
+        if any(o is not None and not output_layout_fits(o, shape) for o in given):
             return None  # the analysis names what is wrong with the output
         if given and shape != broadcast_shapes([t[0] for t in tensors]):
             return None  # an output larger than the inputs' shape: the analysis refuses it

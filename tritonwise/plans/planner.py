@@ -165,7 +165,7 @@ class Planner:
         for layout, r in zip(layouts, reductions):
             if layout is not None:
                 expected = shape if r is None else r.result_shape(shape)
-                if tuple(layout[0]) != tuple(expected) or validation.has_internal_overlap(*layout):
+                if not validation.output_layout_fits(layout, expected):
                     return None
         itemsize = _itemsize([a for a in args if argcheck.is_tensor_like(a)], front.types)
         return self._layout_task(inputs, layouts, shape, reductions, itemsize, True)

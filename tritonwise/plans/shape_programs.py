@@ -41,11 +41,11 @@ class ShapePrograms:
     def __init__(self, planner):
         self._planner = planner
         self.programs: dict = {}
-        self._guards: dict = {}  # class -> (nodes, guards) of each of its programs
+        self._identities: dict = {}  # class -> (nodes, guards) of each of its programs
 
     def publish(self, key: tuple, args: tuple, outs: tuple, plan) -> None:
         """Trace `plan` (built for the call `key` on `args` and the given `outs`, launched through
-        launch.c) into a program of its class, unless one of its guards is there already."""
+        launch.c) into a program of its class, unless that program is there already."""
         if plan.hit is None or plan.split is not None or plan.default_dtype is not None:
             return
         if not hit_path.serves_new_shapes():
@@ -55,7 +55,7 @@ class ShapePrograms:
         if found is None:
             return
         cls, tensors = found
-        kept = self._guards.get(cls, ())
+        kept = self._identities.get(cls, ())
         if len(kept) >= MAX_PER_CLASS:
             return
         positions = Rebinding(plan).value_positions()
@@ -65,8 +65,8 @@ class ShapePrograms:
         identity, fields = traced
         if cls not in self.programs and len(self.programs) >= MEMO_LIMIT:
             self.programs.clear()  # hit() reads this dict: emptied, never replaced
-            self._guards.clear()
-        self._guards.setdefault(cls, []).append(identity)
+            self._identities.clear()
+        self._identities.setdefault(cls, []).append(identity)
         self.programs.setdefault(cls, []).append(module.program(**fields))
 
 

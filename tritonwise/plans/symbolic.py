@@ -82,13 +82,12 @@ class Tracer:
         return answer
 
     def arithmetic(self, op: int, left, right):
-        lv, rv = value_of(left), value_of(right)
-        value = _ARITHMETIC[op](lv, rv)
         folded = _folded(op, left, right)
         if folded is not None:
             return folded
+        value = _ARITHMETIC[op](value_of(left), value_of(right))  # a zero divisor raises here
         if op in (FLOORDIV, MOD) and isinstance(right, Sym):
-            self.compare(operator.ne, right, 0)  # a divisor of 0 raised at trace time: never here
+            self.compare(operator.ne, right, 0)
         return Sym(value, self._node(op, self.node_of(left), self.node_of(right)), self)
 
 
