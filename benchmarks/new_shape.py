@@ -8,10 +8,9 @@ median microseconds per call. On CUDA (the default when present) a call is the w
 launch included (the clock stops before synchronizing). Elsewhere it measures the host part
 only: `--device meta` times whole calls on meta tensors (allocation, no launch); `--device cpu`
 times `fn.plan` (the miss without the interpreter's launch). The breakdown times the layers
-of `_prepare` on the same shapes (when this tritonwise has them); a whole call of the contiguous
-flat case no longer runs them (its plan is derived from a template: tritonwise/plans/new_shapes.py).
-"served without a plan-cache miss" is the share of timed calls the C hit path launched with no
-plan (on a GPU, once a derived plan of the class has launched); the rest took a plan in Python.
+of `_prepare` on the same shapes (when this tritonwise has them). "served without a plan-cache
+miss" is the share of timed calls the C hit path launched with no plan (a shape program, on a
+GPU, once a plan of the class has launched); the rest took a plan in Python.
 """
 
 from __future__ import annotations

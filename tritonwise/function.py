@@ -1,10 +1,10 @@
 """PointwiseDynamicFunction: the object `pointwise_dynamic` returns.
 
-A thin public object. A call goes to the C hit path (runtime/hit_path.py) when a cached plan
-serves it; a miss derives its plan from a template of its class (plans/new_shapes.py), is
-routed to a feature (features/routing.py: NumPy scalars, subclasses, autograd, complex, DTensor,
-negative views), or is planned (plans/planner.py: frontend -> analysis -> codegen -> bind); the
-plan is cached and run.
+A thin public object. A call goes to the C hit path (runtime/hit_path.py), which serves it
+from its signature's cached plan or, for a new shape, from a shape program of its class
+(plans/shape_programs.py); a miss is routed to a feature (features/routing.py: NumPy scalars,
+subclasses, autograd, complex, DTensor, negative views) or planned (plans/planner.py: frontend
+-> analysis -> codegen -> bind); the plan is cached and run, then traced into a program.
 
 The features use the function's public protocol only: `schema`, `config`, `payload_info`,
 `reduction_kinds`, `along_dims`, `complex_handler`, `outputs(kwargs)`, `plan(args, outs,
@@ -61,7 +61,7 @@ class PointwiseDynamicFunction:
         self.__qualname__ = self._payload.qualname
         self.__doc__ = self._payload.fn.__doc__
         planner = Planner(self.__name__, self._payload, schema, self._config, self._reductions, deterministic)
-        self._planner, self._plans, self._new_shapes = planner, planner.plans, planner.new_shapes
+        self._planner, self._plans = planner, planner.plans
         self._out_index = {f"out{k}": k for k in range(schema.num_outputs())}
         # what hit() reads (and call.h's __call__, which counts its hits in the PlanCache and
         # reads given outputs by the names in _out_index)
@@ -194,27 +194,24 @@ class PointwiseDynamicFunction:
         return plan.run(args, outs or self._no_outputs)
 
     def _miss(self, key: tuple, args: tuple, given: tuple):
-        """A call no cached plan serves: its plan derived from a template of its class
-        (plans/new_shapes.py), else routed elsewhere or built by the planner; then cached and run."""
+        """A call no cached plan and no shape program serves: routed to a feature, else planned
+        (plans/planner.py), cached and run; once launched, traced into a shape program of its
+        class (plans/shape_programs.py), so that C serves the next shapes of its branch."""
         outs = given or self._no_outputs
-        # A template's class routes nowhere, as a cached plan's does: derive before routing.
-        plan = self._new_shapes.derive(key, torch.get_default_dtype())
-        if plan is None:
-            routed = route(self, args, outs)
-            if routed is not NO_ROUTE:
-                return routed
+        routed = route(self, args, outs)
+        if routed is not NO_ROUTE:
+            return routed
         if logger.isEnabledFor(logging.DEBUG):
             reason = argcheck.miss_reason(key, self._plans.newest_key())
             logger.debug("tritonwise: %s: plan-cache miss (%s)", self.__name__, reason)
-        if plan is None:
-            plan = self._planner.plan(args, outs, collapse=True)
-            self._new_shapes.remember(key, plan)
+        plan = self._planner.plan(args, outs, collapse=True)
+        self._planner.siblings.adopt(key, plan)  # an earlier plan's launcher, rebound, where sound
         self._plans.put(key, plan)
-        if plan.fast is not None and not given:  # a derived plan, its launcher already rebound
+        if plan.fast is not None and not given:
             result = plan.fast(args)
         else:
             result = plan.run(args, outs)
-        self._planner.shape_programs.publish(key, args, outs, plan)  # once launched: C serves its class
+        self._planner.shape_programs.publish(key, args, outs, plan)
         return result
 
     # -- features --------------------------------------------------------------------------
@@ -293,14 +290,16 @@ class PointwiseDynamicFunction:
         return self._planner.binder.kernel_info(ndim)
 
     def explain(self, *args, **kwargs) -> "Explanation":
-        """The plan for these arguments, without launching."""
+        """The plan for these arguments, without launching, and the rung of the plan ladder that
+        would serve the call now (`rung`: plan cache, shape program or planner)."""
         outs = self.outputs(kwargs)
         if self._complex is not None and self._complex.applies(args, outs):
             raise TypeError(
                 f"{self.__name__}.explain: a complex call runs the real kernel over view_as_real data "
                 "(see tritonwise/features/complex.py); explain that real call instead"
             )
-        return Explanation.of(self._planner.plan(args, outs, collapse=True), torch_compile=traced_status(self))
+        plan = self._planner.plan(args, outs, collapse=True)
+        return Explanation.of(plan, traced_status(self), self._planner.rung(args, outs))
 
     def output_meta(self, *args) -> list:
         """(shape, strides, dtype) of each output a call with `args` allocates; no code is generated.

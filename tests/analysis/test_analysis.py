@@ -11,7 +11,7 @@ import torch
 from tritonwise import CodeGenConfig, pointwise_dynamic
 from tritonwise.analysis.broadcast import broadcast_shapes, broadcast_strides
 from tritonwise.analysis.layout import collapse, dense_strides, dim_order
-from tritonwise.analysis.plan import analyze, retile
+from tritonwise.analysis.plan import analyze
 from tritonwise.analysis.tiling import INT32_LIMIT, index_bits
 
 from tests.support import payload_no_tl
@@ -221,7 +221,7 @@ def test_analyze_is_pure_python():
 # ---------------------------------------------------------------------------------------------
 # The index-width margin: int32 indexing while every operand's farthest element (its reach) and
 # numel plus one block (the tile arithmetic of the last tile) fit in int32 (tiling.index_bits,
-# the one definition: new_shapes' contiguous templates and shape programs call it).
+# the one definition: shape programs trace it).
 
 
 @pytest.mark.parametrize("block", [(1024,), (8192,), (32, 64), (1, 4096), (2, 8, 64)])
@@ -267,8 +267,6 @@ def test_analyze_index_width_on_each_side_of_the_margin(scheme):
     assert (fits.tiling.scheme, fits.index_bits) == (scheme, 32)
     assert (past.tiling.scheme, past.index_bits) == (scheme, 64)
     assert past.numel + math.prod(past.tiling.block) == INT32_LIMIT + 1
-    for template, task in ((fits, past), (past, fits)):  # another layout class: neither derives the other
-        assert retile(template, task.shape, task.output_strides, task.task_shape, task.strides, CONFIG) is None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -302,6 +300,19 @@ def test_explain(make, task_shape, scheme):
     assert e.path in text
     assert str(e.index_bits) in text
     assert len(text.splitlines()) >= 4
+
+
+def test_explain_names_the_rung_that_would_serve_the_call():
+    """A first call is the planner's, the same call again the plan cache's (shape programs need
+    the C hit path: tests/gpu/test_gpu_hit_path.py)."""
+    fn = pointwise_dynamic(payload_no_tl.add, promotion_methods=[(0, 1, "DEFAULT")])
+    a = torch.randn(4, 3)
+    assert fn.explain(a, a).rung == "planner"
+    fn(a, a)
+    assert fn.explain(a, a).rung == "plan cache"
+    assert "served: by the plan cache" in str(fn.explain(a, a))
+    b = torch.randn(5, 3)
+    assert fn.explain(b, b).rung == "planner"  # another shape, and no C path here
 
 
 def test_explain_does_not_launch():

@@ -7,7 +7,6 @@ from hypothesis import strategies as st
 from tritonwise.analysis.plan import analyze
 from tritonwise.config import CodeGenConfig
 from tritonwise.schemes import SCHEMES, choose_scheme, get_scheme
-from tritonwise.schemes.base import Scheme
 
 CONFIG = CodeGenConfig()
 
@@ -53,17 +52,6 @@ def test_tile_count_and_index_values_agree(shape, layout, itemsize):
             assert value == plan.strides[int(operand[2:])][int(dim)]
         else:
             assert value == counts[name]
-
-
-@pytest.mark.parametrize("classes", [("1", "1", "1"), ("s", "1", "0"), ("s", "s", "s"), ("0", "s", "1")])
-@pytest.mark.parametrize("task_shape", [(), (1,), (4096,), (4097,)])
-def test_flats_own_index_values_are_the_general_walks(classes, task_shape):
-    flat = get_scheme("flat")
-    stride_classes = [(f"op{k}", c if task_shape else "") for k, c in enumerate(classes)]
-    strides = [(7 * (k + 1),) if task_shape else () for k in range(len(classes))]
-    block = (1024,) if task_shape else ()
-    general = Scheme.index_values(flat, task_shape, None, block, stride_classes, strides)
-    assert flat.index_values(task_shape, None, block, stride_classes, strides) == general
 
 
 def _contiguous(shape) -> tuple:

@@ -117,7 +117,7 @@ def test_a_cached_call_runs_no_python_frame():
 
 
 ONE_CLASS = ((80, 96), (112, 144, 160, 208))  # sizes before, then timed: one block and alignment
-# aligned: template, derived; unaligned: template, derived; then new shapes of each
+# two shapes of each alignment planned (and traced), then new shapes of each
 BOTH_ALIGNMENTS = ((80, 96, 100, 101), (112, 113, 128, 129))
 
 
@@ -132,17 +132,18 @@ BOTH_ALIGNMENTS = ((80, 96, 100, 101), (112, 113, 128, 129))
     ],
 )
 def test_new_shapes_of_a_layout_run_in_c_once_their_kernel_has(make, sizes):
-    """The first shape of a layout class builds the template, the second is derived and
-    publishes the record of its call class, stride classes and layout class; later ones (same
-    block, same specialization classes) are launched by a shape program with no plan and no Python
-    frame. A length that is a multiple of 16 or not puts a transposed add in the aligned or the
-    unaligned layout class: each gets its record."""
+    """The first shapes of a layout class are planned, launched and traced into a program of
+    their class; later ones (same block, same specialization classes) are launched by that shape
+    program with no plan and no Python frame, as explain() says beforehand. A length that is a
+    multiple of 16 or not puts a transposed add in the aligned or the unaligned layout class:
+    each gets its program."""
     fn = pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])(add_alpha.payload)
     before, timed = sizes
     for n in before:
         fn(*make(n), 0.5)
     for n in timed:
         x, y = make(n)
+        assert fn.explain(x, y, 0.5).rung == "shape program"
         misses = fn.plan_cache.misses
         got, frames = _python_frames(fn, x, y, 0.5)
         assert frames == [] and fn.plan_cache.misses == misses
@@ -160,14 +161,14 @@ def test_new_shapes_stay_in_python_with_TRITONWISE_C_NEW_SHAPES_0(monkeypatch):
             misses = fn.plan_cache.misses
             x, y = make(n)
             torch.testing.assert_close(fn(x, y, 0.5), x + 0.5 * y)
-            assert fn.plan_cache.misses == misses + 1  # a plan of its own, derived in Python
+            assert fn.plan_cache.misses == misses + 1  # a plan of its own, in Python
 
 
 @settings(max_examples=30, deadline=None)  # each example compiles its layout classes' kernels
 @given(pattern=patterns, sizes=st.lists(st.lists(st.integers(2, 40), min_size=4, max_size=4), min_size=6, max_size=6))
 def test_new_shapes_of_any_layout_give_torchs_results_whichever_path_launches_them(pattern, sizes):
     """Permuted, sliced, expanded and broadcasting operands in six shapes of one pattern: the
-    first builds a plan, later ones are derived in Python or launched by a shape program; each result
+    first builds a plan, later ones are planned in Python or launched by a shape program; each result
     and its strides equal torch's."""
     fn = pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])(add_alpha.payload)
     misses = fn.plan_cache.misses
@@ -195,7 +196,7 @@ GIVEN_OUTPUTS = {
 
 @pytest.mark.parametrize("make", list(GIVEN_OUTPUTS.values()), ids=list(GIVEN_OUTPUTS))
 def test_given_outputs_are_served_in_c_for_cached_and_new_shapes(make):
-    """out0= in C: a cached call and, once a derived plan of its class has launched, new shapes
+    """out0= in C: a cached call and, once a plan of its class has launched, new shapes
     (a shape program), with no Python frame, the result written into the given output."""
     fn = pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])(add_alpha.payload)
     for n in (80, 96):

@@ -395,7 +395,7 @@ def test_a_payload_scalar_specialized_on_its_value_is_never_derived(stand_in_gpu
 
 
 def test_a_new_shape_the_analysis_plans_takes_its_siblings_launcher(stand_in_gpu, monkeypatch):
-    from tritonwise.plans.new_shapes import Siblings
+    from tritonwise.plans.siblings import Siblings
     from tritonwise.runtime import hit_path
     from tritonwise.runtime.arguments import call_signature
 

@@ -65,7 +65,7 @@ def test_empty_shapes_launch_nothing_first_cached_and_after_other_shapes(launche
 @pytest.mark.parametrize("given", [False, True], ids=["new outputs", "given outputs"])
 def test_a_plan_holding_a_launcher_launches_nothing_for_no_elements(shape, given):
     """On the GPU a plan of no elements can hold a launcher (lent by an earlier plan of its
-    kernel, new_shapes.Siblings); its calls must still launch nothing."""
+    kernel, siblings.Siblings); its calls must still launch nothing."""
     f = _exp_and_mul()
     x, y = torch.randn(shape), torch.randn(shape)
     f(x, y)

@@ -138,8 +138,3 @@ def check_launch(table, args, outs, expected):
     operands = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
     assert values == [*operands, *(o.data_ptr() for o in results), *expected.index_args]
     return True
-
-
-def _derive(fn, args):
-    key, default = call_signature(args), torch.get_default_dtype()
-    return fn.planner.new_shapes.layouts.derive(key, default)

@@ -1,6 +1,6 @@
 """Layouts of call operands for derived-plan tests: the payloads and their torch oracles, hypothesis
 patterns of operand layouts (rank, size-1 dims, dim order, slicing steps, expanded dims), and the
-tensors built from a pattern. Shared by runtime/test_layout_templates.py, runtime/test_layout_c_path.py
+tensors built from a pattern. Shared by runtime/test_shape_programs.py
 and gpu/test_gpu_hit_path.py."""
 
 import torch

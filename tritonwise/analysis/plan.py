@@ -8,10 +8,9 @@ from functools import cached_property
 from typing import Optional, Sequence
 
 from ..config import CodeGenConfig
-from ..schemes import get_scheme
 from .broadcast import broadcast_shapes, broadcast_strides
 from .layout import c_strides, collapse, dense_strides, dim_order
-from .tiling import Tiling, choose_tiling, index_bits, is_aligned, num_tiles, operand_classes
+from .tiling import Tiling, choose_tiling, index_bits, num_tiles, operand_classes
 
 
 @dataclass(frozen=True)
@@ -167,25 +166,6 @@ def tile(shape, out_strides, task_shape, strides, itemsize, config, split=None, 
     kept rows for reductions along dims) is empty."""
     tiling = choose_tiling(task_shape, strides, itemsize, config, split=split)
     return _planned(shape, out_strides, task_shape, strides, tiling, config, work)
-
-
-def retile(template: TaskPlan, shape, out_strides, task_shape, strides, config) -> Optional[TaskPlan]:
-    """tile() for a task whose rank, stride classes and element size are `template`'s (a new
-    shape of a known call: layout_templates.py), so whose scheme, tiled dim and
-    block choices are too: only the block is picked again, and the two things that could still
-    put the task in another layout class are checked, alignment and index width. None where one
-    does; tile()'s plan otherwise (tests/runtime/test_layout_templates.py holds the two equal)."""
-    tiling = template.tiling
-    if template.split is not None or len(task_shape) != template.rank:
-        return None
-    scheme = get_scheme(tiling.scheme)
-    aligned = is_aligned(task_shape, strides, scheme.aligned_dims(len(task_shape), tiling.m_dim) if task_shape else [])
-    if aligned != tiling.aligned:
-        return None
-    block = scheme.pick_block(task_shape, tiling.m_dim, tiling.choices)
-    picked = Tiling(tiling.scheme, tiling.m_dim, block, scheme.num_warps(block, config), tiling.choices, aligned)
-    plan = _planned(shape, out_strides, task_shape, strides, picked, config)
-    return plan if plan.index_bits == template.index_bits else None
 
 
 def _planned(shape, out_strides, task_shape, strides, tiling: Tiling, config, work=None) -> TaskPlan:

@@ -27,9 +27,10 @@ class Explanation:
     block_choices: tuple = ()  # every block the file may launch with; `block` is this call's
     split_parts: int = 1  # a split reduction along dims: slices of the reduced extent, combined after
     torch_compile: str = ""  # what torch.compile traces for the function (tracing/expression.status)
+    rung: str = ""  # what would serve the call now: "plan cache", "shape program" or "planner"
 
     @classmethod
-    def of(cls, plan: LaunchPlan, torch_compile: str = "") -> "Explanation":
+    def of(cls, plan: LaunchPlan, torch_compile: str = "", rung: str = "") -> "Explanation":
         task, spec = plan.task, plan.spec
         return cls(
             shape=task.shape,
@@ -46,6 +47,7 @@ class Explanation:
             block_choices=task.tiling.choices,
             split_parts=task.split.parts if task.split is not None else 1,
             torch_compile=torch_compile,
+            rung=rung,
         )
 
     def __str__(self) -> str:
@@ -62,6 +64,8 @@ class Explanation:
             ("grid", f"{self.grid} programs ({math.prod(self.grid)} total)"),
             ("file", self.path or "(none: nothing to launch)"),
         ]
+        if self.rung:
+            rows.append(("served", f"by the {self.rung}" + _RUNGS.get(self.rung, "")))
         if self.torch_compile:
             rows.append(("compile", self.torch_compile))
         return "\n".join(f"{k:>8}: {v}" for k, v in rows)
@@ -78,3 +82,10 @@ class Explanation:
         listed = ", ".join(str(b) for b in self.block_choices)
         position = self.block_choices.index(self.block) + 1
         return f"{position} of this file's {len(self.block_choices)} blocks: {listed}; one compiled kernel each"
+
+
+_RUNGS = {
+    "plan cache": " (a plan of this call's signature)",
+    "shape program": " (a program of its class evaluated in C: no plan)",
+    "planner": " (a new plan: frontend, analysis, codegen and binding, then cached)",
+}

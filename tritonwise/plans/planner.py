@@ -26,8 +26,8 @@ from ..runtime.interpreter import probe
 from ..runtime.kernels import compile_ahead
 from .binder import Binder, cached_file
 from .memo import remember
-from .new_shapes import NewShapes
 from .shape_programs import ShapePrograms
+from .siblings import Siblings
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,8 @@ class Frontend:
 
 class Planner:
     """The plans of one pointwise function and every memo behind them: `plans` (call signature
-    -> LaunchPlan), `new_shapes` (plans of new shapes derived without the analysis), the
+    -> LaunchPlan), `shape_programs` (call class -> the programs C evaluates for new shapes),
+    `siblings` (launched plans whose launchers new plans of their kernel take rebound), the
     frontend per call class, the Reductions along dims per (class, rank), and the Binder's
     kernels per (call class, layout class)."""
 
@@ -51,8 +52,8 @@ class Planner:
         self.reductions = reductions
         self.along_dims = any(isinstance(r, AxisEntry) for r in reductions)
         self.plans = PlanCache()
-        self.new_shapes = NewShapes(config, schema.num_inputs())
         self.shape_programs = ShapePrograms(self)
+        self.siblings = Siblings()
         self.binder = Binder(name, payload, schema, deterministic, self.along_dims)
         self._frontends: dict = {}  # call class -> Frontend
         self._resolved: dict = {}  # (call class, rank) -> Reductions along dims
@@ -64,6 +65,15 @@ class Planner:
         task = self.task(args, outs, front, collapse)
         reductions = self.reductions_for(front, task.shape)
         return self.binder.bind(args, outs, front.types, reductions, task, front.device, front.key)
+
+    def rung(self, args: tuple, outs: tuple) -> str:
+        """Which rung of the ladder would serve a call now: "plan cache" (a plan of its
+        signature), "shape program" (a program of its class, in C) or "planner" (a new plan)."""
+        key = argcheck.call_signature(args, outs)
+        plan = self.plans.by_key.get(key)
+        if plan is not None and plan.default_dtype in (None, torch.get_default_dtype()):
+            return "plan cache"
+        return "shape program" if self.shape_programs.serve(key, len(args)) else "planner"
 
     def analyze(self, args: tuple, outs: tuple, collapse: bool) -> tuple:
         """(types, reductions, task plan, device) of a call: validated, promoted, analyzed."""

@@ -70,6 +70,20 @@ class ShapePrograms:
         self.programs.setdefault(cls, []).append(module.program(**fields))
 
 
+    def serve(self, key: tuple, n_args: int) -> bool:
+        """Whether a program of its class would serve the call `key` (`n_args` arguments): what
+        hit() decides for it, asked from Python (explain())."""
+        if not self.programs or hit_path.entry is None:
+            return False
+        module = native.launch_module()
+        found = module.shape_class(key, n_args)
+        if found is None:
+            return False
+        cls, tensors = found
+        leaves = tuple(n for sizes, strides in tensors for n in (*sizes, *strides))
+        return any(module.evaluate(p, leaves) is not None for p in self.programs.get(cls, ()))
+
+
 def trace(planner, tensors: list, args: tuple, outs: tuple, plan, positions: tuple) -> Optional[tuple]:
     """((nodes, guards), the fields of launch.c's program()) of `plan`, traced on `tensors`
     ((sizes, strides) per tensor input, then per given output); `positions`: the index values

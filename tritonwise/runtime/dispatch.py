@@ -48,16 +48,6 @@ class SplitLaunch:
         return [torch.empty((self.parts, *self.rows), dtype=acc, device=device) for acc in self.accs]
 
 
-def copy_with(instance, **changes):
-    """A shallow copy of a dataclass instance with `changes` to its fields, made without calling
-    its __init__ (a plan for a new shape is built per call of that shape, so its few
-    microseconds count). Cached properties come along: a derived task's depend on its layout
-    class alone, which it shares."""
-    copied = object.__new__(type(instance))
-    copied.__dict__.update(instance.__dict__, **changes)
-    return copied
-
-
 @dataclass
 class LaunchPlan:
     name: str
@@ -102,12 +92,6 @@ class LaunchPlan:
         the grid, the element count, the block (the constexpr values) and its warps."""
         tiling = task.tiling
         return dict(grid=task.grid, numel=task.numel, constexprs=tuple(tiling.block), num_warps=tiling.num_warps)
-
-    def for_task(self, task, index_args: tuple, **changes) -> "LaunchPlan":
-        """This plan for another task of its layout class (a new shape: new_shapes.py), with
-        its `index_args` and `changes`; not launched yet."""
-        fields = self.task_fields(task)
-        return copy_with(self, task=task, index_args=index_args, direct=None, fast=None, hit=None, **fields, **changes)
 
     def run(self, args: tuple, outs: list):
         if self.reductions:

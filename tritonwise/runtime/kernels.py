@@ -298,9 +298,9 @@ def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
 
 
 class Rebinding:
-    """How plans derived (new_shapes.py) from `template`, a launched plan of their class, get
-    their launchers: the template's launcher rebound to each plan's grid and index values, where
-    Triton gives both one specialization of their one kernel. Their pointers' dtypes and
+    """How later plans of the kernel of `template`, a launched plan of their class, get their
+    launchers (plans/siblings.py): the template's launcher rebound to each plan's grid and index
+    values, where Triton gives both one specialization of their one kernel. Their pointers' dtypes and
     alignment and their scalars' types are the class's; what remains is that no payload scalar
     is specialized on its value, that the constexpr values and warps are equal, and that each
     index argument Triton specializes on its value classes alike (width, divisibility by 16,

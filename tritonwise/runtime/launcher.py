@@ -154,7 +154,7 @@ def own_launcher(compiled, grid, tail, device_index, n_inputs, hooked: Callable)
     """launch.c's launcher (see the module docstring), or None where unsupported. `hooked`
     launches through Triton while launch hooks are installed. The launcher's `rebind(grid,
     tail, hooked)` gives the same kernel's launcher for other values of the grid and the tail:
-    a derived plan's (new_shapes.py), whose kernel and specialization are this one's."""
+    a later plan's of the same kernel and specialization (plans/siblings.py)."""
     lib, module = cuda_driver.driver(), native.launch_module()
     if lib is None or module is None or not _launchable(compiled):
         return None

@@ -27,15 +27,6 @@ class Flat(Scheme):
     def size_dims(self, rank, m_dim) -> list:
         return [0] if rank else []
 
-    def index_values(self, task_shape: tuple, m_dim, block, stride_classes, strides) -> tuple:
-        """Scheme.index_values for one dim without its general walk: size0, the run-time stride
-        of each operand of class 's', num_tiles. A new shape of a contiguous call computes these
-        and little else (new_shapes.py)."""
-        if not task_shape:
-            return ()
-        passed = [op[0] for (_, classes), op in zip(stride_classes, strides) if classes == "s"]
-        return (task_shape[0], *passed, ceil_div(task_shape[0], block[0]))
-
     def count_params(self, rank) -> list:
         return ["num_tiles"] if rank else []
 

@@ -1,0 +1,67 @@
+"""Siblings: a new plan launches through the rebound launcher of an earlier plan of its kernel.
+
+A plan the analysis builds for a new shape of a known call runs the same generated kernel as
+earlier plans of its call class (the signature without shapes and strides) on operands of the
+same dtypes, alignment and scalar widths. Its first launch would otherwise go through
+kernels.first_launch (Triton's launcher, then launch.c's); an earlier plan's launcher rebound to
+its grid and index values (kernels.Rebinding) launches it at once, wherever Triton gives both
+one specialization. Once it has launched, the C hit path serves later shapes of its branch
+with no plan at all (shape_programs.py).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..runtime.kernels import Rebinding
+
+
+class Siblings:
+    """Plans the analysis builds, grouped by call class (the signature without shapes and strides) and generated file. A later
+    plan of a group runs the same kernel on operands of the same dtypes, alignment and scalar
+    widths, so it launches through an earlier one's launcher rebound (kernels.Rebinding) instead
+    of a first launch, wherever Triton gives it the same specialization. A group keeps the first
+    plan of each specialization it has met (sizes divisible by 16 or not), up to PER_GROUP."""
+
+    PER_GROUP = 8
+
+    def __init__(self):
+        self._groups: dict = {}
+
+    def adopt(self, key: tuple, plan) -> None:
+        """Give `plan` (just built for the call `key`) a rebound launcher, or keep it as the
+        first of its specialization in its group."""
+        if plan.device.type != "cuda" or plan.interpreted or plan.spec is None:
+            return  # nothing launches through launch.c
+        if not plan.allocates_and_launches:
+            return
+        group = self._groups.setdefault((shape_free_class(key), plan.spec.file_name), [])
+        if not any(launched.lend(plan) for launched in group) and len(group) < self.PER_GROUP:
+            group.append(_Launched(plan))
+
+
+def shape_free_class(key: tuple) -> tuple:
+    """A call signature (runtime/arguments.call_signature) without its shapes and strides."""
+    return tuple(tuple(x for x in e if not isinstance(x, tuple)) if isinstance(e, tuple) else e for e in key)
+
+
+class _Launched:
+    """A plan whose launcher, once it has launched, later plans of its kernel take rebound."""
+
+    def __init__(self, plan):
+        self.plan = plan
+        self._rebinding = None  # kernels.Rebinding, once the plan has launched
+
+    def rebinding(self) -> Optional[Rebinding]:
+        """The Rebinding of this plan's launcher, once it has launched."""
+        if self._rebinding is None and self.plan.direct is not None:
+            self._rebinding = Rebinding(self.plan)
+        return self._rebinding
+
+    def lend(self, plan) -> bool:
+        """Give `plan` this plan's launcher rebound to its values, where that is sound."""
+        rebinding = self.rebinding()
+        direct = rebinding and rebinding.launcher(plan)
+        if direct is not None:
+            plan.use_launcher(direct)
+        return direct is not None
