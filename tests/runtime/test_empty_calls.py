@@ -15,6 +15,7 @@ import triton.language as tl
 from tests.support.poison import poisoned_like
 from tritonwise import pointwise_dynamic
 from tritonwise.runtime import arguments, dispatch, hit_path, native
+from tritonwise.runtime.launcher import CLaunch
 
 SHAPES = [(0,), (4, 0), (2, 0, 3)]
 
@@ -135,7 +136,7 @@ def test_the_c_hit_path_launches_nothing_for_a_record_of_no_elements(module, sha
     driver = FakeDriver()
     x = torch.randn(shape)
     strides = torch.empty(shape).stride()
-    launch = (driver.address, 0x1234, 0, 1, 1, 128, 0, 0, b"pp", FIXED)
+    launch = CLaunch(driver.address, 0x1234, (0, 1, 1), 128, 0, 0, b"pp", FIXED)
     record = hit_path.record(shape, ((strides, torch.float32),), torch.device("cpu"), launch)
     plans = OrderedDict({arguments.call_signature((x,)): type("Plan", (), {"hit": record})()})
     out = module.hit(plans, (x,), hit_path.MISS)

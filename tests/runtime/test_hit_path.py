@@ -16,6 +16,7 @@ import torch
 
 from tritonwise import StridedBuffer
 from tritonwise.runtime import arguments, aten, hit_path, native
+from tritonwise.runtime.launcher import CLaunch
 
 LAUNCH_KERNEL = ctypes.CFUNCTYPE(
     ctypes.c_int,
@@ -79,7 +80,7 @@ def module(request):
 
 def _record(driver, outputs=1, shape=(4, 3), dtype=torch.float32):
     layouts = tuple(((3, 1), dtype) for _ in range(outputs))
-    launch = (driver.address, 0x1234, 7, 1, 1, 128, 0, 0, b"ppf" + b"p" * outputs, FIXED)
+    launch = CLaunch(driver.address, 0x1234, (7, 1, 1), 128, 0, 0, b"ppf" + b"p" * outputs, FIXED)
     return hit_path.record(shape, layouts, torch.device("cpu"), launch)
 
 
@@ -110,6 +111,23 @@ def test_a_tensor_whose_key_cannot_be_read_raises_as_call_signature_does(module)
         module.signature((sparse,))
     assert str(c.value) == str(python.value)
     assert module.hit({}, (sparse,), hit_path.MISS) is hit_path.MISS  # the Python path reports it
+
+
+def test_a_launch_record_is_typed_and_refuses_fields_that_do_not_fit(module):
+    """plan.hit is launch.c's Record, read by name; fields that would make hit() read past a
+    tuple or launch through a null address are refused when the record is built."""
+    driver = FakeDriver()
+    record = _record(driver, outputs=2)
+    assert (record.shape, record.grid_x, record.grid_y, record.threads, record.kinds) == ((4, 3), 7, 1, 128, b"ppfpp")
+    assert record.layouts == (((3, 1), torch.float32),) * 2 and record.fixed == FIXED
+    good = CLaunch(driver.address, 0x1234, (7, 1, 1), 128, 0, 0, b"ppfp", FIXED)
+    for shape, layouts, launch in [
+        ((4, 3), (((1,), torch.float32),), good),  # strides of another rank
+        ((4, 3), (((3, 1), torch.float32),), good._replace(fixed=b"123")),  # not whole 8-byte slots
+        ((4, 3), (((3, 1), torch.float32),), good._replace(cu_launch=0)),
+    ]:
+        with pytest.raises(ValueError, match="record"):
+            hit_path.record(shape, layouts, torch.device("cpu"), launch)
 
 
 def test_a_hit_allocates_and_launches_as_the_python_path_would(module):
@@ -163,7 +181,8 @@ def test_what_python_must_decide_misses_with_the_signature_and_launches_nothing(
     if case == "another device current":  # the record launches on device 0
         hit_path.configure(module, raw_stream=lambda device: 0x5000, hooks=Hooks(), current_device=lambda: 1)
     if case == "a value too wide":
-        plan.hit = plan.hit[:11] + (b"ppbp",) + plan.hit[12:]  # alpha packed as int8: 0.5 is no int
+        launch = CLaunch(driver.address, 0x1234, (7, 1, 1), 128, 0, 0, b"ppbp", FIXED)  # alpha as int8: 0.5 is no int
+        plan.hit = hit_path.record((4, 3), (((3, 1), torch.float32),), torch.device("cpu"), launch)
     assert module.hit(plans, args, hit_path.MISS) == (hit_path.MISS, arguments.call_signature(args))
     assert len(driver.launches) == (1 if case == "a failed launch" else 0)  # tried once, then Python's turn
 

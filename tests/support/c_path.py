@@ -12,6 +12,7 @@ import torch
 from tritonwise.plans import shape_programs
 from tritonwise.runtime import hit_path, native
 from tritonwise.runtime.arguments import call_signature
+from tritonwise.runtime.launcher import CLaunch
 
 PARAMS = ctypes.POINTER(ctypes.c_void_p)
 LAUNCH_KERNEL = ctypes.CFUNCTYPE(
@@ -60,20 +61,10 @@ def _launched_through_c(plan, driver) -> None:
     fixed = b"".join(
         int(v).to_bytes(4 if fmt == "i" else 8, "little", signed=True).ljust(8, b"\0") for v in plan.index_args
     )
-    launch = (
-        driver.address,
-        _function_of(plan),
-        *plan.grid,
-        1,
-        1,
-        32 * plan.num_warps,
-        0,
-        0,
-        driver.kinds,
-        fixed + bytes(16),
-    )
+    grid = (*plan.grid, 1, 1)[:3]
+    launch = CLaunch(driver.address, _function_of(plan), grid, 32 * plan.num_warps, 0, 0, driver.kinds, fixed + bytes(16))
     layouts = tuple(zip(plan.out_strides, plan.out_dtypes))
-    plan.hit = hit_path.record(plan.out_shape, layouts, plan.device, launch[:2] + launch[2:5] + launch[5:])
+    plan.hit = hit_path.record(plan.out_shape, layouts, plan.device, launch)
 
 
 class Table:

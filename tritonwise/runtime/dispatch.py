@@ -78,7 +78,7 @@ class LaunchPlan:
     # plan serves only calls made under the same default (the signature does not hold it)
     default_dtype: Optional[torch.dtype] = None
     split: Optional["SplitLaunch"] = None  # a split reduction along dims: partials to combine
-    hit: Optional[tuple] = None  # what launch.c's hit() reads to serve this plan (runtime/hit_path.py)
+    hit: object = None  # launch.c's Record: what hit() reads to serve this plan (runtime/hit_path.py)
 
     @property
     def allocates_and_launches(self) -> bool:

@@ -12,10 +12,10 @@
  * or is exactly that input (arguments.check_partial_overlap's rule); anything else is Python's
  * to decide (it raises).
  *
- * A plan that hit() may serve carries `hit`, a tuple built by runtime/hit_path.py:
- *   (shape, layouts, device, cu_launch_kernel, function, grid_x, grid_y, grid_z, threads, shared,
- *    device_index, kinds, fixed)
- * with `layouts` one (strides, dtype) per output.
+ * A plan that hit() may serve carries `hit`, a Record (below) that runtime/hit_path.py's record()
+ * builds through record(shape=, layouts=, device=, cu_launch=, function=, grid=, threads=,
+ * shared=, device_index=, kinds=, fixed=), `layouts` one (strides, dtype) per output. A shape
+ * program (program.h) fills the same Launch for the shape it serves.
  */
 
 static PyObject *tensor_type = NULL, *other_key = NULL, *empty_strided = NULL, *raw_stream = NULL;
@@ -23,8 +23,90 @@ static PyObject *hooks = NULL, *current_device = NULL, *alloc_kwnames = NULL;
 static PyObject *name_dtype, *name_shape, *name_stride, *name_device, *name_is_neg, *name_requires_grad;
 static PyObject *name_hit, *name_enter, *name_exit, *name_calls, *name_move_to_end, *name_itemsize;
 
-#define HIT_FIELDS 13
 #define MAX_RANK 16
+
+/* One launch from C: the outputs' shape, (strides, dtype) per output, their device, and the
+ * kernel's launch (cuLaunchKernel's address, the function, grid, threads, shared memory, the
+ * device's index, the kinds of the operands and the packed index values). */
+typedef struct {
+    PyObject *shape, *layouts, *device, *device_index, *kinds, *fixed;
+    unsigned long long cu_launch, function;
+    unsigned int grid[3], threads, shared;
+} Launch;
+
+/* A plan's Launch as a typed Python object: what `plan.hit` holds. */
+typedef struct {
+    PyObject_HEAD
+    Launch launch;
+} Record;
+
+static void record_dealloc(PyObject *self) {
+    Launch *l = &((Record *)self)->launch;
+    Py_XDECREF(l->shape);
+    Py_XDECREF(l->layouts);
+    Py_XDECREF(l->device);
+    Py_XDECREF(l->device_index);
+    Py_XDECREF(l->kinds);
+    Py_XDECREF(l->fixed);
+    Py_TYPE(self)->tp_free(self);
+}
+
+#define RECORD_OBJECT(name) {#name, T_OBJECT_EX, offsetof(Record, launch.name), READONLY, NULL}
+#define RECORD_NUMBER(name, type, field) {name, type, offsetof(Record, launch.field), READONLY, NULL}
+static PyMemberDef record_members[] = {
+    RECORD_OBJECT(shape), RECORD_OBJECT(layouts), RECORD_OBJECT(device), RECORD_OBJECT(device_index),
+    RECORD_OBJECT(kinds), RECORD_OBJECT(fixed),
+    RECORD_NUMBER("cu_launch", T_ULONGLONG, cu_launch), RECORD_NUMBER("function", T_ULONGLONG, function),
+    RECORD_NUMBER("grid_x", T_UINT, grid[0]), RECORD_NUMBER("grid_y", T_UINT, grid[1]),
+    RECORD_NUMBER("grid_z", T_UINT, grid[2]), RECORD_NUMBER("threads", T_UINT, threads),
+    RECORD_NUMBER("shared", T_UINT, shared),
+    {NULL},
+};
+
+static PyTypeObject RecordType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_tritonwise_launch.Record",
+    .tp_basicsize = sizeof(Record),
+    .tp_dealloc = record_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_members = record_members,
+    .tp_doc = "What the C hit path launches for a cached plan (hit.h).",
+};
+
+/* Whether `layouts` is one (strides, dtype) per output, each strides a tuple of `rank` ints. */
+static int layouts_fit(PyObject *layouts, Py_ssize_t rank) {
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(layouts); ++k) {
+        PyObject *layout = PyTuple_GET_ITEM(layouts, k);
+        if (!PyTuple_Check(layout) || PyTuple_GET_SIZE(layout) != 2) return 0;
+        PyObject *strides = PyTuple_GET_ITEM(layout, 0);
+        if (!PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != rank) return 0;
+    }
+    return 1;
+}
+
+/* record(**fields): a Record (see the header); a ValueError where the fields do not fit. */
+static PyObject *record(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *names[] = {"shape", "layouts", "device", "cu_launch", "function", "grid", "threads",
+                            "shared", "device_index", "kinds", "fixed", NULL};
+    PyObject *shape, *layouts, *device, *device_index, *kinds, *fixed;
+    unsigned long long cu_launch, function;
+    unsigned int grid[3], threads, shared;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$O!O!OKK(III)IIOSS", names, &PyTuple_Type, &shape, &PyTuple_Type,
+                                     &layouts, &device, &cu_launch, &function, &grid[0], &grid[1], &grid[2], &threads,
+                                     &shared, &device_index, &kinds, &fixed))
+        return NULL;
+    if (!layouts_fit(layouts, PyTuple_GET_SIZE(shape)) || PyBytes_GET_SIZE(fixed) % 8 != 0 || cu_launch == 0) {
+        PyErr_SetString(PyExc_ValueError, "record: malformed launch record");
+        return NULL;
+    }
+    if (PyType_Ready(&RecordType) < 0) return NULL;
+    Record *r = PyObject_New(Record, &RecordType);
+    if (r == NULL) return NULL;
+    Launch l = {Py_NewRef(shape), Py_NewRef(layouts), Py_NewRef(device), Py_NewRef(device_index), Py_NewRef(kinds),
+                Py_NewRef(fixed), cu_launch, function, {grid[0], grid[1], grid[2]}, threads, shared};
+    r->launch = l;
+    return (PyObject *)r;
+}
 
 static long long magnitude(long long v) { return v < 0 ? -v : v; }
 
@@ -195,7 +277,7 @@ static PyObject *allocate(PyObject *shape, PyObject *strides, PyObject *dtype, P
     return PyObject_Vectorcall(empty_strided, call, 2, alloc_kwnames);
 }
 
-/* 1 where the current device is the one the record launches on, 0 where not (the Python
+/* 1 where the current device is the one a launch is for, 0 where not (the Python
  * launcher switches devices), -1 with an exception set. */
 static int on_record_device(PyObject *device_index) {
     if (current_device == Py_None) return 1;
@@ -206,46 +288,34 @@ static int on_record_device(PyObject *device_index) {
     return same;
 }
 
-/* Launch plan `record` (see the header) on `args` and on the outputs `given` (NULL, or one per
- * output, None where the record's layout is allocated); the output(s), or NULL with or without an
- * exception set (without: another device current or a failed launch, for the Python path). */
-static PyObject *run_record(PyObject *record, PyObject *args, PyObject *given) {
-    PyObject *const *f = &PyTuple_GET_ITEM(record, 0);
-    if (on_record_device(f[10]) != 1) return NULL;
-    PyObject *layouts = f[1];
-    Py_ssize_t n_out = PyTuple_GET_SIZE(layouts);
+/* Launch `l` on `args` and on the outputs `given` (NULL, or one per output, None where `l`'s
+ * layout is allocated); the output(s), or NULL with or without an exception set (without:
+ * another device current or a failed launch, for the Python path). */
+static PyObject *run_launch(const Launch *l, PyObject *args, PyObject *given) {
+    if (on_record_device(l->device_index) != 1) return NULL;
+    Py_ssize_t n_out = PyTuple_GET_SIZE(l->layouts);
     if (given != NULL && PyTuple_GET_SIZE(given) != n_out) return NULL;
     PyObject *outs = PyTuple_New(n_out);
     if (outs == NULL) return NULL;
     for (Py_ssize_t k = 0; k < n_out; ++k) {
-        PyObject *layout = PyTuple_GET_ITEM(layouts, k), *out = given ? PyTuple_GET_ITEM(given, k) : Py_None;
+        PyObject *layout = PyTuple_GET_ITEM(l->layouts, k), *out = given ? PyTuple_GET_ITEM(given, k) : Py_None;
         out = out != Py_None ? Py_NewRef(out)
-                             : allocate(f[0], PyTuple_GET_ITEM(layout, 0), PyTuple_GET_ITEM(layout, 1), f[2]);
+                             : allocate(l->shape, PyTuple_GET_ITEM(layout, 0), PyTuple_GET_ITEM(layout, 1), l->device);
         if (out == NULL) {
             Py_DECREF(outs);
             return NULL;
         }
         PyTuple_SET_ITEM(outs, k, out);
     }
-    PyObject *stream_value = PyObject_CallOneArg(raw_stream, f[10]);
-    if (stream_value == NULL) {
-        Py_DECREF(outs);
-        return NULL;
-    }
-    void *stream = PyLong_AsVoidPtr(stream_value);
-    Py_DECREF(stream_value);
-    cu_launch_kernel_t cu_launch_kernel = (cu_launch_kernel_t)PyLong_AsVoidPtr(f[3]);
-    void *function = PyLong_AsVoidPtr(f[4]);
-    unsigned grid[3], threads, shared;
-    for (int k = 0; k < 3; ++k) grid[k] = (unsigned)PyLong_AsUnsignedLong(f[5 + k]);
-    threads = (unsigned)PyLong_AsUnsignedLong(f[8]);
-    shared = (unsigned)PyLong_AsUnsignedLong(f[9]);
+    PyObject *stream_value = PyObject_CallOneArg(raw_stream, l->device_index);
+    void *stream = stream_value == NULL ? NULL : PyLong_AsVoidPtr(stream_value);
+    Py_XDECREF(stream_value);
     if (PyErr_Occurred()) {
         Py_DECREF(outs);
         return NULL;
     }
-    int code = pack_and_launch(cu_launch_kernel, function, grid[0], grid[1], grid[2], threads, shared, stream, f[11],
-                               f[12], args, outs);
+    int code = pack_and_launch((cu_launch_kernel_t)(uintptr_t)l->cu_launch, (void *)(uintptr_t)l->function, l->grid[0],
+                               l->grid[1], l->grid[2], l->threads, l->shared, stream, l->kinds, l->fixed, args, outs);
     if (code != 0) {
         Py_DECREF(outs);
         return NULL;
@@ -367,13 +437,13 @@ static PyObject *serve(PyObject *plans, PyObject *args, PyObject *outs, PyObject
     PyObject *plan = Py_XNewRef(PyDict_GetItemWithError(plans, key));
     PyObject *record = plan == NULL ? NULL : PyObject_GetAttr(plan, name_hit);
     PyErr_Clear();
-    int usable = record != NULL && PyTuple_Check(record) && PyTuple_GET_SIZE(record) == HIT_FIELDS;
+    int usable = record != NULL && Py_TYPE(record) == &RecordType;
     PyObject *result = NULL;
     int derivable = plan == NULL && programs != NULL && PyDict_GET_SIZE(programs);
     if (usable || derivable) {
         int hooked = hooks == Py_None ? 0 : hook_active(name_enter);
         if (hooked == 0 && hooks != Py_None) hooked = hook_active(name_exit);
-        if (hooked == 0 && usable) result = run_record(record, args, given);
+        if (hooked == 0 && usable) result = run_launch(&((Record *)record)->launch, args, given);
         if (hooked == 0 && !usable) result = run_programs(programs, key, args, given);
     }
     Py_XDECREF(plan);

@@ -2,7 +2,7 @@
 call (`hit` in launch.c, source in hit.h), instead of the Python frames of __call__,
 call_signature, PlanCache.get, LaunchPlan.fast and the launcher.
 
-A plan offers itself to it by carrying `hit`, a tuple of what the launch needs (`record`); only
+A plan offers itself to it by carrying `hit`, a typed record of what the launch needs (`record`); only
 plans whose fast path is plain allocation and a launch through launch.c get one (no reductions,
 splits, scalars to move, default-dtype condition). A call no plan serves, of plain tensors, is
 launched by a shape program of its class where one serves it (plans/shape_programs.py,
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Callable, NamedTuple, Optional
+from typing import Callable, Optional
 
 import torch
 
@@ -110,25 +110,9 @@ def configure(
     module.configure(torch.Tensor, _other_key, torch.empty_strided, raw_stream, hooks, current_device)
 
 
-class HitRecord(NamedTuple):
-    """What hit() reads to serve a plan (a tuple to hit.h, in this order): the outputs' shape,
-    (strides, dtype) per output, their device, then the launcher's c_record."""
-
-    shape: tuple
-    layouts: tuple
-    device: object
-    cu_launch: int  # cuLaunchKernel's address
-    function: int
-    grid_x: int
-    grid_y: int
-    grid_z: int
-    threads: int
-    shared: int
-    device_index: int
-    kinds: bytes
-    fixed: bytes  # the index arguments' 8-byte slots, then the scratch slots
-
-
-def record(shape: tuple, layouts: tuple, device: torch.device, launch: tuple) -> HitRecord:
-    """The HitRecord of a plan launched by a launcher whose c_record is `launch`."""
-    return HitRecord(tuple(shape), tuple((tuple(strides), dtype) for strides, dtype in layouts), device, *launch)
+def record(shape: tuple, layouts: tuple, device: torch.device, launch) -> object:
+    """The launch record (launch.c's typed Record, hit.h) of a plan whose outputs have `shape`
+    and `layouts` ((strides, dtype) per output) on `device`, launched as `launch` (a
+    launcher.CLaunch) says: what `plan.hit` holds for hit() to read."""
+    layouts = tuple((tuple(strides), dtype) for strides, dtype in layouts)
+    return native.launch_module().record(shape=tuple(shape), layouts=layouts, device=device, **launch._asdict())

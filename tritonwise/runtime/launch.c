@@ -33,6 +33,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -205,6 +206,7 @@ static PyMethodDef methods[] = {
     {"hit", (PyCFunction)(void (*)(void))hit, METH_FASTCALL, "A cached call's whole path, or `miss`."},
     {"call_method", (PyCFunction)(void (*)(void))call_method, METH_FASTCALL, "A pointwise function's __call__ in C."},
     {"use_aten", (PyCFunction)(void (*)(void))use_aten, METH_FASTCALL, "Allocate and read pointers through aten.cpp."},
+    {"record", (PyCFunction)(void (*)(void))record, METH_VARARGS | METH_KEYWORDS, "A plan's launch record (hit.h)."},
     {"program", (PyCFunction)(void (*)(void))program, METH_VARARGS | METH_KEYWORDS, "A shape program (program.h)."},
     {"shape_class", (PyCFunction)(void (*)(void))shape_class, METH_FASTCALL, "A signature's class and leaves."},
     {"evaluate", (PyCFunction)(void (*)(void))evaluate_program, METH_FASTCALL, "A program's node values."},

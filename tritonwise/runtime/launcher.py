@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 import torch
 
@@ -65,6 +65,19 @@ def _hooks_installed(hooks) -> bool:
     return (enter is not None and getattr(enter, "calls", True)) or (
         leave is not None and getattr(leave, "calls", True)
     )
+
+
+class CLaunch(NamedTuple):
+    """How launch.c launches a kernel, by the names of launch.c's record() (hit_path.record)."""
+
+    cu_launch: int  # cuLaunchKernel's address
+    function: int
+    grid: tuple  # (x, y, z)
+    threads: int
+    shared: int
+    device_index: int
+    kinds: bytes
+    fixed: bytes  # the index arguments' 8-byte slots, then the scratch slots
 
 
 class KernelParameters:
@@ -197,7 +210,7 @@ def own_launcher(compiled, grid, tail, device_index, n_inputs, hooked: Callable)
         launch.rebind = bind
         # What the C hit path needs to launch the same way (runtime/hit_path.py); it checks the
         # current device itself where several are visible.
-        launch.c_record = (cu_launch_kernel, function, g0, g1, g2, threads, shared, device_index, kinds, fixed)
+        launch.c_record = CLaunch(cu_launch_kernel, function, (g0, g1, g2), threads, shared, device_index, kinds, fixed)
         return launch
 
     return bind(grid, tail, hooked)

@@ -31,9 +31,11 @@ typedef struct {
     Py_ssize_t n_nodes, n_guards, n_values, n_out, rank;
     int64_t *nodes, *guards;           /* triples */
     int64_t *values, *out_shape, *out_strides; /* node numbers; out_strides n_out x rank */
-    int64_t grid, threads, shared, scratch;
+    int64_t grid, scratch;
+    unsigned int threads, shared;
+    unsigned long long cu_launch, function;
     char index_kind;
-    PyObject *out_dtypes, *device, *device_index, *cu_launch, *function, *kinds;
+    PyObject *out_dtypes, *device, *device_index, *kinds;
 } Program;
 
 static void program_dealloc(PyObject *self) {
@@ -46,8 +48,6 @@ static void program_dealloc(PyObject *self) {
     Py_XDECREF(p->out_dtypes);
     Py_XDECREF(p->device);
     Py_XDECREF(p->device_index);
-    Py_XDECREF(p->cu_launch);
-    Py_XDECREF(p->function);
     Py_XDECREF(p->kinds);
     Py_TYPE(self)->tp_free(self);
 }
@@ -98,11 +98,12 @@ static PyObject *program(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"nodes", "guards", "values", "grid", "out_shape", "out_strides", "out_dtypes",
                             "device", "device_index", "cu_launch", "function", "threads", "shared", "kinds",
                             "index_kind", "scratch", NULL};
-    PyObject *nodes, *guards, *values, *out_shape, *out_strides, *out_dtypes, *device, *device_index, *cu_launch;
-    PyObject *function, *kinds;
-    long long grid, threads, shared, scratch;
+    PyObject *nodes, *guards, *values, *out_shape, *out_strides, *out_dtypes, *device, *device_index, *kinds;
+    unsigned long long cu_launch, function;
+    unsigned int threads, shared;
+    long long grid, scratch;
     const char *index_kind;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$SSSLSO!O!OOOOLLSsL", names, &nodes, &guards, &values, &grid,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$SSSLSO!O!OOKKIISsL", names, &nodes, &guards, &values, &grid,
                                      &out_shape, &PyTuple_Type, &out_strides, &PyTuple_Type, &out_dtypes, &device,
                                      &device_index, &cu_launch, &function, &threads, &shared, &kinds, &index_kind,
                                      &scratch))
@@ -114,8 +115,7 @@ static PyObject *program(PyObject *self, PyObject *args, PyObject *kwargs) {
     p->out_dtypes = Py_NewRef(out_dtypes);
     p->device = Py_NewRef(device);
     p->device_index = Py_NewRef(device_index);
-    p->cu_launch = Py_NewRef(cu_launch);
-    p->function = Py_NewRef(function);
+    p->cu_launch = cu_launch, p->function = function;
     p->kinds = Py_NewRef(kinds);
     p->grid = grid, p->threads = threads, p->shared = shared, p->scratch = scratch;
     p->index_kind = index_kind[0];
@@ -256,9 +256,10 @@ static Py_ssize_t read_class(PyObject *key, Py_ssize_t n_args, PyObject *parts, 
  * `v`, and launch `p`'s kernel with its index values; the output(s), or NULL. */
 static PyObject *launch_program(const Program *p, const int64_t *v, PyObject *args, PyObject *given) {
     Py_ssize_t n_fixed = p->n_values + p->scratch;
+    int64_t grid = v[p->grid];
     PyObject *fixed = PyBytes_FromStringAndSize(NULL, 8 * n_fixed);
-    PyObject *shape = PyTuple_New(p->rank), *layouts = PyTuple_New(p->n_out), *record = NULL, *result = NULL;
-    if (fixed == NULL || shape == NULL || layouts == NULL) goto done;
+    PyObject *shape = PyTuple_New(p->rank), *layouts = PyTuple_New(p->n_out), *result = NULL;
+    if (fixed == NULL || shape == NULL || layouts == NULL || grid < 0 || grid > UINT32_MAX) goto done;
     char *slots = PyBytes_AS_STRING(fixed);
     memset(slots, 0, 8 * n_fixed);
     for (Py_ssize_t k = 0; k < p->n_values; ++k) {
@@ -279,13 +280,12 @@ static PyObject *launch_program(const Program *p, const int64_t *v, PyObject *ar
         if (layout == NULL) goto done;
         PyTuple_SET_ITEM(layouts, o, layout);
     }
-    int64_t grid = v[p->grid];
-    if (PyErr_Occurred() || grid < 0 || grid > UINT32_MAX) goto done;
-    record = Py_BuildValue("(OOOOOLiiLLOOO)", shape, layouts, p->device, p->cu_launch, p->function, (long long)grid,
-                           1, 1, (long long)p->threads, (long long)p->shared, p->device_index, p->kinds, fixed);
-    if (record != NULL) result = run_record(record, args, given);
+    if (!PyErr_Occurred()) {
+        Launch launch = {shape, layouts, p->device, p->device_index, p->kinds, fixed, p->cu_launch, p->function,
+                         {(unsigned int)grid, 1, 1}, p->threads, p->shared};
+        result = run_launch(&launch, args, given);
+    }
 done:
-    Py_XDECREF(record);
     Py_XDECREF(layouts);
     Py_XDECREF(shape);
     Py_XDECREF(fixed);
