@@ -78,10 +78,10 @@ def module(request):
         aten.use(module, request.getfixturevalue("aten_helpers"))
 
 
-def _record(driver, outputs=1, shape=(4, 3), dtype=torch.float32):
+def _record(driver, outputs=1, shape=(4, 3), dtype=torch.float32, extents=()):
     layouts = tuple(((3, 1), dtype) for _ in range(outputs))
     launch = CLaunch(driver.address, 0x1234, (7, 1, 1), 128, 0, 0, b"ppf" + b"p" * outputs, FIXED)
-    return hit_path.record(shape, layouts, torch.device("cpu"), launch)
+    return hit_path.record(shape, layouts, torch.device("cpu"), launch, extents)
 
 
 ARGS_OF_EVERY_KIND = [
@@ -203,9 +203,16 @@ def test_signature_with_outputs_is_call_signatures(module, outs):
     assert module.signature(args, outs) == arguments.call_signature(args, outs)
 
 
+def _extents(args: tuple, out: torch.Tensor) -> list:
+    """What the binder gives a plan of given outputs: the dense extent of each tensor input, then
+    of the output."""
+    return [arguments.dense_extent(t.shape, t.stride()) for t in args + (out,) if isinstance(t, torch.Tensor)]
+
+
 def _served_on(module, driver, args: tuple, out: torch.Tensor):
-    """hit() of a plan cached for `args` and the given output `out`: what it returns."""
-    plans = {arguments.call_signature(args, (out,)): SimpleNamespace(hit=_record(driver))}
+    """hit() of a plan cached for `args` and the given output `out`, with the extents the binder
+    gives such a plan: what it returns."""
+    plans = {arguments.call_signature(args, (out,)): SimpleNamespace(hit=_record(driver, extents=_extents(args, out)))}
     return module.hit(plans, args, hit_path.MISS, {}, (out,))
 
 
@@ -458,7 +465,9 @@ def test_the_c_call_serves_given_outputs_by_name(function_class):
     f = cls(
         {
             arguments.call_signature((x, y, 0.5)): SimpleNamespace(hit=_record(driver)),
-            arguments.call_signature((x, y, 0.5), (out,)): SimpleNamespace(hit=_record(driver)),
+            arguments.call_signature((x, y, 0.5), (out,)): SimpleNamespace(
+                hit=_record(driver, extents=_extents((x, y, 0.5), out))
+            ),
         }
     )
     assert f(x, y, 0.5, out0=out) is out and driver.launches[-1][1][3] == out.data_ptr()

@@ -156,6 +156,32 @@ def test_a_new_shape_given_its_output_launches_on_it_as_the_analysis_plans(modul
     assert served == (refused is None)
 
 
+def _sharing(n: int, offset: int):
+    """(args, out): x and an output `offset` elements further into the same memory (0: the
+    input itself; a multiple of 4 keeps both 16-byte aligned, one class)."""
+    memory = torch.randn(n * 65 + offset)
+    x = memory[: n * 65].view(n, 65)
+    return (x, torch.randn(n, 65), 0.5), memory[offset : offset + n * 65].view(n, 65)
+
+
+@pytest.mark.parametrize("offset, served", [(0, True), (4, False), (96 * 65, True)])
+def test_a_programs_overlap_check_reads_the_extents_it_computes(module, offset, served):
+    """Given outputs of a new shape, checked against the inputs over the dense extents the
+    program computes for that shape: the input itself and disjoint memory launch from C; an
+    output overlapping an input partially misses, and Python refuses it as torch does."""
+    fn = add_alpha()
+    table = Table(module, fn, Driver())
+    for n in (64, 80):
+        args, out = _sharing(n, n * 65)  # disjoint outputs: the program of the class
+        table.add(args, (out,))
+    args, out = _sharing(96, offset)
+    expected = fn.plan(args, (out,), collapse=True)
+    assert check_launch(table, args, (out,), expected) == served
+    if not served:
+        with pytest.raises(RuntimeError, match="partially overlaps input 0"):
+            fn(*args, out0=out)
+
+
 ROW_CASES = {  # (kind, dims, keepdim, inputs of size n, the two sizes)
     "sum of a long last dim (row_looped)": ("sum", (1,), False, lambda n: (torch.randn(n, 4096),) * 2, (320, 352)),
     "few long rows, then fewer (row_looped, pipelined)": (
@@ -308,7 +334,7 @@ def _program_of(module, tracer, result):
     return module.program(
         nodes=pack(tracer.nodes), guards=pack(tracer.guards), values=pack([(node,)]), grid=node, out_shape=b"",
         out_strides=(), out_dtypes=(), device=None, device_index=0, cu_launch=0, function=0, threads=32, shared=0,
-        kinds=b"", index_kind="l", scratch=0,
+        kinds=b"", index_kind="l", scratch=0, extents=b"",
     )
 
 

@@ -64,7 +64,7 @@ def _launched_through_c(plan, driver) -> None:
     grid = (*plan.grid, 1, 1)[:3]
     launch = CLaunch(driver.address, _function_of(plan), grid, 32 * plan.num_warps, 0, 0, driver.kinds, fixed + bytes(16))
     layouts = tuple(zip(plan.out_strides, plan.out_dtypes))
-    plan.hit = hit_path.record(plan.out_shape, layouts, plan.device, launch)
+    plan.hit = hit_path.record(plan.out_shape, layouts, plan.device, launch, plan.in_extents + plan.out_extents)
 
 
 class Table:

@@ -138,7 +138,7 @@ class Binder:
             out_dtypes=tuple(r.result for r in reductions) if rows else types.results,
             device=device,
             to_device=tuple(i for i in positions if device.type != "cpu" and args[i].device != device),
-            out_extents=_extents(task.shape, out_strides) if given else (),  # read by the overlap check
+            out_extents=_extents(task.shape, out_strides, outs) if given else (),  # read by the overlap check
             in_extents=tuple(argcheck.dense_extent(args[i].shape, args[i].stride()) for i in positions if given),
             reductions=reductions if any(reductions) and not rows else (),
             deterministic=kernel.spec.deterministic,
@@ -166,8 +166,10 @@ def cached_file(spec):
     return ensure_file(spec.file_name, lambda: render(spec), identity_marks(spec))
 
 
-def _extents(shape: tuple, out_strides: tuple) -> tuple:
-    return tuple(None if s is None else argcheck.dense_extent(shape, s) for s in out_strides)
+def _extents(shape: tuple, out_strides: tuple, outs: tuple) -> tuple:
+    """The dense extent of each given output over the task's shape (None: not given, or written
+    by a full reduction)."""
+    return tuple(None if o is None or s is None else argcheck.dense_extent(shape, s) for o, s in zip(outs, out_strides))
 
 
 def _split_launch(task: TaskPlan, reductions: tuple) -> Optional[SplitLaunch]:

@@ -24,6 +24,7 @@ from typing import Optional
 from ..codegen.params import index_arg_values
 from ..frontend import validation
 from ..runtime import hit_path, native
+from ..runtime.arguments import dense_extent
 from ..runtime.kernels import Rebinding
 from . import symbolic
 from .binder import output_layout
@@ -120,6 +121,9 @@ def trace(planner, tensors: list, args: tuple, outs: tuple, plan, positions: tup
     scratch = len(hit.fixed) // 8 - len(values)
     if scratch < 0 or _packed(values, index_kind, scratch) != hit.fixed:
         return None
+    extents = _extents(operands[:n_inputs], layouts)
+    if hit_path.pack_extents([e and tuple(map(concrete, e)) for e in extents]) != hit.extents:
+        return None
     node = tracer.node_of  # constants become nodes too: every node number before packing
     value_nodes, grid_node = [(node(v),) for v in values], node(grid)
     shape_nodes = [(node(n),) for n in out_shape]
@@ -141,8 +145,18 @@ def trace(planner, tensors: list, args: tuple, outs: tuple, plan, positions: tup
         kinds=hit.kinds,
         index_kind=index_kind,
         scratch=scratch,
+        extents=_pack((node(lo), node(hi)) for lo, hi in (e or hit_path.NO_EXTENT for e in extents)),
     )
     return (tuple(tracer.nodes), tuple(tracer.guards)), fields
+
+
+def _extents(inputs: list, layouts: list) -> list:
+    """What the overlap check of given outputs reads (binder.py's in_extents and out_extents):
+    the dense extent of each tensor input then each given output, None elsewhere; nothing where
+    the call gives no output."""
+    if all(layout is None for layout in layouts):
+        return []
+    return [dense_extent(*op) for op in inputs] + [layout and dense_extent(*layout) for layout in layouts]
 
 
 def _pack(rows) -> bytes:

@@ -231,7 +231,7 @@ class LaunchPlan:
         c_record = getattr(direct, "c_record", None)
         if c_record is not None:
             hit_path.enable()
-            self.hit = hit_path.record(shape, layouts, device, c_record)
+            self.hit = hit_path.record(shape, layouts, device, c_record, self.in_extents + self.out_extents)
         if len(layouts) == 1:
             ((strides, dtype),) = layouts
 

@@ -32,12 +32,15 @@ typedef struct {
     PyObject *shape, *layouts, *device, *device_index, *kinds, *fixed;
     unsigned long long cu_launch, function;
     unsigned int grid[3], threads, shared;
+    const int64_t *extents; /* (lowest, highest) element offset per tensor input then output */
+    Py_ssize_t n_extents;   /* pairs; lowest > highest where Python checks no overlap */
 } Launch;
 
 /* A plan's Launch as a typed Python object: what `plan.hit` holds. */
 typedef struct {
     PyObject_HEAD
     Launch launch;
+    PyObject *extents; /* the bytes launch.extents points into */
 } Record;
 
 static void record_dealloc(PyObject *self) {
@@ -48,6 +51,7 @@ static void record_dealloc(PyObject *self) {
     Py_XDECREF(l->device_index);
     Py_XDECREF(l->kinds);
     Py_XDECREF(l->fixed);
+    Py_XDECREF(((Record *)self)->extents);
     Py_TYPE(self)->tp_free(self);
 }
 
@@ -55,7 +59,7 @@ static void record_dealloc(PyObject *self) {
 #define RECORD_NUMBER(name, type, field) {name, type, offsetof(Record, launch.field), READONLY, NULL}
 static PyMemberDef record_members[] = {
     RECORD_OBJECT(shape), RECORD_OBJECT(layouts), RECORD_OBJECT(device), RECORD_OBJECT(device_index),
-    RECORD_OBJECT(kinds), RECORD_OBJECT(fixed),
+    RECORD_OBJECT(kinds), RECORD_OBJECT(fixed), {"extents", T_OBJECT_EX, offsetof(Record, extents), READONLY, NULL},
     RECORD_NUMBER("cu_launch", T_ULONGLONG, cu_launch), RECORD_NUMBER("function", T_ULONGLONG, function),
     RECORD_NUMBER("grid_x", T_UINT, grid[0]), RECORD_NUMBER("grid_y", T_UINT, grid[1]),
     RECORD_NUMBER("grid_z", T_UINT, grid[2]), RECORD_NUMBER("threads", T_UINT, threads),
@@ -87,28 +91,29 @@ static int layouts_fit(PyObject *layouts, Py_ssize_t rank) {
 /* record(**fields): a Record (see the header); a ValueError where the fields do not fit. */
 static PyObject *record(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"shape", "layouts", "device", "cu_launch", "function", "grid", "threads",
-                            "shared", "device_index", "kinds", "fixed", NULL};
-    PyObject *shape, *layouts, *device, *device_index, *kinds, *fixed;
+                            "shared", "device_index", "kinds", "fixed", "extents", NULL};
+    PyObject *shape, *layouts, *device, *device_index, *kinds, *fixed, *extents;
     unsigned long long cu_launch, function;
     unsigned int grid[3], threads, shared;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$O!O!OKK(III)IIOSS", names, &PyTuple_Type, &shape, &PyTuple_Type,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$O!O!OKK(III)IIOSSS", names, &PyTuple_Type, &shape, &PyTuple_Type,
                                      &layouts, &device, &cu_launch, &function, &grid[0], &grid[1], &grid[2], &threads,
-                                     &shared, &device_index, &kinds, &fixed))
+                                     &shared, &device_index, &kinds, &fixed, &extents))
         return NULL;
-    if (!layouts_fit(layouts, PyTuple_GET_SIZE(shape)) || PyBytes_GET_SIZE(fixed) % 8 != 0 || cu_launch == 0) {
+    if (!layouts_fit(layouts, PyTuple_GET_SIZE(shape)) || PyBytes_GET_SIZE(fixed) % 8 != 0 || cu_launch == 0 ||
+        PyBytes_GET_SIZE(extents) % 16 != 0) {
         PyErr_SetString(PyExc_ValueError, "record: malformed launch record");
         return NULL;
     }
     if (PyType_Ready(&RecordType) < 0) return NULL;
     Record *r = PyObject_New(Record, &RecordType);
     if (r == NULL) return NULL;
+    r->extents = Py_NewRef(extents);
     Launch l = {Py_NewRef(shape), Py_NewRef(layouts), Py_NewRef(device), Py_NewRef(device_index), Py_NewRef(kinds),
-                Py_NewRef(fixed), cu_launch, function, {grid[0], grid[1], grid[2]}, threads, shared};
+                Py_NewRef(fixed), cu_launch, function, {grid[0], grid[1], grid[2]}, threads, shared,
+                (const int64_t *)PyBytes_AS_STRING(extents), PyBytes_GET_SIZE(extents) / 16};
     r->launch = l;
     return (PyObject *)r;
 }
-
-static long long magnitude(long long v) { return v < 0 ? -v : v; }
 
 static int intern_names(void) {
     name_dtype = PyUnicode_InternFromString("dtype");
@@ -288,10 +293,66 @@ static int on_record_device(PyObject *device_index) {
     return same;
 }
 
-/* Launch `l` on `args` and on the outputs `given` (NULL, or one per output, None where `l`'s
- * layout is allocated); the output(s), or NULL with or without an exception set (without:
- * another device current or a failed launch, for the Python path). */
-static PyObject *run_launch(const Launch *l, PyObject *args, PyObject *given) {
+/* A tensor's [first, last) byte range over its dense `extent` (element offsets); 0 with an
+ * exception set where its data pointer or element size cannot be read. */
+static int byte_range(PyObject *tensor, PyObject *dtype, const int64_t extent[2], long long range[2]) {
+    uint64_t address = 0;
+    int done = aten_data_ptr == NULL ? -1 : aten_data_ptr(tensor, &address);
+    if (done < 0) {
+        PyObject *value = PyObject_CallMethodNoArgs(tensor, data_ptr_name);
+        address = value == NULL ? 0 : PyLong_AsUnsignedLongLong(value);
+        Py_XDECREF(value);
+    }
+    PyObject *itemsize = PyObject_GetAttr(dtype, name_itemsize);
+    long long size = itemsize == NULL ? 0 : PyLong_AsLongLong(itemsize);
+    Py_XDECREF(itemsize);
+    range[0] = (long long)address + extent[0] * size;
+    range[1] = (long long)address + (extent[1] + 1) * size;
+    return done != 0 && !PyErr_Occurred();
+}
+
+/* Whether the outputs given to a call (signature `key`) may be launched on from C: each a plain
+ * tensor (an entry (torch.Tensor, dtype, shape, strides, ...)) that shares no memory with a
+ * tensor input or is exactly that input (arguments.check_partial_overlap, whose error Python
+ * raises where this says no), over the dense extents Python computed (`l->extents`: one per
+ * tensor input, then one per output). Inputs other than plain tensors and scalars: no. */
+static int outputs_clear(const Launch *l, PyObject *key, PyObject *args, PyObject *outs) {
+    Py_ssize_t n_in = PyTuple_GET_SIZE(args), n_tensors = 0;
+    for (Py_ssize_t i = 0; i < n_in; ++i) n_tensors += PyTuple_Check(PyTuple_GET_ITEM(key, i));
+    if (l->n_extents != n_tensors + PyTuple_GET_SIZE(outs)) return 0;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(outs); ++k) {
+        PyObject *out = PyTuple_GET_ITEM(outs, k), *entry = PyTuple_GET_ITEM(key, n_in + k);
+        const int64_t *o_extent = l->extents + 2 * (n_tensors + k);
+        if (out == Py_None) continue;
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 8 || PyTuple_GET_ITEM(entry, 0) != tensor_type) return 0;
+        if (o_extent[0] > o_extent[1]) continue; /* not dense: Python checks no such output either */
+        PyObject *const *o = &PyTuple_GET_ITEM(entry, 1); /* dtype, shape, strides, ... */
+        long long o_range[2];
+        if (!byte_range(out, o[0], o_extent, o_range)) return 0;
+        for (Py_ssize_t i = 0, t = 0; i < n_in; ++i) {
+            PyObject *input = PyTuple_GET_ITEM(args, i), *e = PyTuple_GET_ITEM(key, i);
+            if (!PyTuple_Check(e)) continue; /* a scalar */
+            const int64_t *i_extent = l->extents + 2 * t++;
+            if (PyTuple_GET_SIZE(e) != 7) return 0;
+            long long i_range[2];
+            if (input == out || i_extent[0] > i_extent[1]) continue;
+            if (!byte_range(input, PyTuple_GET_ITEM(e, 0), i_extent, i_range)) return 0;
+            if (i_range[0] >= o_range[1] || o_range[0] >= i_range[1]) continue;
+            int same = i_range[0] == o_range[0] && i_range[1] == o_range[1] && PyTuple_GET_ITEM(e, 0) == o[0] &&
+                       PyObject_RichCompareBool(PyTuple_GET_ITEM(e, 2), o[2], Py_EQ) == 1 &&
+                       PyObject_RichCompareBool(PyTuple_GET_ITEM(e, 1), o[1], Py_EQ) == 1;
+            if (!same) return 0;
+        }
+    }
+    return 1;
+}
+
+/* Launch `l` on `args` (signature `key`) and on the outputs `given` (NULL, or one per output,
+ * None where `l`'s layout is allocated); the output(s), or NULL with or without an exception
+ * set (without: a given output Python must check, another device current or a failed launch,
+ * for the Python path). */
+static PyObject *run_launch(const Launch *l, PyObject *key, PyObject *args, PyObject *given) {
+    if (given != NULL && !outputs_clear(l, key, args, given)) return NULL;
     if (on_record_device(l->device_index) != 1) return NULL;
     Py_ssize_t n_out = PyTuple_GET_SIZE(l->layouts);
     if (given != NULL && PyTuple_GET_SIZE(given) != n_out) return NULL;
@@ -328,95 +389,6 @@ static PyObject *run_launch(const Launch *l, PyObject *args, PyObject *given) {
     return outs;
 }
 
-/* arguments.dense_extent: the lowest and highest element offset of a non-overlapping dense
- * layout (sizes, strides: sequences of ints); 0 where the layout is not one (or not read). */
-static int dense_extent(PyObject *sizes, PyObject *strides, long long extent[2]) {
-    long long size[MAX_RANK], stride[MAX_RANK], numel = 1, low = 0, expected = 1;
-    Py_ssize_t rank = PyObject_Length(sizes);
-    if (rank < 0 || rank > MAX_RANK || !PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != rank) {
-        PyErr_Clear();
-        return 0;
-    }
-    int n = 0;
-    for (Py_ssize_t d = 0; d < rank; ++d) {
-        PyObject *item = PySequence_GetItem(sizes, d);
-        long long sz = item == NULL ? -1 : PyLong_AsLongLong(item), st = PyLong_AsLongLong(PyTuple_GET_ITEM(strides, d));
-        Py_XDECREF(item);
-        if (PyErr_Occurred()) {
-            PyErr_Clear();
-            return 0;
-        }
-        numel *= sz;
-        if (st < 0) low += (sz - 1) * st;
-        if (sz == 1) continue;
-        int at = n++; /* insertion by (|stride|, size), as Python's sorted() orders the pairs */
-        while (at > 0 && (magnitude(stride[at - 1]) > magnitude(st) ||
-                          (magnitude(stride[at - 1]) == magnitude(st) && size[at - 1] > sz))) {
-            stride[at] = stride[at - 1];
-            size[at] = size[at - 1];
-            --at;
-        }
-        stride[at] = st;
-        size[at] = sz;
-    }
-    for (int k = 0; k < n; ++k) {
-        if (magnitude(stride[k]) != expected) return 0;
-        expected *= size[k];
-    }
-    extent[0] = low;
-    extent[1] = low + (numel > 1 ? numel : 1) - 1;
-    return 1;
-}
-
-/* A tensor's [first, last) byte range over its dense `extent`; 0 with an exception set where its
- * data pointer or element size cannot be read. */
-static int byte_range(PyObject *tensor, PyObject *dtype, const long long extent[2], long long range[2]) {
-    uint64_t address = 0;
-    int done = aten_data_ptr == NULL ? -1 : aten_data_ptr(tensor, &address);
-    if (done < 0) {
-        PyObject *value = PyObject_CallMethodNoArgs(tensor, data_ptr_name);
-        address = value == NULL ? 0 : PyLong_AsUnsignedLongLong(value);
-        Py_XDECREF(value);
-    }
-    PyObject *itemsize = PyObject_GetAttr(dtype, name_itemsize);
-    long long size = itemsize == NULL ? 0 : PyLong_AsLongLong(itemsize);
-    Py_XDECREF(itemsize);
-    range[0] = (long long)address + extent[0] * size;
-    range[1] = (long long)address + (extent[1] + 1) * size;
-    return done != 0 && !PyErr_Occurred();
-}
-
-/* Whether the outputs given to a call (signature `key`) may be launched on from C: each a plain
- * tensor (an entry (torch.Tensor, dtype, shape, strides, ...)) that shares no memory with a
- * tensor input or is exactly that input (arguments.check_partial_overlap, whose error Python
- * raises where this says no). Inputs other than plain tensors and scalars: no. */
-static int outputs_clear(PyObject *key, PyObject *args, PyObject *outs) {
-    Py_ssize_t n_in = PyTuple_GET_SIZE(args);
-    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(outs); ++k) {
-        PyObject *out = PyTuple_GET_ITEM(outs, k), *entry = PyTuple_GET_ITEM(key, n_in + k);
-        if (out == Py_None) continue;
-        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 8 || PyTuple_GET_ITEM(entry, 0) != tensor_type) return 0;
-        PyObject *const *o = &PyTuple_GET_ITEM(entry, 1); /* dtype, shape, strides, ... */
-        long long o_extent[2], o_range[2];
-        if (!dense_extent(o[1], o[2], o_extent)) continue; /* Python checks no such output either */
-        if (!byte_range(out, o[0], o_extent, o_range)) return 0;
-        for (Py_ssize_t i = 0; i < n_in; ++i) {
-            PyObject *input = PyTuple_GET_ITEM(args, i), *e = PyTuple_GET_ITEM(key, i);
-            if (!PyTuple_Check(e)) continue; /* a scalar */
-            if (PyTuple_GET_SIZE(e) != 7) return 0;
-            long long i_extent[2], i_range[2];
-            if (input == out || !dense_extent(PyTuple_GET_ITEM(e, 1), PyTuple_GET_ITEM(e, 2), i_extent)) continue;
-            if (!byte_range(input, PyTuple_GET_ITEM(e, 0), i_extent, i_range)) return 0;
-            if (i_range[0] >= o_range[1] || o_range[0] >= i_range[1]) continue;
-            int same = i_range[0] == o_range[0] && i_range[1] == o_range[1] && PyTuple_GET_ITEM(e, 0) == o[0] &&
-                       PyObject_RichCompareBool(PyTuple_GET_ITEM(e, 2), o[2], Py_EQ) == 1 &&
-                       PyObject_RichCompareBool(PyTuple_GET_ITEM(e, 1), o[1], Py_EQ) == 1;
-            if (!same) return 0;
-        }
-    }
-    return 1;
-}
-
 static PyObject *run_programs(PyObject *programs, PyObject *key, PyObject *args, PyObject *given); /* program.h */
 
 /* A cached call's whole path: the output(s), or NULL (no exception) with *key the signature (NULL
@@ -430,10 +402,6 @@ static PyObject *serve(PyObject *plans, PyObject *args, PyObject *outs, PyObject
         return NULL;
     }
     PyObject *given = gives_outputs(outs) ? outs : NULL;
-    if (given != NULL && !outputs_clear(key, args, given)) {
-        PyErr_Clear();
-        return NULL;
-    }
     PyObject *plan = Py_XNewRef(PyDict_GetItemWithError(plans, key));
     PyObject *record = plan == NULL ? NULL : PyObject_GetAttr(plan, name_hit);
     PyErr_Clear();
@@ -443,7 +411,7 @@ static PyObject *serve(PyObject *plans, PyObject *args, PyObject *outs, PyObject
     if (usable || derivable) {
         int hooked = hooks == Py_None ? 0 : hook_active(name_enter);
         if (hooked == 0 && hooks != Py_None) hooked = hook_active(name_exit);
-        if (hooked == 0 && usable) result = run_launch(&((Record *)record)->launch, args, given);
+        if (hooked == 0 && usable) result = run_launch(&((Record *)record)->launch, key, args, given);
         if (hooked == 0 && !usable) result = run_programs(programs, key, args, given);
     }
     Py_XDECREF(plan);

@@ -22,6 +22,7 @@ C++ tensor once the ATen helpers are built (aten.py).
 from __future__ import annotations
 
 import os
+import struct
 import sys
 from typing import Callable, Optional
 
@@ -110,9 +111,21 @@ def configure(
     module.configure(torch.Tensor, _other_key, torch.empty_strided, raw_stream, hooks, current_device)
 
 
-def record(shape: tuple, layouts: tuple, device: torch.device, launch) -> object:
+def record(shape: tuple, layouts: tuple, device: torch.device, launch, extents: tuple = ()) -> object:
     """The launch record (launch.c's typed Record, hit.h) of a plan whose outputs have `shape`
     and `layouts` ((strides, dtype) per output) on `device`, launched as `launch` (a
-    launcher.CLaunch) says: what `plan.hit` holds for hit() to read."""
+    launcher.CLaunch) says: what `plan.hit` holds for hit() to read. `extents`: for a plan of
+    given outputs, arguments.dense_extent of each tensor input then each output (None: not
+    dense), what the overlap check of given outputs reads."""
     layouts = tuple((tuple(strides), dtype) for strides, dtype in layouts)
-    return native.launch_module().record(shape=tuple(shape), layouts=layouts, device=device, **launch._asdict())
+    packed = pack_extents(extents)
+    fields = launch._asdict()
+    return native.launch_module().record(shape=tuple(shape), layouts=layouts, device=device, extents=packed, **fields)
+
+
+NO_EXTENT = (1, 0)  # lowest above highest: hit.h checks no overlap for such an operand
+
+
+def pack_extents(extents) -> bytes:
+    """(lowest, highest) int64 pairs as hit.h reads them, NO_EXTENT for None."""
+    return b"".join(struct.pack("<qq", *(NO_EXTENT if e is None else e)) for e in extents)

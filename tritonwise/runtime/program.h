@@ -12,11 +12,13 @@
  *
  * Programs are typed objects (ProgramType), built once in Python by keyword:
  *   program(nodes=, guards=, values=, grid=, out_shape=, out_strides=, out_dtypes=, device=,
- *           device_index=, cu_launch=, function=, threads=, shared=, kinds=, index_kind=, scratch=)
+ *           device_index=, cu_launch=, function=, threads=, shared=, kinds=, index_kind=, scratch=,
+ *           extents=)
  * nodes and guards are packed int64 triples (op, a, b); values, out_shape and each of
  * out_strides packed int64 node numbers; index_kind "i" or "l" packs every index value in
- * 32 or 64 bits, followed by `scratch` zero slots. The opcodes come from plans/symbolic.py
- * (opcodes() below returns the numbering Python must use).
+ * 32 or 64 bits, followed by `scratch` zero slots; extents packed node pairs, the dense extent
+ * of each tensor input then each output (hit.h's Launch.extents). The opcodes come from
+ * plans/symbolic.py (opcodes() below returns the numbering Python must use).
  */
 
 #define MAX_NODES 4096
@@ -31,6 +33,7 @@ typedef struct {
     Py_ssize_t n_nodes, n_guards, n_values, n_out, rank;
     int64_t *nodes, *guards;           /* triples */
     int64_t *values, *out_shape, *out_strides; /* node numbers; out_strides n_out x rank */
+    int64_t *extents; Py_ssize_t n_extents;    /* node pairs: hit.h's Launch.extents */
     int64_t grid, scratch;
     unsigned int threads, shared;
     unsigned long long cu_launch, function;
@@ -45,6 +48,7 @@ static void program_dealloc(PyObject *self) {
     PyMem_Free(p->values);
     PyMem_Free(p->out_shape);
     PyMem_Free(p->out_strides);
+    PyMem_Free(p->extents);
     Py_XDECREF(p->out_dtypes);
     Py_XDECREF(p->device);
     Py_XDECREF(p->device_index);
@@ -86,9 +90,9 @@ static int well_formed(const Program *p) {
         int64_t op = p->guards[3 * k], a = p->guards[3 * k + 1], b = p->guards[3 * k + 2];
         if (op < GUARD_LT || op > GUARD_NE || a < 0 || b < 0 || a >= p->n_nodes || b >= p->n_nodes) return 0;
     }
-    const int64_t *lists[3] = {p->values, p->out_shape, p->out_strides};
-    Py_ssize_t sizes[3] = {p->n_values, p->rank, p->n_out * p->rank};
-    for (int l = 0; l < 3; ++l)
+    const int64_t *lists[4] = {p->values, p->out_shape, p->out_strides, p->extents};
+    Py_ssize_t sizes[4] = {p->n_values, p->rank, p->n_out * p->rank, 2 * p->n_extents};
+    for (int l = 0; l < 4; ++l)
         for (Py_ssize_t k = 0; k < sizes[l]; ++k)
             if (lists[l][k] < 0 || lists[l][k] >= p->n_nodes) return 0;
     return p->grid >= 0 && p->grid < p->n_nodes;
@@ -97,21 +101,21 @@ static int well_formed(const Program *p) {
 static PyObject *program(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"nodes", "guards", "values", "grid", "out_shape", "out_strides", "out_dtypes",
                             "device", "device_index", "cu_launch", "function", "threads", "shared", "kinds",
-                            "index_kind", "scratch", NULL};
-    PyObject *nodes, *guards, *values, *out_shape, *out_strides, *out_dtypes, *device, *device_index, *kinds;
+                            "index_kind", "scratch", "extents", NULL};
+    PyObject *nodes, *guards, *values, *out_shape, *out_strides, *out_dtypes, *device, *device_index, *kinds, *extents;
     unsigned long long cu_launch, function;
     unsigned int threads, shared;
     long long grid, scratch;
     const char *index_kind;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$SSSLSO!O!OOKKIISsL", names, &nodes, &guards, &values, &grid,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$SSSLSO!O!OOKKIISsLS", names, &nodes, &guards, &values, &grid,
                                      &out_shape, &PyTuple_Type, &out_strides, &PyTuple_Type, &out_dtypes, &device,
                                      &device_index, &cu_launch, &function, &threads, &shared, &kinds, &index_kind,
-                                     &scratch))
+                                     &scratch, &extents))
         return NULL;
     if (PyType_Ready(&ProgramType) < 0) return NULL;
     Program *p = PyObject_New(Program, &ProgramType);
     if (p == NULL) return NULL;
-    p->nodes = p->guards = p->values = p->out_shape = p->out_strides = NULL;
+    p->nodes = p->guards = p->values = p->out_shape = p->out_strides = p->extents = NULL;
     p->out_dtypes = Py_NewRef(out_dtypes);
     p->device = Py_NewRef(device);
     p->device_index = Py_NewRef(device_index);
@@ -136,7 +140,8 @@ static PyObject *program(PyObject *self, PyObject *args, PyObject *kwargs) {
             p->out_strides = NULL;
         }
     }
-    int fine = p->out_strides != NULL && PyTuple_GET_SIZE(out_dtypes) == p->n_out && p->rank <= MAX_RANK &&
+    p->extents = p->out_strides ? int64s(extents, 2, &p->n_extents) : NULL;
+    int fine = p->extents != NULL && p->n_extents <= MAX_OPERANDS && PyTuple_GET_SIZE(out_dtypes) == p->n_out && p->rank <= MAX_RANK &&
                p->n_nodes <= MAX_NODES && (p->index_kind == 'i' || p->index_kind == 'l') && scratch >= 0 &&
                p->n_values + scratch <= MAX_PARAMS && well_formed(p);
     if (!fine) {
@@ -254,7 +259,7 @@ static Py_ssize_t read_class(PyObject *key, Py_ssize_t n_args, PyObject *parts, 
 
 /* Allocate the outputs `given` (NULL or one per output) does not give, as `p` computed them in
  * `v`, and launch `p`'s kernel with its index values; the output(s), or NULL. */
-static PyObject *launch_program(const Program *p, const int64_t *v, PyObject *args, PyObject *given) {
+static PyObject *launch_program(const Program *p, const int64_t *v, PyObject *key, PyObject *args, PyObject *given) {
     Py_ssize_t n_fixed = p->n_values + p->scratch;
     int64_t grid = v[p->grid];
     PyObject *fixed = PyBytes_FromStringAndSize(NULL, 8 * n_fixed);
@@ -280,10 +285,12 @@ static PyObject *launch_program(const Program *p, const int64_t *v, PyObject *ar
         if (layout == NULL) goto done;
         PyTuple_SET_ITEM(layouts, o, layout);
     }
+    int64_t extents[2 * MAX_OPERANDS];
+    for (Py_ssize_t k = 0; k < 2 * p->n_extents; ++k) extents[k] = v[p->extents[k]];
     if (!PyErr_Occurred()) {
         Launch launch = {shape, layouts, p->device, p->device_index, p->kinds, fixed, p->cu_launch, p->function,
-                         {(unsigned int)grid, 1, 1}, p->threads, p->shared};
-        result = run_launch(&launch, args, given);
+                         {(unsigned int)grid, 1, 1}, p->threads, p->shared, extents, p->n_extents};
+        result = run_launch(&launch, key, args, given);
     }
 done:
     Py_XDECREF(layouts);
@@ -303,7 +310,7 @@ static PyObject *run_programs(PyObject *programs, PyObject *key, PyObject *args,
         PyObject *item = PyList_GET_ITEM(list, k);
         if (Py_TYPE(item) != &ProgramType || !serves((Program *)item, leaves, n_leaves, v)) continue;
         Py_INCREF(item); /* the list may grow while a launch releases the GIL */
-        result = launch_program((Program *)item, v, args, given);
+        result = launch_program((Program *)item, v, key, args, given);
         Py_DECREF(item);
         break; /* the programs of a class exclude each other: no other serves it */
     }
