@@ -47,11 +47,14 @@ def _other_key(a):
     return type(a)
 
 
+INT32_RANGE = (-0x80000000, 0x7FFFFFFF)  # ints Triton passes as i32 (launch.c's hit() reads it too)
+
+
 def int_class(value: int):
     """Triton passes an int argument as i32 when it fits, else i64 (u64 at 2**63 and above):
     a kernel compiled for one width must not receive a value of another. Values beyond 64 bits
     get a class of their own, so they never reach a cached plan (the generic path rejects them)."""
-    if -0x80000000 <= value <= 0x7FFFFFFF:
+    if INT32_RANGE[0] <= value <= INT32_RANGE[1]:
         return int
     if -(2**63) <= value < 2**63:
         return "i64"

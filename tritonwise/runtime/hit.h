@@ -20,6 +20,7 @@
 
 static PyObject *tensor_type = NULL, *other_key = NULL, *empty_strided = NULL, *raw_stream = NULL;
 static PyObject *hooks = NULL, *current_device = NULL, *alloc_kwnames = NULL;
+static long long int_lowest = 0, int_highest = -1; /* ints whose key is `int`: configure() gives them */
 static PyObject *name_dtype, *name_shape, *name_stride, *name_device, *name_is_neg, *name_requires_grad;
 static PyObject *name_hit, *name_enter, *name_exit, *name_calls, *name_move_to_end, *name_itemsize;
 
@@ -133,12 +134,13 @@ static int intern_names(void) {
            name_enter && name_exit && name_calls && name_move_to_end && name_itemsize && alloc_kwnames;
 }
 
-/* configure(tensor_type, other_key, empty_strided, raw_stream, hooks, current_device): hooks is
- * Triton's knobs.runtime, or None where this Triton has no launch hooks; current_device is torch's
- * current-device query, or None where one device is visible (it is then always the plan's). */
+/* configure(tensor_type, other_key, empty_strided, raw_stream, hooks, current_device, int_range):
+ * hooks is Triton's knobs.runtime, or None where this Triton has no launch hooks; current_device
+ * is torch's current-device query, or None where one device is visible (it is then always the
+ * plan's); int_range the (lowest, highest) int whose key is `int` (arguments.INT32_RANGE). */
 static PyObject *configure(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "configure() takes 6 arguments");
+    if (nargs != 7 || !PyArg_ParseTuple(args[6], "LL", &int_lowest, &int_highest)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "configure() takes 7 arguments");
         return NULL;
     }
     PyObject **targets[6] = {&tensor_type, &other_key, &empty_strided, &raw_stream, &hooks, &current_device};
@@ -186,15 +188,15 @@ static PyObject *tensor_key(PyObject *a) {
     return key;
 }
 
-/* arguments._other_key(a): a float's and a bool's key is their type, an int's is `int` where it
- * fits in int32 (int_class); anything else is asked of Python. */
+/* arguments._other_key(a): a float's and a bool's key is their type, an int's is `int` in the
+ * range configure() gave (arguments.int_class); anything else is asked of Python. */
 static PyObject *scalar_key(PyObject *a) {
     if (PyFloat_CheckExact(a)) return Py_NewRef((PyObject *)&PyFloat_Type);
     if (PyBool_Check(a)) return Py_NewRef((PyObject *)&PyBool_Type);
     if (PyLong_CheckExact(a)) {
         int overflow;
         long long value = PyLong_AsLongLongAndOverflow(a, &overflow);
-        if (!overflow && value >= INT32_MIN && value <= INT32_MAX) return Py_NewRef((PyObject *)&PyLong_Type);
+        if (!overflow && value >= int_lowest && value <= int_highest) return Py_NewRef((PyObject *)&PyLong_Type);
     }
     return PyObject_CallOneArg(other_key, a);
 }
