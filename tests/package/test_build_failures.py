@@ -1,6 +1,7 @@
 """A fast path that cannot be built (the C launcher, the ATen helpers) says so once, in a warning
 naming the compiler's error, and calls go on through Python with the same results."""
 
+import threading
 import warnings
 from types import SimpleNamespace
 
@@ -80,3 +81,21 @@ def test_the_aten_helpers_build_against_the_installed_torch():
     except OSError as e:
         pytest.skip(str(e))
     assert len(aten.helpers().addresses()) == 3
+
+
+def test_an_early_build_runs_beside_the_caller_and_reports_its_failure_there(broken_source, monkeypatch):
+    """start_launch_build() compiles launch.c on another thread (beside Triton's compile of a
+    first kernel); launch_module() waits for it and warns, in the caller, once."""
+    threads = []
+    real_build = native.build
+    monkeypatch.setattr(native, "build", lambda *a: threads.append(threading.get_ident()) or real_build(*a))
+    monkeypatch.setattr(native, "SOURCE", broken_source)
+    monkeypatch.setattr(native, "_early_build", [])
+    native.launch_module.cache_clear()
+    native.start_launch_build()
+    native.start_launch_build()  # one build at a time
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert native.launch_module() is None
+    assert len(_build_warnings(record)) == 1
+    assert threads[0] != threading.get_ident() and len(threads) == 2  # the early one, then the caller's

@@ -268,11 +268,12 @@ def store_enabled() -> bool:
     return os.environ.get("TRITONWISE_KERNEL_STORE", "1") != "0"
 
 
-def _drivable() -> bool:
-    """Whether this process can load and launch binaries itself (CUDA driver, launch.c)."""
+def _loadable() -> bool:
+    """Whether this process can load binaries itself (the CUDA driver): launch.c's launcher
+    then starts them (own_launcher), once built."""
     import torch
 
-    return torch.version.hip is None and cuda_driver.driver() is not None and native.launch_module() is not None
+    return torch.version.hip is None and cuda_driver.driver() is not None
 
 
 def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
@@ -284,7 +285,8 @@ def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
     tail, device, grid = plan.index_args + plan.constexprs, plan.device.index, plan.grid
     through_triton = _through_triton(plan)
     try:
-        if store_enabled() and _drivable() and hasattr(kernel, "params"):  # a JITFunction, not interpreted
+        if store_enabled() and _loadable() and hasattr(kernel, "params"):  # a JITFunction, not interpreted
+            native.start_launch_build()  # launch.c compiles while the kernel does
             found = loaded(plan.spec.file_name, kernel, (*inputs, *outputs, *tail), plan.num_warps, device)
             launch = found and own_launcher(found, grid, tail, device, len(inputs), through_triton)
             if launch:

@@ -12,6 +12,7 @@ A fast path that cannot be built says so once per process, in a warning naming t
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import functools
 import hashlib
@@ -59,11 +60,30 @@ def report_build_failure(what: str, fallback: str, error: BaseException) -> None
     warnings.warn(f"tritonwise: {what} could not be built ({cause}); {fallback}", RuntimeWarning, stacklevel=2)
 
 
+def _launch_build() -> tuple:
+    """built_module's arguments for launch.c."""
+    return MODULE_NAME, [SOURCE, *INCLUDED], lambda: compiler("CC", "cc", "gcc"), []
+
+
+_early_build: list = []  # the background build start_launch_build() began, if any
+
+
+def start_launch_build() -> None:
+    """Begin compiling launch.c on a background thread, so that it builds while Triton compiles
+    a process's first kernel (a compiler in a subprocess each: they overlap). launch_module()
+    waits for it; failures are reported there, not here."""
+    if _early_build or launch_module.cache_info().currsize:
+        return
+    _early_build.append(concurrent.futures.ThreadPoolExecutor(1).submit(build, *_launch_build()))
+
+
 @functools.lru_cache(maxsize=None)
 def launch_module():
     """The compiled launcher module, or None where it cannot be built or loaded."""
+    if _early_build:
+        concurrent.futures.wait(_early_build)  # whatever it raised is raised again below
     try:
-        return built_module(MODULE_NAME, [SOURCE, *INCLUDED], lambda: compiler("CC", "cc", "gcc"), [])
+        return built_module(*_launch_build())
     except BUILD_ERRORS as e:
         report_build_failure("the C launcher (launch.c)", "launching through Triton", e)
         return None
