@@ -74,6 +74,9 @@ def start_launch_build() -> None:
     waits for it; failures are reported there, not here."""
     if _early_build or launch_module.cache_info().currsize:
         return
+    name, sources, _, flags = _launch_build()
+    if find(_file_name(name, sources, flags), Path.exists) is not None:
+        return  # built on an earlier run: nothing to overlap
     _early_build.append(concurrent.futures.ThreadPoolExecutor(1).submit(build, *_launch_build()))
 
 
@@ -103,9 +106,7 @@ def built_module(name: str, sources: list, compiler, flags: list, depends_on: by
 
 def build(name: str, sources: list, compiler, flags: list, depends_on: bytes = b"") -> Path:
     """The path of the compiled module (see built_module), compiling it if this machine has none."""
-    content = b"".join(path.read_bytes() for path in sources) + b" ".join(f.encode() for f in flags) + depends_on
-    tag = hashlib.sha256(content + sys.version.encode() + sysconfig.get_platform().encode()).hexdigest()[:16]
-    file_name = f"native/{name}_{tag}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
+    file_name = _file_name(name, sources, flags, depends_on)
     found = find(file_name, Path.exists)  # a read-only cache may hold it
     if found is not None:
         return found
@@ -126,6 +127,14 @@ def build(name: str, sources: list, compiler, flags: list, depends_on: bytes = b
         os.chmod(partial, 0o755 & ~cache.umask())
         os.replace(partial, target)
     return target
+
+
+def _file_name(name: str, sources: list, flags: list, depends_on: bytes = b"") -> str:
+    """Where module `name` is kept in the cache: named by its sources, flags, interpreter and
+    `depends_on`."""
+    content = b"".join(path.read_bytes() for path in sources) + b" ".join(f.encode() for f in flags) + depends_on
+    tag = hashlib.sha256(content + sys.version.encode() + sysconfig.get_platform().encode()).hexdigest()[:16]
+    return f"native/{name}_{tag}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
 
 
 @contextlib.contextmanager
