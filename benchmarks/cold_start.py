@@ -85,6 +85,7 @@ def table(results: dict) -> str:
 
     row("empty caches", lambda r: fmt(r["empty"].get("first_ms"), r["empty"].get("correct", False)))
     row("warm disk caches", warm_cell("first_ms"))
+    row("a second layout, empty caches", lambda r: fmt(r["empty"].get("second_layout_ms"), r["empty"].get("correct")))
     row("a second layout, warm disk", warm_cell("second_layout_ms"))
     row("import beyond torch + triton", warm_cell("import_library_ms"))
     row("import torch / triton", lambda r: f"{_median(r['warm'], 'import_torch_ms') or 0:.0f} / {_median(r['warm'], 'import_triton_ms') or 0:.0f} ms")

@@ -19,6 +19,10 @@ NO_ROUTE = object()  # route(): an ordinary call, for the plan path
 
 def route(fn, args: tuple, outs: tuple):
     """The result of a call that one of the features serves, else NO_ROUTE."""
+    if _recorded_plain_call(args) and not fn.along_dims:  # a training call: straight to autograd
+        from . import autograd
+
+        return autograd.call(fn, args, outs)
     if foreign_buffers.any_foreign((*args, *outs)):  # FlagGems' own StridedBuffers
         return foreign_buffers.call(fn, args, outs)
     scalars = validation.python_scalars(args)
@@ -44,6 +48,19 @@ def route(fn, args: tuple, outs: tuple):
     if resolved is not None:
         return fn(*resolved, **validation.output_keywords(outs))
     return NO_ROUTE
+
+
+_PYTHON_SCALARS = (int, float, bool)
+
+
+def _recorded_plain_call(args: tuple) -> bool:
+    """Whether every argument is a plain torch.Tensor or a Python scalar and a tensor requires
+    grad: no other route applies before autograd's (it is the one they would reach), so the
+    checks for buffers, NumPy scalars and subclasses are skipped."""
+    tensors = [a for a in args if type(a) is torch.Tensor]
+    if not any(t.requires_grad for t in tensors):
+        return False
+    return len(tensors) + sum(type(a) in _PYTHON_SCALARS for a in args) == len(args)
 
 
 def _check_plain_call(name: str, args: tuple, outs: tuple) -> None:

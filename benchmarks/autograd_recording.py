@@ -1,0 +1,106 @@
+"""The host cost of a forward call that autograd records: tritonwise against torch, with floors.
+
+    python -m benchmarks.autograd_recording [--profile N]
+
+Each row times back-to-back calls on a 1024-element fp32 tensor that requires grad (the GPU work
+is about 2 µs, so the host dominates), the median of 9 interleaved rounds:
+- torch's own `F.silu(x)`: the anchor;
+- a tritonwise function of the silu payload: the whole call (the C hit path misses, routing
+  finds the grad, autograd.call records a node whose forward is the cached call), and the same
+  through `tritonwise.ops.silu` (which checks its argument in Python first);
+- two floors of any library that records through a Python `torch.autograd.Function`: its
+  `apply` around tritonwise's cached call on the detached tensor, and around torch's own silu.
+Every row is checked against torch first. `--profile N` prints cProfile's heaviest functions
+over N tritonwise calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import sys
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+from benchmarks.harness import check_against, median_us, report
+from tritonwise import ops, pointwise_dynamic
+
+
+@pointwise_dynamic(promotion_methods=[(0, "DEFAULT")])
+@triton.jit
+def silu(x):
+    return x / (1.0 + tl.exp(-x))
+
+
+class _AroundTritonwise(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return silu(x.detach())
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+class _AroundTorch(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return F.silu(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+def rows(x) -> list:
+    return [
+        ("torch F.silu(x)", lambda: F.silu(x)),
+        ("tritonwise silu(x)", lambda: silu(x)),
+        ("tritonwise.ops.silu(x)", lambda: ops.silu(x)),
+        ("floor: autograd.Function around tritonwise's cached call", lambda: _AroundTritonwise.apply(x)),
+        ("floor: autograd.Function around torch's silu", lambda: _AroundTorch.apply(x)),
+        ("tritonwise silu(x), no grad (the cached call)", lambda: silu(x.detach())),
+    ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--profile", type=int, default=0)
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("autograd_recording needs a CUDA GPU", file=sys.stderr)
+        return 2
+    x = torch.randn(1024, device="cuda", requires_grad=True)
+    chosen = rows(x)
+    for name, call in chosen:
+        got = call()
+        check_against(F.silu(x).detach(), got.detach(), name)
+        if name in ("tritonwise silu(x)", "tritonwise.ops.silu(x)"):
+            x.grad = None
+            got.sum().backward()  # the backward is built once, outside the timing
+            check_against(torch.autograd.grad(F.silu(x).sum(), x)[0], x.grad, "tritonwise silu's gradient")
+    times = median_us([call for _, call in chosen])
+    anchor = times[0]
+    lines = ["| forward call, 1024 fp32, requires grad | µs/call | / torch |", "|---|---|---|"]
+    lines += [f"| {name} | {t:.1f} | {t / anchor:.2f}x |" for (name, _), t in zip(chosen, times)]
+    report("\n".join(lines) + "\n", args.out)
+    if args.profile:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(args.profile):
+            silu(x)
+        profiler.disable()
+        text = io.StringIO()
+        pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(25)
+        print(text.getvalue())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
