@@ -6,8 +6,10 @@
 Part 1, `g(x) = op(x) * 2 + 1` with op = SiLU, compiled with `torch.compile(fullgraph=True)`:
 - torch: `F.silu(x) * 2 + 1`;
 - traced: the tritonwise function, which dynamo traces as its payload's torch expression;
-- opaque: the same function registered with `as_torch_op` and compiled with
-  TRITONWISE_OPAQUE_UNDER_COMPILE=1 (our kernel as an extern call, Inductor's kernel around it);
+- torch op: the same function registered with `as_torch_op`, which Inductor decomposes into
+  the same torch expression;
+- opaque: that op compiled with TRITONWISE_OPAQUE_UNDER_COMPILE=1 (our kernel as an extern
+  call, Inductor's kernel around it);
 - eager rows: torch's and tritonwise's eager calls, for reference.
 Columns: kernels = the kernels Inductor generated plus calls left to our op (from the code
 Inductor wrote, torch._inductor.utils.run_and_get_code); GB/s = x read once and the result
@@ -15,7 +17,8 @@ written once over the median time of triton.testing.do_bench (CPU: the best of 5
 
 Part 2, an MLP block step (forward and backward): Linear, tanh-GELU, Linear, SiLU, then a loss
 that is a fused sum of squared errors (a tritonwise "sum" reduction), divided by the count. The
-same three ways (torch functions; tritonwise traced; tritonwise as opaque ops). Columns: kernels
+same four ways (torch functions; tritonwise traced; its torch ops, decomposed; the same ops
+kept opaque). Columns: kernels
 Inductor generated for forward and backward (plus opaque calls), step time in ms.
 
 Every compiled result (values and gradients) is checked against torch before anything is timed;
@@ -60,16 +63,17 @@ def _squared_error(y, target):
 
 
 def _functions() -> dict:
-    """Per variant: silu, gelu and the fused loss; the opaque ones as custom ops."""
+    """Per variant: silu, gelu and the fused loss; the torch op and opaque ones as custom ops."""
     made = {
         name: {
             "silu": pointwise_dynamic(_silu, promotion_methods=[(0, "DEFAULT")]),
             "gelu": pointwise_dynamic(_gelu_tanh, promotion_methods=[(0, "DEFAULT")]),
             "loss": pointwise_dynamic(_squared_error, promotion_methods=[(0, 1, "DEFAULT")], reductions=["sum"]),
         }
-        for name in ("traced", "opaque")
+        for name in ("traced", "torch op", "opaque")
     }
-    made["opaque"] = {k: f.as_torch_op(f"tw_fusion::{k}") for k, f in made["opaque"].items()}
+    for variant, namespace in (("torch op", "tw_fusion_op"), ("opaque", "tw_fusion")):  # an op decomposed once stays so
+        made[variant] = {k: f.as_torch_op(f"{namespace}::{k}") for k, f in made[variant].items()}
     made["torch"] = {
         "silu": F.silu,
         "gelu": lambda x: F.gelu(x, approximate="tanh"),
@@ -99,7 +103,7 @@ def compiled_run(variant: str, fn, *args):
         os.environ.pop(OPAQUE) if previous is None else os.environ.__setitem__(OPAQUE, previous)
     code = "\n".join(codes)
     kernels = len(re.findall(r"^(\w+) = async_compile\.\w+\(", code, flags=re.MULTILINE))
-    return result, kernels, len(re.findall(r"= torch\.ops\.tw_fusion\.\w+\.default\(", code))
+    return result, kernels, len(re.findall(r"= torch\.ops\.tw_fusion(_op)?\.\w+\.default\(", code))
 
 
 def timed(fn, *args, device: str) -> float:
@@ -121,7 +125,7 @@ def part1(made: dict, n: int, device: str) -> bool:
     print(f"Part 1: op(x) * 2 + 1, {n} float32 elements ({device})")
     print(f"{'variant':<18} {'kernels':>8} {'opaque':>7} {'GB/s':>9}")
     ok = True
-    for variant in ("torch", "traced", "opaque"):
+    for variant in ("torch", "traced", "torch op", "opaque"):
         op = made[variant]["silu"]
         g = torch.compile(lambda x, op=op: op(x) * 2 + 1, fullgraph=True)
         try:
@@ -154,7 +158,7 @@ class Block(torch.nn.Module):
 def part2(made: dict, rows: int, width: int, device: str) -> bool:
     torch.manual_seed(0)
     x, target = torch.randn(rows, width, device=device), torch.randn(rows, width, device=device)
-    blocks = {v: Block(width, made[v]).to(device) for v in ("torch", "traced", "opaque")}
+    blocks = {v: Block(width, made[v]).to(device) for v in ("torch", "traced", "torch op", "opaque")}
     for b in blocks.values():
         b.load_state_dict(blocks["torch"].state_dict())
     reference = blocks["torch"](x, target)

@@ -42,7 +42,7 @@ def register(fn, qualname: str, differentiable: bool = True):
     library.impl(name, lambda *args: fn(*args), "CompositeExplicitAutograd")
 
     def fake(*args):
-        if torch.compiler.is_compiling():  # dynamo met the op: Inductor may decompose it (and its backward)
+        if _tracing():  # dynamo met the op: Inductor may decompose it (and its backward)
             from ..tracing.hook import register_decompositions
 
             register_decompositions(_decomposable[qualname])
@@ -63,6 +63,14 @@ def register(fn, qualname: str, differentiable: bool = True):
     op = getattr(getattr(torch.ops, namespace), name)
     _register_sharding(fn, op.default)
     return op
+
+
+def _tracing() -> bool:
+    """Whether a fake implementation runs for a compiler's trace (dynamo, export): torch before
+    2.13 answers torch.compiler.is_compiling() False there, so its tracing context is asked too."""
+    from torch._guards import TracingContext
+
+    return torch.compiler.is_compiling() or TracingContext.try_get() is not None
 
 
 def _register_sharding(fn, overload) -> None:
