@@ -99,10 +99,18 @@ def test_every_op_payload_translates(name):
     assert not isinstance(expression_or_reason(function_of(OPS[name], (True,) * _arity(OPS[name]))), str)
 
 
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", sorted(OPS))
-def test_expression_matches_kernel(name):
+def test_expression_matches_kernel(name, device):
+    """The torch expression of each op against our kernel, on the CPU (Triton's interpreter) and
+    on the GPU: integer and bool outputs bit for bit, floats within the dtype's tolerance, NaN
+    and inf where the kernel gives them."""
     op, compared = OPS[name], 0
     for kinds, args in cases(op):
+        args = tuple(a.to(device) if isinstance(a, torch.Tensor) else a for a in args)
         fn = function_of(op, kinds)
         try:
             expected = fn(*args)
