@@ -56,6 +56,24 @@ def restore_python_calls() -> None:
         cls.__call__ = call
 
 
+def install_c_calls() -> dict:
+    """Give the served classes launch.c's C `__call__` (enabling the hit path first), whatever
+    tracing chose for this process; returns the `__call__` each had, for restore_calls. For
+    tests that count a cached call's Python frames in a process that compiled on a torch whose
+    dynamo needs the Python `__call__` (tracing/__init__.py)."""
+    enable()
+    module, before = native.launch_module(), {}
+    for cls, fallback in _served_classes:
+        before[cls] = cls.__dict__["__call__"]
+        cls.__call__ = module.call_method(fallback, sys.modules[__name__])
+    return before
+
+
+def restore_calls(before: dict) -> None:
+    for cls, call in before.items():
+        cls.__call__ = call
+
+
 def _install(module, cls, fallback: Callable) -> None:
     cls.__call__ = module.call_method(fallback, sys.modules[__name__])
     for listener in installed_listeners:
