@@ -63,5 +63,5 @@ def row_sum_of_squares(x):
 
 
 def functions() -> SimpleNamespace:
-    """A new function of each payload above: no plans, memos or derived templates yet."""
+    """A new function of each payload above: no plans, memos or shape programs yet."""
     return SimpleNamespace(**{name: pointwise_dynamic(globals()[name].payload, **kw) for name, kw in OPTIONS.items()})

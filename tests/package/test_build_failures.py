@@ -98,4 +98,15 @@ def test_an_early_build_runs_beside_the_caller_and_reports_its_failure_there(bro
         warnings.simplefilter("always")
         assert native.launch_module() is None
     assert len(_build_warnings(record)) == 1
-    assert threads[0] != threading.get_ident() and len(threads) == 2  # the early one, then the caller's
+    assert len(threads) == 1 and threads[0] != threading.get_ident()  # compiled once, beside the caller
+
+
+def test_without_a_compiler_no_early_build_starts(broken_source, monkeypatch):
+    """No launch.c on disk and no C compiler: the first launch goes through Triton at once,
+    without compiling the kernel for launch.c first."""
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setattr(native.shutil, "which", lambda name: None)
+    monkeypatch.setattr(native, "SOURCE", broken_source)
+    monkeypatch.setattr(native, "_early_build", [])
+    native.launch_module.cache_clear()
+    assert native.start_launch_build() is False and native._early_build == []

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+import triton
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
@@ -117,6 +118,50 @@ def test_a_shape_the_split_rule_would_cut_is_left_to_python(module):
     assert template.task.split is None and fn.plan(make(4), (None,), collapse=True).task.split is not None
     assert table.call(make(4))[1] is None
     assert check_launch(table, make(528), None, fn.plan(make(528), (None,), collapse=True))
+
+
+def _rows_into(rows: int, offset=None):
+    """(x, y) of `rows` rows of 64 and an output of `rows` sums: its own memory, or (`offset`) a
+    view `offset` elements into x's."""
+    memory = torch.randn(rows * 64 + 8)
+    x = memory[: rows * 64].view(rows, 64)
+    out = torch.empty(rows) if offset is None else memory[offset : offset + rows]
+    return (x, torch.randn(rows, 64)), out
+
+
+@triton.jit
+def _sum_of_seventeen(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16):
+    return a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11 + a12 + a13 + a14 + a15 + a16
+
+
+def test_a_program_of_seventeen_inputs_and_a_given_output_serves_a_new_shape(module):
+    """One extent per tensor input and output: more operands than the 16 a class's leaves are
+    sized for per rank still fit a program."""
+    fn = pointwise_dynamic(promotion_methods=[(*range(17), "DEFAULT")])(_sum_of_seventeen)
+    table = Table(module, fn, Driver(b"p" * 18))
+    make = lambda n: (tuple(torch.randn(n) for _ in range(17)), torch.empty(n))  # noqa: E731
+    for n in (96, 112):
+        args, out = make(n)
+        table.add(args, (out,))
+    args, out = make(128)
+    assert check_launch(table, args, (out,), fn.plan(args, (out,), collapse=True))
+
+
+@pytest.mark.parametrize("offset, served", [(None, True), (4, False)])
+def test_a_reduction_along_dims_writes_a_given_output_from_c(module, offset, served):
+    """out0= of a sum along dim 1: a new shape's program launches on it as the analysis plans, the
+    output's extent over the result shape traced with the rest; an output inside an input's
+    memory misses, and Python refuses it as torch does."""
+    fn = _reducer("sum", (1,), False)
+    table = Table(module, fn, Driver(b"ppp"))
+    for rows in (96, 112):
+        args, out = _rows_into(rows)
+        table.add(args, (out,))
+    args, out = _rows_into(128, offset)
+    assert check_launch(table, args, (out,), fn.plan(args, (out,), collapse=True)) == served
+    if not served:
+        with pytest.raises(RuntimeError, match="partially overlaps input 0"):
+            fn(*args, out0=out)
 
 
 # Calls giving an output, each a function of the size n: (x, y, alpha) and the output. In place

@@ -1,4 +1,4 @@
-"""Layouts of call operands for derived-plan tests: the payloads and their torch oracles, hypothesis
+"""Layouts of call operands for shape-program tests: the payloads and their torch oracles, hypothesis
 patterns of operand layouts (rank, size-1 dims, dim order, slicing steps, expanded dims), and the
 tensors built from a pattern. Shared by runtime/test_shape_programs.py
 and gpu/test_gpu_hit_path.py."""
@@ -28,7 +28,7 @@ def fma():
     return pointwise_dynamic(promotion_methods=[((0, 1, 2), "DEFAULT"), ((0, 2), "DEFAULT")])(_fma)
 
 
-# What torch computes for each payload above (the oracle of every derived plan's launch).
+# What torch computes for each payload above (the oracle of every launch a program makes).
 add_alpha.torch = lambda x, y, alpha: (torch.add(x, y, alpha=alpha),)
 fma.torch = lambda x, y, z: torch.broadcast_tensors(x * y + z, x - z, y)[:2]  # every output of the broadcast shape
 

@@ -127,7 +127,7 @@ class Binder:
         positions = tuple(i for i, a in enumerate(args) if argcheck.is_tensor_like(a))
         rows = self.along_dims
         out_shape, out_strides = output_layout(task, reductions, rows)
-        given = not meta and any(o is not None for o, r in zip(outs, reductions) if r is None)
+        given = not meta and any(o is not None and s is not None for o, s in zip(outs, out_strides))
         return LaunchPlan(
             name=self.name,
             launch=kernel.launch,
@@ -138,7 +138,7 @@ class Binder:
             out_dtypes=tuple(r.result for r in reductions) if rows else types.results,
             device=device,
             to_device=tuple(i for i in positions if device.type != "cpu" and args[i].device != device),
-            out_extents=_extents(task.shape, out_strides, outs) if given else (),  # read by the overlap check
+            out_extents=_extents(out_shape, out_strides, outs) if given else (),  # read by the overlap check
             in_extents=tuple(argcheck.dense_extent(args[i].shape, args[i].stride()) for i in positions if given),
             reductions=reductions if any(reductions) and not rows else (),
             deterministic=kernel.spec.deterministic,
@@ -167,8 +167,8 @@ def cached_file(spec):
 
 
 def _extents(shape: tuple, out_strides: tuple, outs: tuple) -> tuple:
-    """The dense extent of each given output over the task's shape (None: not given, or written
-    by a full reduction)."""
+    """The dense extent of each given output over the outputs' shape (None: not given, or
+    written by a full reduction)."""
     return tuple(None if o is None or s is None else argcheck.dense_extent(shape, s) for o, s in zip(outs, out_strides))
 
 

@@ -64,12 +64,15 @@ class ShapePrograms:
         if traced is None or traced[0] in kept:
             return
         identity, fields = traced
+        try:
+            program = module.program(**fields)
+        except ValueError:  # past what program.h holds (nodes, parameters): the Python path serves it
+            return
         if cls not in self.programs and len(self.programs) >= MEMO_LIMIT:
             self.programs.clear()  # hit() reads this dict: emptied, never replaced
             self._identities.clear()
         self._identities.setdefault(cls, []).append(identity)
-        self.programs.setdefault(cls, []).append(module.program(**fields))
-
+        self.programs.setdefault(cls, []).append(program)
 
     def serve(self, key: tuple, n_args: int) -> bool:
         """Whether a program of its class would serve the call `key` (`n_args` arguments): what

@@ -17,11 +17,12 @@ from ..runtime.kernels import Rebinding
 
 
 class Siblings:
-    """Plans the analysis builds, grouped by call class (the signature without shapes and strides) and generated file. A later
-    plan of a group runs the same kernel on operands of the same dtypes, alignment and scalar
-    widths, so it launches through an earlier one's launcher rebound (kernels.Rebinding) instead
-    of a first launch, wherever Triton gives it the same specialization. A group keeps the first
-    plan of each specialization it has met (sizes divisible by 16 or not), up to PER_GROUP."""
+    """Plans the analysis builds, grouped by call class (the signature without shapes and
+    strides) and generated file. A later plan of a group runs the same kernel on operands of the
+    same dtypes, alignment and scalar widths, so it launches through an earlier one's launcher
+    rebound (kernels.Rebinding) instead of a first launch, wherever Triton gives it the same
+    specialization. A group keeps the first plan of each specialization it has met (sizes
+    divisible by 16 or not), up to PER_GROUP."""
 
     PER_GROUP = 8
 

@@ -14,8 +14,8 @@
  *
  * A plan that hit() may serve carries `hit`, a Record (below) that runtime/hit_path.py's record()
  * builds through record(shape=, layouts=, device=, cu_launch=, function=, grid=, threads=,
- * shared=, device_index=, kinds=, fixed=), `layouts` one (strides, dtype) per output. A shape
- * program (program.h) fills the same Launch for the shape it serves.
+ * shared=, device_index=, kinds=, fixed=, extents=), `layouts` one (strides, dtype) per
+ * output. A shape program (program.h) fills the same Launch for the shape it serves.
  */
 
 static PyObject *tensor_type = NULL, *other_key = NULL, *empty_strided = NULL, *raw_stream = NULL;
@@ -326,7 +326,8 @@ static int outputs_clear(const Launch *l, PyObject *key, PyObject *args, PyObjec
         PyObject *out = PyTuple_GET_ITEM(outs, k), *entry = PyTuple_GET_ITEM(key, n_in + k);
         const int64_t *o_extent = l->extents + 2 * (n_tensors + k);
         if (out == Py_None) continue;
-        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 8 || PyTuple_GET_ITEM(entry, 0) != tensor_type) return 0;
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 8 || PyTuple_GET_ITEM(entry, 0) != tensor_type)
+            return 0;
         if (o_extent[0] > o_extent[1]) continue; /* not dense: Python checks no such output either */
         PyObject *const *o = &PyTuple_GET_ITEM(entry, 1); /* dtype, shape, strides, ... */
         long long o_range[2];

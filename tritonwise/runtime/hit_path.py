@@ -8,7 +8,7 @@ splits, scalars to move, default-dtype condition). A call no plan serves, of pla
 launched by a shape program of its class where one serves it (plans/shape_programs.py,
 program.h), without a plan of its own. Given outputs (out0=, in place) are launched on where
 they share no memory with an input or are exactly that input. The plan cache counts either as a
-hit. Wherever Python must decide (no such plan or template, launch hooks installed, another
+hit. Wherever Python must decide (no such plan or program, launch hooks installed, another
 device current, a failed launch: nothing was launched) the C function returns (`MISS`, the
 signature it built), or `MISS` alone if building it raised, and __call__ goes on as before with
 that signature. `entry` is None until the first plan gets a record, so processes that never

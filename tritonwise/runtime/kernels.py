@@ -285,8 +285,8 @@ def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
     tail, device, grid = plan.index_args + plan.constexprs, plan.device.index, plan.grid
     through_triton = _through_triton(plan)
     try:
-        if store_enabled() and _loadable() and hasattr(kernel, "params"):  # a JITFunction, not interpreted
-            native.start_launch_build()  # launch.c compiles while the kernel does
+        drivable = store_enabled() and _loadable() and hasattr(kernel, "params")  # a JITFunction, not interpreted
+        if drivable and native.start_launch_build():  # launch.c compiles while the kernel does
             found = loaded(plan.spec.file_name, kernel, (*inputs, *outputs, *tail), plan.num_warps, device)
             launch = found and own_launcher(found, grid, tail, device, len(inputs), through_triton)
             if launch:

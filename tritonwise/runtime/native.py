@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import threading
 import warnings
 from pathlib import Path
 
@@ -66,26 +67,36 @@ def _launch_build() -> tuple:
 
 
 _early_build: list = []  # the background build start_launch_build() began, if any
+_early_lock = threading.Lock()
 
 
-def start_launch_build() -> None:
+def start_launch_build() -> bool:
     """Begin compiling launch.c on a background thread, so that it builds while Triton compiles
     a process's first kernel (a compiler in a subprocess each: they overlap). launch_module()
-    waits for it; failures are reported there, not here."""
-    if _early_build or launch_module.cache_info().currsize:
-        return
-    name, sources, _, flags = _launch_build()
-    if find(_file_name(name, sources, flags), Path.exists) is not None:
-        return  # built on an earlier run: nothing to overlap
-    _early_build.append(concurrent.futures.ThreadPoolExecutor(1).submit(build, *_launch_build()))
+    waits for it; failures are reported there, not here. False where launch.c will not be there
+    (none built in this process or on disk, and no C compiler to build it)."""
+    with _early_lock:
+        if launch_module.cache_info().currsize:
+            return launch_module() is not None
+        if _early_build:
+            return True
+        name, sources, make, flags = _launch_build()
+        if find(_file_name(name, sources, flags), Path.exists) is not None:
+            return True  # built on an earlier run: nothing to overlap
+        try:
+            make()
+        except OSError:
+            return False
+        _early_build.append(concurrent.futures.ThreadPoolExecutor(1).submit(build, *_launch_build()))
+        return True
 
 
 @functools.lru_cache(maxsize=None)
 def launch_module():
     """The compiled launcher module, or None where it cannot be built or loaded."""
-    if _early_build:
-        concurrent.futures.wait(_early_build)  # whatever it raised is raised again below
     try:
+        if _early_build:
+            _early_build[0].result()  # raises what the background build raised, reported below
         return built_module(*_launch_build())
     except BUILD_ERRORS as e:
         report_build_failure("the C launcher (launch.c)", "launching through Triton", e)

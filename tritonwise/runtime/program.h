@@ -141,7 +141,8 @@ static PyObject *program(PyObject *self, PyObject *args, PyObject *kwargs) {
         }
     }
     p->extents = p->out_strides ? int64s(extents, 2, &p->n_extents) : NULL;
-    int fine = p->extents != NULL && p->n_extents <= MAX_OPERANDS && PyTuple_GET_SIZE(out_dtypes) == p->n_out && p->rank <= MAX_RANK &&
+    int fine = p->extents != NULL && p->n_extents <= MAX_PARAMS &&
+               PyTuple_GET_SIZE(out_dtypes) == p->n_out && p->rank <= MAX_RANK &&
                p->n_nodes <= MAX_NODES && (p->index_kind == 'i' || p->index_kind == 'l') && scratch >= 0 &&
                p->n_values + scratch <= MAX_PARAMS && well_formed(p);
     if (!fine) {
@@ -285,7 +286,7 @@ static PyObject *launch_program(const Program *p, const int64_t *v, PyObject *ke
         if (layout == NULL) goto done;
         PyTuple_SET_ITEM(layouts, o, layout);
     }
-    int64_t extents[2 * MAX_OPERANDS];
+    int64_t extents[2 * MAX_PARAMS]; /* one pair per operand: never more than a kernel's parameters */
     for (Py_ssize_t k = 0; k < 2 * p->n_extents; ++k) extents[k] = v[p->extents[k]];
     if (!PyErr_Occurred()) {
         Launch launch = {shape, layouts, p->device, p->device_index, p->kinds, fixed, p->cu_launch, p->function,
@@ -341,7 +342,7 @@ static PyObject *shape_class(PyObject *self, PyObject *const *args, Py_ssize_t n
 }
 
 /* evaluate(program, leaves): the node values a program computes for `leaves` (a tuple of ints),
- * or None where it does not serve them (for tests). */
+ * or None where it does not serve them (explain()'s rung, and tests). */
 static PyObject *evaluate_program(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2 || Py_TYPE(args[0]) != &ProgramType || !PyTuple_Check(args[1]) ||
         PyTuple_GET_SIZE(args[1]) > MAX_LEAVES) {
