@@ -136,10 +136,6 @@ def call(fn, args: tuple, outs: tuple):
     return results[0] if len(results) == 1 else results
 
 
-def needs_grad(args: tuple) -> bool:
-    return torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
-
-
 def wanted_inputs(fn, args: tuple, needs: tuple) -> tuple:
     """Payload positions of the floating tensor inputs whose gradient is asked for."""
     return tuple(
