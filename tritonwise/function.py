@@ -187,7 +187,7 @@ class PointwiseDynamicFunction:
         plan = self._plans.get(key)
         if plan is not None and plan.fast is not None and not outs:
             return plan.fast(args)  # the steady state: allocate and launch, nothing else
-        if plan is not None and plan.default_dtype is not None and plan.default_dtype != torch.get_default_dtype():
+        if plan is not None and not plan.serves_default_dtype():
             plan = None  # built under another default dtype, which decided its result dtype
         if plan is None:
             return self._miss(key, args, outs)

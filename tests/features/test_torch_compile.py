@@ -169,19 +169,8 @@ def test_opcheck_passes_for_an_op_with_a_torch_expression():
 def test_the_c_call_method_is_traced_too():
     """On GPU the hit path replaces __call__ with a C method (runtime/call.h); dynamo traces
     its polyfill (tracing/hook.trace_c_calls). Installed here by hand on CPU, then restored."""
-    from tritonwise.function import PointwiseDynamicFunction
-    from tritonwise.runtime import hit_path, native
-
-    x = torch.randn(6)
-    expected = silu(x) * 2 + 1
-    python_call = PointwiseDynamicFunction.__dict__["__call__"]
-    try:
-        hit_path._install(native.launch_module(), PointwiseDynamicFunction, PointwiseDynamicFunction._call_missed)
-        assert not callable(getattr(PointwiseDynamicFunction.__call__, "__code__", None))  # the C method
-        counter = torch._dynamo.testing.CompileCounterWithBackend("eager")
-        got = torch.compile(lambda x: silu(x) * 2 + 1, fullgraph=True, backend=counter)(x)
-    finally:
-        PointwiseDynamicFunction.__call__ = python_call
+    got, expected, counter, installed = _compiled_with_the_c_call_installed()
+    assert not callable(getattr(installed, "__code__", None))  # the C method
     torch.testing.assert_close(got, expected)
     assert counter.frame_count == 1 and all(opaque_calls(g) == [] for g in counter.graphs)
 
@@ -191,18 +180,29 @@ def test_a_dynamo_without_method_polyfills_gets_the_python_call_back(monkeypatch
     the class gets its Python __call__ back, which dynamo traces (and which still asks hit())."""
     import tritonwise.tracing as tracing
     from tritonwise.function import PointwiseDynamicFunction
+
+    monkeypatch.setattr(tracing, "polyfills_methods", lambda: False)
+    got, expected, counter, installed = _compiled_with_the_c_call_installed()
+    assert installed is PointwiseDynamicFunction.__dict__["__call__"]  # the Python one, given back
+    torch.testing.assert_close(got, expected)
+    assert counter.frame_count == 1 and all(opaque_calls(g) == [] for g in counter.graphs)
+
+
+def _compiled_with_the_c_call_installed():
+    """`silu(x) * 2 + 1` compiled after the hit path installs its C __call__ as it does on the GPU
+    (its listeners run); the class's __call__ is given back after. (result, torch's result, the
+    compile counter, the __call__ the class had while compiling)."""
+    from tritonwise.function import PointwiseDynamicFunction
     from tritonwise.runtime import hit_path, native
 
     x = torch.randn(6)
     expected = silu(x) * 2 + 1
     python_call = PointwiseDynamicFunction.__dict__["__call__"]
-    monkeypatch.setattr(tracing, "polyfills_methods", lambda: False)
     try:
         hit_path._install(native.launch_module(), PointwiseDynamicFunction, PointwiseDynamicFunction._call_missed)
-        assert PointwiseDynamicFunction.__dict__["__call__"] is python_call
+        installed = PointwiseDynamicFunction.__dict__["__call__"]
         counter = torch._dynamo.testing.CompileCounterWithBackend("eager")
         got = torch.compile(lambda x: silu(x) * 2 + 1, fullgraph=True, backend=counter)(x)
     finally:
         PointwiseDynamicFunction.__call__ = python_call
-    torch.testing.assert_close(got, expected)
-    assert counter.frame_count == 1 and all(opaque_calls(g) == [] for g in counter.graphs)
+    return got, expected, counter, installed

@@ -71,7 +71,7 @@ class Planner:
         signature), "shape program" (a program of its class, in C) or "planner" (a new plan)."""
         key = argcheck.call_signature(args, outs)
         plan = self.plans.by_key.get(key)
-        if plan is not None and plan.default_dtype in (None, torch.get_default_dtype()):
+        if plan is not None and plan.serves_default_dtype():
             return "plan cache"
         return "shape program" if self.shape_programs.serve(key, len(args)) else "planner"
 

@@ -132,12 +132,12 @@ def trace(planner, tensors: list, args: tuple, outs: tuple, plan, positions: tup
     shape_nodes = [(node(n),) for n in out_shape]
     stride_nodes = [[(node(s),) for s in strides] for strides in out_strides]
     fields = dict(
-        nodes=_pack(tracer.nodes),
-        guards=_pack(tracer.guards),
-        values=_pack(value_nodes),
+        nodes=hit_path.pack_int64(tracer.nodes),
+        guards=hit_path.pack_int64(tracer.guards),
+        values=hit_path.pack_int64(value_nodes),
         grid=grid_node,
-        out_shape=_pack(shape_nodes),
-        out_strides=tuple(_pack(strides) for strides in stride_nodes),
+        out_shape=hit_path.pack_int64(shape_nodes),
+        out_strides=tuple(hit_path.pack_int64(strides) for strides in stride_nodes),
         out_dtypes=tuple(dtype for _, dtype in hit.layouts),
         device=hit.device,
         device_index=hit.device_index,
@@ -148,7 +148,7 @@ def trace(planner, tensors: list, args: tuple, outs: tuple, plan, positions: tup
         kinds=hit.kinds,
         index_kind=index_kind,
         scratch=scratch,
-        extents=_pack((node(lo), node(hi)) for lo, hi in (e or hit_path.NO_EXTENT for e in extents)),
+        extents=hit_path.pack_int64((node(lo), node(hi)) for lo, hi in (e or hit_path.NO_EXTENT for e in extents)),
     )
     return (tuple(tracer.nodes), tuple(tracer.guards)), fields
 
@@ -160,10 +160,6 @@ def _extents(inputs: list, layouts: list) -> list:
     if all(layout is None for layout in layouts):
         return []
     return [dense_extent(*op) for op in inputs] + [layout and dense_extent(*layout) for layout in layouts]
-
-
-def _pack(rows) -> bytes:
-    return b"".join(struct.pack("<" + "q" * len(row), *row) for row in rows)
 
 
 def _packed(values, index_kind: str, scratch: int) -> bytes:

@@ -80,6 +80,11 @@ class LaunchPlan:
     split: Optional["SplitLaunch"] = None  # a split reduction along dims: partials to combine
     hit: object = None  # launch.c's Record: what hit() reads to serve this plan (runtime/hit_path.py)
 
+    def serves_default_dtype(self) -> bool:
+        """Whether calls made under torch's current default dtype may take this plan (see
+        `default_dtype`)."""
+        return self.default_dtype is None or self.default_dtype == torch.get_default_dtype()
+
     @property
     def allocates_and_launches(self) -> bool:
         """Whether a call is just outputs allocated and one launch: no reductions, no split

@@ -52,8 +52,7 @@ def serve_calls_of(cls, fallback: Callable) -> None:
 def restore_python_calls() -> None:
     """Give the served classes their Python `__call__` back: it still asks hit() first, through
     one Python frame. For a torch.compile that cannot trace a C method (tracing/__init__.py)."""
-    for cls, call in _python_calls.items():
-        cls.__call__ = call
+    restore_calls(_python_calls)
 
 
 def install_c_calls() -> dict:
@@ -65,18 +64,20 @@ def install_c_calls() -> dict:
     module, before = native.launch_module(), {}
     for cls, fallback in _served_classes:
         before[cls] = cls.__dict__["__call__"]
-        cls.__call__ = module.call_method(fallback, sys.modules[__name__])
+        _install(module, cls, fallback, notify=False)
     return before
 
 
-def restore_calls(before: dict) -> None:
-    for cls, call in before.items():
+def restore_calls(calls: dict) -> None:
+    """Give each class in `calls` the `__call__` it maps to."""
+    for cls, call in calls.items():
         cls.__call__ = call
 
 
-def _install(module, cls, fallback: Callable) -> None:
+def _install(module, cls, fallback: Callable, notify: bool = True) -> None:
+    """Make `cls.__call__` launch.c's C method; `notify`: run the installed_listeners too."""
     cls.__call__ = module.call_method(fallback, sys.modules[__name__])
-    for listener in installed_listeners:
+    for listener in installed_listeners if notify else ():
         listener()
 
 
@@ -146,4 +147,9 @@ NO_EXTENT = (1, 0)  # lowest above highest: hit.h checks no overlap for such an 
 
 def pack_extents(extents) -> bytes:
     """(lowest, highest) int64 pairs as hit.h reads them, NO_EXTENT for None."""
-    return b"".join(struct.pack("<qq", *(NO_EXTENT if e is None else e)) for e in extents)
+    return pack_int64(NO_EXTENT if e is None else e for e in extents)
+
+
+def pack_int64(rows) -> bytes:
+    """Rows of ints as launch.c reads its packed fields: little-endian int64s, row after row."""
+    return b"".join(struct.pack("<" + "q" * len(row), *row) for row in rows)
