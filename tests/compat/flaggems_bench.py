@@ -1,7 +1,8 @@
 """FlagGems' own benchmarks for its pointwise ops, with FlagGems' engine and with tritonwise's.
 
     python tests/compat/flaggems_bench.py --wheel flag_gems-5.0.2-py3-none-any.whl --tests FLAGGEMS \\
-        [--rev v5.0.2] [--files test_unary_pointwise_perf.py,...] [--out DIR] [-- benchmark args]
+        [--rev v5.0.2] [--files test_unary_pointwise_perf.py,...] [--warm-jobs N] [--out DIR] \\
+        [-- benchmark args]
 
 FLAGGEMS holds `benchmark/` (a folder or a git repository read at REV). Each engine runs the files
 in turn, never at once, in its own pytest process through the plugin flaggems_engine.py, with
@@ -25,11 +26,46 @@ from pathlib import Path
 
 from flaggems_suite import environment, fetch_folder, unpack_wheel
 
-DEFAULT_FILES = "test_unary_pointwise_perf.py,test_binary_pointwise_perf.py"
+DEFAULT_FILES = ("test_unary_pointwise_perf.py,test_binary_pointwise_perf.py,test_generic_pointwise_perf.py,"
+                 "test_tensor_constructor_perf.py,test_distribution_perf.py")
 # FlagGems' core shapes, each timing 5 ms of warm-up and 20 ms of runs (triton's do_bench), the
-# out-of-place ops only: in-place and out= variants run the same kernels
-DEFAULT_ARGS = ["--level", "core", "--warmup", "5", "--iter", "20",
-                "-k", "general and not inplace"]
+# out-of-place ops of its parametrized benchmarks only: in-place and out= variants run the same kernels
+DEFAULT_ARGS = ["--level", "core", "--warmup", "5", "--iter", "20", "-k",
+                "(general or generic_pointwise_benchmark or tensor_constructor_benchmark "
+                "or distribution_benchmark or test_pow) and not inplace"]
+
+
+def bench_command(root: Path, site: Path, engine: str, files: list, extra: list) -> tuple:
+    """pytest over FlagGems' benchmark files on one engine: (command, environment). FlagGems names
+    its record file after the command line, which must stay short: options go through
+    PYTEST_ADDOPTS, which it does not see."""
+    options = ["-q", "-p", "no:cacheprovider", "-p", "flaggems_engine", "-o", "addopts=", "--record", "log", *extra]
+    env = dict(environment(site, engine, "cuda"), PYTEST_ADDOPTS=shlex.join(options))
+    return [sys.executable, "-m", "pytest", *[f"benchmark/{name}" for name in files]], env
+
+
+def warm(root: Path, site: Path, files: list, extra: list, jobs: int, seconds: float) -> None:
+    """Compile every case's kernels ahead, on both engines at once, `jobs` processes each sharing
+    the cases out, one run per timing: the timed runs then load kernels from disk instead of
+    compiling them one after another."""
+    quick = list(extra)
+    for flag in ("--warmup", "--iter"):
+        if flag in quick:
+            quick[quick.index(flag) + 1] = "1"
+    runs = []
+    for engine in ("native", "tritonwise"):
+        command, env = bench_command(root, site, engine, files, quick)
+        for index in range(jobs):
+            shard = dict(env, TRITONWISE_FLAGGEMS_SHARD=f"{index}/{jobs}")
+            runs.append(subprocess.Popen(command, cwd=root, env=shard, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL))
+    for run in runs:
+        try:
+            run.wait(timeout=max(1.0, seconds))
+        except subprocess.TimeoutExpired:
+            run.kill()
+    for old in root.glob("result_*.log"):
+        old.unlink()
 
 
 def run_engine(root: Path, site: Path, engine: str, files: list, extra: list, out: Path, seconds: float) -> list:
@@ -37,11 +73,7 @@ def run_engine(root: Path, site: Path, engine: str, files: list, extra: list, ou
     written as each finishes, so a run cut short still yields its first ops) as dicts."""
     for old in root.glob("result_*.log"):
         old.unlink()
-    # FlagGems names its record file after the command line, which must stay short: options go
-    # through PYTEST_ADDOPTS, which it does not see
-    options = ["-q", "-p", "no:cacheprovider", "-p", "flaggems_engine", "-o", "addopts=", "--record", "log", *extra]
-    env = dict(environment(site, engine, "cuda"), PYTEST_ADDOPTS=shlex.join(options))
-    command = [sys.executable, "-m", "pytest", *[f"benchmark/{name}" for name in files]]
+    command, env = bench_command(root, site, engine, files, extra)
     with open(out / f"bench_{engine}.log", "w") as log:
         try:
             subprocess.run(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=seconds)
@@ -106,7 +138,10 @@ def main(argv=None) -> int:
     parser.add_argument("--rev", default="v5.0.2")
     parser.add_argument("--files", default=DEFAULT_FILES)
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--seconds", type=float, default=3600, help="time for both engines together")
+    parser.add_argument("--seconds", type=float, default=3600, help="time for both engines' timed runs")
+    parser.add_argument("--warm-jobs", type=int, default=0,
+                        help="first compile every case's kernels in this many processes per engine at once")
+    parser.add_argument("--warm-seconds", type=float, default=600, help="time for compiling ahead")
     parser.add_argument("bench_args", nargs="*", help="after --: passed to FlagGems' harness")
     options = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="flaggems_bench_"))
@@ -114,6 +149,8 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     site, root = unpack_wheel(options.wheel, work), fetch_folder(options.tests.resolve(), options.rev, work, "benchmark")
     files, extra = options.files.split(","), options.bench_args or DEFAULT_ARGS
+    if options.warm_jobs:
+        warm(root, site, files, extra, options.warm_jobs, options.warm_seconds)
     results = {engine: latencies(run_engine(root, site, engine, files, extra, out, options.seconds / 2))
                for engine in ("native", "tritonwise")}
     kept = pointwise_ops(root, site, sorted({key[0] for key in results["native"]}))

@@ -12,7 +12,8 @@ machine without a GPU, so it is told it is on NVIDIA (GEMS_VENDOR) and given the
 config cache is named after; then `flag_gems.device` and the dispatch key its `use_gems()`
 registers under become the CPU's. The native engine needs TRITON_INTERPRET=1 there.
 
-TRITONWISE_FLAGGEMS_RESULTS=PATH appends each test's outcome to PATH as a JSON line.
+TRITONWISE_FLAGGEMS_RESULTS=PATH appends each test's outcome to PATH as a JSON line;
+TRITONWISE_FLAGGEMS_SHARD=i/n runs every n-th test from the i-th.
 """
 
 from __future__ import annotations
@@ -144,6 +145,16 @@ def pytest_runtest_logreport(report):
         _outcomes[report.nodeid] = "passed"
     if report.when == "teardown":
         _record(report.nodeid, _outcomes.get(report.nodeid, "failed"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """TRITONWISE_FLAGGEMS_SHARD=i/n keeps every n-th collected test from the i-th: n processes
+    over the same files share them out (their collection must agree, as a benchmark's does)."""
+    shard = os.environ.get("TRITONWISE_FLAGGEMS_SHARD")
+    if shard:
+        index, count = map(int, shard.split("/"))
+        config.hook.pytest_deselected(items=[item for i, item in enumerate(items) if i % count != index])
+        items[:] = items[index::count]
 
 
 def pytest_collectreport(report):

@@ -2,13 +2,14 @@
 
     python tests/compat/flaggems_suite.py --wheel flag_gems-5.0.2-py3-none-any.whl \\
         --tests FLAGGEMS [--rev v5.0.2] [--device cuda|cpu] [--engines tritonwise,native] \\
-        [--quick] [--files test_cosh.py,...] [--jobs N] [--out DIR] [-- pytest args]
+        [--quick] [--files test_cosh.py,...] [--jobs N] [--seconds S] [--out DIR] [-- pytest args]
 
 The wheel is unpacked into a temporary folder (its own needs, PyYAML and SQLAlchemy, must be
 importable); FlagGems' test files come from FLAGGEMS, a folder holding `tests/` or a git repository
 (bare or not) read at REV. Each engine runs in its own pytest process through the plugin
 flaggems_engine.py, which swaps the generator before `flag_gems` is imported and proves the swap
-took. By default the files are those of ops built on pointwise_dynamic (the plugin chooses them).
+took; each file is a process of its own, --jobs at a time per engine. By default the files are
+those of ops built on pointwise_dynamic (the plugin chooses them).
 On CPU only tritonwise runs: FlagGems' own engine needs a GPU, and `import flag_gems` fails under
 TRITON_INTERPRET=1. Prints one table of per-file counts; --out keeps the logs and every test's outcome.
 """
@@ -23,6 +24,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import zipfile
 from collections import Counter
 from pathlib import Path
@@ -76,36 +78,54 @@ def choose(root: Path, site: Path, engine: str, device: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def start(root: Path, site: Path, engine: str, device: str, files: list, options, out: Path, shard: int):
-    """One pytest process over `files` (pytest-xdist does not fit: FlagGems' parametrizations
+def start(root: Path, site: Path, engine: str, device: str, name: str, options, out: Path):
+    """One pytest process over one test file (pytest-xdist does not fit: FlagGems' parametrizations
     differ from one process to the next, so its workers disagree on what they collected)."""
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "flaggems_engine",
                "-o", "addopts=", "-W", "ignore::pytest.PytestUnknownMarkWarning", "--tb=line", "-rf",
                "--continue-on-collection-errors"]
     command += ["--quick"] if options.quick else []
-    command += [f"tests/{name}" for name in files] + options.pytest_args
-    log = open(out / f"{engine}.{shard}.log", "w")
-    env = environment(site, engine, device, out / f"{engine}.{shard}.jsonl")
+    command += [f"tests/{name}"] + options.pytest_args
+    log = open(out / f"{engine}.{name}.log", "w")
+    env = environment(site, engine, device, out / f"{engine}.{name}.jsonl")
     return subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
-def run_engines(root: Path, site: Path, files: list, options, out: Path) -> dict:
-    """Every engine over every file, at the same time, in --jobs processes per engine (files dealt
-    round-robin); {engine: {test id: outcome}}."""
-    shards = [files[i::options.jobs] for i in range(options.jobs) if files[i::options.jobs]]
-    runs = [(engine, i, start(root, site, engine, options.device, shard, options, out, i))
-            for engine in options.engines for i, shard in enumerate(shards)]
+def run_engines(root: Path, site: Path, files: list, options, out: Path) -> tuple:
+    """Every engine over every file at the same time, --jobs pytest processes per engine, one file
+    each, taken in the order given (put the largest first). After --seconds no file starts and the
+    running ones are stopped. ({engine: {test id: outcome}}, {engine: files not finished})."""
+    deadline = time.monotonic() + options.seconds
+    queues = {engine: list(files) for engine in options.engines}
+    running: dict = {engine: {} for engine in options.engines}
+    unfinished = {engine: [] for engine in options.engines}
+    while any(queues.values()) or any(running.values()):
+        late = time.monotonic() > deadline
+        for engine, runs in running.items():
+            for name, run in list(runs.items()):
+                if late and run.poll() is None:
+                    run.kill()
+                    run.wait()
+                    unfinished[engine].append(name)
+                if run.poll() is not None:
+                    del runs[name]
+                    if run.returncode not in (0, 1, -9):  # pytest: 0 all passed, 1 some failed
+                        print(f"engine {engine}: pytest exited {run.returncode}, see {engine}.{name}.log", flush=True)
+            while queues[engine] and len(runs) < options.jobs:
+                name = queues[engine].pop(0)
+                if late:
+                    unfinished[engine].append(name)
+                else:
+                    runs[name] = start(root, site, engine, options.device, name, options, out)
+        time.sleep(0.2)
     outcomes = {engine: {} for engine in options.engines}
-    for engine, i, run in runs:
-        if run.wait() not in (0, 1):  # pytest: 0 all passed, 1 some failed; else it broke off
-            print(f"engine {engine}: pytest exited {run.returncode}, see {engine}.{i}.log", flush=True)
     for engine in options.engines:
-        for i in range(len(shards)):
-            path = out / f"{engine}.{i}.jsonl"
-            for line in path.read_text().splitlines() if path.is_file() else []:
+        for name in files:
+            path = out / f"{engine}.{name}.jsonl"
+            for line in path.read_text().splitlines() if path.is_file() and name not in unfinished[engine] else []:
                 nodeid, outcome = json.loads(line)
                 outcomes[engine][nodeid] = outcome
-    return outcomes
+    return outcomes, unfinished
 
 
 def per_file(outcomes: dict) -> dict:
@@ -144,6 +164,8 @@ def parse(argv):
     parser.add_argument("--files", default=None,
                         help="comma-separated test files, or `ci` (default: those of the pointwise ops)")
     parser.add_argument("--jobs", type=int, default=1, help="pytest processes per engine")
+    parser.add_argument("--seconds", type=float, default=float("inf"),
+                        help="start no file after this, stop the running ones, report the finished")
     parser.add_argument("--out", type=Path, default=None, help="folder for logs and outcomes")
     parser.add_argument("pytest_args", nargs="*", help="after --: passed to pytest")
     options = parser.parse_args(argv)
@@ -165,10 +187,14 @@ def main(argv=None) -> int:
     files = (proofs[options.engines[0]]["files"] if options.files is None
              else CI_FILES if options.files == "ci" else options.files.split(","))
     print(f"{len(files)} test files: {' '.join(files)}", flush=True)
-    results = run_engines(root, site, files, options, out)
+    results, unfinished = run_engines(root, site, files, options, out)
     (out / "outcomes.json").write_text(json.dumps(results, indent=1))
     print(f"--quick {options.quick}; device {options.device}\n")
-    print(table(results, files))
+    done = [name for name in files if not any(name in cut for cut in unfinished.values())]
+    print(table(results, done))
+    for engine, cut in unfinished.items():
+        if cut:
+            print(f"engine {engine}: not finished in {options.seconds:.0f} s, left out: {','.join(sorted(cut))}")
     return 0 if all(not Counter(r.values())["failed"] for r in results.values()) else 1
 
 
