@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shlex
 import subprocess
 import sys
@@ -79,14 +80,9 @@ def run_engine(root: Path, site: Path, engine: str, files: list, extra: list, ou
             subprocess.run(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=seconds)
         except subprocess.TimeoutExpired:
             log.write(f"\n[flaggems_bench] stopped after {seconds:.0f} s\n")
-    records = []
     for path in root.glob("result_*.log"):
         path.replace(out / f"bench_{engine}.records.log")
-        for line in (out / f"bench_{engine}.records.log").read_text().splitlines():
-            text = line.partition("] ")[2]
-            if text.startswith("{") and '"op_name"' in text:
-                records.append(json.loads(text))
-    return records
+    return read_records(out, engine)
 
 
 def latencies(records: list) -> dict:
@@ -142,6 +138,10 @@ def main(argv=None) -> int:
     parser.add_argument("--warm-jobs", type=int, default=0,
                         help="first compile every case's kernels in this many processes per engine at once")
     parser.add_argument("--warm-seconds", type=float, default=600, help="time for compiling ahead")
+    parser.add_argument("--engines", default="native,tritonwise",
+                        help="run one engine now, the other in a later call on the same machine, then --records")
+    parser.add_argument("--records", default=None,
+                        help="comma-separated --out folders of earlier runs: compare their records, run nothing")
     parser.add_argument("bench_args", nargs="*", help="after --: passed to FlagGems' harness")
     options = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="flaggems_bench_"))
@@ -149,10 +149,19 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     site, root = unpack_wheel(options.wheel, work), fetch_folder(options.tests.resolve(), options.rev, work, "benchmark")
     files, extra = options.files.split(","), options.bench_args or DEFAULT_ARGS
-    if options.warm_jobs:
-        warm(root, site, files, extra, options.warm_jobs, options.warm_seconds)
-    results = {engine: latencies(run_engine(root, site, engine, files, extra, out, options.seconds / 2))
-               for engine in ("native", "tritonwise")}
+    if options.records:
+        folders = [Path(folder) for folder in options.records.split(",")]
+        results = {engine: latencies([r for folder in folders for r in read_records(folder, engine)])
+                   for engine in ("native", "tritonwise")}
+    else:
+        if options.warm_jobs:
+            warm(root, site, files, extra, options.warm_jobs, options.warm_seconds)
+        engines = options.engines.split(",")
+        results = {engine: latencies(run_engine(root, site, engine, files, extra, out, options.seconds / len(engines)))
+                   for engine in engines}
+        if len(results) < 2:
+            print(f"{', '.join(results)}: {sum(len(r) for r in results.values())} timings; records in {out}")
+            return 0
     kept = pointwise_ops(root, site, sorted({key[0] for key in results["native"]}))
     rows, mean = compare(results["native"], results["tritonwise"], kept.__contains__)
     print(table(rows, mean))
@@ -160,13 +169,29 @@ def main(argv=None) -> int:
 
 
 def pointwise_ops(root: Path, site: Path, ops: list) -> set:
-    """The benchmarked op names whose FlagGems function (`flag_gems.<op>`) sits in a module that
-    holds a pointwise function, asked of a process with FlagGems imported."""
-    script = ("import json, sys, flaggems_engine as e; print(json.dumps(sorted(op for op in sys.argv[1:] "
-              "if getattr(getattr(e.flag_gems, op, None), '__module__', None) in e.MODULES)))")
+    """The benchmarked op names that FlagGems serves with a pointwise function, asked of a process
+    with FlagGems imported: `flag_gems.<op>`, or one of its overloads (`pow_tensor_scalar`,
+    `where_self`, `true_divide` for `div`), sits in a module that holds a pointwise function."""
+    script = ("import json, sys, flaggems_engine as e\n"
+              "def ours(op):\n"
+              "    names = [n for n in dir(e.flag_gems) if n in (op, 'true_' + op) or n.startswith(op + '_')]\n"
+              "    return any(getattr(getattr(e.flag_gems, n), '__module__', None) in e.MODULES for n in names)\n"
+              "print(json.dumps(sorted(op for op in sys.argv[1:] if ours(op))))")
     done = subprocess.run([sys.executable, "-c", script, *ops], cwd=root, capture_output=True, text=True,
-                          env=environment(site, "native", "cuda"), check=True)
+                          env=environment(site, "native", os.environ.get("TRITONWISE_COMPAT_DEVICE", "cuda")),
+                          check=True)
     return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def read_records(folder: Path, engine: str) -> list:
+    """FlagGems' records in `bench_<engine>.records.log` under `folder`, as dicts."""
+    path = folder / f"bench_{engine}.records.log"
+    records = []
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        text = line.partition("] ")[2]
+        if text.startswith("{") and '"op_name"' in text:
+            records.append(json.loads(text))
+    return records
 
 
 if __name__ == "__main__":
