@@ -23,6 +23,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from flaggems_suite import environment, fetch_folder, unpack_wheel
@@ -60,9 +61,10 @@ def warm(root: Path, site: Path, files: list, extra: list, jobs: int, seconds: f
             shard = dict(env, TRITONWISE_FLAGGEMS_SHARD=f"{index}/{jobs}")
             runs.append(subprocess.Popen(command, cwd=root, env=shard, stdout=subprocess.DEVNULL,
                                          stderr=subprocess.DEVNULL))
+    deadline = time.monotonic() + seconds
     for run in runs:
         try:
-            run.wait(timeout=max(1.0, seconds))
+            run.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             run.kill()
     for old in root.glob("result_*.log"):
