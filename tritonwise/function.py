@@ -63,9 +63,7 @@ class PointwiseDynamicFunction:
         planner = Planner(self.__name__, self._payload, schema, self._config, self._reductions, deterministic)
         self._planner, self._plans = planner, planner.plans
         self._out_index = {f"out{k}": k for k in range(schema.num_outputs())}
-        # what hit() reads (and call.h's __call__, which counts its hits in the PlanCache and
-        # reads given outputs by the names in _out_index)
-        self._c_tables = (self._plans, self._plans.by_key, planner.shape_programs.programs, self._out_index)
+        self._c_tables = None  # what call.h's __call__ reads: a CallTables once the hit path is on
         self._no_outputs = (None,) * schema.num_outputs()
         self._instances: dict = {}
         self._complex = None  # a complex.ComplexHandler once register_complex is called
@@ -155,11 +153,10 @@ class PointwiseDynamicFunction:
             from .tracing.hook import compiled_call
 
             return compiled_call(self, self, args, kwargs)
-        entry, key = hit_path.entry, None
+        entry, tables, key = hit_path.entry, self._c_tables, None
         outs = self._given_outputs(kwargs) if kwargs else None
-        if entry is not None and (outs is not None or not kwargs):  # the C hit path
-            _, plans, programs, _ = self._c_tables
-            result = entry(plans, args, MISS, programs, outs)
+        if entry is not None and tables is not None and (outs is not None or not kwargs):  # the C hit path
+            result = entry(tables.plans, args, MISS, tables.programs, outs)
             if type(result) is tuple and len(result) == 2 and result[0] is MISS:
                 key = result[1]  # a miss, with the signature hit() built
             elif result is not MISS:
@@ -181,6 +178,7 @@ class PointwiseDynamicFunction:
 
     def _call_missed(self, args: tuple, kwargs: dict, key: Optional[tuple]):
         """A call the C hit path did not serve; `key` is the signature it built, or None."""
+        self._share_tables()
         outs = self.outputs(kwargs) if kwargs else ()
         if key is None:
             key = argcheck.call_signature(args, outs)
@@ -212,7 +210,13 @@ class PointwiseDynamicFunction:
         else:
             result = plan.run(args, outs)
         self._planner.shape_programs.publish(key, args, outs, plan)
+        self._share_tables()  # launching may have turned the hit path on
         return result
+
+    def _share_tables(self) -> None:
+        """Hand call.h this function's plans, programs and output names once the hit path is on."""
+        if self._c_tables is None and hit_path.entry is not None:
+            self._c_tables = hit_path.call_tables(self._plans, self._planner.shape_programs.programs, self._out_index)
 
     # -- features --------------------------------------------------------------------------
 

@@ -142,6 +142,13 @@ def record(shape: tuple, layouts: tuple, device: torch.device, launch, extents: 
     return native.launch_module().record(shape=tuple(shape), layouts=layouts, device=device, extents=packed, **fields)
 
 
+def call_tables(plan_cache, programs: dict, outputs: dict) -> object:
+    """What call.h's __call__ reads of a function (launch.c's typed CallTables): its PlanCache
+    (which counts the hits), the cache's dict, its shape programs and its output names."""
+    module = native.launch_module()
+    return module.call_tables(plan_cache=plan_cache, plans=plan_cache.by_key, programs=programs, outputs=outputs)
+
+
 NO_EXTENT = (1, 0)  # lowest above highest: hit.h checks no overlap for such an operand
 
 

@@ -205,6 +205,7 @@ static PyMethodDef methods[] = {
     {"signature", (PyCFunction)(void (*)(void))signature, METH_FASTCALL, "call_signature(args), built in C."},
     {"hit", (PyCFunction)(void (*)(void))hit, METH_FASTCALL, "A cached call's whole path, or `miss`."},
     {"call_method", (PyCFunction)(void (*)(void))call_method, METH_FASTCALL, "A pointwise function's __call__ in C."},
+    {"call_tables", (PyCFunction)(void (*)(void))call_tables, METH_VARARGS | METH_KEYWORDS, "What __call__ reads (call.h)."},
     {"use_aten", (PyCFunction)(void (*)(void))use_aten, METH_FASTCALL, "Allocate and read pointers through aten.cpp."},
     {"record", (PyCFunction)(void (*)(void))record, METH_VARARGS | METH_KEYWORDS, "A plan's launch record (hit.h)."},
     {"program", (PyCFunction)(void (*)(void))program, METH_VARARGS | METH_KEYWORDS, "A shape program (program.h)."},
