@@ -1,15 +1,8 @@
 """PointwiseDynamicFunction: the object `pointwise_dynamic` returns.
 
-A thin public object. A call goes to the C hit path (runtime/hit_path.py), which serves it
-from its signature's cached plan or, for a new shape, from a shape program of its class
-(plans/shape_programs.py); a miss is routed to a feature (features/routing.py: NumPy scalars,
-subclasses, autograd, complex, DTensor, negative views) or planned (plans/planner.py: frontend
--> analysis -> codegen -> bind); the plan is cached and run, then traced into a program.
-
-The features use the function's public protocol only: `schema`, `config`, `payload_info`,
-`reduction_kinds`, `along_dims`, `complex_handler`, `outputs(kwargs)`, `plan(args, outs,
-collapse)`, `sibling(payload, schema, reductions)`, `output_meta(*args)`,
-`output_device(*args)` and `backward_functions()` (docs/architecture.md).
+A thin public object: a call is served by the C hit path (runtime/hit_path.py), else routed to a
+feature (features/routing.py) or planned (plans/planner.py), cached and run. Features use only its
+public protocol (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -122,9 +115,8 @@ class PointwiseDynamicFunction:
         return self._planner
 
     def outputs(self, kwargs: dict) -> tuple:
-        """The outputs keyword arguments give, one per output (None: not given). An unknown
-        keyword is an error unless its value is None: FlagGems' wrappers pass `out=None` through
-        (e.g. its bitwise_left_shift), which asks for nothing."""
+        """The outputs keyword arguments give, one per output (None: not given). An unknown keyword
+        with value None is ignored: FlagGems' wrappers pass `out=None` through."""
         outs = self._given_outputs(kwargs)
         if outs is None:
             name = next(n for n, v in kwargs.items() if n not in self._out_index and v is not None)
@@ -192,9 +184,8 @@ class PointwiseDynamicFunction:
         return plan.run(args, outs or self._no_outputs)
 
     def _miss(self, key: tuple, args: tuple, given: tuple):
-        """A call no cached plan and no shape program serves: routed to a feature, else planned
-        (plans/planner.py), cached and run; once launched, traced into a shape program of its
-        class (plans/shape_programs.py), so that C serves the next shapes of its branch."""
+        """A call no cached plan or shape program serves: routed to a feature, else planned, cached,
+        run and traced into a shape program of its class."""
         outs = given or self._no_outputs
         routed = route(self, args, outs)
         if routed is not NO_ROUTE:
@@ -229,9 +220,9 @@ class PointwiseDynamicFunction:
         return self
 
     def register_backward(self, payload):
-        """Use the @triton.jit `payload` as this function's backward instead of deriving one. It
-        takes this function's arguments, then one gradient per output (then the reduced value of
-        each max/min output) and returns the gradient of every tensor input, in order."""
+        """Use the @triton.jit `payload` as the backward: it takes this function's arguments, one
+        gradient per output (then each max/min output's value) and returns each tensor input's
+        gradient."""
         self._backward_payload, self._backward = payload, None
         return self
 
@@ -244,10 +235,9 @@ class PointwiseDynamicFunction:
         return self._backward
 
     def explain_backward(self, *args, wrt=None):
-        """What the backward of a call with `args` runs, without launching: an
-        autograd.BackwardExplanation with the derived payload's file (`payload_path`) and the
-        Explanation of its kernel (`kernel`); gradients of the inputs at `wrt` (default: every
-        floating tensor input)."""
+        """What the backward of a call with `args` runs, without launching
+        (autograd.BackwardExplanation); gradients of the inputs at `wrt` (default: every floating
+        tensor input)."""
         from .features import autograd
 
         return autograd.explain(self, args, wrt)
@@ -283,10 +273,8 @@ class PointwiseDynamicFunction:
     # -- planning without launching --------------------------------------------------------
 
     def get_kernel_info(self, ndim: int, *args, **kwargs) -> KernelInfo:
-        """The generated file of a rank-`ndim` kernel, as FlagGems' KernelInfo. tritonwise
-        generates one file per dtypes and layout class, so `args` (and given outputs) choose it:
-        the file `self.instantiate(ndim)` runs for them, written if missing. Without arguments,
-        the newest file this function has generated for a rank-`ndim` task."""
+        """The generated file of a rank-`ndim` kernel, as FlagGems' KernelInfo: the one `args` (and
+        given outputs) need, written if missing; without arguments, the newest rank-`ndim` file."""
         if args or kwargs:
             outs = self.outputs(kwargs)
             self.instantiate(ndim).check(args, outs)
@@ -316,10 +304,9 @@ class PointwiseDynamicFunction:
         return self._planner.device(validation.python_scalars(args), self.outputs(kwargs))
 
     def generate(self, *args, collapse: bool = True, targets: Sequence = (), **kwargs):
-        """Write the generated file these arguments need into the cache, without launching it
-        (ahead-of-time generation), and its kernel compiled for each of `targets` into the
-        kernel store (targets as runtime.kernels.parse_target gives them; no GPU needed);
-        returns the file's path."""
+        """Write the generated file these arguments need, without launching, and its kernel compiled
+        for each of `targets` (runtime.kernels.parse_target) into the kernel store; returns the
+        file's path."""
         outs = self.outputs(kwargs)
         if not targets:
             return self._planner.write_file(args, outs, collapse)

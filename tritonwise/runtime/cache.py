@@ -1,19 +1,11 @@
 """The on-disk cache of generated modules: where it is, atomic writes, verification.
 
-A file ends with a checksum line over everything above it. A file that exists and verifies is
-reused as it is (across processes, without rendering); a truncated, edited or foreign file
-fails verification and is rewritten. Writes go to a temporary file in the same directory and
-are renamed into place, so readers never see a partial file. Files get the permissions the
-umask gives a new file (0644 under the usual 022; never writable by every user), so a cache
-one user builds others can read.
-
-A directory other users can write is never used (runtime/trust.py states the rule): it is
-neither searched nor written, and one warning says so. Deployments are often read-only: a
-trusted configured directory is always searched first, writable or not, and what verifies
-there is used. Only a file that must be written goes elsewhere when that directory cannot
-take it: to the overlay, `$TRITONWISE_CACHE_OVERLAY`, or else a private temporary directory
-made once per process (with a warning) and removed when the process exits. docs/cache.md
-describes the rules.
+A file ends with a checksum line over everything above it; one that verifies is reused as it is, a
+truncated, edited or foreign one is rewritten. Writes are atomic (a temporary file renamed into
+place) with the umask's permissions. A directory other users can write is never used
+(runtime/trust.py). A trusted configured directory is always searched first, writable or not; a file
+that must be written where it cannot goes to `$TRITONWISE_CACHE_OVERLAY`, else to a private
+temporary directory (with a warning). docs/cache.md describes the rules.
 """
 
 from __future__ import annotations
@@ -246,11 +238,8 @@ def verifies(path: Path, marks: tuple = ()) -> bool:
 def ensure_file(name: str, render: Callable[[], str], marks: tuple = ()) -> Path:
     """The path of a verified cached file `name`, rendering and writing it only when needed.
 
-    A file this process has verified (or written) is remembered with its inode, size and
-    mtime under the cache directories in force (see `_verified`); asking again costs one
-    `os.stat` and neither reads the file nor updates the stats file, which counts a reuse once
-    per process. A file replaced or edited since (another mtime, size or inode) is verified again.
-    """
+    A file verified (or written) by this process is remembered with its inode, size and mtime
+    (`_verified`): asking again costs one `os.stat`; a file changed since is verified again."""
     memo = (name, marks, location())
     known = _verified.get(memo)
     if known is not None and _identity(known[0]) == known[1]:

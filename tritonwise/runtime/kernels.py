@@ -1,14 +1,10 @@
 """The compiled kernel a launch plan runs: from the store when it holds it, else compiled once.
 
-On a plan's first GPU launch the kernel's identity (kernel_store.KernelIdentity) is computed
-from the generated kernel and the call's values, without entering Triton's cache key (which
-hashes libtriton and every frontend source, ~0.4 s a process): the specialization is the one
-Triton's JIT would choose for these values (pointer types and 16-byte alignment, integer
-widths, divisibility of the integers it specializes; tests/package/test_kernel_store.py checks it
-against Triton's own binder), the options are the backend's parse of what the JIT passes.
-A stored entry is loaded with the CUDA driver; otherwise `triton.compile` builds the kernel
-(Triton's disk cache still applies) and the entry is stored for the next process.
-`python -m tritonwise generate --compile` fills the store the same way for any target.
+A kernel's identity (kernel_store.KernelIdentity) is computed without Triton's cache key (which
+hashes libtriton and its frontend sources): the specialization Triton's JIT would choose for the
+call's values (tests/package/test_kernel_store.py checks it against Triton's binder) and the
+backend's options. A stored entry is loaded with the CUDA driver; otherwise `triton.compile` builds
+the kernel and it is stored for the next process.
 """
 
 from __future__ import annotations
@@ -54,11 +50,9 @@ def device_target(device_index: int) -> tuple:
 
 
 def specialize(kernel, values: Sequence) -> tuple:
-    """(signature, divisible, constexprs) that Triton's JIT gives `kernel` called with `values`
-    (one per parameter): each parameter's (name, type), the indices Triton marks divisible by 16,
-    and (index, value) of the compile-time values. A type comes from the annotation or the value;
-    parameters not in do_not_specialize are specialized on 16-byte alignment (pointers) and on
-    divisibility by 16 and the value 1 (integers; an unannotated 1 becomes a constexpr)."""
+    """(signature, divisible, constexprs) that Triton's JIT gives `kernel` called with `values`:
+    each parameter's (name, type), the indices marked divisible by 16, and (index, value) of the
+    compile-time values (an unannotated integer 1 becomes a constexpr)."""
     signature, divisible, constexprs = [], [], []
     for index, (param, value) in enumerate(zip(kernel.params, values)):
         kind, is_divisible = _parameter(param, value)
@@ -228,9 +222,8 @@ class LoadedKernel:
 
 
 def loaded(file_name: str, kernel, values: Sequence, num_warps: int, device_index: int) -> Optional[LoadedKernel]:
-    """The kernel for this launch loaded on CUDA device `device_index` with the driver, from the
-    store or compiled into it first; None for kernels the driver alone cannot start (more than
-    48 KB of shared memory)."""
+    """The kernel for this launch loaded with the driver on CUDA device `device_index` (compiled
+    into the store first if missing); None where it needs more than 48 KB of shared memory."""
     fast_key = (kernel, specialize(kernel, values), tuple(jit_options(kernel, num_warps).items()), device_index)
     found = _specialized.get(fast_key)
     if found is not None:
@@ -262,9 +255,8 @@ def compile_ahead(file_name: str, kernel, values: Sequence, num_warps: int, targ
 
 
 def store_enabled() -> bool:
-    """Whether first launches go through the store (the default; TRITONWISE_KERNEL_STORE=0 turns
-    it off, and the first launch then compiles through Triton's JIT). GPU tests:
-    tests/gpu/test_gpu_kernel_store.py; docs/decisions/kernel-memo-and-store.md."""
+    """Whether first launches go through the store (TRITONWISE_KERNEL_STORE=0: through Triton's
+    JIT)."""
     return os.environ.get("TRITONWISE_KERNEL_STORE", "1") != "0"
 
 
@@ -277,10 +269,9 @@ def _loadable() -> bool:
 
 
 def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
-    """Launch `plan` for the first time in this process; returns the launcher for its later
-    calls: launch.c over the stored binary (compiled and stored first when missing), else what
-    Triton's own compilation gives (runtime/launcher.py). Triton's JIT launches instead while
-    profiler hooks are installed, and for kernels the driver alone cannot start."""
+    """Launch `plan` for the first time in this process; returns the launcher for its later calls:
+    launch.c over the stored binary, else Triton's own launcher (runtime/launcher.py). Triton's JIT
+    launches while profiler hooks are installed and for kernels the driver alone cannot start."""
     kernel = _kernel_of(plan)
     tail, device, grid = plan.index_args + plan.constexprs, plan.device.index, plan.grid
     through_triton = _through_triton(plan)
@@ -300,13 +291,10 @@ def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
 
 
 class Rebinding:
-    """How later plans of the kernel of `template`, a launched plan of their class, get their
-    launchers (plans/siblings.py): the template's launcher rebound to each plan's grid and index
-    values, where Triton gives both one specialization of their one kernel. Their pointers' dtypes and
-    alignment and their scalars' types are the class's; what remains is that no payload scalar
-    is specialized on its value, that the constexpr values and warps are equal, and that each
-    index argument Triton specializes on its value classes alike (width, divisibility by 16,
-    the value 1: see _parameter)."""
+    """How later plans of `template`'s kernel get their launchers (plans/siblings.py): the
+    template's launcher rebound to each plan's grid and index values, where Triton gives both one
+    specialization: no payload scalar specialized on its value, equal constexprs and warps, and each
+    value-specialized index argument classed alike (see _parameter)."""
 
     def __init__(self, template):
         self._rebind = getattr(template.direct, "rebind", None)  # launch.c's launcher only
@@ -351,8 +339,7 @@ def _through_triton(plan) -> Callable:
 
 def _value_specialized_tail(kernel, plan) -> Optional[list]:
     """(index argument position, parameter) for each index argument of `plan` that Triton
-    specializes on its value; None where a payload scalar is. The kernel's operands are the
-    tensor inputs' pointers and the scalars in payload order, then the outputs' pointers."""
+    specializes on its value; None where a payload scalar is."""
     n_args = len(plan.spec.inputs)
     n_operands = n_args + len(plan.out_dtypes)
     pointers = set(plan.tensor_positions) | set(range(n_args, n_operands))
