@@ -1,27 +1,15 @@
 """Complex arguments, by running real kernels over `torch.view_as_real` data.
 
 `fn.register_complex(mode, cross_kernel=None, tensorize_scalars=False, fallback_target=None)`
-(FlagGems' API; mistakes are reported when registering, see `complex_handler`). The operands
-are the arguments fn's promotion methods name; a call takes this path when an operand or a
-given output is complex (a complex tensor or a python `complex`).
-
-- `tensorize_scalars=True` with `fallback_target` (FlagGems' form for tensor-scalar functions):
-  every python scalar operand becomes a 0-d tensor of the call's complex dtype (torch converts a
-  scalar to the common dtype the same way, so values round as torch rounds them), and the call
-  goes to `fallback_target`, the tensor-tensor function, with the other arguments unchanged.
-- ELEMENTWISE (add-like): the payload applies to real and imaginary parts alike. When every
-  operand is a complex tensor, one launch over the `view_as_real` views (a trailing dim of 2).
-  Otherwise two launches, one over the real parts and one over the imaginary parts: a real
-  tensor's imaginary part is zeros broadcast without memory, a scalar's parts are python numbers
-  (so `complex_tensor + 2.0` adds 2 to the real part only, as torch does).
-- CROSS (mul-like): `cross_kernel`, a PointwiseDynamicFunction with 2 outputs, receives
-  (real, imag) of every operand in order -- 0-d tensors for scalars, or python floats where the
-  cross kernel takes scalars -- then the other arguments, and writes (real, imag) of the one
-  output straight into the complex result through strided views.
-
-Conjugate and negative views are resolved (own_ops.resolved, no aten op) before their data is
-read. Results are complex (a promotion that gives a real dtype for complex operands, e.g.
-ALWAYS_BOOL, is refused); allocated results are C-contiguous.
+(FlagGems' API). A call takes this path when an operand its promotion methods name, or a given
+output, is complex. - `tensorize_scalars=True` with `fallback_target`: python scalar operands become
+0-d tensors of the call's complex dtype and the call goes to `fallback_target`. - ELEMENTWISE
+(add-like): the payload applies to real and imaginary parts alike: one launch over `view_as_real`
+views when every operand is a complex tensor, else one per part (a real operand's imaginary part is
+zero, so `complex_tensor + 2.0` adds to the real part only). - CROSS (mul-like): `cross_kernel`,
+with 2 outputs, takes (real, imag) of every operand, then the other arguments, and writes the
+result's parts through strided views. Conjugate and negative views are resolved first; results are
+complex and C-contiguous.
 """
 
 from __future__ import annotations

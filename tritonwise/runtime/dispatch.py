@@ -1,9 +1,8 @@
 """The per-call hot path: a cache of launch plans and the launch itself.
 
-A LaunchPlan is built once per call signature (see arguments.call_signature) and holds
-everything a call needs that does not depend on the data: output shapes, strides and dtypes,
-the loaded launcher, its grid and integer arguments. A hit allocates outputs, checks given
-outputs for overlap with inputs (which depends on addresses), and launches.
+A LaunchPlan is built once per call signature and holds what a call needs that does not depend on
+the data (output layouts, the loaded launcher, grid, index arguments); a hit allocates, checks given
+outputs for overlap, and launches.
 """
 
 from __future__ import annotations
@@ -33,10 +32,8 @@ _COMBINE = {"sum": torch.sum, "max": torch.amax, "min": torch.amin}
 
 @dataclass(frozen=True)
 class SplitLaunch:
-    """A split reduction along dims (analysis/plan.py SplitRows): the kernel writes a dense
-    (parts, *rows) buffer of partial values per output, in its accumulator dtype; the launch
-    then combines them over the parts with torch (deterministic) into the outputs, whose
-    elements over the rows `out_row_strides` addresses."""
+    """A split reduction (analysis/plan.py SplitRows): the kernel writes a dense (parts, *rows)
+    buffer of partials per output, which torch combines (deterministically) into the outputs."""
 
     parts: int
     rows: tuple
@@ -114,9 +111,8 @@ class LaunchPlan:
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def kernel_values(self, args: tuple, outs: tuple) -> tuple:
-        """Every argument the kernel receives for a call (payload arguments, outputs or
-        accumulators, index arguments, constexpr values), with outputs allocated as a launch
-        would: what ahead-of-time compilation specializes on."""
+        """Every argument the kernel receives for a call, outputs allocated as a launch would: what
+        ahead-of-time compilation specializes on."""
         if self.split is not None:
             buffers = self.split.buffers(self.device)
         else:
