@@ -1,8 +1,5 @@
-"""The lines of a kernel body and its parameter list, derived from a KernelSpec.
-
-The parameter list and its launch values (params.py, from the scheme's integer arithmetic) are
-needed on every plan miss, also when the file is already cached; the index expressions
-(indexing.py) are built only when a body is written.
+"""The lines of a kernel body and its parameter list, derived from a KernelSpec (the index
+expressions, indexing.py, only when a body is written).
 """
 
 from __future__ import annotations
@@ -116,9 +113,8 @@ HALF_FLOATS = ("float16", "bfloat16")
 
 
 def conversion_text(chain: tuple, start=None) -> str:
-    """`.to(...)` conversions along `chain`. 16-bit floats are reached through float32, as torch
-    converts (a direct float64 -> float16 rounding differs from torch's by one ulp on some
-    values, and integers reach them through float)."""
+    """`.to(...)` conversions along `chain`; 16-bit floats are reached through float32, as torch
+    converts (a direct float64 -> float16 rounding can differ by one ulp)."""
     text, current = "", start
     for dtype in chain:
         if dtype == current:

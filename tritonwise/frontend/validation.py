@@ -16,12 +16,8 @@ SCALAR_KINDS = (bool, int, float)
 
 
 def python_scalars(args: tuple) -> tuple:
-    """`args` with NumPy scalars replaced by the python scalars torch's argument parser reads
-    them as: integers as int, floating as float, complex as complex, and `np.bool_` as float
-    (torch has no numpy-bool case there: `torch.mul(int_tensor, np.bool_(True))` is float32).
-    Returns `args` itself when it replaces nothing: the router re-enters a call with replaced
-    arguments, so a new tuple for a NumPy array or a `np.str_` (which torch never reads as
-    scalars) would re-enter forever."""
+    """`args` with NumPy scalars replaced by what torch's argument parser reads them as (`np.bool_`
+    as float); `args` itself when nothing is replaced, so the router does not re-enter forever."""
     if not any(type(a).__module__ == "numpy" for a in args):
         return args
     import numpy as np
@@ -49,9 +45,8 @@ def output_keywords(outs: Sequence) -> dict:
 
 
 def resolve_negative_views(name: str, args: tuple, outs: tuple) -> Optional[tuple]:
-    """Inputs with torch's negative bit (e.g. `z.conj().imag`) materialized, as torch's own kernels
-    read them; None when there are none. Kernels read raw memory, so such a view must never reach
-    a plan (its signature differs in the bit, so it never hits one)."""
+    """Inputs with torch's negative bit (`z.conj().imag`) materialized, as torch's kernels read
+    them; None when there are none. Kernels read raw memory, so such a view never reaches a plan."""
     for k, out in enumerate(outs):
         if isinstance(out, Tensor) and out.is_neg():
             raise RuntimeError(f"{name}: out{k} is a negative view (is_neg()); pass out{k}.resolve_neg() instead")
@@ -183,11 +178,9 @@ def has_internal_overlap(shape, strides) -> bool:
 
 
 def result_subclass(name: str, operands: Sequence) -> Optional[type]:
-    """The tensor subclass torch gives the results of a call on `operands` (inputs and given
-    outputs), as its default __torch_function__ does: the one subclass of every operand
-    subclass that keeps that default (Parameter, DTensor and FakeTensor disable it: their
-    results are plain). None when no operand has such a subclass; a TypeError where none of
-    them is a subclass of all the others, which torch refuses too."""
+    """The tensor subclass torch's default __torch_function__ gives the results of a call on
+    `operands` (None when there is none; Parameter, DTensor and FakeTensor give plain results); a
+    TypeError where no operand subclass derives from all the others, as in torch."""
     types = {type(a) for a in operands if isinstance(a, Tensor) and type(a) is not Tensor}
     types = {t for t in types if _default_function(t)}
     if not types:

@@ -1,19 +1,11 @@
-"""Shape programs: what the analysis decided for one call, as data the C hit path evaluates for
-the next shapes of the same class (runtime/program.h), so that a new shape launches from C with
-no plan and no Python frame.
+"""Shape programs: what the analysis decided for one call, as data the C hit path evaluates for the
+next shapes of its class (runtime/program.h), so a new shape launches from C with no plan.
 
-Once a plan has launched through launch.c, `ShapePrograms.publish` runs the planner's
-shape-dependent work again on symbolic sizes and strides (plans/symbolic.py): broadcasting,
-the checks of given outputs, the analysis (dim order, collapse, scheme, block, alignment, index
-width), the outputs' layout, the kernel's index values and grid. Every comparison made on the
-way becomes a guard, and Triton's specialization of the index values (divisible by 16, equal to
-1) two more, so a call satisfying the guards runs exactly this plan's kernel, with the values
-the program computes. The program is checked against the plan it was traced beside before it
-is published.
-
-Programs are kept per class (the signature without sizes and strides: launch.c's shape_class)
-in `programs`, the dict hit() reads; each class keeps at most MAX_PER_CLASS programs, whose
-guards exclude each other (they differ in some answer), so at most one serves a call.
+Once a plan has launched through launch.c, `ShapePrograms.publish` reruns the planner's shape work
+on symbolic sizes and strides (plans/symbolic.py); every comparison becomes a guard (and Triton's
+specialization of the index values two more), so a call satisfying them runs this plan's kernel with
+the values the program computes. Programs are kept per class in `programs`, the dict hit() reads, at
+most MAX_PER_CLASS each; their guards exclude each other.
 """
 
 from __future__ import annotations
@@ -89,10 +81,9 @@ class ShapePrograms:
 
 
 def trace(planner, tensors: list, args: tuple, outs: tuple, plan, positions: tuple) -> Optional[tuple]:
-    """((nodes, guards), the fields of launch.c's program()) of `plan`, traced on `tensors`
-    ((sizes, strides) per tensor input, then per given output); `positions`: the index values
-    Triton specializes the kernel on (kernels.Rebinding.value_positions). None where the
-    program would not reproduce the plan's launch."""
+    """((nodes, guards), the fields of launch.c's program()) of `plan`, traced on `tensors` ((sizes,
+    strides) per tensor input then given output); `positions`: the index values Triton specializes
+    on. None where the program would not reproduce the plan's launch."""
     tracer = Tracer()
     operands, first = [], 0
     for sizes, strides in tensors:
@@ -154,9 +145,8 @@ def trace(planner, tensors: list, args: tuple, outs: tuple, plan, positions: tup
 
 
 def _extents(inputs: list, layouts: list) -> list:
-    """What the overlap check of given outputs reads (binder.py's in_extents and out_extents):
-    the dense extent of each tensor input then each given output, None elsewhere; nothing where
-    the call gives no output."""
+    """The dense extent of each tensor input then given output (binder.py's in_extents and
+    out_extents), for the overlap check; nothing where the call gives no output."""
     if all(layout is None for layout in layouts):
         return []
     return [dense_extent(*op) for op in inputs] + [layout and dense_extent(*layout) for layout in layouts]

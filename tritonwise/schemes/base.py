@@ -1,13 +1,9 @@
 """Scheme: how one tiling scheme tiles a collapsed task, as plain integer arithmetic.
 
-A scheme answers, for the analysis, whether it applies to a task, which blocks a file of its
-layout class may launch with, which block and warps a task takes and how many tiles that
-makes; and, for codegen, the kernel's index parameters (sizes, run-time strides, tile counts),
-the name of the index along each task dim, and its template (templates/<name>.py.j2). Launch
-values come from here too (`index_values`), so a plan miss never re-runs codegen or sympy.
-
-Adding a scheme: one module here with a Scheme subclass, one template, one line in
-registry.py. Nothing here imports sympy or jinja2.
+A scheme says whether it applies, its blocks, a task's block, warps and tile count, and for codegen
+the index parameters, index names and template; launch values too (`index_values`), so a plan miss
+never re-runs codegen. Adding one: a module here, a template, a line in registry.py. Nothing here
+imports sympy or jinja2.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """A payload's source, translated into Python over torch: the payload's torch expression.
 
-The payload's AST is rewritten statement by statement into a plain Python function (and one
-per @triton.jit helper it calls): `tl.X(...)` and `libdevice.X(...)` become `tw.X(...)` from
-tracing/language.py, the operators whose Triton meaning differs from torch's (`/`, `//`, `%`,
-`**`, `and`, `or`, `not`) become calls there too, `x.to(tl.float16)` becomes
-`tw.to(x, torch.float16)`, and globals the payload reads (numbers, dtypes, `tl.constexpr`s) are
-written in as constants. The result reads like the payload, so it can be shown to a user.
-
-`if` statements and conditional expressions are kept when their test is known before any
-element is computed (dtype tests such as `x.dtype == tl.float32`, constexpr and scalar
-parameters), as Triton folds them. Everything else without a torch twin -- loops, an `if` on
-element values, functions torch lacks, random numbers, inline assembly -- raises
-UnsupportedConstruct naming the construct and its line.
+The AST is rewritten statement by statement: `tl.X` and `libdevice.X` become `tw.X`
+(tracing/language.py), operators whose Triton meaning differs from torch's become calls there too,
+and globals the payload reads are written in as constants. An `if` whose test is known before any
+element is computed (dtypes, constexprs, scalars) is kept, as Triton folds it; anything else without
+a torch twin raises UnsupportedConstruct naming it and its line.
 """
 
 from __future__ import annotations
