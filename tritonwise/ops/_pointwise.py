@@ -1,8 +1,5 @@
-"""Shared plumbing of the ops: payloads called with any mix of tensors and python scalars.
-
-`pointwise_dynamic` fixes which arguments are tensors when a function is made; torch ops take a
-python scalar in most tensor positions. `Pointwise` holds one payload and makes (once, then
-reuses) the function for each pattern of tensor and scalar arguments a call brings.
+"""Shared plumbing of the ops: payloads called with any mix of tensors and python scalars, one
+function made per pattern a call brings (`Pointwise`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Binder: a call's analyzed task -> its generated kernel and LaunchPlan (codegen, file, load).
 
-One per pointwise function. The spec, verified file and loaded launcher depend on the call class
-and the layout class only (build_spec reads the call's dtypes and scalar kinds, its types, and of
-the task only its layout_class), so they are kept per pair: every new shape of a known pair
-reuses them (no build_spec, no hashing, no file access).
+The spec, verified file and loaded launcher depend only on the call class and the task's layout
+class, so they are kept per pair: a new shape of a known pair builds, hashes and reads nothing.
 """
 
 from __future__ import annotations

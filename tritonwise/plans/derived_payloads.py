@@ -1,7 +1,7 @@
-"""@triton.jit functions tritonwise derives from a payload's source (its backward, the ties of a
-max/min output, variants computing some of its outputs: PayloadVariants), each through a file in
-the cache: Triton reads a JIT function's source from its file, and the file is readable like a
-generated kernel. Names the derived source does not define resolve in the payload's module."""
+"""@triton.jit functions derived from a payload's source (its backward, the ties of a max/min
+output, PayloadVariants), each through a readable file in the cache (Triton reads a JIT function's
+source from its file); other names resolve in the payload's module.
+"""
 
 from __future__ import annotations
 

@@ -1,18 +1,11 @@
 """Symbolic integers: run the analysis once on a call's sizes and strides and keep, as data, both
 what it computed and every comparison it made.
 
-A `Sym` holds a concrete value and the expression that computed it from the call's *leaves*
-(each tensor's sizes and strides, in signature order). Arithmetic on Syms builds expression
-nodes; any question asked of a value (a comparison, truth, use as an index or a hash key)
-answers with the concrete value and records the answer as a *guard*. Whatever the analysis
-decided by branching is therefore written down: a later call whose leaves satisfy every guard
-takes the same branches, so its results are the same expressions evaluated on its own leaves.
-Nothing can read the concrete value without leaving a guard, which is what makes this sound;
-over-guarding (a question whose answer did not matter) only narrows what a program serves.
-
-The C fast path (runtime/program.h) evaluates a `Program` on a new call's leaves: the nodes
-in order, each guard as soon as its operands exist (a false one: the program does not serve the
-call). It decides nothing itself.
+A `Sym` holds a concrete value and the expression that computed it from the call's leaves (each
+tensor's sizes and strides). Arithmetic builds expression nodes; any question asked of a value
+(comparison, truth, index, hash) answers with the concrete value and records a guard, so a later
+call whose leaves satisfy every guard takes the same branches. runtime/program.h evaluates a
+`Program` on a new call's leaves and decides nothing itself.
 """
 
 from __future__ import annotations

@@ -15,12 +15,9 @@ Tensor = torch.Tensor
 
 
 def call_signature(args: Sequence, outs: Sequence = ()) -> tuple:
-    """What a launch plan depends on, cheap to build: per operand its dtype, shape, strides,
-    device and pointer alignment class (Triton specializes kernels on 16-byte aligned
-    pointers); per scalar its python type and, for ints, the width Triton passes it in; which
-    outputs are given; per plain tensor whether it requires grad (such calls record themselves
-    for autograd and never reach a cached plan). Built on every call, so plain tensors take the
-    shortest branch."""
+    """What a launch plan depends on, cheap to build (every call): per operand its dtype, shape,
+    strides, device and 16-byte alignment; per scalar its type and int width class; which outputs
+    are given; per plain tensor whether it requires grad."""
     # _tensor_key written out: one call fewer per tensor on every call
     key = [
         (a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15, a.is_neg(), a.requires_grad)

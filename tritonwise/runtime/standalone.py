@@ -1,9 +1,5 @@
-"""`python GENERATED_FILE`: run a generated kernel alone, as Inductor's output modules run.
-
-The file's `LAYOUT` record names its layout class; `main` builds random operands of that class
-(sizes to fill about 16M elements on CUDA, a few thousand on CPU, where the kernel runs in
-Triton's interpreter), takes the launch arguments from the file's scheme as the analysis does,
-launches once to check nothing crashes, then prints the median time of further launches.
+"""`python GENERATED_FILE`: run a generated kernel alone on random operands of its `LAYOUT` class
+(on CUDA, else in the interpreter), once to check it, then print the median of further launches.
 """
 
 from __future__ import annotations

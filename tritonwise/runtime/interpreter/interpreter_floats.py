@@ -1,8 +1,6 @@
-"""Replacements for the interpreter builder's methods that compute on bf16/fp8 or convert floats.
-
-Each entry of BUILDER_PATCHES makes a method from the builder's original one; handles that hold
-no emulated format pass through to the original unchanged. Emulated values are decoded to
-float32, computed on with NumPy, and encoded back with one rounding (narrow_floats.FloatFormat).
+"""Replacements for the interpreter builder's methods that compute on bf16/fp8 or convert floats
+(BUILDER_PATCHES): emulated values are decoded to float32, computed with NumPy and rounded back
+once; other handles pass through unchanged.
 """
 
 from __future__ import annotations

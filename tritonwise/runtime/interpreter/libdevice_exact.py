@@ -1,9 +1,6 @@
-"""libdevice's correctly rounded operations (`add_rz`, `div_ru`, `sqrt_rd`, `int2float_rz`, ...)
-and its float -> integer conversions, for the interpreter.
-
-NumPy computes the round-to-nearest result of +, -, *, /, sqrt and conversions exactly; a
-directed rounding is that result moved one step when the exact value lies on the wrong side of
-it, which Python's Fractions decide exactly (sqrt by squaring the candidate).
+"""libdevice's correctly rounded operations (`add_rz`, `div_ru`, `sqrt_rd`, ...) and float ->
+integer conversions, for the interpreter: NumPy's round-to-nearest result moved one step where the
+exact value (a Fraction) lies on the other side.
 """
 
 from __future__ import annotations

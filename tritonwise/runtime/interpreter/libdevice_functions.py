@@ -1,9 +1,6 @@
-"""libdevice's math, classification, bit and integer functions over NumPy arrays, by symbol.
-
-Float functions register twice, `__nv_<name>f` (float32) and `__nv_<name>` (float64), and are
-computed in float64 (float32 arguments widen exactly); interpreter_libdevice rounds the result
-to the symbol's return dtype. Edge cases follow the CUDA math API (ilogb(0) is INT_MIN,
-saturatef(NaN) is 0, float -> integer conversions saturate, ...).
+"""libdevice's math, classification, bit and integer functions over NumPy arrays, by symbol: float
+functions register as `__nv_<name>f` and `__nv_<name>`, computed in float64; edge cases follow the
+CUDA math API.
 """
 
 from __future__ import annotations
