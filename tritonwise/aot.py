@@ -1,10 +1,9 @@
-"""Ahead-of-time generation: `python -m tritonwise generate MODULE[:NAME] --ranks 0-4 [--compile
---arch sm_90,sm_100]`.
+"""Ahead-of-time generation: `python -m tritonwise generate MODULE[:NAME] --ranks 0-4`.
 
 For each pointwise function found, writes the files common calls need (per shape and dtype: the
 `instantiate(r)` kernel and the call-path kernels for contiguous, row-broadcast and transposed
-operands), so a deployment starts warm; with `--compile --arch`, their kernels are also compiled for
-each target into the kernel store (no GPU needed).
+operands), so a deployment starts warm; with `--compile --arch sm_90,sm_100`, their kernels are also
+compiled for each target into the kernel store (no GPU needed).
 """
 
 from __future__ import annotations

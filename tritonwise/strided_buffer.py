@@ -10,11 +10,8 @@ import torch
 
 class StridedBuffer:
     """A strided view that torch cannot express (negative strides), for manual instantiation.
-
-    `offset` counts elements of `dtype` from the start of `base`'s storage (default: base's
-    own storage offset, rescaled when `dtype` differs). `data_ptr()` is the address of the
-    element at index (0, ..., 0).
-    """
+    `offset` counts elements of `dtype` from the start of `base`'s storage (default: base's own);
+    `data_ptr()` is the address of the element at index (0, ..., 0)."""
 
     def __init__(
         self,

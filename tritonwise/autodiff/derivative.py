@@ -1,17 +1,11 @@
 """Symbolic differentiation of a scalar payload: the source of its backward payload.
 
-The payload is made a straight-line program (autodiff/linearize.py); the backward payload
-recomputes it, then walks it in reverse (reverse-mode automatic differentiation over names),
-adding up each name's adjoint from the rules in autodiff/rules.py. The result is the source
-of one new @triton.jit function taking the payload's arguments, then one gradient per output
-(then, for max/min-reduced outputs, the reduced value), and returning the gradient of every
-input in `wrt`. Its text is meant to be read: the recomputed forward first, then one line per
-adjoint, named `grad_<name>`.
-
-Only names that depend on a `wrt` input through differentiable operations ("active" names)
-get adjoints: comparisons, boolean logic and where-conditions pass none, so bool masks, ints and
-scalar arguments need no rule. An active operand of an operation without a rule (a call to
-another @triton.jit helper, floor division) is a NotDifferentiable error naming it.
+Reverse mode over the payload's straight-line program (autodiff/linearize.py): the backward
+recomputes the forward, then adds up each name's adjoint (autodiff/rules.py), one readable line per
+`grad_<name>`. It takes the payload's arguments, one gradient per output (then each max/min output's
+value) and returns the gradient of every input in `wrt`. Only names that depend on a `wrt` input
+differentiably get adjoints; an active operand of an operation without a rule is a NotDifferentiable
+error naming it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""render(): a KernelSpec to the source of one generated module, through the Jinja templates.
-
-jinja2 is imported on the first render, not with tritonwise: a process whose files are all
-cached never needs it.
+"""render(): a KernelSpec to the source of one generated module, through the Jinja templates (jinja2
+imported on the first render only).
 """
 
 from __future__ import annotations

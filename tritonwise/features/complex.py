@@ -2,14 +2,17 @@
 
 `fn.register_complex(mode, cross_kernel=None, tensorize_scalars=False, fallback_target=None)`
 (FlagGems' API). A call takes this path when an operand its promotion methods name, or a given
-output, is complex. - `tensorize_scalars=True` with `fallback_target`: python scalar operands become
-0-d tensors of the call's complex dtype and the call goes to `fallback_target`. - ELEMENTWISE
-(add-like): the payload applies to real and imaginary parts alike: one launch over `view_as_real`
-views when every operand is a complex tensor, else one per part (a real operand's imaginary part is
-zero, so `complex_tensor + 2.0` adds to the real part only). - CROSS (mul-like): `cross_kernel`,
-with 2 outputs, takes (real, imag) of every operand, then the other arguments, and writes the
-result's parts through strided views. Conjugate and negative views are resolved first; results are
-complex and C-contiguous.
+output, is complex. With `tensorize_scalars=True` and `fallback_target`, python scalar operands
+become 0-d tensors of the call's complex dtype and the call goes to `fallback_target`.
+
+ELEMENTWISE (add-like): the payload applies to real and imaginary parts alike: one launch over
+`view_as_real` views when every operand is a complex tensor, else one per part (a real operand's
+imaginary part is zero, so `complex_tensor + 2.0` adds to the real part only).
+
+CROSS (mul-like): `cross_kernel`, with 2 outputs, takes (real, imag) of every operand, then the
+other arguments, and writes the result's parts through strided views.
+
+Conjugate and negative views are resolved first; results are complex and C-contiguous.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""FlagGems' manual-instantiation helpers, with FlagGems' meaning, over tritonwise's public surface.
-
-FlagGems' PointwiseDynamicFunction calls `prepare_args` and then `instantiate(ndim)`: outputs
-are allocated (dtypes by the schema's promotion), every tensor is wrapped as a StridedBuffer
-over the task shape (broadcast strides), and calls whose tensors share one dense layout
-(`use_fast_path`) are flattened to one dimension. tritonwise's own __call__ plans more finely
-and needs none of this; these exist so code written against FlagGems' API runs unchanged.
-`get_kernel_info` names a generated file as FlagGems' does (KernelInfo).
+"""FlagGems' manual-instantiation helpers, with FlagGems' meaning, over tritonwise's public surface:
+`prepare_args` allocates outputs and wraps every tensor as a StridedBuffer over the task shape for
+`instantiate(ndim)`, and `use_fast_path` flattens calls of one dense layout, so code written against
+FlagGems' API runs unchanged.
 """
 
 from __future__ import annotations

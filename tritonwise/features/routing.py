@@ -1,10 +1,8 @@
 """Routing: calls that no launch plan serves, taken off the plan path before any analysis.
 
-Other libraries' StridedBuffers, NumPy scalars, tensor subclasses, calls recorded for autograd, complex operands (where the
-function registered a complex handler), DTensors and negative views each re-enter the function
-with plain arguments or run their own machinery, through the function's public protocol
-(docs/architecture.md). Their signatures never enter the plan cache (they differ from plain
-calls' in type, requires_grad or the negative bit), so a later hit cannot skip this.
+Foreign StridedBuffers, NumPy scalars, subclasses, autograd, complex operands, DTensors and negative
+views each re-enter the function with plain arguments or run their own machinery through its public
+protocol; their signatures never enter the plan cache.
 """
 
 from __future__ import annotations

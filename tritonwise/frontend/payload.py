@@ -11,11 +11,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Payload:
-    """A `@triton.jit` function used as the scalar body of a pointwise kernel.
-
-    `jit` is the user's object (a JITFunction, or an InterpretedFunction when the user set
-    TRITON_INTERPRET=1); `fn` is the plain Python function underneath it.
-    """
+    """A `@triton.jit` function used as the scalar body of a pointwise kernel: `jit` is the user's
+    object (an InterpretedFunction under TRITON_INTERPRET=1), `fn` the Python function beneath it."""
 
     jit: Any
     fn: Any

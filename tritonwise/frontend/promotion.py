@@ -1,9 +1,7 @@
 """Torch's elementwise type promotion, applied per output over the arguments it names.
 
-`elementwise_dtypes` follows `torch._prims_common.elementwise_dtypes` rule for rule (a test
-compares the two over every dtype, kind and operand form). It is restated because torch's
-imports sympy on every call, which costs a process ~0.25 s on its first call even when every
-generated file is already cached.
+`elementwise_dtypes` follows `torch._prims_common.elementwise_dtypes` rule for rule (a test compares
+the two); restated because torch's imports sympy on its first call.
 """
 
 from __future__ import annotations
@@ -40,11 +38,8 @@ def parse_kind(kind) -> ELEMENTWISE_TYPE_PROMOTION_KIND:
 
 
 def promote(method: tuple, args: Sequence) -> tuple:
-    """(computation dtype, result dtype) of one output under torch's rules.
-
-    `method` is a canonical `(i, j, ..., KIND)`; python scalars are weakly typed and 0-d
-    tensors weaker than sized ones, exactly as `torch._prims_common.elementwise_dtypes`.
-    """
+    """(computation dtype, result dtype) of one output for a canonical `(i, j, ..., KIND)` `method`,
+    as `torch._prims_common.elementwise_dtypes` gives them."""
     *indices, kind = method
     return elementwise_dtypes([args[i] for i in indices], kind)
 

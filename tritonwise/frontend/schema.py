@@ -24,12 +24,8 @@ def _type_name(t: Optional[type]) -> str:
 
 
 class FunctionSchema:
-    """The argument kinds and output promotion rules of a pointwise function.
-
-    `promotion_methods` holds one entry per output, `(i, j, ..., KIND)` or `((i, j), KIND)`,
-    KIND a name or an `ELEMENTWISE_TYPE_PROMOTION_KIND` member; it is stored canonically as
-    `(i, j, ..., KIND)` with KIND the enum member.
-    """
+    """The argument kinds and output promotion rules of a pointwise function; `promotion_methods`
+    are stored canonically as `(i, j, ..., KIND)` with KIND an ELEMENTWISE_TYPE_PROMOTION_KIND."""
 
     def __init__(
         self,

@@ -1,8 +1,4 @@
-"""CallSummary: what codegen needs to know of a call's arguments, instead of the arguments.
-
-Built by the frontend once per launch plan; codegen reads dtypes and scalar kinds from it and
-never sees a tensor or a scalar value.
-"""
+"""CallSummary: the dtypes and scalar kinds codegen reads of a call, instead of its arguments."""
 
 from __future__ import annotations
 

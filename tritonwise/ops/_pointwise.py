@@ -45,10 +45,8 @@ def require_number(op: str, name: str, arg) -> None:
 
 
 class Pointwise:
-    """A payload with its promotion methods, callable with tensors or scalars in any position.
-
-    Calls take the inputs positionally and outputs as `out0=`, `out1=`, ... (None: allocate).
-    """
+    """A payload with its promotion methods, callable with tensors or scalars in any position
+    (outputs as `out0=`, ...; None: allocate)."""
 
     def __init__(self, payload, promotion_methods: list):
         self._payload = payload

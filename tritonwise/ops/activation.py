@@ -1,8 +1,5 @@
-"""sigmoid, silu, gelu: activations with torch's formulas and result dtypes.
-
-Each op takes one tensor (or StridedBuffer) and an optional `out=` tensor of its shape;
-fp16/bf16 are computed in fp32. Only Triton math present in 3.6 and later is used (exp, erf);
-tanh is written with exp.
+"""sigmoid, silu, gelu: activations with torch's formulas and result dtypes, each with an optional
+`out=`; only Triton math present since 3.6 (exp, erf), tanh written with exp.
 """
 
 from __future__ import annotations
@@ -68,11 +65,8 @@ def silu(input, *, out=None):
 
 
 def gelu(input, approximate="none", *, out=None):
-    """torch.nn.functional.gelu with approximate "none" (erf) or "tanh".
-
-    input: a floating tensor (integers raise, as torch's kernel); same dtype out. The `out=`
-    keyword is ours (torch's functional gelu has none).
-    """
+    """torch.nn.functional.gelu with approximate "none" (erf) or "tanh"; integers raise, as in
+    torch. The `out=` keyword is ours."""
     fn = GELU.get(approximate)
     if fn is None:
         raise RuntimeError("approximate argument must be either none or tanh.")

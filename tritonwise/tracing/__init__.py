@@ -17,10 +17,8 @@ from ..runtime import hit_path
 
 def let_dynamo_trace_c_calls() -> None:
     """Once the hit path installs a C `__call__` in a process that has loaded dynamo, give dynamo
-    its traceable stand-in (hook.py; imported only then, since it loads dynamo itself). A dynamo
-    that takes no stand-in for a method (torch before 2.13: "Unsupported method call") gets the
-    classes' Python `__call__` back instead: one Python frame more per eager call, in such
-    processes only."""
+    its traceable stand-in (hook.py); a dynamo that takes none for a method (torch before 2.13) gets
+    the classes' Python `__call__` back instead."""
     if "torch._dynamo" not in sys.modules:
         return
     if polyfills_methods():

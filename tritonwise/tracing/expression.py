@@ -1,13 +1,9 @@
 """A pointwise function as torch operations: its payload's translation, with our promotion.
 
-`expression_of(fn)` translates the payload once (tracing/translate.py) and loads the result as
-a Python function over torch values. `CallRule` holds what one call class needs (the same
-per-output dtypes the kernels use, from frontend/dtypes.resolve_types) and `run` computes the
-call the way the generated kernel does: each input converted along its chain to the output's
-computation dtype, the payload called once per distinct set of conversions, each result cast
-to its output dtype (then reduced, for a reduced output), and written into a given output with
-copy_. Everything `run` does is torch operations on the call's values, so torch.compile traces
-it into its graph.
+`expression_of(fn)` translates the payload once and loads it as a Python function over torch values.
+`CallRule` holds one call class's dtypes (frontend/dtypes.resolve_types) and `run` computes the call
+as the generated kernel does (conversions, one payload call per set, casts, reductions, copy_ into
+given outputs), all in torch operations torch.compile can trace.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
-"""Triton's language, restated over torch: what a translated payload calls (`tw.<name>`).
-
-tracing/translate.py turns each `tl.X(...)` / `libdevice.X(...)` of a payload into
-`tw.X(...)` and each operator without a torch twin (`/`, `//`, `%`, `**`) into a call here, so
-that the result is a function of torch tensors and python scalars with Triton's meaning:
-integer `/` divides in float32, integer `//` and `%` truncate as C does, `x.to(d, bitcast=True)`
-reinterprets bits. Every function takes tensors or python scalars (a scalar parameter of the
-payload stays a python number, weakly typed as torch types it).
-
-NAMESPACE is what translated code calls `tw`: FUNCTIONS, the table of Triton and libdevice
-names (both spell these the same) that have a torch equivalent, and the operators' functions; a
-name missing from FUNCTIONS is a construct the translation reports as unsupported.
+"""Triton's language, restated over torch: what a translated payload calls (`tw.<name>`), with
+Triton's meaning (integer `/` divides in float32, `//` and `%` truncate as C, bitcasts reinterpret
+bits), over tensors and python scalars. NAMESPACE is what translated code calls `tw`; a name missing
+from FUNCTIONS is reported as unsupported.
 """
 
 from __future__ import annotations
