@@ -1,9 +1,8 @@
 """Dimension order and collapsing, following TensorIterator. Pure Python over tuples.
 
-Dimensions are ordered from the operands' strides (outputs first, then inputs; a zero stride
-says nothing), allocated outputs get dense strides in that order, and neighbouring dims that
-are contiguous in every operand are merged. The collapsed task is returned outer-to-inner, so
-its last dim is the one the first operand walks fastest.
+Dims are ordered from the operands' strides (outputs first; a zero stride says nothing), allocated
+outputs get dense strides in that order, and neighbours contiguous in every operand are merged. The
+task is returned outer to inner.
 """
 
 from __future__ import annotations

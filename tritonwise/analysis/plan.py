@@ -178,11 +178,9 @@ def analyze_rows(
     config: CodeGenConfig,
     splittable: bool = False,
 ) -> TaskPlan:
-    """Plan a reduction along `dims` of the broadcast shape: the task is the kept dims (the rows)
-    then the reduced dims (the columns), each group collapsed among itself in the order the
-    operands' strides give; Tiling.m_dim is the number of kept task dims. An output is (shape,
-    strides) of the reduced result when given, None when allocated (dense, in the kept dims' order).
-    """
+    """Plan a reduction along `dims` of the broadcast shape: the task is the kept dims (rows) then
+    the reduced dims (columns), each group collapsed among itself; Tiling.m_dim is the number of
+    kept task dims. An output is (shape, strides) of the reduced result, or None when allocated."""
     shape = broadcast_shapes([s for s, _ in inputs])
     in_strides = [broadcast_strides(s, st, shape) for s, st in inputs]
     kept = [d for d in range(len(shape)) if d not in dims]

@@ -125,9 +125,9 @@ def build_spec(
     probe=None,
 ) -> KernelSpec:
     """`call` summarizes the arguments (frontend/summary.py); `reductions` holds a Reduction or None
-    per output (empty: no reductions). A given output of another dtype receives the result rounded to
-    the result dtype, then converted as torch converts (through float32 for 16-bit floats).
-    `probe` (see payload_values) tells the dtypes the payload returns, so agreeing ones are not cast."""
+    per output (empty: none). A given output of another dtype receives the result rounded, then
+    converted as torch converts; `probe` tells the dtypes the payload returns, so agreeing ones are
+    not cast."""
     params = list(_param_names(payload, len(call.inputs)))
     classes = iter(plan.stride_classes)
     inputs = []

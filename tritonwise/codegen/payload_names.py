@@ -1,10 +1,7 @@
 """What a generated file needs, besides triton and tl, to define its copy of the payload when it
-runs alone (`python FILE`): an import per module or importable object the payload's source
-names (`libdevice`, a helper of the user's package), the source of each @triton.jit helper
-defined in a script (`__main__`, which the file cannot import), and each constant's value.
-
-Inside tritonwise the file never runs these lines: the user's own payload is bound before the
-file runs, and the lines sit under the same `if` as the payload's copy.
+runs alone (`python FILE`): imports of the modules and objects the payload's source names, the
+source of @triton.jit helpers defined in `__main__`, and constants' values. Inside tritonwise these
+lines never run (they sit under the payload copy's `if`).
 """
 
 from __future__ import annotations
