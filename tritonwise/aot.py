@@ -82,9 +82,8 @@ def parse_dtypes(text: str) -> list:
 
 
 def _variants(fn, shape: tuple, dtype: torch.dtype) -> Iterator[tuple]:
-    """(args, collapse, outputs) for the calls generated for this shape: every operand of the shape
-    (as given outputs and allocated), a row broadcast, a transposed first operand. Tensors are
-    allocated, never written."""
+    """(args, collapse, outputs) of the calls generated for this shape: all of the shape (outputs
+    given and allocated), a row broadcast, a transposed first operand (never written)."""
     schema = fn.schema
 
     def args(make):
@@ -114,9 +113,8 @@ def _given_outputs(fn, meta_args: tuple) -> dict:
 
 
 def generate(target: str, shapes: list, dtypes: list, stream=None, targets: Sequence = ()) -> int:
-    """Write the files (and, for `targets`, the compiled kernels) for every function in `target`,
-    shape and dtype; returns the number of distinct files. GenerateError where nothing could be
-    generated or a file could not be written."""
+    """Write the files (and compiled kernels for `targets`) of every function in `target`; returns
+    how many distinct files. GenerateError where nothing was generated or a write failed."""
     stream = sys.stderr if stream is None else stream  # at call time: sys.stderr may be replaced
     jobs = [(name, fn, s, d) for name, fn in find_functions(target) for s in shapes for d in dtypes]
     written, skipped = set(), []

@@ -220,9 +220,8 @@ class PointwiseDynamicFunction:
         return self
 
     def register_backward(self, payload):
-        """Use the @triton.jit `payload` as the backward: it takes this function's arguments, one
-        gradient per output (then each max/min output's value) and returns each tensor input's
-        gradient."""
+        """Use the @triton.jit `payload` as the backward: this function's arguments and a gradient
+        per output (then each max/min output) in, each tensor input's gradient out."""
         self._backward_payload, self._backward = payload, None
         return self
 
@@ -235,9 +234,8 @@ class PointwiseDynamicFunction:
         return self._backward
 
     def explain_backward(self, *args, wrt=None):
-        """What the backward of a call with `args` runs, without launching
-        (autograd.BackwardExplanation); gradients of the inputs at `wrt` (default: every floating
-        tensor input)."""
+        """What the backward of a call runs, without launching (autograd.BackwardExplanation), for
+        the inputs at `wrt` (default: every floating tensor input)."""
         from .features import autograd
 
         return autograd.explain(self, args, wrt)
@@ -304,9 +302,8 @@ class PointwiseDynamicFunction:
         return self._planner.device(validation.python_scalars(args), self.outputs(kwargs))
 
     def generate(self, *args, collapse: bool = True, targets: Sequence = (), **kwargs):
-        """Write the generated file these arguments need, without launching, and its kernel compiled
-        for each of `targets` (runtime.kernels.parse_target) into the kernel store; returns the
-        file's path."""
+        """Write the file these arguments need, without launching, and its kernel compiled for each
+        of `targets` into the kernel store; returns the file's path."""
         outs = self.outputs(kwargs)
         if not targets:
             return self._planner.write_file(args, outs, collapse)

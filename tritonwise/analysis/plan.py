@@ -57,8 +57,7 @@ class TaskPlan:
 @dataclass(frozen=True)
 class SplitRows:
     """A reduction along dims with too few rows to fill the GPU, split in `parts` slices of its
-    outer reduced dim: the kernel writes a dense (parts, *rows) buffer of partials, combined into
-    the outputs (addressed by `out_row_strides`) afterwards."""
+    outer reduced dim into a dense (parts, *rows) buffer of partials, then combined."""
 
     parts: int
     rows: tuple
@@ -134,9 +133,8 @@ def geometry(inputs: Sequence[tuple], outputs: Sequence[Optional[tuple]], collap
 
 
 def _contiguous_task(inputs: Sequence[tuple], outputs: Sequence[Optional[tuple]]) -> Optional[tuple]:
-    """The common case without sorting or merging: inputs of one shape, all C-contiguous, more than
-    one element, outputs allocated: one flat dim, as the general path would give (a property test
-    compares the two). None for any other call."""
+    """The common case without sorting or merging (inputs of one shape, C-contiguous, outputs
+    allocated): one flat dim, as the general path would give; None for any other call."""
     if not inputs or any(o is not None for o in outputs):
         return None
     shape = inputs[0][0]

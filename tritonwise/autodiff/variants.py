@@ -16,9 +16,8 @@ from .linearize import Program, linearize
 
 
 def variant_source(source: str, name: str, outputs: tuple) -> Optional[str]:
-    """The source of `@triton.jit def name(...)`: the payload (its `source`) computing only the
-    values at positions `outputs`, in order; None where the payload is not straight-line code or
-    returns fewer values."""
+    """The source of `@triton.jit def name(...)` computing only the payload's values at `outputs`;
+    None where the payload is not straight-line code or returns fewer values."""
     try:
         program = linearize(source, f"payload {name}")
     except (NotDifferentiable, SyntaxError):

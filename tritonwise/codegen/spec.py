@@ -62,9 +62,8 @@ class InputSpec:
 
 @dataclass(frozen=True)
 class PayloadCall:
-    """One call of the payload: the outputs taken from it, and per input the triton dtypes the
-    loaded value is converted through first (empty: as loaded). Outputs whose conversions agree
-    share a call."""
+    """One call of the payload: the outputs it gives, and per input the triton dtypes its value is
+    converted through first (empty: as loaded)."""
 
     outputs: tuple  # output names
     converts: tuple  # per input: a tuple of triton dtype names

@@ -176,9 +176,8 @@ def input_gradients(fn, args: tuple, grads: tuple, extremes: list, wrt: tuple) -
 
 
 def gradients(reductions, args, grads, extremes, wanted, run, computed: tuple, ties) -> list:
-    """Per argument its gradient or None: `run(*args, *grads, *extremes)` gives the gradients of the
-    inputs at `computed`, `ties(k)(*args, extreme)` counts the elements equal to output k's max/min
-    (torch shares its gradient among them)."""
+    """Per argument its gradient or None, from `run(*args, *grads, *extremes)` and `ties(k)(*args,
+    extreme)` (the count of elements equal to output k's max/min, sharing its gradient)."""
     result = [None] * len(args)
     if run is None:
         return result

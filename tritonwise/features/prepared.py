@@ -41,9 +41,8 @@ def _c_contiguous(t) -> bool:
 
 
 def prepare_args(fn, args: tuple, kwargs: dict, skip_tensor_check: bool = False) -> tuple:
-    """(ndim, args, kwargs) for `fn.instantiate(ndim)(*args, **kwargs)`: FlagGems'
-    PointwiseDynamicFunction.prepare_args. Missing outputs are allocated (like the first tensor
-    of the task's shape, else C-contiguous), and every tensor and output is a StridedBuffer."""
+    """FlagGems' prepare_args: (ndim, args, kwargs) for `fn.instantiate(ndim)`, missing outputs
+    allocated (like the first tensor of the task's shape) and every tensor a StridedBuffer."""
     schema = fn.schema
     given = {k: v for k, v in kwargs.items() if v is not None and k in _output_names(schema)}
     if not skip_tensor_check:

@@ -52,9 +52,8 @@ _PYTHON_SCALARS = (int, float, bool)
 
 
 def _recorded_plain_call(args: tuple) -> bool:
-    """Whether every argument is a plain torch.Tensor or a Python scalar and a tensor requires
-    grad: no other route applies before autograd's (it is the one they would reach), so the
-    checks for buffers, NumPy scalars and subclasses are skipped."""
+    """Whether every argument is a plain tensor or scalar and a tensor requires grad: no route
+    applies before autograd's then, so the other checks are skipped."""
     tensors = [a for a in args if type(a) is torch.Tensor]
     if not any(t.requires_grad for t in tensors):
         return False

@@ -61,9 +61,8 @@ HALF_FLOATS = (torch.float16, torch.bfloat16)
 
 
 def _widen_alike(chains: list, args: Sequence) -> None:
-    """An input no promotion method names reaches the payload as it comes, except a 16-bit float
-    tensor beside a named input of its dtype that computes in float32: widened alike, so the payload
-    sees one dtype for both (FlagGems' angle names only `real` of (real, imag))."""
+    """An unnamed 16-bit float input beside a named one of its dtype that computes in float32 is
+    widened alike (FlagGems' angle names only `real`); other unnamed inputs come as they are."""
     widened = {_dtype_of(args[j]) for j, c in enumerate(chains) if c and c[-1] == torch.float32}
     for i, arg in enumerate(args):
         if chains[i] is None and isinstance(arg, torch.Tensor) and arg.dtype in HALF_FLOATS and arg.dtype in widened:
@@ -101,9 +100,8 @@ def _chain(dtype: Optional[torch.dtype], common, compute: torch.dtype) -> tuple:
 
 
 def check_unsigned_scalars(name: str, schema: FunctionSchema, args: Sequence) -> None:
-    """Raise, as torch does, where a python int in [2**63, 2**64) (uint64 to torch, which has no
-    uint64 promotion) decides a promotion's common dtype; beside numeric operands it wraps as in
-    torch."""
+    """Raise, as torch does, where a python int in [2**63, 2**64) (uint64, which torch cannot
+    promote) decides a common dtype; beside numeric operands it wraps as in torch."""
     for k in range(schema.num_outputs()):
         indices = schema.output_type(k)[:-1]
         common = (*indices, ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)  # torch checks before applying the kind

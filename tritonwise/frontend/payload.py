@@ -83,9 +83,8 @@ def inspect_payload(obj) -> Payload:
 
 
 def passed_through(source: str, params: list) -> tuple:
-    """Per returned value of a payload whose body is one `return` statement (a docstring
-    aside), the index of the parameter it returns unchanged, else None: `return x` is (0,),
-    `return x * 2, y` is (None, 1). () for any other body."""
+    """Per value a one-`return` payload returns, the index of the parameter returned unchanged, else
+    None (`return x * 2, y`: (None, 1)); () for any other body."""
     import ast
 
     try:

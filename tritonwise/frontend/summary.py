@@ -12,9 +12,8 @@ INT32_RANGE = (-(2**31), 2**31 - 1)
 
 @dataclass(frozen=True)
 class OperandSummary:
-    """A tensor input (its dtype) or a python scalar (its kind; `wide` for an int Triton passes
-    as 64-bit because it does not fit in 32; `unsigned` for one of 2**63 or more, which only an
-    unsigned 64-bit parameter holds)."""
+    """A tensor input (its dtype) or a python scalar (its kind; `wide`: an int passed as 64-bit;
+    `unsigned`: one of 2**63 or more)."""
 
     is_tensor: bool
     dtype: Optional[torch.dtype] = None

@@ -178,9 +178,8 @@ def has_internal_overlap(shape, strides) -> bool:
 
 
 def result_subclass(name: str, operands: Sequence) -> Optional[type]:
-    """The tensor subclass torch's default __torch_function__ gives the results of a call on
-    `operands` (None when there is none; Parameter, DTensor and FakeTensor give plain results); a
-    TypeError where no operand subclass derives from all the others, as in torch."""
+    """The subclass torch's default __torch_function__ gives the results on `operands` (None: none);
+    a TypeError where no operand subclass derives from all the others."""
     types = {type(a) for a in operands if isinstance(a, Tensor) and type(a) is not Tensor}
     types = {t for t in types if _default_function(t)}
     if not types:

@@ -156,9 +156,8 @@ def mul(input, other, *, out=None):
 
 
 def div(input, other, *, rounding_mode=None, out=None):
-    """torch.div with rounding_mode None (true division, INT_TO_FLOAT), "trunc" or "floor" (torch's
-    DEFAULT dtype and rounding; bool operands and an integral division by a python 0 raise). An
-    integer tensor element divided by 0 is not detected: its result is unspecified."""
+    """torch.div, rounding_mode None (INT_TO_FLOAT), "trunc" or "floor"; bool operands and integral
+    division by a python 0 raise, an integer tensor divided by 0 gives an unspecified result."""
     if rounding_mode is None:
         return TRUE_DIV(input, other, out0=out)
     fn = ROUNDED_DIV.get(rounding_mode)

@@ -94,9 +94,8 @@ class Binder:
         return load(path, spec.kernel_name, alias, self.payload, backend, self.variants.bindings(spec, alias))
 
     def kernel(self, call_class, args, outs, types, reductions, task: TaskPlan, interpreted, loads) -> Kernel:
-        """The spec, verified file and loaded launcher of a call, kept per call class and layout
-        class (`call_class` None: not kept). The generator's digest and the cache's location are
-        in the key too: an edited generator means new files, another cache directory its own copy."""
+        """The spec, verified file and loaded launcher of a call, kept per call class (None: not
+        kept), layout class, generator digest and cache location."""
         memo = None
         if call_class is not None:
             memo = (call_class, task.layout_class, interpreted, loads, generator_digest(), cache_location())
@@ -180,9 +179,8 @@ def _split_launch(task: TaskPlan, reductions: tuple) -> Optional[SplitLaunch]:
 
 
 def _default_dtype_decided(args: tuple, results: tuple) -> Optional[torch.dtype]:
-    """torch's default dtype when it may have decided a result dtype: a result of that dtype that
-    no sized tensor operand has (an int tensor times a python float, INT_TO_FLOAT on ints). A
-    false positive only costs the plan its fast path."""
+    """torch's default dtype where it may have decided a result dtype (one no sized tensor operand
+    has); a false positive only costs the plan its fast path."""
     default = torch.get_default_dtype()
     sized = {a.dtype for a in args if argcheck.is_tensor_like(a) and a.ndim}
     return default if default in results and default not in sized else None

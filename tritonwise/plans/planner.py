@@ -39,9 +39,8 @@ class Frontend:
 
 
 class Planner:
-    """The plans of one pointwise function and every memo behind them: `plans` (signature ->
-    LaunchPlan), `shape_programs`, `siblings`, the frontend per call class, the Reductions per
-    (class, rank) and the Binder's kernels per (call class, layout class)."""
+    """The plans of one pointwise function and every memo behind them: `plans`, `shape_programs`,
+    `siblings`, the frontend per call class, Reductions per (class, rank), the Binder's kernels."""
 
     def __init__(self, name: str, payload, schema, config: CodeGenConfig, reductions: tuple, deterministic: bool):
         self.name, self.payload, self.schema, self.config = name, payload, schema, config
@@ -159,9 +158,8 @@ class Planner:
         return self._layout_task(inputs, layouts, shape, reductions, _itemsize(tensors, front.types), collapse)
 
     def traced_task(self, args: tuple, outs: tuple, inputs: list, layouts: list) -> Optional[TaskPlan]:
-        """task() on symbolic (shape, strides) (plans/symbolic.py), the given outputs (`layouts`,
-        None where not given) checked as far as shape and strides go; None where one would be
-        refused."""
+        """task() on symbolic (shape, strides) (plans/symbolic.py), given outputs' `layouts` checked
+        as far as they go; None where one would be refused."""
         args = validation.python_scalars(args)
         front = self.frontend(args, outs)
         shape = self._task_shape(inputs, layouts)
@@ -221,8 +219,7 @@ class Planner:
 
     def copies(self, k: int) -> bool:
         """Whether output `k` is a copy of an argument: a given output then takes any dtype,
-        converted as torch's copy_ converts (FlagGems' to_copy and copy_ rely on it;
-        docs/flaggems_semantics.md)."""
+        converted as copy_ converts (FlagGems' to_copy and copy_; docs/flaggems_semantics.md)."""
         return self.payload.copies_input(k)
 
     def _payload_result(self, k: int, out_dtype, types, args):
@@ -239,9 +236,8 @@ class Planner:
 
 
 def call_class(args: tuple, outs: tuple) -> tuple:
-    """What validation, the device and promotion read of a call, nothing of its shapes or strides:
-    per operand its type, dtype, 0-d-ness and device; per scalar its type (and int width class);
-    which outputs are given; the default dtype. Two calls of one class get the same Frontend."""
+    """What validation, device and promotion read of a call, nothing of shapes or strides: operand
+    types, dtypes, 0-d-ness and devices, scalar kinds, given outputs, the default dtype."""
     return (
         torch.get_default_dtype(),
         tuple(_operand_class(a) for a in args),

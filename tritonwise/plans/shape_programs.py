@@ -81,9 +81,9 @@ class ShapePrograms:
 
 
 def trace(planner, tensors: list, args: tuple, outs: tuple, plan, positions: tuple) -> Optional[tuple]:
-    """((nodes, guards), the fields of launch.c's program()) of `plan`, traced on `tensors` ((sizes,
-    strides) per tensor input then given output); `positions`: the index values Triton specializes
-    on. None where the program would not reproduce the plan's launch."""
+    """((nodes, guards), launch.c's program() fields) of `plan`, traced on `tensors` ((sizes,
+    strides) per tensor input then given output), or None where it would not reproduce the plan's
+    launch."""
     tracer = Tracer()
     operands, first = [], 0
     for sizes, strides in tensors:

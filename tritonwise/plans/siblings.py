@@ -10,9 +10,8 @@ from ..runtime.kernels import Rebinding
 
 
 class Siblings:
-    """Plans grouped by call class and generated file: a later plan of a group launches through an
-    earlier one's launcher rebound. A group keeps the first plan of each specialization it has met
-    (sizes divisible by 16 or not), up to PER_GROUP."""
+    """Plans grouped by call class and generated file, keeping the first plan of each specialization
+    met (sizes divisible by 16 or not), up to PER_GROUP: a later plan takes its launcher rebound."""
 
     PER_GROUP = 8
 

@@ -1,6 +1,6 @@
-"""What the runtime reads of a call's arguments: the plan-cache key, dense extents, and the
-partial-overlap check made at launch. Validation of kinds, devices and given outputs is the
-frontend's (frontend/validation.py)."""
+"""What the runtime reads of a call's arguments: the plan-cache key, dense extents and the
+partial-overlap check (validation is frontend/validation.py's).
+"""
 
 from __future__ import annotations
 
@@ -15,9 +15,8 @@ Tensor = torch.Tensor
 
 
 def call_signature(args: Sequence, outs: Sequence = ()) -> tuple:
-    """What a launch plan depends on, cheap to build (every call): per operand its dtype, shape,
-    strides, device and 16-byte alignment; per scalar its type and int width class; which outputs
-    are given; per plain tensor whether it requires grad."""
+    """What a launch plan depends on, built every call: per operand dtype, shape, strides, device,
+    16-byte alignment (and requires_grad); per scalar type and int class; given outputs."""
     # _tensor_key written out: one call fewer per tensor on every call
     key = [
         (a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15, a.is_neg(), a.requires_grad)
@@ -48,9 +47,8 @@ INT32_RANGE = (-0x80000000, 0x7FFFFFFF)  # ints Triton passes as i32 (launch.c's
 
 
 def int_class(value: int):
-    """Triton passes an int argument as i32 when it fits, else i64 (u64 at 2**63 and above):
-    a kernel compiled for one width must not receive a value of another. Values beyond 64 bits
-    get a class of their own, so they never reach a cached plan (the generic path rejects them)."""
+    """Triton passes an int as i32 when it fits, else i64 (u64 from 2**63); values beyond 64 bits
+    get a class of their own, so they never reach a cached plan."""
     if INT32_RANGE[0] <= value <= INT32_RANGE[1]:
         return int
     if -(2**63) <= value < 2**63:

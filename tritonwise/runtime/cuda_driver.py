@@ -35,9 +35,8 @@ def error_text(code: int) -> str:
 
 
 def param_sizes(function: int) -> Optional[list]:
-    """Byte size of each kernel parameter of `function` (cuFuncGetParamInfo, CUDA 12.4+), or
-    None when this driver cannot tell. Asked once per function: every plan of a layout class
-    launches the same function, and a new shape's plan would otherwise ask again."""
+    """Byte size of each kernel parameter of `function` (cuFuncGetParamInfo, CUDA 12.4+), or None
+    when this driver cannot tell; asked once per function."""
     if function not in _param_sizes:
         _param_sizes[function] = _query_param_sizes(function)
     sizes = _param_sizes[function]
@@ -64,9 +63,8 @@ def _query_param_sizes(function: int) -> Optional[tuple]:
 
 
 def load_function(binary: bytes, name: str, device_index: int) -> int:
-    """The CUfunction `name` of the cubin `binary`, loaded into `device_index`'s primary context
-    (made current for this thread first) for the process's lifetime; kernels needing more than 48 KB
-    of shared memory are left to Triton."""
+    """The CUfunction `name` of the cubin `binary`, loaded for the process into `device_index`'s
+    primary context; kernels needing over 48 KB of shared memory are left to Triton."""
     lib, module, function = driver(), ctypes.c_void_p(), ctypes.c_void_p()
     make_primary_context_current(device_index)
     image = ctypes.create_string_buffer(binary, len(binary))

@@ -44,9 +44,8 @@ def restore_python_calls() -> None:
 
 
 def install_c_calls() -> dict:
-    """Give the served classes launch.c's C `__call__` (enabling the hit path first), whatever
-    tracing chose; returns the `__call__` each had, for restore_calls (tests that count Python
-    frames)."""
+    """Give the served classes launch.c's C `__call__` (enabling the hit path), whatever tracing
+    chose; returns the `__call__` each had, for restore_calls."""
     enable()
     module, before = native.launch_module(), {}
     for cls, fallback in _served_classes:
@@ -115,9 +114,8 @@ def configure(
 
 
 def record(shape: tuple, layouts: tuple, device: torch.device, launch, extents: tuple = ()) -> object:
-    """The launch record (launch.c's Record, hit.h) `plan.hit` holds: outputs of `shape` and
-    `layouts` ((strides, dtype) per output) on `device`, launched as `launch` (a launcher.CLaunch)
-    says; `extents`: arguments.dense_extent of each tensor input then output, for given outputs."""
+    """The typed launch record (hit.h's Record) `plan.hit` holds: outputs of `shape` and `layouts`
+    on `device`, launched as `launch` says; `extents` (dense_extent per tensor) for given outputs."""
     layouts = tuple((tuple(strides), dtype) for strides, dtype in layouts)
     packed = pack_extents(extents)
     fields = launch._asdict()

@@ -50,9 +50,8 @@ def device_target(device_index: int) -> tuple:
 
 
 def specialize(kernel, values: Sequence) -> tuple:
-    """(signature, divisible, constexprs) that Triton's JIT gives `kernel` called with `values`:
-    each parameter's (name, type), the indices marked divisible by 16, and (index, value) of the
-    compile-time values (an unannotated integer 1 becomes a constexpr)."""
+    """(signature, divisible, constexprs) Triton's JIT gives `kernel` called with `values`: (name,
+    type) per parameter, indices divisible by 16, (index, value) of compile-time values."""
     signature, divisible, constexprs = [], [], []
     for index, (param, value) in enumerate(zip(kernel.params, values)):
         kind, is_divisible = _parameter(param, value)
@@ -269,9 +268,8 @@ def _loadable() -> bool:
 
 
 def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
-    """Launch `plan` for the first time in this process; returns the launcher for its later calls:
-    launch.c over the stored binary, else Triton's own launcher (runtime/launcher.py). Triton's JIT
-    launches while profiler hooks are installed and for kernels the driver alone cannot start."""
+    """Launch `plan` the first time; returns the launcher for later calls: launch.c over the stored
+    binary, else Triton's (under profiler hooks, or where the driver alone cannot start it)."""
     kernel = _kernel_of(plan)
     tail, device, grid = plan.index_args + plan.constexprs, plan.device.index, plan.grid
     through_triton = _through_triton(plan)

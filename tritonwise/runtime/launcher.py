@@ -67,9 +67,8 @@ class CLaunch(NamedTuple):
 
 
 class KernelParameters:
-    """What the kernel takes, in order: the operands' C types, the fixed values (index arguments),
-    then the scratch pointers Triton appends (two since 3.5, passed as NULL). Worked out once per
-    kernel (`_layout`); each plan packs its own tail (`fixed_slots`)."""
+    """The kernel's parameters in order: operand C types, fixed values (index arguments), then
+    Triton's scratch pointers (NULL); worked out once per kernel, each plan packs its own tail."""
 
     def __init__(self, compiled, n_inputs: int, n_tail: int):
         self.operands, self._passed, self._slots = _layout(compiled, n_inputs, n_tail)

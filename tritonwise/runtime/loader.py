@@ -16,9 +16,8 @@ _modules: dict = {}
 
 
 def load(path: Path, kernel_name: str, alias: str, payload, backend: str, variants=None) -> types.ModuleType:
-    """The module of the generated file at `path`, with the payload bound as `alias` and each
-    of the payload's variants (autodiff/variants.py) under its own alias (`variants`: alias ->
-    @triton.jit function; the file decides which it calls, so it is loaded once either way)."""
+    """The module of the generated file at `path`, with the payload bound as `alias` and each of its
+    variants (`variants`: alias -> @triton.jit function) under its own."""
     key = (str(path), backend)
     module = _modules.get(key)
     if module is None:

@@ -16,9 +16,8 @@ from ..runtime import hit_path
 
 
 def let_dynamo_trace_c_calls() -> None:
-    """Once the hit path installs a C `__call__` in a process that has loaded dynamo, give dynamo
-    its traceable stand-in (hook.py); a dynamo that takes none for a method (torch before 2.13) gets
-    the classes' Python `__call__` back instead."""
+    """Give dynamo a traceable stand-in for an installed C `__call__` (hook.py); a dynamo that takes
+    none for a method (torch before 2.13) gets the Python `__call__` back instead."""
     if "torch._dynamo" not in sys.modules:
         return
     if polyfills_methods():

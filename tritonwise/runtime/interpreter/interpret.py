@@ -50,9 +50,8 @@ def _call_interpreted(self, *args, **kwargs):
 
 
 def int64_scalars(values) -> tuple:
-    """Python ints as the interpreter's int64 scalars, for an int64 kernel's index arguments: the
-    interpreter types ints by value and ignores `tl.int64` annotations, so a small stride would stay
-    int32 and `row * stride` would wrap (reading outside the tensor)."""
+    """Ints as the interpreter's int64 scalars for an int64 kernel's index arguments (it types ints
+    by value and ignores `tl.int64`, so `row * stride` would wrap)."""
     import numpy as np
     import triton.language as tl
     from triton.runtime.interpreter import TensorHandle

@@ -129,9 +129,8 @@ def create_fp_to_fp(original):
 
 
 def constant(name: str):
-    """builder.get_<name>: a constant of an emulated format, rounded once from the Python float
-    (as MLIR's FloatAttr is). Triton 3.6 asks the builder for fp8 constants, which its
-    interpreter lacks."""
+    """builder.get_<name>: an emulated format's constant, rounded once from the Python float (Triton
+    3.6 asks the builder for fp8 constants, which its interpreter lacks)."""
 
     def make(original):
         def patched(self, value):

@@ -73,9 +73,8 @@ def _restore_namespace(obj: object, before: dict) -> None:
 
 
 def _undo_lang_patching_on_exit(scope: PatchScope) -> None:
-    """Triton before 3.6 patches triton.language for good (`tl.where` stays a wrapper, which
-    autograd's rules and later GPU launches would see): record what it patches, so `scope` puts it
-    back as 3.6's own scope does."""
+    """Triton before 3.6 patches triton.language for good: record what it patches, so `scope` puts
+    it back as 3.6 does (else autograd's rules and GPU launches would see the wrappers)."""
     import triton.language as tl
 
     namespaces = [tl, tl.core, tl.math, tl.tensor, tl.dtype, getattr(tl.core, "tensor_descriptor_base", None)]

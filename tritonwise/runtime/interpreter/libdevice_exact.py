@@ -24,9 +24,8 @@ def _exact_sign(value, candidate) -> int:
 
 
 def directed(nearest: np.ndarray, error_sign, args: tuple, mode: str) -> np.ndarray:
-    """Move each round-to-nearest `nearest` to the neighbour that `mode` asks for.
-    `error_sign(candidate, *scalars)` is the sign of (exact result - candidate); elements with a
-    non-finite input keep the nearest result, which is then exact (inf, NaN)."""
+    """Move each round-to-nearest `nearest` to the neighbour `mode` asks for (`error_sign`: the sign
+    of exact - candidate); non-finite inputs keep the nearest result."""
     if mode == "rn":
         return nearest
     result = np.array(nearest, copy=True)

@@ -22,9 +22,8 @@ from .interpret import interpreted, interpreting
 
 
 def value_dtypes(fn, inputs: Sequence[tuple]) -> Optional[tuple]:
-    """The torch dtype of each value the Python payload `fn` returns, or None when it cannot be
-    told; `inputs`: per argument (torch dtype, None) for a tensor, (value, computation dtype) for a
-    scalar."""
+    """The torch dtype of each value the payload `fn` returns (None: cannot tell); `inputs`: (torch
+    dtype, None) per tensor, (value, computation dtype) per scalar."""
     import triton.language as tl
 
     try:
