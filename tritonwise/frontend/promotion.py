@@ -38,15 +38,13 @@ def parse_kind(kind) -> ELEMENTWISE_TYPE_PROMOTION_KIND:
 
 
 def promote(method: tuple, args: Sequence) -> tuple:
-    """(computation dtype, result dtype) of one output for a canonical `(i, j, ..., KIND)` `method`,
-    as `torch._prims_common.elementwise_dtypes` gives them."""
+    """(computation dtype, result dtype) of one output for a canonical `(i, j, ..., KIND)` `method`."""
     *indices, kind = method
     return elementwise_dtypes([args[i] for i in indices], kind)
 
 
 def elementwise_dtypes(operands: Sequence, kind: ELEMENTWISE_TYPE_PROMOTION_KIND) -> tuple:
-    """(computation dtype, result dtype) over python numbers and tensor-likes (anything with
-    `.dtype` and `.ndim`: tensors, StridedBuffers)."""
+    """(computation dtype, result dtype) over python numbers and anything with `.dtype` and `.ndim`."""
     highest = bool
     for x in operands:
         highest = get_higher_type(highest, type(x) if isinstance(x, Number) else dtype_to_type(x.dtype))

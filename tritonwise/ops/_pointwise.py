@@ -45,8 +45,7 @@ def require_number(op: str, name: str, arg) -> None:
 
 
 class Pointwise:
-    """A payload with its promotion methods, callable with tensors or scalars in any position
-    (outputs as `out0=`, ...; None: allocate)."""
+    """A payload with its promotion methods, callable with tensors or scalars anywhere (outputs as `out0=`, ...)."""
 
     def __init__(self, payload, promotion_methods: list):
         self._payload = payload

@@ -51,22 +51,19 @@ def _require_floating(op: str, input) -> None:
 
 
 def sigmoid(input, *, out=None):
-    """torch.sigmoid: 1 / (1 + exp(-input)). input: a bool, integer or floating tensor
-    (integers give the default float dtype, INT_TO_FLOAT)."""
+    """torch.sigmoid: 1 / (1 + exp(-input)); integers give the default float dtype (INT_TO_FLOAT)."""
     require_tensor("sigmoid", "input", input)
     return SIGMOID(input, out0=out)
 
 
 def silu(input, *, out=None):
-    """torch.nn.functional.silu: input / (1 + exp(-input)). input: a floating tensor
-    (integers raise, as torch's kernel); same dtype out."""
+    """torch.nn.functional.silu: input / (1 + exp(-input)) of a floating tensor (integers raise, as in torch)."""
     _require_floating("silu", input)
     return SILU(input, out0=out)
 
 
 def gelu(input, approximate="none", *, out=None):
-    """torch.nn.functional.gelu with approximate "none" (erf) or "tanh"; integers raise, as in
-    torch. The `out=` keyword is ours."""
+    """torch.nn.functional.gelu, approximate "none" (erf) or "tanh"; integers raise; `out=` is ours."""
     fn = GELU.get(approximate)
     if fn is None:
         raise RuntimeError("approximate argument must be either none or tanh.")

@@ -64,15 +64,13 @@ CLAMP = Pointwise(_clamp, [(0, 1, 2, "DEFAULT")])
 
 
 def eq(input, other, *, out=None):
-    """torch.eq: input == other as bool (NaN != NaN). input: a tensor; other: a tensor or a
-    python scalar; both compared in their promoted dtype."""
+    """torch.eq: input == other (a tensor or python scalar) in their promoted dtype, as bool."""
     require_tensor("eq", "input", input)
     return EQ(input, other, out0=out)
 
 
 def lt(input, other, *, out=None):
-    """torch.lt: input < other as bool (False with NaN). input: a tensor; other: a tensor or
-    a python scalar; both compared in their promoted dtype."""
+    """torch.lt: input < other (a tensor or python scalar) in their promoted dtype, as bool."""
     require_tensor("lt", "input", input)
     return LT(input, other, out0=out)
 

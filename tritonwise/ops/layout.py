@@ -52,8 +52,8 @@ def _reversed(t: torch.Tensor, dims: list) -> StridedBuffer:
 
 
 def flip(input, dims):
-    """torch.flip: a copy of `input` reversed along `dims`, keeping input's layout when it is dense
-    (as torch's empty_like), else C-contiguous."""
+    """torch.flip: `input` reversed along `dims`, keeping a dense input's layout (as empty_like),
+    else C-contiguous."""
     require_tensor("flip", "input", input)
     dims = _wrap_dims(dims, input.ndim)
     out = torch.empty_like(input)

@@ -58,14 +58,12 @@ def neg(input, *, out=None):
 
 
 def sin(input, *, out=None):
-    """torch.sin. input: a bool, integer or floating tensor; integers give the default float
-    dtype (INT_TO_FLOAT), fp16/bf16 are computed in fp32."""
+    """torch.sin: integers give the default float dtype (INT_TO_FLOAT), 16-bit floats compute in fp32."""
     require_tensor("sin", "input", input)
     return SIN(input, out0=out)
 
 
 def exp(input, *, out=None):
-    """torch.exp. input: a bool, integer or floating tensor; integers give the default float
-    dtype (INT_TO_FLOAT), fp16/bf16 are computed in fp32."""
+    """torch.exp: integers give the default float dtype (INT_TO_FLOAT), 16-bit floats compute in fp32."""
     require_tensor("exp", "input", input)
     return EXP(input, out0=out)

@@ -95,7 +95,7 @@ class Binder:
 
     def kernel(self, call_class, args, outs, types, reductions, task: TaskPlan, interpreted, loads) -> Kernel:
         """The spec, verified file and loaded launcher of a call, kept per call class (None: not
-        kept), layout class, generator digest and cache location."""
+        kept) and layout class."""
         memo = None
         if call_class is not None:
             memo = (call_class, task.layout_class, interpreted, loads, generator_digest(), cache_location())
@@ -164,8 +164,7 @@ def cached_file(spec):
 
 
 def _extents(shape: tuple, out_strides: tuple, outs: tuple) -> tuple:
-    """The dense extent of each given output over the outputs' shape (None: not given, or
-    written by a full reduction)."""
+    """The dense extent of each given output over the outputs' shape (None: not given, or fully reduced)."""
     return tuple(None if o is None or s is None else argcheck.dense_extent(shape, s) for o, s in zip(outs, out_strides))
 
 

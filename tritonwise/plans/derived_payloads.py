@@ -53,8 +53,7 @@ def _load(path, globals_: dict):
 
 
 class PayloadVariants:
-    """The variants of one payload (autodiff/variants.py) that its generated kernels call, each
-    derived once, in its own file."""
+    """The variants of one payload (autodiff/variants.py) its kernels call, each derived once into its own file."""
 
     HOW = "keeping the statements those outputs need (tritonwise/autodiff/variants.py)"
 

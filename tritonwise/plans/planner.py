@@ -62,8 +62,7 @@ class Planner:
         return self.binder.bind(args, outs, front.types, reductions, task, front.device, front.key)
 
     def rung(self, args: tuple, outs: tuple) -> str:
-        """Which rung of the ladder would serve a call now: "plan cache" (a plan of its
-        signature), "shape program" (a program of its class, in C) or "planner" (a new plan)."""
+        """The ladder's rung that would serve a call now: "plan cache", "shape program" or "planner"."""
         key = argcheck.call_signature(args, outs)
         plan = self.plans.by_key.get(key)
         if plan is not None and plan.serves_default_dtype():
@@ -91,8 +90,8 @@ class Planner:
         ]
 
     def write_file(self, args: tuple, outs: tuple, collapse: bool, note: bool = False):
-        """The generated file a call needs, written into the cache if missing (`note`: and kept
-        as its rank's KernelInfo); nothing is loaded or launched."""
+        """The generated file a call needs, written if missing (`note`: kept as its rank's
+        KernelInfo); nothing runs."""
         types, reductions, task, _ = self.analyze(args, outs, collapse)
         spec = self.binder.spec(args, outs, types, reductions, task)
         return self.binder.note_file(spec, task) if note else cached_file(spec)
@@ -107,8 +106,8 @@ class Planner:
         return plan.path
 
     def frontend(self, args: tuple, outs: tuple) -> Frontend:
-        """Validation, the device and promotion: functions of the call class alone, kept per class
-        (a call that fails them stores nothing)."""
+        """Validation, device and promotion: functions of the call class alone, kept per class
+        (failures store nothing)."""
         key = call_class(args, outs)
         front = self._frontends.get(key)
         if front is None:
@@ -202,8 +201,7 @@ class Planner:
                 validation.check_output(self.name, k, out, expected, dtype, front.device)
 
     def reductions_for(self, front: Frontend, shape: tuple) -> tuple:
-        """The call's Reductions: those along dims resolve their dims against the task's rank
-        (the frontend, kept per call class, knows no shapes)."""
+        """The call's Reductions, those along dims resolved against the task's rank."""
         if not self.along_dims:
             return front.reductions
         key = (front.key, len(shape))

@@ -37,8 +37,7 @@ class ShapePrograms:
         self._identities: dict = {}  # class -> (nodes, guards) of each of its programs
 
     def publish(self, key: tuple, args: tuple, outs: tuple, plan) -> None:
-        """Trace `plan` (built for the call `key` on `args` and the given `outs`, launched through
-        launch.c) into a program of its class, unless that program is there already."""
+        """Trace `plan` (built and launched through launch.c for `key`) into a program of its class, unless there."""
         if plan.hit is None or plan.split is not None or plan.default_dtype is not None:
             return
         if not hit_path.serves_new_shapes():
@@ -67,8 +66,7 @@ class ShapePrograms:
         self.programs.setdefault(cls, []).append(program)
 
     def serve(self, key: tuple, n_args: int) -> bool:
-        """Whether a program of its class would serve the call `key` (`n_args` arguments): what
-        hit() decides for it, asked from Python (explain())."""
+        """Whether a program of its class would serve the call `key`, as hit() decides (for explain())."""
         if not self.programs or hit_path.entry is None:
             return False
         module = native.launch_module()
@@ -145,8 +143,7 @@ def trace(planner, tensors: list, args: tuple, outs: tuple, plan, positions: tup
 
 
 def _extents(inputs: list, layouts: list) -> list:
-    """The dense extent of each tensor input then given output (binder.py's in_extents and
-    out_extents), for the overlap check; nothing where the call gives no output."""
+    """The dense extent of each tensor input then given output; nothing where the call gives no output."""
     if all(layout is None for layout in layouts):
         return []
     return [dense_extent(*op) for op in inputs] + [layout and dense_extent(*layout) for layout in layouts]

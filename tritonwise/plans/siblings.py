@@ -19,8 +19,7 @@ class Siblings:
         self._groups: dict = {}
 
     def adopt(self, key: tuple, plan) -> None:
-        """Give `plan` (just built for the call `key`) a rebound launcher, or keep it as the
-        first of its specialization in its group."""
+        """Give `plan` (built for the call `key`) a rebound launcher, or keep it as its specialization's first."""
         if plan.device.type != "cuda" or plan.interpreted or plan.spec is None:
             return  # nothing launches through launch.c
         if not plan.allocates_and_launches:

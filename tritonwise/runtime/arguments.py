@@ -60,8 +60,7 @@ _FIELDS = ("dtype", "shape", "strides", "device", "16-byte alignment", "negative
 
 
 def describe_values(values: Sequence) -> str:
-    """Operands as a readable signature: `float32[5, 3] strides (3, 1)` for a tensor, the type
-    name for a scalar."""
+    """Operands as a readable signature: `float32[5, 3] strides (3, 1)`, or a scalar's type name."""
     return ", ".join(
         f"{str(v.dtype).removeprefix('torch.')}[{', '.join(map(str, v.shape))}] strides {tuple(v.stride())}"
         if is_tensor_like(v)

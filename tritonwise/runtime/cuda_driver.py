@@ -35,8 +35,7 @@ def error_text(code: int) -> str:
 
 
 def param_sizes(function: int) -> Optional[list]:
-    """Byte size of each kernel parameter of `function` (cuFuncGetParamInfo, CUDA 12.4+), or None
-    when this driver cannot tell; asked once per function."""
+    """Byte size of each kernel parameter of `function` (CUDA 12.4+), or None when this driver cannot tell."""
     if function not in _param_sizes:
         _param_sizes[function] = _query_param_sizes(function)
     sizes = _param_sizes[function]

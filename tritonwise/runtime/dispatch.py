@@ -32,8 +32,7 @@ _COMBINE = {"sum": torch.sum, "max": torch.amax, "min": torch.amin}
 
 @dataclass(frozen=True)
 class SplitLaunch:
-    """A split reduction (analysis/plan.py SplitRows): the kernel writes a dense (parts, *rows)
-    buffer of partials per output, which torch combines (deterministically) into the outputs."""
+    """A split reduction (SplitRows): the kernel writes partials per output, which torch combines into the outputs."""
 
     parts: int
     rows: tuple
@@ -78,20 +77,18 @@ class LaunchPlan:
     hit: object = None  # launch.c's Record: what hit() reads to serve this plan (runtime/hit_path.py)
 
     def serves_default_dtype(self) -> bool:
-        """Whether calls made under torch's current default dtype may take this plan (see
-        `default_dtype`)."""
+        """Whether calls under torch's current default dtype may take this plan (see `default_dtype`)."""
         return self.default_dtype is None or self.default_dtype == torch.get_default_dtype()
 
     @property
     def allocates_and_launches(self) -> bool:
-        """Whether a call is just outputs allocated and one launch: no reductions, no split
-        partials to combine, no 0-d CPU scalars to move first."""
+        """Whether a call is just allocation and one launch: no reductions, split partials or 0-d
+        CPU scalars to move."""
         return not (self.reductions or self.split is not None or self.to_device)
 
     @staticmethod
     def task_fields(task) -> dict:
-        """What a plan takes from its task (analysis.plan.TaskPlan) besides the index arguments:
-        the grid, the element count, the block (the constexpr values) and its warps."""
+        """What a plan takes from its TaskPlan besides the index arguments: grid, element count, block and warps."""
         tiling = task.tiling
         return dict(grid=task.grid, numel=task.numel, constexprs=tuple(tiling.block), num_warps=tiling.num_warps)
 
@@ -111,8 +108,8 @@ class LaunchPlan:
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def kernel_values(self, args: tuple, outs: tuple) -> tuple:
-        """Every argument the kernel receives for a call, outputs allocated as a launch would: what
-        ahead-of-time compilation specializes on."""
+        """Every argument the kernel receives for a call, outputs allocated: what ahead-of-time
+        compiling specializes on."""
         if self.split is not None:
             buffers = self.split.buffers(self.device)
         else:
@@ -200,8 +197,7 @@ class LaunchPlan:
 
     @contextlib.contextmanager
     def _payload_errors(self, action: str):
-        """Re-raise what Triton reports about the generated kernel as one PayloadError naming the
-        payload, the number of values it must return, and the generated file."""
+        """Re-raise Triton's errors about the generated kernel as one PayloadError naming payload, arity and file."""
         try:
             yield
         except FrozenError:
@@ -223,8 +219,7 @@ class LaunchPlan:
             ) from e
 
     def _fast_call(self) -> Optional[Callable]:
-        """The whole hit path for calls that give no outputs, built once: allocate, launch. A
-        plan of no elements has none (nor a C hit record): run() allocates and launches nothing."""
+        """Allocate and launch, built once, for calls giving no outputs; None for a plan of no elements."""
         if self.direct is None or not self.numel or not self.allocates_and_launches or self.default_dtype is not None:
             return None
         direct, shape, device, empty = self.direct, self.out_shape, self.device, torch.empty_strided

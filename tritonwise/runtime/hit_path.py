@@ -29,8 +29,8 @@ installed_listeners: list = []  # callables run after a C __call__ is installed 
 
 
 def serve_calls_of(cls, fallback: Callable) -> None:
-    """Once the hit path is enabled, `cls.__call__` becomes launch.c's C method (call.h); what it
-    does not serve goes on as `fallback(function, args, kwargs, key)`, key the signature or None."""
+    """Once the hit path is on, `cls.__call__` is call.h's C method; the rest goes to `fallback(fn,
+    args, kwargs, key)`."""
     _served_classes.append((cls, fallback))
     _python_calls[cls] = cls.__dict__["__call__"]
     if entry is not None:
@@ -38,14 +38,13 @@ def serve_calls_of(cls, fallback: Callable) -> None:
 
 
 def restore_python_calls() -> None:
-    """Give the served classes their Python `__call__` back: it still asks hit() first, through
-    one Python frame. For a torch.compile that cannot trace a C method (tracing/__init__.py)."""
+    """Give the served classes their Python `__call__` back (for a torch.compile that cannot trace a C method)."""
     restore_calls(_python_calls)
 
 
 def install_c_calls() -> dict:
-    """Give the served classes launch.c's C `__call__` (enabling the hit path), whatever tracing
-    chose; returns the `__call__` each had, for restore_calls."""
+    """Give the served classes the C `__call__` whatever tracing chose; returns the previous ones
+    for restore_calls."""
     enable()
     module, before = native.launch_module(), {}
     for cls, fallback in _served_classes:
@@ -73,14 +72,12 @@ def served_classes() -> list:
 
 
 def serves_new_shapes() -> bool:
-    """Whether shape programs are published, so C launches new shapes with no plan
-    (TRITONWISE_C_NEW_SHAPES=0: every new shape is planned in Python)."""
+    """Whether shape programs are published (TRITONWISE_C_NEW_SHAPES=0: every new shape is planned in Python)."""
     return os.environ.get("TRITONWISE_C_NEW_SHAPES", "1") != "0"
 
 
 def enable() -> None:
-    """Give launch.c's hit() the objects it calls, publish it as `entry`, and hand the classes
-    registered with serve_calls_of their C __call__."""
+    """Configure launch.c's hit(), publish it as `entry`, and install the served classes' C __call__."""
     global entry
     if entry is None:
         module = native.launch_module()
@@ -123,8 +120,7 @@ def record(shape: tuple, layouts: tuple, device: torch.device, launch, extents: 
 
 
 def call_tables(plan_cache, programs: dict, outputs: dict) -> object:
-    """What call.h's __call__ reads of a function (launch.c's typed CallTables): its PlanCache
-    (which counts the hits), the cache's dict, its shape programs and its output names."""
+    """What call.h's __call__ reads of a function: launch.c's CallTables over its plans, programs and output names."""
     module = native.launch_module()
     return module.call_tables(plan_cache=plan_cache, plans=plan_cache.by_key, programs=programs, outputs=outputs)
 

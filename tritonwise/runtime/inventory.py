@@ -77,8 +77,7 @@ class Cleared:
 
 
 def clear(directory: Path) -> Cleared:
-    """Remove tritonwise's files from `directory` (and then its emptied `kernels/` and `probes/`
-    subdirectories); everything else stays."""
+    """Remove tritonwise's files from `directory` (then its emptied `kernels/` and `probes/`); nothing else."""
     result = Cleared()
     cache._verified.clear()
     for kind, paths in (("files", generated_files(directory)), ("kernels", kernels(directory)), ("probes", probes(directory))):
@@ -121,8 +120,7 @@ def function_of(path: Path) -> str:
 
 
 def stats(directory: Path) -> dict:
-    """Files, bytes, files per function, stored kernels, probe results, and how often a file
-    was written or reused."""
+    """Files, bytes, files per function, stored kernels, probe results, and file writes and reuses."""
     files = generated_files(directory)
     per_function: dict = {}
     for f in files:

@@ -77,8 +77,7 @@ def save(kernel: StoredKernel) -> Path:
 
 
 def load(identity: KernelIdentity) -> Optional[StoredKernel]:
-    """The stored kernel for `identity` from the first trusted directory holding a verified entry
-    for it; None when none does."""
+    """The stored kernel for `identity` from the first trusted directory holding a verified entry, or None."""
     for directory in cache.search_dirs():
         path = directory / identity.entry_name
         if not cache.trusted_entry(directory, path):

@@ -114,8 +114,7 @@ def _backend(target: tuple):
 
 
 def parsed_options(target: tuple, options: dict) -> tuple:
-    """The backend's options as sorted (name, value) pairs; library paths by file name only, so a
-    binary built in one installation is found from another."""
+    """The backend's options as sorted (name, value) pairs, library paths by file name only (portable binaries)."""
     parsed = _backend(target).parse_options(dict(options)).__dict__
     pairs = []
     for name, value in sorted(parsed.items()):
@@ -126,8 +125,7 @@ def parsed_options(target: tuple, options: dict) -> tuple:
 
 
 def compile_env() -> tuple:
-    """Environment that changes what Triton compiles: the variables Triton's cache treats as
-    invalidating, and tool paths (TRITON_PTXAS_PATH and the like)."""
+    """Environment variables that change what Triton compiles (its cache's invalidating ones, tool paths)."""
     from triton._C.libtriton import get_cache_invalidating_env_vars
 
     env = dict(get_cache_invalidating_env_vars())
@@ -136,8 +134,7 @@ def compile_env() -> tuple:
 
 
 def identity(file_name: str, kernel, values: Sequence, num_warps: int, target: tuple) -> KernelIdentity:
-    """Everything that changes the binary of `kernel` (from the generated file `file_name`)
-    launched with `values` on `target`."""
+    """Everything that changes the binary of `kernel` (of the file `file_name`) launched with `values` on `target`."""
     import triton
 
     signature, divisible, constexprs = specialize(kernel, values)
@@ -211,8 +208,7 @@ def stored_or_compiled(kernel, ident: KernelIdentity) -> StoredKernel:
 
 
 class LoadedKernel:
-    """A stored kernel loaded on one device, with the attributes of Triton's CompiledKernel that
-    runtime/launcher.py reads (name, function, metadata, src.signature)."""
+    """A stored kernel loaded on one device, with the CompiledKernel attributes runtime/launcher.py reads."""
 
     def __init__(self, stored: StoredKernel, function: int):
         self.name, self.function = stored.name, function
@@ -221,8 +217,7 @@ class LoadedKernel:
 
 
 def loaded(file_name: str, kernel, values: Sequence, num_warps: int, device_index: int) -> Optional[LoadedKernel]:
-    """The kernel for this launch loaded with the driver on CUDA device `device_index` (compiled
-    into the store first if missing); None where it needs more than 48 KB of shared memory."""
+    """The kernel for this launch loaded on CUDA device `device_index` (stored first if missing), or None."""
     fast_key = (kernel, specialize(kernel, values), tuple(jit_options(kernel, num_warps).items()), device_index)
     found = _specialized.get(fast_key)
     if found is not None:
@@ -242,8 +237,7 @@ def loaded(file_name: str, kernel, values: Sequence, num_warps: int, device_inde
 
 
 def compile_ahead(file_name: str, kernel, values: Sequence, num_warps: int, targets: Sequence) -> int:
-    """Store `kernel` (of the generated file `file_name`) compiled for each target, specialized
-    on `values` as a launch with them would be; returns how many were not stored yet."""
+    """Store `kernel` compiled for each target, specialized on `values`; returns how many were not stored yet."""
     missing = 0
     for target in targets:
         ident = identity(file_name, kernel, values, num_warps, target)
@@ -260,8 +254,7 @@ def store_enabled() -> bool:
 
 
 def _loadable() -> bool:
-    """Whether this process can load binaries itself (the CUDA driver): launch.c's launcher
-    then starts them (own_launcher), once built."""
+    """Whether this process can load binaries itself (the CUDA driver), for launch.c's launcher to start."""
     import torch
 
     return torch.version.hip is None and cuda_driver.driver() is not None
@@ -302,8 +295,7 @@ class Rebinding:
             self._classes = [_parameter(param, template.index_args[k]) for k, param in self._specialized]
 
     def value_positions(self) -> Optional[tuple]:
-        """Positions among the index arguments of those Triton specializes on their values; None
-        where no plan can be rebound (no launch.c launcher, a value-specialized scalar)."""
+        """Positions of the index arguments Triton specializes on their values; None where no plan can be rebound."""
         if self._rebind is None or self._specialized is None:
             return None
         return tuple(k for k, _ in self._specialized)
@@ -336,8 +328,7 @@ def _through_triton(plan) -> Callable:
 
 
 def _value_specialized_tail(kernel, plan) -> Optional[list]:
-    """(index argument position, parameter) for each index argument of `plan` that Triton
-    specializes on its value; None where a payload scalar is."""
+    """(position, parameter) of each value-specialized index argument of `plan`; None where a payload scalar is."""
     n_args = len(plan.spec.inputs)
     n_operands = n_args + len(plan.out_dtypes)
     pointers = set(plan.tensor_positions) | set(range(n_args, n_operands))
@@ -349,7 +340,7 @@ def _value_specialized_tail(kernel, plan) -> Optional[list]:
 
 
 def _never_value_specialized(param) -> bool:
-    """Triton types such a parameter by its annotation or (ints) by its width, which a call
-    signature holds, and specializes it on nothing else."""
+    """Triton types such a parameter by annotation or int width (both in the signature) and
+    specializes it on nothing."""
     annotation = param.annotation_type
     return param.do_not_specialize or annotation == "u1" or annotation[:2] in ("fp", "bf")

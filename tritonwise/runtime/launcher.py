@@ -77,8 +77,8 @@ class KernelParameters:
         return "".join(kind for _, kind in self.operands).encode()
 
     def fixed_slots(self, tail: tuple) -> bytes:
-        """The tail's passed values and the scratch pointers, one little-endian 8-byte slot
-        each; a value that does not fit its parameter raises ValueError."""
+        """The tail's passed values and the scratch pointers, one 8-byte slot each; ValueError where
+        one does not fit."""
         try:
             return self._slots.pack(*[tail[k] for k in self._passed])
         except (struct.error, OverflowError) as e:
@@ -102,8 +102,7 @@ _SLOT = {
 
 
 def _layout(compiled, n_inputs: int, n_tail: int) -> tuple:
-    """(operand (ctype, kind) list, the tail positions passed (not constexpr), the struct that
-    packs those values and the scratch slots)."""
+    """(operands' (ctype, kind), the tail positions passed, the struct packing them and the scratch slots)."""
     key = (id(compiled), n_inputs, n_tail)
     found = _layouts.get(key)
     if found is not None and found[0] is compiled:
@@ -132,8 +131,8 @@ def _c_type(t: str) -> tuple:
 
 
 def _launchable(compiled) -> bool:
-    """Whether cuLaunchKernel alone starts this kernel as Triton would: one CTA per cluster,
-    no cooperative or programmatic-dependent launch, no scratch memory to allocate."""
+    """Whether cuLaunchKernel alone starts this kernel as Triton would (one CTA a cluster, no
+    special launch, no scratch)."""
     meta = compiled.metadata
     return (
         getattr(meta, "num_ctas", 1) == 1

@@ -16,8 +16,7 @@ _modules: dict = {}
 
 
 def load(path: Path, kernel_name: str, alias: str, payload, backend: str, variants=None) -> types.ModuleType:
-    """The module of the generated file at `path`, with the payload bound as `alias` and each of its
-    variants (`variants`: alias -> @triton.jit function) under its own."""
+    """The module of the file at `path`, the payload bound as `alias` and each variant under its own alias."""
     key = (str(path), backend)
     module = _modules.get(key)
     if module is None:

@@ -48,8 +48,7 @@ class BuildFailed(OSError):
 
 
 def report_build_failure(what: str, fallback: str, error: BaseException) -> None:
-    """Warn once per process that the fast path `what` could not be built and why (the compiler's
-    first error line); the full output goes to the debug log."""
+    """Warn once per process that `what` could not be built, naming the compiler's first error line."""
     logger.debug("tritonwise: building %s failed: %s", what, error)
     if what in _reported:
         return
@@ -135,8 +134,7 @@ def build(name: str, sources: list, compiler, flags: list, depends_on: bytes = b
 
 
 def _file_name(name: str, sources: list, flags: list, depends_on: bytes = b"") -> str:
-    """Where module `name` is kept in the cache: named by its sources, flags, interpreter and
-    `depends_on`."""
+    """Where module `name` is kept: named by its sources, flags, interpreter and `depends_on`."""
     content = b"".join(path.read_bytes() for path in sources) + b" ".join(f.encode() for f in flags) + depends_on
     tag = hashlib.sha256(content + sys.version.encode() + sysconfig.get_platform().encode()).hexdigest()[:16]
     return f"native/{name}_{tag}{importlib.machinery.EXTENSION_SUFFIXES[0]}"

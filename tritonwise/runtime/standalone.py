@@ -73,8 +73,7 @@ def launcher(launch, layout: dict, device: torch.device):
 
 
 def _task_shape(rank: int, budget: int, aligned: bool) -> tuple:
-    """Equal extents filling about `budget` elements: multiples of 16 for an aligned class, odd
-    (never a multiple of 16) otherwise."""
+    """Equal extents filling about `budget` elements: multiples of 16 for an aligned class, odd otherwise."""
     if not rank:
         return ()
     side = max(3, round(budget ** (1 / rank)))

@@ -31,8 +31,7 @@ def directory_problem(path: Path, uid: Optional[int] = None) -> Optional[str]:
 
 
 def entry_problem(directory: Path, path: Path, uid: Optional[int] = None) -> Optional[str]:
-    """Why the file `path` (or a directory between it and the trusted `directory`) cannot be
-    trusted, or None; components that do not exist are no problem (nothing to load)."""
+    """Why `path` (or a directory between it and the trusted `directory`) cannot be trusted, or None."""
     uid = os.geteuid() if uid is None else uid
     node = path
     while node != directory and directory in node.parents:

@@ -29,8 +29,7 @@ def let_dynamo_trace_c_calls() -> None:
 
 
 def polyfills_methods() -> bool:
-    """Whether this torch's dynamo traces a polyfill given for a C method of a user class
-    (seen with 2.13 and 2.14; 2.11 refuses the call)."""
+    """Whether this dynamo traces a polyfill given for a user class's C method (2.13 and 2.14 do; 2.11 refuses)."""
     return tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 13)
 
 
@@ -42,8 +41,7 @@ _keys = itertools.count()
 
 
 def register(fn) -> int:
-    """A constant that names `fn` to functions dynamo runs instead of tracing
-    (assume_constant_result takes constants only, not the function object)."""
+    """A constant naming `fn` to functions dynamo runs instead of tracing (assume_constant_result takes constants)."""
     key = next(_keys)
     _functions[key] = fn
     return key

@@ -41,8 +41,7 @@ class CallRule:
 
 
 def expression_of(fn) -> TorchExpression:
-    """The torch expression of the PointwiseDynamicFunction `fn`'s payload; raises
-    UnsupportedConstruct naming what stops it."""
+    """The torch expression of `fn`'s payload; raises UnsupportedConstruct naming what stops it."""
     schema, payload = fn.schema, fn.payload_info
     if payload.variadic:
         raise UnsupportedConstruct(f"payload {payload.qualname}: `*args` parameters have no torch translation")
@@ -53,8 +52,7 @@ def expression_of(fn) -> TorchExpression:
 
 
 def _load(translation: Translation, qualname: str) -> Callable:
-    """The translated functions, compiled under a file name of their own (shown by tracebacks
-    and by torch.compile's logs, which read the text through linecache)."""
+    """The translated functions, compiled under a file name of their own (for tracebacks and torch.compile logs)."""
     filename = f"<tritonwise torch expression of {qualname}>"
     linecache.cache[filename] = (len(translation.source), None, translation.source.splitlines(True), filename)
     namespace = {"tw": language.NAMESPACE, "torch": torch}
@@ -183,8 +181,8 @@ def status(fn) -> str:
 
 
 def evaluate(fn, args: tuple, outs: tuple = ()):
-    """The call `fn(*args, out0=..., ...)` computed by its torch expression, eagerly (what
-    torch.compile traces); raises UnsupportedConstruct where there is none."""
+    """`fn(*args, out0=...)` computed eagerly by its torch expression (what torch.compile traces),
+    or UnsupportedConstruct."""
     found = expression_or_reason(fn)
     if isinstance(found, str):
         raise UnsupportedConstruct(found)

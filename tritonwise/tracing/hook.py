@@ -23,8 +23,7 @@ NOT_TRACED = object()
 
 
 def compiled_call(fn, call, args: tuple, kwargs: dict):
-    """What dynamo traces for `call(*args, **kwargs)` (`call` is `fn` or one of its
-    instantiations): the torch expression, else the call itself outside the graph."""
+    """What dynamo traces for `call(*args, **kwargs)`: the torch expression, else the call outside the graph."""
     traced = traced_call(fn, args, kwargs)
     return _opaque(call, args, kwargs) if traced is NOT_TRACED else traced
 
@@ -75,8 +74,7 @@ def _prepared(key: int, call: tuple, rank: int):
 
 
 def kernels_under_compile() -> bool:
-    """TRITONWISE_OPAQUE_UNDER_COMPILE=1 keeps our kernels under torch.compile (opaque calls, as
-    before the torch expressions), read when a graph is traced: to compare the two."""
+    """TRITONWISE_OPAQUE_UNDER_COMPILE=1 keeps our kernels (opaque calls) under torch.compile, to compare the two."""
     return os.environ.get("TRITONWISE_OPAQUE_UNDER_COMPILE") == "1"
 
 

@@ -40,8 +40,7 @@ class Translation:
 
 
 def translate(fn, static_params: frozenset = frozenset()) -> Translation:
-    """The torch translation of the plain function `fn` underneath a @triton.jit payload; its
-    parameters named in `static_params` are python scalars (an `if` may test them)."""
+    """The torch translation of the function under a @triton.jit payload; `static_params` are python scalars."""
     functions: dict = {}
     name = _Function(fn, functions, static_params).translate()
     return Translation(name, "\n\n".join(functions.values()) + "\n")

@@ -21,8 +21,7 @@ _rewritten: dict = {}
 
 
 def runs_interpreted(device) -> bool:
-    """Whether a launch on `device` runs in the interpreter: CPU tensors always, every device under
-    TRITON_INTERPRET=1."""
+    """Whether a launch on `device` runs in the interpreter: CPU always, any device under TRITON_INTERPRET=1."""
     if device.type == "cpu":
         return True
     try:
@@ -66,8 +65,7 @@ def _index(self) -> int:
 
 @contextlib.contextmanager
 def _scalar_index(interpreter):
-    """Let __index__ of the interpreter's scalar tensors take the element: Triton 3.6 calls
-    `int(array)`, which NumPy 2 refuses for one-element 1-d arrays (grid-stride loops need it)."""
+    """Let __index__ of interpreter scalar tensors take the element (Triton 3.6's `int(array)` fails on NumPy 2)."""
     patch_tensor = getattr(interpreter, "_patch_lang_tensor", None)
     if patch_tensor is None:
         yield
@@ -89,8 +87,7 @@ def _scalar_index(interpreter):
 
 @contextlib.contextmanager
 def _bool_scalars(interpreter):
-    """Triton 3.6's interpreter stores a python bool argument as 32-bit data typed int1, which
-    its own size check rejects; later versions build a 1-byte bool. Do what they do."""
+    """Build a python bool argument as 1-byte bool data, as interpreters after 3.6 do (3.6 rejects its own)."""
     convert = getattr(interpreter, "_implicit_cvt", None)
     if convert is None:
         yield
@@ -113,8 +110,7 @@ def _bool_scalars(interpreter):
 
 @contextlib.contextmanager
 def _device_calls_interpreted():
-    """Route every call of a @triton.jit function from inside a kernel to its interpreted copy, in
-    both modes (the language is already patched by `interpreting()`)."""
+    """Route every call of a @triton.jit function from inside a kernel to its interpreted copy, in both modes."""
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
@@ -134,8 +130,7 @@ _not_transformers: dict = {}
 
 
 def _not_transformer(base: type):
-    """The interpreter's AST rewriter (`base`) that also turns `not x` into `_NOT(x)`, elementwise
-    as the compiler runs it (FlagGems' logical_not), not one bool for the whole block."""
+    """The interpreter's AST rewriter (`base`), also turning `not x` into the elementwise `_NOT(x)`."""
     if base not in _not_transformers:
 
         class ElementwiseNot(base):
@@ -170,8 +165,7 @@ def _elementwise_not(interpreter):
 
 @contextlib.contextmanager
 def interpreting():
-    """The one entry point of every CPU launch. NumPy's floating-point warnings are off: masked-off
-    lanes are computed too, and inf or nan is a value on the GPU, never a warning."""
+    """The one entry point of every CPU launch; NumPy's float warnings off (masked lanes compute too)."""
     import numpy as np
     import triton.language as tl
     from triton.runtime import interpreter

@@ -18,8 +18,7 @@ from .libdevice_modules import BACKEND_MODULE, STUB_MODULE
 
 @contextlib.contextmanager
 def exact_numerics():
-    """Patch the interpreter so that bf16/fp8 arithmetic, float conversions and libdevice calls
-    give the GPU's results; restore everything on exit. Callers hold the interpreter lock."""
+    """Patch the interpreter to give the GPU's bf16/fp8, conversion and libdevice results; restored on exit."""
     from triton.runtime import interpreter
 
     scope = PatchScope()
@@ -34,8 +33,7 @@ def exact_numerics():
 
 
 class PatchScope:
-    """Attributes set for the duration of a launch, restored in reverse order. Our own: Triton's
-    interpreter has one (`_LangPatchScope`) only from 3.6 on, and it is private."""
+    """Attributes set for a launch, restored in reverse order (the interpreter's own scope is private and 3.6+)."""
 
     _MISSING = object()
 
@@ -83,8 +81,7 @@ def _undo_lang_patching_on_exit(scope: PatchScope) -> None:
 
 
 def interpreter_globals(module_globals: dict) -> dict:
-    """A copy of a payload's globals for its interpreted copy, each captured libdevice function
-    replaced by one calling the backend's, bound to the interpreter, at call time."""
+    """A payload's globals for its interpreted copy, captured libdevice functions bound to the interpreter."""
     copy = dict(module_globals)
     for name, value in module_globals.items():
         module = getattr(value, "__module__", None)
@@ -107,8 +104,8 @@ def _late_bound(name: str):
 
 
 def _patch_libdevice_modules(interpreter, scope) -> None:
-    """Backend builtins get the interpreter's semantic (as triton.language's do); the stub
-    module's names point at them, or at a function that says the name is unavailable."""
+    """Give backend builtins the interpreter's semantic; the stub module's names point at them (or
+    say unavailable)."""
     from . import interpreter_libdevice
 
     for module, name, value in _libdevice_bindings():
@@ -121,8 +118,7 @@ _bindings: list = []
 
 
 def _libdevice_bindings() -> list:
-    """(module, name, replacement) for both libdevice modules, built once (listing ~200
-    builtins per launch would cost more than the rest of the patching)."""
+    """(module, name, replacement) for both libdevice modules, built once, not per launch."""
     if not _bindings:
         import importlib
 
@@ -143,8 +139,7 @@ def _libdevice_bindings() -> list:
 
 
 def _bound(builtin):
-    """The builtin, called with the interpreter's semantic (what the interpreter's own
-    _patch_builtin does for triton.language)."""
+    """The builtin called with the interpreter's semantic (as the interpreter's _patch_builtin does)."""
 
     def call(*args, _semantic=None, **kwargs):
         from triton.runtime.interpreter import interpreter_semantic

@@ -120,8 +120,7 @@ _ROUNDERS = {"rn": np.rint, "rz": np.trunc, "rd": np.floor, "ru": np.ceil}
 
 
 def to_int(dtype, mode: str):
-    """A float -> integer conversion as PTX's cvt does it: rounded by `mode`, saturated to the
-    integer range, NaN to 0."""
+    """A float -> integer conversion as PTX's cvt does it: rounded by `mode`, saturated, NaN to 0."""
     info = np.iinfo(dtype)
 
     def convert(x):

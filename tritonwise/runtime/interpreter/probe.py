@@ -22,8 +22,7 @@ from .interpret import interpreted, interpreting
 
 
 def value_dtypes(fn, inputs: Sequence[tuple]) -> Optional[tuple]:
-    """The torch dtype of each value the payload `fn` returns (None: cannot tell); `inputs`: (torch
-    dtype, None) per tensor, (value, computation dtype) per scalar."""
+    """The torch dtype of each value `fn` returns (None: cannot tell), for `inputs` as probe's callers give them."""
     import triton.language as tl
 
     try:
@@ -54,8 +53,7 @@ _UNKNOWN = object()
 
 
 def remembered_value_dtypes(payload, inputs: tuple) -> Optional[tuple]:
-    """value_dtypes(payload.fn, inputs), kept in the cache per payload (its JIT cache key), input
-    types and versions; a frozen process writes nothing, and TRITON_INTERPRET=1 keeps no memo."""
+    """value_dtypes(payload.fn, inputs), kept on disk per payload, inputs and versions (not frozen or interpreted)."""
     import triton
 
     source_key = getattr(payload.jit, "cache_key", None)
