@@ -195,8 +195,7 @@ def _fail(message: str, status: int) -> int:
 
 
 def _closed_pipe() -> int:
-    """Stop writing to a reader that has gone: point stdout at /dev/null so the interpreter's
-    final flush has nowhere to fail."""
+    """Point stdout at /dev/null once its reader has gone, so the final flush has nowhere to fail."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

@@ -61,8 +61,7 @@ def parse_ranks(text: str) -> list:
 
 
 def parse_shapes(text: str) -> list:
-    """Shapes from "1024x1024,8x4096,16" (each operand of a variant takes the shape; an empty
-    item is 0-d)."""
+    """Shapes from "1024x1024,8x4096,16" (an empty item is 0-d)."""
     shapes = []
     for item in text.split(","):
         extents = item.split("x") if item else []
@@ -105,8 +104,7 @@ def _variants(fn, shape: tuple, dtype: torch.dtype) -> Iterator[tuple]:
 
 
 def _given_outputs(fn, meta_args: tuple) -> dict:
-    """Contiguous outputs for the instantiate variant, of the shape and dtype the call gives them
-    (found by a call on meta tensors)."""
+    """Contiguous outputs for the instantiate variant, shaped and typed by a call on meta tensors."""
     results = fn(*meta_args)
     results = results if isinstance(results, tuple) else (results,)
     return {f"out{k}": torch.empty(r.shape, dtype=r.dtype) for k, r in enumerate(results)}
@@ -141,8 +139,7 @@ def generate(target: str, shapes: list, dtypes: list, stream=None, targets: Sequ
 
 
 def _check_placed(written: set) -> None:
-    """Every file landed in the configured directory: one that went to the process's private
-    fallback (its name taken by a directory, say) is gone when this command exits."""
+    """Every file landed in the configured directory (the private fallback is gone when this command exits)."""
     directory = cache.configured_dir()
     elsewhere = sorted(str(p) for p in written if p is not None and Path(p).parent != directory)
     if elsewhere:

@@ -91,8 +91,7 @@ class PointwiseDynamicFunction:
 
     @property
     def reduction_kinds(self) -> tuple:
-        """Per output: None, the kind of its full reduction ("sum", "max", "min"), or an AxisEntry
-        (frontend/reduction.py) for a reduction along dims."""
+        """Per output: None, a full reduction's kind ("sum", "max", "min"), or an AxisEntry for one along dims."""
         return self._reductions
 
     @property
@@ -125,8 +124,8 @@ class PointwiseDynamicFunction:
         return outs
 
     def plan(self, args: tuple, outs: tuple = (), collapse: bool = True) -> LaunchPlan:
-        """The LaunchPlan of a call with `args` and given outputs `outs`, built now and not cached
-        (`collapse=False`: the task keeps every dimension, as instantiate's calls do)."""
+        """The LaunchPlan of a call, built now and not cached (`collapse=False`: every dim kept, as
+        instantiate does)."""
         return self._planner.plan(args, outs or self._no_outputs, collapse)
 
     def sibling(self, payload, schema: FunctionSchema, reductions=None) -> "PointwiseDynamicFunction":
@@ -139,8 +138,8 @@ class PointwiseDynamicFunction:
         return f"PointwiseDynamicFunction({self._payload.origin}, {self._schema})"
 
     def __call__(self, *args, **kwargs):
-        """The call. Once the C hit path is enabled, launch.c's method (runtime/call.h) takes
-        this one's place: the same first part in C, then _call_missed."""
+        """The call; once the hit path is on, call.h's C method takes this one's place (the same,
+        then _call_missed)."""
         if torch.compiler.is_compiling():  # dynamo traces the payload's torch expression instead
             from .tracing.hook import compiled_call
 
@@ -157,8 +156,7 @@ class PointwiseDynamicFunction:
         return self._call_missed(args, kwargs, key)
 
     def _given_outputs(self, kwargs: dict) -> Optional[tuple]:
-        """The outputs keyword arguments give, one per output (None: not given), as call.h reads
-        them; None where a keyword that is not an output's name has a value (see outputs)."""
+        """The outputs keyword arguments give, as call.h reads them; None where a non-output keyword has a value."""
         outs = [None] * len(self._out_index)
         for name, value in kwargs.items():
             k = self._out_index.get(name)
@@ -212,8 +210,7 @@ class PointwiseDynamicFunction:
     # -- features --------------------------------------------------------------------------
 
     def register_complex(self, mode, cross_kernel=None, tensorize_scalars: bool = False, fallback_target=None):
-        """Handle complex arguments by running real kernels on view_as_real data
-        (features/complex.py); a registration that cannot work is an error here."""
+        """Handle complex arguments by running real kernels on view_as_real data (features/complex.py)."""
         from .features.complex import complex_handler
 
         self._complex = complex_handler(self, mode, cross_kernel, tensorize_scalars, fallback_target)
@@ -250,8 +247,8 @@ class PointwiseDynamicFunction:
         return self._instances[rank]
 
     def as_torch_op(self, qualname: str):
-        """Register this function as the PyTorch custom op `qualname` ("namespace::name") and
-        return it (`torch.ops.namespace.name`): usable in torch.compile(fullgraph=True)."""
+        """Register this function as the custom op `qualname` ("namespace::name") and return it
+        (torch.compile-able)."""
         from .features.torch_op import register
 
         self._refuse_along_dims("as_torch_op")
@@ -264,8 +261,7 @@ class PointwiseDynamicFunction:
     use_fast_path = staticmethod(use_fast_path)
 
     def prepare_args(self, *args, _skip_tensor_check: bool = False, **kwargs) -> tuple:
-        """FlagGems' (ndim, args, kwargs) for `self.instantiate(ndim)(*args, **kwargs)`: outputs
-        allocated, operands wrapped as StridedBuffers over the task shape (features/prepared.py)."""
+        """FlagGems' (ndim, args, kwargs) for `self.instantiate(ndim)` (features/prepared.py)."""
         return prepare_args(self, args, kwargs, _skip_tensor_check)
 
     # -- planning without launching --------------------------------------------------------
@@ -280,8 +276,7 @@ class PointwiseDynamicFunction:
         return self._planner.binder.kernel_info(ndim)
 
     def explain(self, *args, **kwargs) -> "Explanation":
-        """The plan for these arguments, without launching, and the rung of the plan ladder that
-        would serve the call now (`rung`: plan cache, shape program or planner)."""
+        """The plan for these arguments, without launching, and the rung that would serve the call now."""
         outs = self.outputs(kwargs)
         if self._complex is not None and self._complex.applies(args, outs):
             raise TypeError(
@@ -292,13 +287,11 @@ class PointwiseDynamicFunction:
         return Explanation.of(plan, traced_status(self), self._planner.rung(args, outs))
 
     def output_meta(self, *args) -> list:
-        """(shape, strides, dtype) of each output a call with `args` allocates; no code is generated.
-        Works on fake and meta tensors (torch.compile's fake implementation uses it)."""
+        """(shape, strides, dtype) of each output a call allocates, generating nothing (fake and meta tensors too)."""
         return self._planner.output_meta(args, self._no_outputs)
 
     def output_device(self, *args, **kwargs):
-        """The device a call with these arguments (and given outputs) runs on and allocates its
-        outputs on: the real call's own rule (0-d CPU tensors beside others act as scalars)."""
+        """The device a call runs and allocates on, by the real call's rule (0-d CPU tensors act as scalars)."""
         return self._planner.device(validation.python_scalars(args), self.outputs(kwargs))
 
     def generate(self, *args, collapse: bool = True, targets: Sequence = (), **kwargs):

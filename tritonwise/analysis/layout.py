@@ -49,8 +49,7 @@ def dense_strides(shape: tuple, inner_to_outer: Sequence[int]) -> tuple:
 
 
 def c_strides(shape) -> Optional[tuple]:
-    """Strides of a C-contiguous tensor of `shape`, or None when an extent is 0 (an empty tensor,
-    whose strides say nothing about its layout)."""
+    """Strides of a C-contiguous tensor of `shape`, or None when an extent is 0 (its strides say nothing)."""
     strides, step = [], 1
     for size in reversed(shape):
         if size < 1:

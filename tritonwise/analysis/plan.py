@@ -81,8 +81,7 @@ def splittable(reductions: tuple) -> bool:
 
 
 def split_parts(rows: tuple, cols: tuple) -> int:
-    """How many slices to cut the outer reduced dim into (1: no split): powers of two that
-    divide it, so every slice has the same extent."""
+    """How many equal slices to cut the outer reduced dim into (1: no split), a power of two dividing it."""
     num_rows, num_cols = math.prod(rows), math.prod(cols)
     if num_rows > SPLIT_MAX_ROWS or not num_rows:
         return 1
@@ -146,8 +145,7 @@ def _contiguous_task(inputs: Sequence[tuple], outputs: Sequence[Optional[tuple]]
 
 
 def tile(shape, out_strides, task_shape, strides, itemsize, config, split=None, work=None) -> TaskPlan:
-    """The TaskPlan of a collapsed task; no tiles when `work` (default: the broadcast shape; the
-    kept rows for reductions along dims) is empty."""
+    """The TaskPlan of a collapsed task; no tiles when `work` (default: the broadcast shape) is empty."""
     tiling = choose_tiling(task_shape, strides, itemsize, config, split=split)
     return _planned(shape, out_strides, task_shape, strides, tiling, config, work)
 

@@ -69,8 +69,7 @@ def index_bits(task_shape: tuple, strides: Sequence[tuple], block: tuple) -> int
 
 
 def is_aligned(task_shape: tuple, strides: Sequence[tuple], masked_dims: Sequence[int]) -> bool:
-    """Whether the masked extents (of `masked_dims`) and every run-time stride are multiples of
-    ALIGNMENT."""
+    """Whether the masked extents (of `masked_dims`) and every run-time stride are multiples of ALIGNMENT."""
     if not task_shape:
         return False
     extents = [task_shape[d] for d in masked_dims]

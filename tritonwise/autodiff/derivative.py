@@ -153,8 +153,7 @@ class _Deriver:
         return operands, function(*texts, y, g, ast.unparse(value.func) if kind != "method" else "")
 
     def rule(self, step: Step):
-        """None for an operation passing no gradient; else what apply() needs. Raises
-        NotDifferentiable for an operation without a rule."""
+        """What apply() needs, None for an operation passing no gradient; NotDifferentiable where there is no rule."""
         value = step.value
         if isinstance(value, (ast.Compare, ast.BoolOp)):
             return None

@@ -53,8 +53,7 @@ def _collect(fn, imports: dict, rest: dict, seen: set) -> None:
 
 
 def _global_names(fn) -> list:
-    """Names `fn`'s source loads that resolve to its module's globals (not locals, builtins or
-    attributes), in source order."""
+    """Names `fn`'s source loads from its module's globals, in source order."""
     tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     loads = dict.fromkeys(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
     code_names = set(fn.__code__.co_names)

@@ -33,8 +33,8 @@ _DERIVED = "symbolic differentiation (tritonwise/autodiff/derivative.py)"
 
 @dataclass(frozen=True)
 class BackwardFunction:
-    """The backward for one set of inputs: `function` returns the gradients of `wrt` (payload
-    positions), in order; `path` is the backward payload's file (None when given by hand)."""
+    """The backward for one set of inputs: `function` returns the gradients of `wrt`; `path`: its
+    file (None: by hand)."""
 
     function: object
     wrt: tuple
@@ -80,8 +80,8 @@ class Backward:
         return BackwardFunction(self._function(jit, len(wrt)), wrt, str(path))
 
     def _function(self, jit, count: int):
-        """A PointwiseDynamicFunction over the forward's arguments, the output gradients and the
-        reduced values, computing in the precision the forward computes in."""
+        """A PointwiseDynamicFunction over the forward's arguments, output gradients and reduced
+        values, in its precision."""
         fn = self.forward
         schema = fn.schema
         n, k = schema.num_inputs(), schema.num_outputs()
@@ -211,8 +211,8 @@ def _double_backward_error(gradients: list) -> list:
 
 @dataclass(frozen=True)
 class BackwardExplanation:
-    """What the backward of a call would run: the backward payload's file (derived) and the plan
-    of its kernel (an Explanation, None when no input needs a gradient)."""
+    """What a call's backward would run: its payload's file and its kernel's Explanation (None: no
+    gradient needed)."""
 
     wrt: tuple
     payload_path: Optional[str]

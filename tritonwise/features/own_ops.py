@@ -20,8 +20,8 @@ _function_class = None  # the class pointwise functions are made of (make_functi
 
 
 def make_functions_with(cls) -> None:
-    """Build this module's pointwise functions as `cls(payload, schema)` (the public function
-    class registers itself: this module sits below it)."""
+    """Build this module's functions as `cls(payload, schema)` (the function class registers itself:
+    no upward import)."""
     global _function_class
     _function_class = cls
 
@@ -56,8 +56,7 @@ def has_bits(a) -> bool:
 
 
 def resolved(a):
-    """`a` itself, or for a tensor with the negative or conjugate bit a new C-contiguous tensor
-    holding its value."""
+    """`a` itself, or for a tensor with the negative or conjugate bit a new C-contiguous tensor of its value."""
     if not has_bits(a):
         return a
     if not a.dtype.is_complex:

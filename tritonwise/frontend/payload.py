@@ -34,8 +34,7 @@ class Payload:
         return k < len(self.copies) and self.copies[k] is not None
 
     def check_arity(self, num_inputs: int, described: str) -> None:
-        """A schema with `num_inputs` inputs calls the payload with that many arguments: report a
-        payload that cannot take them now (at decoration), not when its kernel first compiles."""
+        """Report at decoration, not at first compile, a payload that cannot take `num_inputs` arguments."""
         if self.min_params <= num_inputs and (num_inputs <= self.num_params or self.variadic):
             return
         from .schema import SchemaError

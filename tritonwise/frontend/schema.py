@@ -24,8 +24,8 @@ def _type_name(t: Optional[type]) -> str:
 
 
 class FunctionSchema:
-    """The argument kinds and output promotion rules of a pointwise function; `promotion_methods`
-    are stored canonically as `(i, j, ..., KIND)` with KIND an ELEMENTWISE_TYPE_PROMOTION_KIND."""
+    """The argument kinds and output promotion rules of a pointwise function (methods kept as `(i,
+    ..., KIND member)`)."""
 
     def __init__(
         self,
@@ -51,8 +51,7 @@ class FunctionSchema:
 
     @staticmethod
     def canonicalize_promotion_methods(promotion_methods) -> list:
-        """FlagGems' canonical form of `promotion_methods`: one `(i, j, ..., KIND)` tuple per
-        output, KIND the ELEMENTWISE_TYPE_PROMOTION_KIND member (names are looked up)."""
+        """FlagGems' canonical form: one `(i, j, ..., KIND)` tuple per output, KIND the enum member."""
         return [_canonical_method(m) for m in promotion_methods]
 
     def num_inputs(self) -> int:

@@ -12,8 +12,7 @@ INT32_RANGE = (-(2**31), 2**31 - 1)
 
 @dataclass(frozen=True)
 class OperandSummary:
-    """A tensor input (its dtype) or a python scalar (its kind; `wide`: an int passed as 64-bit;
-    `unsigned`: one of 2**63 or more)."""
+    """A tensor input (its dtype) or a scalar (its kind; `wide`: an int passed as 64-bit; `unsigned`: >= 2**63)."""
 
     is_tensor: bool
     dtype: Optional[torch.dtype] = None

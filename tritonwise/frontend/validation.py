@@ -80,8 +80,7 @@ def check_kinds(name: str, schema, args: Sequence) -> None:
 
 
 def type_name(x) -> str:
-    """`float`, `Tensor`, `NoneType` for builtins and torch's types; module-qualified otherwise
-    (`numpy.ndarray`), so a NumPy array is not mistaken for something of torch's."""
+    """`float`, `Tensor`, `NoneType` for builtins and torch's types, module-qualified otherwise (`numpy.ndarray`)."""
     cls = type(x)
     module = cls.__module__.split(".")[0]
     return cls.__name__ if module in ("builtins", "torch", "tritonwise") else f"{module}.{cls.__qualname__}"
@@ -124,15 +123,14 @@ def needs_register_complex(name: str) -> str:
 
 
 def has_dtensor(args: Sequence, outs: Sequence) -> bool:
-    """Whether any operand is a DTensor. torch.distributed.tensor is not imported for this: a
-    program holding a DTensor has imported it already (and importing it costs start-up time)."""
+    """Whether any operand is a DTensor (without importing torch.distributed.tensor: a DTensor's holder has)."""
     cls = getattr(sys.modules.get("torch.distributed.tensor"), "DTensor", None)
     return cls is not None and any(isinstance(a, cls) for a in (*args, *outs))
 
 
 def launch_device(name: str, operands: Sequence) -> Optional[torch.device]:
-    """The device every operand ((label, tensor) pairs) is on; 0-d CPU tensors beside device
-    tensors act as scalars. Two devices: a RuntimeError naming both and an operand on each."""
+    """The device of every operand ((label, tensor) pairs; 0-d CPU tensors act as scalars), or a
+    RuntimeError naming two."""
     sized = [(label, t) for label, t in operands if not (t.device.type == "cpu" and t.ndim == 0)]
     first: dict = {}
     for label, t in sized or operands:
@@ -166,8 +164,7 @@ def check_output(name: str, k: int, out, shape: tuple, dtype: torch.dtype, devic
 
 
 def output_layout_fits(layout: tuple, expected: tuple) -> bool:
-    """Whether a given output's (shape, strides) pass check_output's layout checks for a result of
-    shape `expected`: that shape, no internal overlap."""
+    """Whether a given output's (shape, strides) is of shape `expected` with no internal overlap."""
     shape, strides = layout
     return tuple(shape) == tuple(expected) and not has_internal_overlap(shape, strides)
 
@@ -201,14 +198,12 @@ def _default_function(cls: type) -> bool:
 
 
 def plain(operands: Sequence) -> tuple:
-    """`operands` with every tensor subclass instance viewed as a plain tensor (the same memory
-    and autograd history, torch's as_subclass)."""
+    """`operands` with every tensor subclass instance viewed as a plain tensor (torch's as_subclass)."""
     return tuple(a.as_subclass(Tensor) if isinstance(a, Tensor) and type(a) is not Tensor else a for a in operands)
 
 
 def as_result_subclass(result, cls: type, outs: Sequence):
-    """`result` (one tensor or a tuple) with each output viewed as `cls`; a given output is
-    returned as the object the caller gave."""
+    """`result` with each output viewed as `cls`; a given output is returned as the object given."""
     results = result if isinstance(result, tuple) else (result,)
     given = list(outs) + [None] * (len(results) - len(outs))
     converted = tuple(o if o is not None else r.as_subclass(cls) for r, o in zip(results, given))

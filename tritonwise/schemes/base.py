@@ -27,8 +27,7 @@ class Scheme:
     load_eviction: Optional[str] = None  # the loads' eviction_policy ("evict_first": read once, streamed)
 
     def aligned_dims(self, rank: int, m_dim: Optional[int]) -> list:
-        """Task dims whose extents must be multiples of 16 for the aligned class: those the
-        tile's masks run along."""
+        """Task dims whose extents must be multiples of 16 for the aligned class: those the masks run along."""
         return [rank - 1] + ([m_dim] if m_dim is not None else [])
 
     @property
