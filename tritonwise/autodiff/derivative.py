@@ -11,6 +11,7 @@ error naming it.
 from __future__ import annotations
 
 import ast
+import builtins
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -189,14 +190,10 @@ class _Deriver:
 
     def callee_name(self, func: ast.expr) -> Optional[str]:
         """The name of a triton.language or libdevice function called as `func`, else None."""
-        obj = _resolve(func, self.globals)
-        target = getattr(obj, "fn", obj)  # a JITFunction (tl.sigmoid) wraps a plain function
-        module = getattr(target, "__module__", None) or ""
-        if module.startswith("triton.language") or "libdevice" in module:
-            return getattr(target, "__name__", None)
+        obj = resolve(func, self.globals)
         if obj is None and _root(func) in ("tl", "libdevice"):
             return func.attr if isinstance(func, ast.Attribute) else None
-        return None
+        return library_name(obj)
 
     def fail(self, step: Step, what: str):
         raise not_differentiable(self.where, step.line, what)
@@ -212,11 +209,21 @@ def _root(node) -> Optional[str]:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _resolve(chain: ast.expr, globals_: dict):
+def library_name(obj) -> Optional[str]:
+    """The name of a triton.language or libdevice function, else None."""
+    target = getattr(obj, "fn", obj)  # a JITFunction (tl.sigmoid) wraps a plain function
+    module = getattr(target, "__module__", None) or ""
+    if callable(target) and (module.startswith("triton.language") or "libdevice" in module):
+        return getattr(target, "__name__", None)
+    return None
+
+
+def resolve(chain, globals_: dict):
+    """The object a name or attribute chain of globals (or builtins) names, None if it names none."""
     if isinstance(chain, ast.Name):
-        return globals_.get(chain.id)
+        return globals_.get(chain.id, getattr(builtins, chain.id, None))
     if isinstance(chain, ast.Attribute):
-        base = _resolve(chain.value, globals_)
+        base = resolve(chain.value, globals_)
         return None if base is None else getattr(base, chain.attr, None)
     return None
 

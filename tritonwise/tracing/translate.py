@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from numbers import Number
 from typing import Optional
 
+from ..autodiff.derivative import library_name, resolve
 from .language import DTYPE_TESTS, FUNCTIONS
 
 TRITON_DTYPES = {
@@ -119,7 +120,7 @@ class _Function:
         return [s for stmt in body for s in self.stmt(stmt)] or ([ast.Pass()] if body else [])
 
     def is_static_assert(self, node) -> bool:
-        return isinstance(node, ast.Call) and _callee_name(_resolve(node.func, self.globals)) == "static_assert"
+        return isinstance(node, ast.Call) and library_name(resolve(node.func, self.globals)) == "static_assert"
 
     def target(self, node):
         if isinstance(node, ast.Name):
@@ -228,14 +229,14 @@ class _Function:
         func = node.func
         if isinstance(func, ast.Attribute) and not self.is_global_chain(func.value):
             return self.method(node, func)
-        target = _resolve(func, self.globals)
+        target = resolve(func, self.globals)
         keywords = [ast.keyword(arg=k.arg, value=self.expr(k.value)) for k in node.keywords]
         args = [self.expr(a) for a in node.args]
         if target in (float, int, bool) and all(isinstance(a, ast.Constant) for a in args):
             return ast.Constant(value=target(*[a.value for a in args]))
         if _is_constexpr_type(target):
             return args[0]
-        name = _callee_name(target)
+        name = library_name(target)
         if name is not None:
             if name not in FUNCTIONS:
                 self.fail(node, f"`{ast.unparse(func)}` (called in `{_first_line(node)}`)")
@@ -268,7 +269,7 @@ class _Function:
 
     def global_value(self, node) -> ast.expr:
         """A global the payload reads, written in as a constant (or torch's dtype)."""
-        found = _resolve(node, self.globals)
+        found = resolve(node, self.globals)
         value = found.value if _is_constexpr(found) else found
         if isinstance(value, (Number, str)) or value is None:
             return ast.Constant(value=value)
@@ -310,27 +311,6 @@ def _dotted(text: str) -> ast.expr:
 
 def _load(target) -> ast.expr:
     return ast.Name(id=target.id, ctx=ast.Load()) if isinstance(target, ast.Name) else target
-
-
-def _resolve(chain, globals_: dict):
-    """The object a name or attribute chain of globals names (None if it names none)."""
-    if isinstance(chain, ast.Name):
-        import builtins
-
-        return globals_.get(chain.id, getattr(builtins, chain.id, None))
-    if isinstance(chain, ast.Attribute):
-        base = _resolve(chain.value, globals_)
-        return None if base is None else getattr(base, chain.attr, None)
-    return None
-
-
-def _callee_name(obj) -> Optional[str]:
-    """The name of a triton.language or libdevice function, else None."""
-    target = getattr(obj, "fn", obj)  # a JITFunction (tl.sigmoid) wraps a plain function
-    module = getattr(target, "__module__", None) or ""
-    if callable(target) and (module.startswith("triton.language") or "libdevice" in module):
-        return getattr(target, "__name__", None)
-    return None
 
 
 def _is_jit(obj) -> bool:
