@@ -1,14 +1,11 @@
 /* A pointwise function's __call__ in C; included by launch.c after hit.h.
  *
- * call_method(fallback, switch) makes a method descriptor that runtime/hit_path.py installs as
- * PointwiseDynamicFunction.__call__ once hit() is configured, so that a cached call runs no
- * Python frame at all. A call whose keyword arguments are all outputs (out0=...) goes to serve()
- * with the function's `_c_tables`, a CallTables (below) that hit_path.call_tables() builds by
- * keyword; a call served there counts as a hit in the PlanCache's `hits`. Any other call, and a
- * miss, goes on in Python as fallback(function, args, kwargs, key), `key` being the signature
- * serve() built (None where it built none). While switch.entry is None (runtime/hit_path's
- * `entry`, which tests and benchmarks clear to time the Python path), every call takes the
- * fallback.
+ * call_method(fallback, switch) makes the method descriptor runtime/hit_path.py installs as
+ * PointwiseDynamicFunction.__call__ once hit() is configured, so a cached call runs no Python
+ * frame. A call whose keywords are all outputs (out0=...) goes to serve() with the function's
+ * `_c_tables` (a CallTables, below) and counts as a hit in its PlanCache; any other call, and a
+ * miss, goes on as fallback(function, args, kwargs, key), `key` the signature serve() built or
+ * None. While switch.entry is None (tests and benchmarks clear it), every call falls back.
  */
 
 /* What call.h reads of a function: its PlanCache (`plan_cache`, which counts the hits), the

@@ -17,19 +17,13 @@
  * releases it, as Triton's launcher does, so threads driving other devices are not held up.
  * Once use_aten() has given it aten.cpp's helpers (runtime/aten.py), a plain tensor's data
  * pointer and hit()'s outputs are taken through ATen rather than torch's Python API.
+ *
  *   hit(plans, args, miss[, programs[, outs]]) -> the call's output(s), or (`miss`, signature), or `miss`
  *
- * `hit` is a cached call's whole path (runtime/hit_path.py): the call signature built as
- * runtime/arguments.py's call_signature builds it, the plan looked up in `plans` (the plan cache's
- * dict), outputs allocated through torch.empty_strided (or those `outs` gives: out0=, in place),
- * the stream asked of torch, and the launch above. A call no plan serves is launched by a shape
- * program of its class in `programs` where one serves it (program.h: what the analysis decided
- * for an earlier shape, evaluated on this one). Wherever the Python path must decide (no plan or
- * program serves it, a plan without a `hit` record, launch hooks installed, another device
- * current, a failed launch) it launches nothing and returns (`miss`, the signature it built), or
- * `miss` alone where building the signature failed. `configure` gives it the Python objects it
- * calls; `call_method` (call.h) makes a pointwise function's __call__ of it.
- * Built on first use by tritonwise/runtime/native.py; nothing here includes cuda.h.
+ * `hit` (hit.h) is a cached call's whole path: signature, plan (or shape program, program.h),
+ * outputs, stream and launch; wherever Python must decide it launches nothing and returns the
+ * miss. `configure` gives it the Python objects it calls; `call_method` (call.h) makes a pointwise
+ * function's __call__ of it. Built on first use by runtime/native.py; nothing includes cuda.h.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
