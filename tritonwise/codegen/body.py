@@ -82,14 +82,9 @@ def _reduce(spec: KernelSpec, output) -> str:
     return f"{_acc(output)} = {combine.format(acc=_acc(output), v=value)}"
 
 
-# Tiles of 8- and 16-bit signed results are reduced in float (exact for them: float32 for
-# max/min, float64 for sums), then converted to the accumulator. Widening them to int directly
-# is not safe on the GPU: Triton 3.6 lowers tl.abs of int16 to PTX `abs.s16`, undefined for
-# -32768; ptxas computes it on the sign-extended 32-bit register (IABS gives 32768) and drops the
-# following `cvt.s32.s16`, so max(|[-32768, 5, -7]|) came out 32768 (-32768 once cast back),
-# where torch gives 7. LLVM folds any integer re-sign-extension back into the dropped one; an
-# int-to-float conversion reads the 16-bit field itself (SASS I2F.S16) and is not folded away
-# before the reduction.
+# Tiles of 8- and 16-bit signed results are reduced in float (exact for them), then converted to
+# the accumulator: widened to int directly, ptxas drops the sign extension after Triton 3.6's
+# `abs.s16` (max(|[-32768, 5]|) gave -32768); an int-to-float conversion is not folded away.
 NARROW_SIGNED = ("int8", "int16")
 
 
