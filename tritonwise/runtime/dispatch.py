@@ -113,12 +113,13 @@ class LaunchPlan:
         if self.split is not None:
             buffers = self.split.buffers(self.device)
         else:
-            reductions = self.reductions or (None,) * len(outs)
-            buffers = [
-                self._output(k, o) if r is None else self._accumulator(r)
-                for k, (o, r) in enumerate(zip(outs, reductions))
-            ]
+            buffers = self._buffers(outs, self.reductions or (None,) * len(outs))
         return (*self._on_device(args), *buffers, *self.index_args, *self.constexprs)
+
+    def _buffers(self, outs, reductions) -> list:
+        """Per output what the kernel writes: the output, or a reduced output's accumulator."""
+        pairs = enumerate(zip(outs, reductions))
+        return [self._output(k, o) if r is None else self._accumulator(r) for k, (o, r) in pairs]
 
     def _on_device(self, args: tuple):
         """The payload arguments, with 0-d CPU tensors (scalars beside device tensors) moved."""
@@ -128,10 +129,7 @@ class LaunchPlan:
 
     def _run_reducing(self, args: tuple, outs: list):
         """Like run(), with some outputs reduced to 0-d tensors through accumulators."""
-        buffers = [
-            self._output(k, o) if r is None else self._accumulator(r)
-            for k, (o, r) in enumerate(zip(outs, self.reductions))
-        ]
+        buffers = self._buffers(outs, self.reductions)
         if self.numel:
             if self.out_extents:
                 self._check_overlap(args, outs, buffers)
