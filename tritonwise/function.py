@@ -124,8 +124,7 @@ class PointwiseDynamicFunction:
         return outs
 
     def plan(self, args: tuple, outs: tuple = (), collapse: bool = True) -> LaunchPlan:
-        """The LaunchPlan of a call, built now and not cached (`collapse=False`: every dim kept, as
-        instantiate does)."""
+        """The LaunchPlan of a call, built now, not cached (`collapse=False`: every dim kept, as instantiate)."""
         return self._planner.plan(args, outs or self._no_outputs, collapse)
 
     def sibling(self, payload, schema: FunctionSchema, reductions=None) -> "PointwiseDynamicFunction":
@@ -138,8 +137,7 @@ class PointwiseDynamicFunction:
         return f"PointwiseDynamicFunction({self._payload.origin}, {self._schema})"
 
     def __call__(self, *args, **kwargs):
-        """The call; once the hit path is on, call.h's C method takes this one's place (the same,
-        then _call_missed)."""
+        """The call; once the hit path is on, call.h's C method takes this one's place."""
         if torch.compiler.is_compiling():  # dynamo traces the payload's torch expression instead
             from .tracing.hook import compiled_call
 
@@ -247,8 +245,7 @@ class PointwiseDynamicFunction:
         return self._instances[rank]
 
     def as_torch_op(self, qualname: str):
-        """Register this function as the custom op `qualname` ("namespace::name") and return it
-        (torch.compile-able)."""
+        """Register this function as the custom op `qualname` ("namespace::name") and return it."""
         from .features.torch_op import register
 
         self._refuse_along_dims("as_torch_op")

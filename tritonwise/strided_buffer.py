@@ -93,8 +93,7 @@ class StridedBuffer:
         return self._base.storage_offset() * self._base.element_size() // self.element_size()
 
     def copy_(self, src) -> "StridedBuffer":
-        """Copy `src` into this buffer with torch's dtype conversion, by plain indexing (not the
-        pointwise pipeline)."""
+        """Copy `src` into this buffer with torch's dtype conversion, by plain indexing (no pointwise call)."""
         if tuple(src.shape) != self.shape:
             raise ValueError(f"copy_: source shape {tuple(src.shape)} differs from destination shape {self.shape}")
         values = src.values() if isinstance(src, StridedBuffer) else src

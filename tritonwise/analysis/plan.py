@@ -46,8 +46,7 @@ class TaskPlan:
 
     @cached_property
     def layout_class(self) -> tuple:
-        """Every field of the task a generated file depends on (build_spec reads no other); tasks of
-        equal classes share a file."""
+        """Every field of the task a generated file depends on; tasks of equal classes share a file."""
         tiling = self.tiling
         classes = self.stride_classes
         split = self.split is not None

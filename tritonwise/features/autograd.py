@@ -33,8 +33,7 @@ _DERIVED = "symbolic differentiation (tritonwise/autodiff/derivative.py)"
 
 @dataclass(frozen=True)
 class BackwardFunction:
-    """The backward for one set of inputs: `function` returns the gradients of `wrt`; `path`: its
-    file (None: by hand)."""
+    """The backward for one set of inputs: `function` gives the gradients of `wrt`; `path`: its file or None."""
 
     function: object
     wrt: tuple
@@ -80,8 +79,7 @@ class Backward:
         return BackwardFunction(self._function(jit, len(wrt)), wrt, str(path))
 
     def _function(self, jit, count: int):
-        """A PointwiseDynamicFunction over the forward's arguments, output gradients and reduced
-        values, in its precision."""
+        """A function of the forward's arguments, output gradients and reduced values, in its precision."""
         fn = self.forward
         schema = fn.schema
         n, k = schema.num_inputs(), schema.num_outputs()
@@ -211,8 +209,7 @@ def _double_backward_error(gradients: list) -> list:
 
 @dataclass(frozen=True)
 class BackwardExplanation:
-    """What a call's backward would run: its payload's file and its kernel's Explanation (None: no
-    gradient needed)."""
+    """What a call's backward would run: its payload's file and its kernel's Explanation (None: nothing)."""
 
     wrt: tuple
     payload_path: Optional[str]

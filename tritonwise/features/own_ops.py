@@ -20,8 +20,7 @@ _function_class = None  # the class pointwise functions are made of (make_functi
 
 
 def make_functions_with(cls) -> None:
-    """Build this module's functions as `cls(payload, schema)` (the function class registers itself:
-    no upward import)."""
+    """Build this module's functions as `cls(payload, schema)` (the function class registers itself)."""
     global _function_class
     _function_class = cls
 

@@ -24,8 +24,7 @@ def _type_name(t: Optional[type]) -> str:
 
 
 class FunctionSchema:
-    """The argument kinds and output promotion rules of a pointwise function (methods kept as `(i,
-    ..., KIND member)`)."""
+    """The argument kinds and per-output promotion methods (kept as `(i, ..., KIND member)`) of a function."""
 
     def __init__(
         self,

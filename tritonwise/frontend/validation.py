@@ -129,8 +129,7 @@ def has_dtensor(args: Sequence, outs: Sequence) -> bool:
 
 
 def launch_device(name: str, operands: Sequence) -> Optional[torch.device]:
-    """The device of every operand ((label, tensor) pairs; 0-d CPU tensors act as scalars), or a
-    RuntimeError naming two."""
+    """The device of every (label, tensor) operand (0-d CPU tensors act as scalars); RuntimeError for two."""
     sized = [(label, t) for label, t in operands if not (t.device.type == "cpu" and t.ndim == 0)]
     first: dict = {}
     for label, t in sized or operands:

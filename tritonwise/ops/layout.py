@@ -52,8 +52,7 @@ def _reversed(t: torch.Tensor, dims: list) -> StridedBuffer:
 
 
 def flip(input, dims):
-    """torch.flip: `input` reversed along `dims`, keeping a dense input's layout (as empty_like),
-    else C-contiguous."""
+    """torch.flip: `input` reversed along `dims`, keeping a dense input's layout, else C-contiguous."""
     require_tensor("flip", "input", input)
     dims = _wrap_dims(dims, input.ndim)
     out = torch.empty_like(input)

@@ -94,8 +94,7 @@ class Binder:
         return load(path, spec.kernel_name, alias, self.payload, backend, self.variants.bindings(spec, alias))
 
     def kernel(self, call_class, args, outs, types, reductions, task: TaskPlan, interpreted, loads) -> Kernel:
-        """The spec, verified file and loaded launcher of a call, kept per call class (None: not
-        kept) and layout class."""
+        """A call's spec, verified file and loaded launcher, kept per call class (None: not kept) and layout class."""
         memo = None
         if call_class is not None:
             memo = (call_class, task.layout_class, interpreted, loads, generator_digest(), cache_location())

@@ -62,8 +62,7 @@ class PayloadVariants:
         self._jits: dict = {}  # output names -> @triton.jit variant
 
     def bindings(self, spec, alias: str) -> dict:
-        """alias -> variant, for each call of the KernelSpec `spec` that runs one (the payload
-        bound as `alias` in its module)."""
+        """alias -> variant for each call of `spec` that runs one (the payload bound as `alias`)."""
         return {call.variant_alias(alias): self._jit(call.outputs) for call in spec.calls if call.variant}
 
     def _jit(self, outputs: tuple):

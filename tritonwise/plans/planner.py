@@ -90,8 +90,7 @@ class Planner:
         ]
 
     def write_file(self, args: tuple, outs: tuple, collapse: bool, note: bool = False):
-        """The generated file a call needs, written if missing (`note`: kept as its rank's
-        KernelInfo); nothing runs."""
+        """The file a call needs, written if missing (`note`: kept as its rank's KernelInfo); nothing runs."""
         types, reductions, task, _ = self.analyze(args, outs, collapse)
         spec = self.binder.spec(args, outs, types, reductions, task)
         return self.binder.note_file(spec, task) if note else cached_file(spec)
@@ -106,8 +105,7 @@ class Planner:
         return plan.path
 
     def frontend(self, args: tuple, outs: tuple) -> Frontend:
-        """Validation, device and promotion: functions of the call class alone, kept per class
-        (failures store nothing)."""
+        """Validation, device and promotion: functions of the call class, kept per class (failures: nothing)."""
         key = call_class(args, outs)
         front = self._frontends.get(key)
         if front is None:

@@ -82,8 +82,7 @@ class LaunchPlan:
 
     @property
     def allocates_and_launches(self) -> bool:
-        """Whether a call is just allocation and one launch: no reductions, split partials or 0-d
-        CPU scalars to move."""
+        """Whether a call is just allocation and one launch (no reductions, split or 0-d CPU scalars)."""
         return not (self.reductions or self.split is not None or self.to_device)
 
     @staticmethod
@@ -108,8 +107,7 @@ class LaunchPlan:
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def kernel_values(self, args: tuple, outs: tuple) -> tuple:
-        """Every argument the kernel receives for a call, outputs allocated: what ahead-of-time
-        compiling specializes on."""
+        """Every argument the kernel receives for a call: what ahead-of-time compiling specializes on."""
         if self.split is not None:
             buffers = self.split.buffers(self.device)
         else:

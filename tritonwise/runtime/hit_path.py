@@ -29,7 +29,7 @@ installed_listeners: list = []  # callables run after a C __call__ is installed 
 
 
 def serve_calls_of(cls, fallback: Callable) -> None:
-    """Once the hit path is on, `cls.__call__` is call.h's C method; the rest goes to `fallback(fn,
+    """Once the hit path is on, `cls.__call__` is call.h's C method, falling back to `fallback(fn,
     args, kwargs, key)`."""
     _served_classes.append((cls, fallback))
     _python_calls[cls] = cls.__dict__["__call__"]
@@ -43,8 +43,7 @@ def restore_python_calls() -> None:
 
 
 def install_c_calls() -> dict:
-    """Give the served classes the C `__call__` whatever tracing chose; returns the previous ones
-    for restore_calls."""
+    """Give the served classes the C `__call__` whatever tracing chose; returns the old ones for restore_calls."""
     enable()
     module, before = native.launch_module(), {}
     for cls, fallback in _served_classes:

@@ -248,8 +248,7 @@ def compile_ahead(file_name: str, kernel, values: Sequence, num_warps: int, targ
 
 
 def store_enabled() -> bool:
-    """Whether first launches go through the store (TRITONWISE_KERNEL_STORE=0: through Triton's
-    JIT)."""
+    """Whether first launches go through the store (TRITONWISE_KERNEL_STORE=0: through Triton's JIT)."""
     return os.environ.get("TRITONWISE_KERNEL_STORE", "1") != "0"
 
 
@@ -340,7 +339,6 @@ def _value_specialized_tail(kernel, plan) -> Optional[list]:
 
 
 def _never_value_specialized(param) -> bool:
-    """Triton types such a parameter by annotation or int width (both in the signature) and
-    specializes it on nothing."""
+    """Typed by annotation or int width (both in the signature), such a parameter specializes on nothing."""
     annotation = param.annotation_type
     return param.do_not_specialize or annotation == "u1" or annotation[:2] in ("fp", "bf")

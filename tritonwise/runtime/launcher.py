@@ -77,8 +77,7 @@ class KernelParameters:
         return "".join(kind for _, kind in self.operands).encode()
 
     def fixed_slots(self, tail: tuple) -> bytes:
-        """The tail's passed values and the scratch pointers, one 8-byte slot each; ValueError where
-        one does not fit."""
+        """The tail's passed values and scratch pointers, an 8-byte slot each (ValueError: one does not fit)."""
         try:
             return self._slots.pack(*[tail[k] for k in self._passed])
         except (struct.error, OverflowError) as e:
@@ -131,8 +130,7 @@ def _c_type(t: str) -> tuple:
 
 
 def _launchable(compiled) -> bool:
-    """Whether cuLaunchKernel alone starts this kernel as Triton would (one CTA a cluster, no
-    special launch, no scratch)."""
+    """Whether cuLaunchKernel alone starts this kernel as Triton would (no cluster, special launch or scratch)."""
     meta = compiled.metadata
     return (
         getattr(meta, "num_ctas", 1) == 1

@@ -181,8 +181,7 @@ def status(fn) -> str:
 
 
 def evaluate(fn, args: tuple, outs: tuple = ()):
-    """`fn(*args, out0=...)` computed eagerly by its torch expression (what torch.compile traces),
-    or UnsupportedConstruct."""
+    """`fn(*args, out0=...)` computed eagerly by its torch expression (what torch.compile traces)."""
     found = expression_or_reason(fn)
     if isinstance(found, str):
         raise UnsupportedConstruct(found)

@@ -104,8 +104,7 @@ def _late_bound(name: str):
 
 
 def _patch_libdevice_modules(interpreter, scope) -> None:
-    """Give backend builtins the interpreter's semantic; the stub module's names point at them (or
-    say unavailable)."""
+    """Give backend builtins the interpreter's semantic; the stub module's names point at them."""
     from . import interpreter_libdevice
 
     for module, name, value in _libdevice_bindings():
