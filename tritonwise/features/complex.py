@@ -70,7 +70,7 @@ class ComplexHandler:
             return _real_into_complex(fn, args, outs)
         if self.tensorize_scalars and self.fallback_target is not None:
             return self.fallback_target(*self._tensorized(args), **validation.output_keywords(outs))
-        args = tuple(_resolved(a) for a in args)
+        args = tuple(own_ops.resolved(a) for a in args)
         outputs = _outputs(fn, args, outs)
         if self.mode is ComplexMode.CROSS:
             self._cross(args, outputs[0])
@@ -114,10 +114,7 @@ def _parts(a, real: torch.dtype, device) -> tuple:
     """(real, imaginary) of one operand: views of a complex tensor, zeros broadcast for a real
     tensor, 0-d tensors of `real` for a python scalar (converted as torch converts it)."""
     if argcheck.is_tensor_like(a):
-        if a.dtype.is_complex:
-            pair = torch.view_as_real(a)
-            return pair[..., 0], pair[..., 1]
-        return a, torch.zeros((), dtype=a.dtype, device=a.device).expand(a.shape)
+        return _part(a, 0), _part(a, 1)
     z = complex(a)
     return torch.tensor(z.real, dtype=real, device=device), torch.tensor(z.imag, dtype=real, device=device)
 
@@ -150,7 +147,7 @@ def _part(a, half: int):
 
 def _real_into_complex(fn, args: tuple, outs: tuple):
     """Real operands, complex given outputs: the real result, with a zero imaginary part."""
-    reals = [torch.view_as_real(_resolved(o))[..., 0] if o is not None and is_complex(o) else o for o in outs]
+    reals = [torch.view_as_real(own_ops.resolved(o))[..., 0] if o is not None and is_complex(o) else o for o in outs]
     result = fn(*args, **validation.output_keywords(reals))
     for o in outs:
         if o is not None and is_complex(o):
@@ -189,11 +186,6 @@ def _outputs(fn, args: tuple, outs: tuple) -> list:
                 raise RuntimeError(f"{name}: out{k} is a conjugate view; give a tensor without the conjugate bit")
         outputs.append(out)
     return outputs
-
-
-def _resolved(a):
-    """`a` with its conjugate or negative bit resolved by tritonwise's own kernels (own_ops.py)."""
-    return own_ops.resolved(a)
 
 
 def _device(args: tuple):
