@@ -9,7 +9,7 @@ imports sympy or jinja2.
 from __future__ import annotations
 
 import functools
-import math
+from math import prod  # the schemes take it from here
 from typing import Optional, Sequence
 
 from ..config import CodeGenConfig
@@ -142,7 +142,3 @@ def fit(extent: int, sizes: Sequence[int]) -> int:
         if 2 * extent > ceil_div(extent, size) * size:
             return size
     return min(sizes)
-
-
-def prod(values) -> int:
-    return math.prod(values)
