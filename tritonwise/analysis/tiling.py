@@ -3,7 +3,7 @@
 A generated file depends on the task's layout class, never on exact shapes: the block is a constexpr
 argument picked per call from the file's few `choices` (one compiled kernel each), so a new shape of
 the class reuses the file. Each scheme's choices, pick, warps and tile count live in its module
-under schemes/; docs/decisions/block-table.md lists them and their numbers.
+under schemes/; their numbers are in docs/decisions/ (block-table.md, the row schemes' notes).
 """
 
 from __future__ import annotations
