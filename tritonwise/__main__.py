@@ -1,10 +1,8 @@
-"""Command line: `python -m tritonwise demo | cache path|list|show NAME|clear|stats | generate MODULE[:NAME] [--compile --arch sm_90,...]`.
+"""Command line: `python -m tritonwise demo | cache path|list|show NAME|clear|stats | generate
+MODULE[:NAME] [--compile --arch sm_90,...]`.
 
-A user's mistake (a bad argument, a module that does not import, a directory that cannot be
-read or written) ends the command with one line on stderr saying what was wrong and a non-zero
-status (2 for bad arguments, 1 otherwise), never a traceback. Output cut short by its reader
-(`cache list | head`) ends quietly with status 141, as a shell reports for a process a closed
-pipe stopped.
+A user's mistake ends the command with one line on stderr and status 2 (bad arguments) or 1, never a
+traceback; output cut short by its reader (`| head`) ends quietly with status 141.
 """
 
 from __future__ import annotations
@@ -197,8 +195,7 @@ def _fail(message: str, status: int) -> int:
 
 
 def _closed_pipe() -> int:
-    """Stop writing to a reader that has gone: point stdout at /dev/null so the interpreter's
-    final flush has nowhere to fail."""
+    """Point stdout at /dev/null once its reader has gone, so the final flush has nowhere to fail."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

@@ -1,14 +1,9 @@
-"""Ahead-of-time generation: `python -m tritonwise generate MODULE[:NAME] --ranks 0-4 [--compile --arch sm_90,sm_100]`.
+"""Ahead-of-time generation: `python -m tritonwise generate MODULE[:NAME] --ranks 0-4`.
 
-For each pointwise function found, writes into the cache the files that common calls need,
-so a deployment starts warm: for every shape (`--shapes`, else 4x...x4 for each of
-`--ranks`), the `instantiate(r)` kernel over contiguous operands (no collapsing) and the
-call-path kernels for contiguous operands (flat), a row broadcast (nd) and a transposed first
-operand (tile2d), for each requested dtype; given outputs have the shape and dtype the call
-gives them (a reduction's are reduced). With
-targets (`--compile --arch`), each file's kernel is also compiled for every target into the
-kernel store, specialized as a launch on freshly allocated tensors is (16-byte aligned), so a
-deployment on those GPUs loads it without compiling. Compiling needs no GPU.
+For each pointwise function found, writes the files common calls need (per shape and dtype: the
+`instantiate(r)` kernel and the call-path kernels for contiguous, row-broadcast and transposed
+operands), so a deployment starts warm; with `--compile --arch sm_90,sm_100`, their kernels are also
+compiled for each target into the kernel store (no GPU needed).
 """
 
 from __future__ import annotations
@@ -66,8 +61,7 @@ def parse_ranks(text: str) -> list:
 
 
 def parse_shapes(text: str) -> list:
-    """Shapes from "1024x1024,8x4096,16" (each operand of a variant takes the shape; an empty
-    item is 0-d)."""
+    """Shapes from "1024x1024,8x4096,16" (an empty item is 0-d)."""
     shapes = []
     for item in text.split(","):
         extents = item.split("x") if item else []
@@ -87,10 +81,8 @@ def parse_dtypes(text: str) -> list:
 
 
 def _variants(fn, shape: tuple, dtype: torch.dtype) -> Iterator[tuple]:
-    """(args, collapse, outputs) for the calls generated for this shape: every operand of the
-    shape, as given outputs (instantiate) and allocated; a row broadcast; a transposed first
-    operand. Blocks follow the extents' power-of-two bucket, so shapes like the deployment's
-    give its kernels. Tensors are allocated, never written (no page is touched)."""
+    """(args, collapse, outputs) of the calls generated for this shape: all of the shape (outputs
+    given and allocated), a row broadcast, a transposed first operand (never written)."""
     schema = fn.schema
 
     def args(make):
@@ -112,19 +104,15 @@ def _variants(fn, shape: tuple, dtype: torch.dtype) -> Iterator[tuple]:
 
 
 def _given_outputs(fn, meta_args: tuple) -> dict:
-    """Outputs for the instantiate variant: contiguous, with the shape and dtype the call
-    gives them (a reduction's outputs are reduced), found by a call on meta tensors, which
-    runs nothing."""
+    """Contiguous outputs for the instantiate variant, shaped and typed by a call on meta tensors."""
     results = fn(*meta_args)
     results = results if isinstance(results, tuple) else (results,)
     return {f"out{k}": torch.empty(r.shape, dtype=r.dtype) for k, r in enumerate(results)}
 
 
 def generate(target: str, shapes: list, dtypes: list, stream=None, targets: Sequence = ()) -> int:
-    """Write the files (and, for `targets`, the compiled kernels) for every function in
-    `target`, shape and dtype; returns the number of distinct files. Progress, and a line per
-    variant a function does not take, go to `stream`. GenerateError where nothing could be
-    generated, or a file could not be written into the configured directory."""
+    """Write the files (and compiled kernels for `targets`) of every function in `target`; returns
+    how many distinct files. GenerateError where nothing was generated or a write failed."""
     stream = sys.stderr if stream is None else stream  # at call time: sys.stderr may be replaced
     jobs = [(name, fn, s, d) for name, fn in find_functions(target) for s in shapes for d in dtypes]
     written, skipped = set(), []
@@ -151,8 +139,7 @@ def generate(target: str, shapes: list, dtypes: list, stream=None, targets: Sequ
 
 
 def _check_placed(written: set) -> None:
-    """Every file landed in the configured directory: one that went to the process's private
-    fallback (its name taken by a directory, say) is gone when this command exits."""
+    """Every file landed in the configured directory (the private fallback is gone when this command exits)."""
     directory = cache.configured_dir()
     elsewhere = sorted(str(p) for p in written if p is not None and Path(p).parent != directory)
     if elsewhere:

@@ -9,12 +9,9 @@ from dataclasses import dataclass, field
 class CodeGenConfig:
     """Keyword-compatible with FlagGems' CodeGenConfig.
 
-    `max_tile_size` caps the elements one program handles per tile; `max_grid_size[0]` caps
-    the programs launched (beyond it each program loops over tiles). `max_num_warps_per_cta`
-    caps num_warps. `prefer_block_pointer` and `prefer_1d_tile` are accepted for
-    compatibility; the analysis chooses the tiling scheme from the operands' layouts.
-    Frozen, so a config shared between functions cannot be changed through one of them.
-    """
+    `max_tile_size` caps a tile's elements, `max_grid_size[0]` the programs launched (each then
+    loops over tiles), `max_num_warps_per_cta` num_warps. `prefer_block_pointer` and
+    `prefer_1d_tile` are accepted for compatibility. Frozen, so a shared config cannot be changed."""
 
     max_tile_size: int = 8192
     max_grid_size: tuple = field(default=(65535, 65535, 65535))

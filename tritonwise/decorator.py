@@ -24,14 +24,10 @@ def pointwise_dynamic(
 ):
     """Wrap a @triton.jit payload; use as `@pointwise_dynamic(...)` or `pointwise_dynamic(fn, ...)`.
 
-    When none of num_inputs, is_tensor and dtypes is given, every payload argument is a tensor.
-    `reductions` (ours): per output None, "sum", "max" or "min" -- a reduced output is the full
-    reduction of the payload's result, computed in the same pass and returned as a 0-d tensor
-    (see frontend/reduction.py). `deterministic=True` makes float sums bit-reproducible: each
-    program writes its partial and torch reduces the partials, instead of float atomics.
-    `backward` (ours): a @triton.jit payload to use as the backward instead of the derived one
-    (see PointwiseDynamicFunction.register_backward).
-    """
+    Without num_inputs, is_tensor and dtypes, every payload argument is a tensor. Ours: `reductions`
+    (per output None, "sum", "max", "min" or along dims: frontend/reduction.py),
+    `deterministic=True` (bit-reproducible float sums, no atomics) and `backward` (a payload used as
+    the backward: PointwiseDynamicFunction.register_backward)."""
     def decorate(payload):
         info = inspect_payload(payload)
         described = _described(num_inputs, is_tensor, dtypes)

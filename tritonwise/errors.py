@@ -9,6 +9,5 @@ class PayloadError(RuntimeError):
 
 
 class NotDifferentiable(PayloadError):
-    """The payload uses a construct tritonwise cannot derive a backward for. The message names
-    the construct and its line; give the backward payload by hand instead
-    (`pointwise_dynamic(..., backward=...)` or `fn.register_backward(...)`)."""
+    """The payload uses a construct tritonwise cannot derive a backward for (named with its line);
+    give the backward by hand (`backward=` or `fn.register_backward`)."""

@@ -1,15 +1,8 @@
 """PointwiseDynamicFunction: the object `pointwise_dynamic` returns.
 
-A thin public object. A call goes to the C hit path (runtime/hit_path.py), which serves it
-from its signature's cached plan or, for a new shape, from a shape program of its class
-(plans/shape_programs.py); a miss is routed to a feature (features/routing.py: NumPy scalars,
-subclasses, autograd, complex, DTensor, negative views) or planned (plans/planner.py: frontend
--> analysis -> codegen -> bind); the plan is cached and run, then traced into a program.
-
-The features use the function's public protocol only: `schema`, `config`, `payload_info`,
-`reduction_kinds`, `along_dims`, `complex_handler`, `outputs(kwargs)`, `plan(args, outs,
-collapse)`, `sibling(payload, schema, reductions)`, `output_meta(*args)`,
-`output_device(*args)` and `backward_functions()` (docs/architecture.md).
+A thin public object: a call is served by the C hit path (runtime/hit_path.py), else routed to a
+feature (features/routing.py) or planned (plans/planner.py), cached and run. Features use only its
+public protocol (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -63,9 +56,7 @@ class PointwiseDynamicFunction:
         planner = Planner(self.__name__, self._payload, schema, self._config, self._reductions, deterministic)
         self._planner, self._plans = planner, planner.plans
         self._out_index = {f"out{k}": k for k in range(schema.num_outputs())}
-        # what hit() reads (and call.h's __call__, which counts its hits in the PlanCache and
-        # reads given outputs by the names in _out_index)
-        self._c_tables = (self._plans, self._plans.by_key, planner.shape_programs.programs, self._out_index)
+        self._c_tables = None  # what call.h's __call__ reads: a CallTables once the hit path is on
         self._no_outputs = (None,) * schema.num_outputs()
         self._instances: dict = {}
         self._complex = None  # a complex.ComplexHandler once register_complex is called
@@ -100,8 +91,7 @@ class PointwiseDynamicFunction:
 
     @property
     def reduction_kinds(self) -> tuple:
-        """Per output: None, the kind of its full reduction ("sum", "max", "min"), or an AxisEntry
-        (frontend/reduction.py) for a reduction along dims."""
+        """Per output: None, a full reduction's kind ("sum", "max", "min"), or an AxisEntry for one along dims."""
         return self._reductions
 
     @property
@@ -124,9 +114,8 @@ class PointwiseDynamicFunction:
         return self._planner
 
     def outputs(self, kwargs: dict) -> tuple:
-        """The outputs keyword arguments give, one per output (None: not given). An unknown
-        keyword is an error unless its value is None: FlagGems' wrappers pass `out=None` through
-        (e.g. its bitwise_left_shift), which asks for nothing."""
+        """The outputs keyword arguments give, one per output (None: not given). An unknown keyword
+        with value None is ignored: FlagGems' wrappers pass `out=None` through."""
         outs = self._given_outputs(kwargs)
         if outs is None:
             name = next(n for n, v in kwargs.items() if n not in self._out_index and v is not None)
@@ -135,8 +124,7 @@ class PointwiseDynamicFunction:
         return outs
 
     def plan(self, args: tuple, outs: tuple = (), collapse: bool = True) -> LaunchPlan:
-        """The LaunchPlan of a call with `args` and given outputs `outs`, built now and not cached
-        (`collapse=False`: the task keeps every dimension, as instantiate's calls do)."""
+        """The LaunchPlan of a call, built now, not cached (`collapse=False`: every dim kept, as instantiate)."""
         return self._planner.plan(args, outs or self._no_outputs, collapse)
 
     def sibling(self, payload, schema: FunctionSchema, reductions=None) -> "PointwiseDynamicFunction":
@@ -149,17 +137,15 @@ class PointwiseDynamicFunction:
         return f"PointwiseDynamicFunction({self._payload.origin}, {self._schema})"
 
     def __call__(self, *args, **kwargs):
-        """The call. Once the C hit path is enabled, launch.c's method (runtime/call.h) takes
-        this one's place: the same first part in C, then _call_missed."""
+        """The call; once the hit path is on, call.h's C method takes this one's place."""
         if torch.compiler.is_compiling():  # dynamo traces the payload's torch expression instead
             from .tracing.hook import compiled_call
 
             return compiled_call(self, self, args, kwargs)
-        entry, key = hit_path.entry, None
+        entry, tables, key = hit_path.entry, self._c_tables, None
         outs = self._given_outputs(kwargs) if kwargs else None
-        if entry is not None and (outs is not None or not kwargs):  # the C hit path
-            _, plans, programs, _ = self._c_tables
-            result = entry(plans, args, MISS, programs, outs)
+        if entry is not None and tables is not None and (outs is not None or not kwargs):  # the C hit path
+            result = entry(tables.plans, args, MISS, tables.programs, outs)
             if type(result) is tuple and len(result) == 2 and result[0] is MISS:
                 key = result[1]  # a miss, with the signature hit() built
             elif result is not MISS:
@@ -168,8 +154,7 @@ class PointwiseDynamicFunction:
         return self._call_missed(args, kwargs, key)
 
     def _given_outputs(self, kwargs: dict) -> Optional[tuple]:
-        """The outputs keyword arguments give, one per output (None: not given), as call.h reads
-        them; None where a keyword that is not an output's name has a value (see outputs)."""
+        """The outputs keyword arguments give, as call.h reads them; None where a non-output keyword has a value."""
         outs = [None] * len(self._out_index)
         for name, value in kwargs.items():
             k = self._out_index.get(name)
@@ -181,6 +166,7 @@ class PointwiseDynamicFunction:
 
     def _call_missed(self, args: tuple, kwargs: dict, key: Optional[tuple]):
         """A call the C hit path did not serve; `key` is the signature it built, or None."""
+        self._share_tables()
         outs = self.outputs(kwargs) if kwargs else ()
         if key is None:
             key = argcheck.call_signature(args, outs)
@@ -194,9 +180,8 @@ class PointwiseDynamicFunction:
         return plan.run(args, outs or self._no_outputs)
 
     def _miss(self, key: tuple, args: tuple, given: tuple):
-        """A call no cached plan and no shape program serves: routed to a feature, else planned
-        (plans/planner.py), cached and run; once launched, traced into a shape program of its
-        class (plans/shape_programs.py), so that C serves the next shapes of its branch."""
+        """A call no cached plan or shape program serves: routed to a feature, else planned, cached,
+        run and traced into a shape program of its class."""
         outs = given or self._no_outputs
         routed = route(self, args, outs)
         if routed is not NO_ROUTE:
@@ -212,22 +197,26 @@ class PointwiseDynamicFunction:
         else:
             result = plan.run(args, outs)
         self._planner.shape_programs.publish(key, args, outs, plan)
+        self._share_tables()  # launching may have turned the hit path on
         return result
+
+    def _share_tables(self) -> None:
+        """Hand call.h this function's plans, programs and output names once the hit path is on."""
+        if self._c_tables is None and hit_path.entry is not None:
+            self._c_tables = hit_path.call_tables(self._plans, self._planner.shape_programs.programs, self._out_index)
 
     # -- features --------------------------------------------------------------------------
 
     def register_complex(self, mode, cross_kernel=None, tensorize_scalars: bool = False, fallback_target=None):
-        """Handle complex arguments by running real kernels on view_as_real data
-        (features/complex.py); a registration that cannot work is an error here."""
+        """Handle complex arguments by running real kernels on view_as_real data (features/complex.py)."""
         from .features.complex import complex_handler
 
         self._complex = complex_handler(self, mode, cross_kernel, tensorize_scalars, fallback_target)
         return self
 
     def register_backward(self, payload):
-        """Use the @triton.jit `payload` as this function's backward instead of deriving one. It
-        takes this function's arguments, then one gradient per output (then the reduced value of
-        each max/min output) and returns the gradient of every tensor input, in order."""
+        """Use the @triton.jit `payload` as the backward: this function's arguments and a gradient
+        per output (then each max/min output) in, each tensor input's gradient out."""
         self._backward_payload, self._backward = payload, None
         return self
 
@@ -240,10 +229,8 @@ class PointwiseDynamicFunction:
         return self._backward
 
     def explain_backward(self, *args, wrt=None):
-        """What the backward of a call with `args` runs, without launching: an
-        autograd.BackwardExplanation with the derived payload's file (`payload_path`) and the
-        Explanation of its kernel (`kernel`); gradients of the inputs at `wrt` (default: every
-        floating tensor input)."""
+        """What the backward of a call runs, without launching (autograd.BackwardExplanation), for
+        the inputs at `wrt` (default: every floating tensor input)."""
         from .features import autograd
 
         return autograd.explain(self, args, wrt)
@@ -258,8 +245,7 @@ class PointwiseDynamicFunction:
         return self._instances[rank]
 
     def as_torch_op(self, qualname: str):
-        """Register this function as the PyTorch custom op `qualname` ("namespace::name") and
-        return it (`torch.ops.namespace.name`): usable in torch.compile(fullgraph=True)."""
+        """Register this function as the custom op `qualname` ("namespace::name") and return it."""
         from .features.torch_op import register
 
         self._refuse_along_dims("as_torch_op")
@@ -272,17 +258,14 @@ class PointwiseDynamicFunction:
     use_fast_path = staticmethod(use_fast_path)
 
     def prepare_args(self, *args, _skip_tensor_check: bool = False, **kwargs) -> tuple:
-        """FlagGems' (ndim, args, kwargs) for `self.instantiate(ndim)(*args, **kwargs)`: outputs
-        allocated, operands wrapped as StridedBuffers over the task shape (features/prepared.py)."""
+        """FlagGems' (ndim, args, kwargs) for `self.instantiate(ndim)` (features/prepared.py)."""
         return prepare_args(self, args, kwargs, _skip_tensor_check)
 
     # -- planning without launching --------------------------------------------------------
 
     def get_kernel_info(self, ndim: int, *args, **kwargs) -> KernelInfo:
-        """The generated file of a rank-`ndim` kernel, as FlagGems' KernelInfo. tritonwise
-        generates one file per dtypes and layout class, so `args` (and given outputs) choose it:
-        the file `self.instantiate(ndim)` runs for them, written if missing. Without arguments,
-        the newest file this function has generated for a rank-`ndim` task."""
+        """The generated file of a rank-`ndim` kernel, as FlagGems' KernelInfo: the one `args` (and
+        given outputs) need, written if missing; without arguments, the newest rank-`ndim` file."""
         if args or kwargs:
             outs = self.outputs(kwargs)
             self.instantiate(ndim).check(args, outs)
@@ -290,8 +273,7 @@ class PointwiseDynamicFunction:
         return self._planner.binder.kernel_info(ndim)
 
     def explain(self, *args, **kwargs) -> "Explanation":
-        """The plan for these arguments, without launching, and the rung of the plan ladder that
-        would serve the call now (`rung`: plan cache, shape program or planner)."""
+        """The plan for these arguments, without launching, and the rung that would serve the call now."""
         outs = self.outputs(kwargs)
         if self._complex is not None and self._complex.applies(args, outs):
             raise TypeError(
@@ -302,20 +284,16 @@ class PointwiseDynamicFunction:
         return Explanation.of(plan, traced_status(self), self._planner.rung(args, outs))
 
     def output_meta(self, *args) -> list:
-        """(shape, strides, dtype) of each output a call with `args` allocates; no code is generated.
-        Works on fake and meta tensors (torch.compile's fake implementation uses it)."""
+        """(shape, strides, dtype) of each output a call allocates, generating nothing (fake and meta tensors too)."""
         return self._planner.output_meta(args, self._no_outputs)
 
     def output_device(self, *args, **kwargs):
-        """The device a call with these arguments (and given outputs) runs on and allocates its
-        outputs on: the real call's own rule (0-d CPU tensors beside others act as scalars)."""
+        """The device a call runs and allocates on, by the real call's rule (0-d CPU tensors act as scalars)."""
         return self._planner.device(validation.python_scalars(args), self.outputs(kwargs))
 
     def generate(self, *args, collapse: bool = True, targets: Sequence = (), **kwargs):
-        """Write the generated file these arguments need into the cache, without launching it
-        (ahead-of-time generation), and its kernel compiled for each of `targets` into the
-        kernel store (targets as runtime.kernels.parse_target gives them; no GPU needed);
-        returns the file's path."""
+        """Write the file these arguments need, without launching, and its kernel compiled for each
+        of `targets` into the kernel store; returns the file's path."""
         outs = self.outputs(kwargs)
         if not targets:
             return self._planner.write_file(args, outs, collapse)

@@ -10,11 +10,8 @@ import torch
 
 class StridedBuffer:
     """A strided view that torch cannot express (negative strides), for manual instantiation.
-
-    `offset` counts elements of `dtype` from the start of `base`'s storage (default: base's
-    own storage offset, rescaled when `dtype` differs). `data_ptr()` is the address of the
-    element at index (0, ..., 0).
-    """
+    `offset` counts elements of `dtype` from the start of `base`'s storage (default: base's own);
+    `data_ptr()` is the address of the element at index (0, ..., 0)."""
 
     def __init__(
         self,
@@ -96,9 +93,7 @@ class StridedBuffer:
         return self._base.storage_offset() * self._base.element_size() // self.element_size()
 
     def copy_(self, src) -> "StridedBuffer":
-        """Copy `src` (a Tensor or StridedBuffer of this shape) into this buffer, elementwise, with
-        torch's dtype conversion. Plain torch indexing over the storage: a runtime value never
-        calls back into the pointwise pipeline."""
+        """Copy `src` into this buffer with torch's dtype conversion, by plain indexing (no pointwise call)."""
         if tuple(src.shape) != self.shape:
             raise ValueError(f"copy_: source shape {tuple(src.shape)} differs from destination shape {self.shape}")
         values = src.values() if isinstance(src, StridedBuffer) else src

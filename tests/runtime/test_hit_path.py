@@ -414,11 +414,19 @@ class Function:
     shape programs, output names) and a fallback."""
 
     def __init__(self, plans, programs=None):
-        self._plans = SimpleNamespace(hits=0)
-        self._c_tables = (self._plans, plans, programs or {}, {"out0": 0})
+        self._plans = SimpleNamespace(hits=0, by_key=plans)
+        self._c_tables = hit_path.call_tables(self._plans, programs or {}, {"out0": 0})
 
     def _call_missed(self, args, kwargs, key):
         return ("Python", args, kwargs, key)
+
+
+def test_the_call_tables_are_typed_and_refuse_fields_that_do_not_fit(module):
+    plans = {}
+    tables = hit_path.call_tables(SimpleNamespace(by_key=plans), {}, {"out0": 0})
+    assert tables.plans is plans and tables.programs == {} and tables.outputs == {"out0": 0}
+    with pytest.raises(TypeError):
+        module.call_tables(plan_cache=None, plans=[], programs={}, outputs={})
 
 
 @pytest.fixture

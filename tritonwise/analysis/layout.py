@@ -1,9 +1,8 @@
 """Dimension order and collapsing, following TensorIterator. Pure Python over tuples.
 
-Dimensions are ordered from the operands' strides (outputs first, then inputs; a zero stride
-says nothing), allocated outputs get dense strides in that order, and neighbouring dims that
-are contiguous in every operand are merged. The collapsed task is returned outer-to-inner, so
-its last dim is the one the first operand walks fastest.
+Dims are ordered from the operands' strides (outputs first; a zero stride says nothing), allocated
+outputs get dense strides in that order, and neighbours contiguous in every operand are merged. The
+task is returned outer to inner.
 """
 
 from __future__ import annotations
@@ -50,8 +49,7 @@ def dense_strides(shape: tuple, inner_to_outer: Sequence[int]) -> tuple:
 
 
 def c_strides(shape) -> Optional[tuple]:
-    """Strides of a C-contiguous tensor of `shape`, or None when an extent is 0 (an empty tensor,
-    whose strides say nothing about its layout)."""
+    """Strides of a C-contiguous tensor of `shape`, or None when an extent is 0 (its strides say nothing)."""
     strides, step = [], 1
     for size in reversed(shape):
         if size < 1:

@@ -17,14 +17,9 @@ from .tiling import Tiling, choose_tiling, index_bits, num_tiles, operand_classe
 class TaskPlan:
     """How one call's operands map onto a kernel.
 
-    `strides` holds, for tensor inputs then outputs, each operand's strides over `task_shape`
-    (the collapsed task, outer-to-inner). `output_strides` are the strides the outputs have
-    (given, or to allocate) over the broadcast `shape`.
-
-    A split reduction along dims (`split` not None) writes partial values, not the outputs: its
-    task's outer kept dim runs over `split.parts` slices of the reduced extent, and the outputs'
-    slots in `strides` address a dense (parts, *rows) buffer of partials (see SplitRows).
-    """
+    `strides`: per tensor input then output, its strides over `task_shape` (the collapsed task,
+    outer to inner); `output_strides`: the outputs' strides over the broadcast `shape`. A split
+    reduction (`split` not None) writes a dense (parts, *rows) buffer of partials (see SplitRows)."""
 
     shape: tuple
     output_strides: tuple
@@ -51,9 +46,7 @@ class TaskPlan:
 
     @cached_property
     def layout_class(self) -> tuple:
-        """Every field of the task a generated file depends on (codegen's build_spec reads no
-        other): rank, scheme, tiled dim, block choices, index width, alignment, stride classes.
-        Tasks with equal classes share a file, so plans/binder.py keeps the loaded kernel per class."""
+        """Every field of the task a generated file depends on; tasks of equal classes share a file."""
         tiling = self.tiling
         classes = self.stride_classes
         split = self.split is not None
@@ -62,10 +55,8 @@ class TaskPlan:
 
 @dataclass(frozen=True)
 class SplitRows:
-    """A reduction along dims whose kept rows are too few to fill the GPU, split in `parts`
-    slices of its outer reduced dim: the kernel writes a dense (parts, *rows) buffer of partial
-    values, which the runtime combines over its first dim into the outputs, addressed over the
-    rows by `out_row_strides` (one tuple per output)."""
+    """A reduction along dims with too few rows to fill the GPU, split in `parts` slices of its
+    outer reduced dim into a dense (parts, *rows) buffer of partials, then combined."""
 
     parts: int
     rows: tuple
@@ -83,15 +74,13 @@ SPLIT_MIN_COLS = 2**17
 
 
 def splittable(reductions: tuple) -> bool:
-    """Whether a reduction along dims may split: its partial values are combined by torch, so
-    float accumulators only (an 8- or 16-bit integer reduces in float in the kernel, which
-    torch's integer sum would not repeat)."""
+    """Whether a reduction along dims may split: torch combines the partials, so float accumulators
+    only (a narrow integer reduces in float in the kernel, which torch's sum would not repeat)."""
     return all(r.acc.is_floating_point and r.result.is_floating_point for r in reductions)
 
 
 def split_parts(rows: tuple, cols: tuple) -> int:
-    """How many slices to cut the outer reduced dim into (1: no split): powers of two that
-    divide it, so every slice has the same extent."""
+    """How many equal slices to cut the outer reduced dim into (1: no split), a power of two dividing it."""
     num_rows, num_cols = math.prod(rows), math.prod(cols)
     if num_rows > SPLIT_MAX_ROWS or not num_rows:
         return 1
@@ -114,11 +103,8 @@ def analyze(
     config: CodeGenConfig,
     collapse_dims: bool = True,
 ) -> TaskPlan:
-    """Plan a task over tensor `inputs` ((shape, strides) each) and `outputs`.
-
-    An output is (shape, strides) when given, None when tritonwise allocates it. With
-    `collapse_dims=False` (manual instantiation) dims keep their order and number.
-    """
+    """Plan a task over tensor `inputs` and `outputs` ((shape, strides) each; an output None when
+    allocated). `collapse_dims=False` (instantiate) keeps dims' order and number."""
     if collapse_dims:
         contiguous = _contiguous_task(inputs, outputs)
         if contiguous is not None:
@@ -127,9 +113,8 @@ def analyze(
 
 
 def geometry(inputs: Sequence[tuple], outputs: Sequence[Optional[tuple]], collapse_dims: bool = True) -> tuple:
-    """The first part of analyze(), before any tiling: (broadcast shape, the outputs' strides
-    over it, the collapsed task's shape, each operand's strides over it). A RuntimeError naming
-    the shapes when they do not broadcast."""
+    """(broadcast shape, outputs' strides over it, collapsed task shape, each operand's strides over
+    it): analyze() before tiling; a RuntimeError naming the shapes when they do not broadcast."""
     given = [o for o in outputs if o is not None]
     shape = broadcast_shapes([s for s, _ in inputs] + [s for s, _ in given])
     in_strides = [broadcast_strides(s, st, shape) for s, st in inputs]
@@ -146,11 +131,8 @@ def geometry(inputs: Sequence[tuple], outputs: Sequence[Optional[tuple]], collap
 
 
 def _contiguous_task(inputs: Sequence[tuple], outputs: Sequence[Optional[tuple]]) -> Optional[tuple]:
-    """The common case without sorting or merging dims: every input of one shape with exactly
-    C-contiguous strides, more than one element, outputs allocated. The general path orders such
-    dims as they come (equal strides only pair a size-1 dim with its outer neighbour, which never
-    moves it), allocates C-contiguous outputs and merges everything into one dim, as here (a
-    property test compares the two). None when the call is not of this kind."""
+    """The common case without sorting or merging (inputs of one shape, C-contiguous, outputs
+    allocated): one flat dim, as the general path would give; None for any other call."""
     if not inputs or any(o is not None for o in outputs):
         return None
     shape = inputs[0][0]
@@ -162,8 +144,7 @@ def _contiguous_task(inputs: Sequence[tuple], outputs: Sequence[Optional[tuple]]
 
 
 def tile(shape, out_strides, task_shape, strides, itemsize, config, split=None, work=None) -> TaskPlan:
-    """The TaskPlan of a collapsed task; no tiles when `work` (default: the broadcast shape; the
-    kept rows for reductions along dims) is empty."""
+    """The TaskPlan of a collapsed task; no tiles when `work` (default: the broadcast shape) is empty."""
     tiling = choose_tiling(task_shape, strides, itemsize, config, split=split)
     return _planned(shape, out_strides, task_shape, strides, tiling, config, work)
 
@@ -192,15 +173,9 @@ def analyze_rows(
     config: CodeGenConfig,
     splittable: bool = False,
 ) -> TaskPlan:
-    """Plan a reduction along `dims` of the broadcast shape: the task is the kept dims (collapsed
-    among themselves, the rows) followed by the reduced dims (collapsed among themselves, the
-    columns), so the scheme's split (Tiling.m_dim) is the number of kept task dims. Each group
-    keeps the order the operands' strides give it; a reduced dim that no operand walks fastest
-    is read with a stride, not coalesced (a later scheme may transpose through shared memory).
-
-    An output is (shape, strides) of the reduced result when given, None when allocated (dense,
-    in the kept dims' order). `output_strides` holds the strides over the reduced result shape.
-    """
+    """Plan a reduction along `dims` of the broadcast shape: the task is the kept dims (rows) then
+    the reduced dims (columns), each group collapsed among itself; Tiling.m_dim is the number of
+    kept task dims. An output is (shape, strides) of the reduced result, or None when allocated."""
     shape = broadcast_shapes([s for s, _ in inputs])
     in_strides = [broadcast_strides(s, st, shape) for s, st in inputs]
     kept = [d for d in range(len(shape)) if d not in dims]

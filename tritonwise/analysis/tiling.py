@@ -1,24 +1,9 @@
 """Tiling scheme, block shape, warps and index width for a collapsed task. Pure Python.
 
-The generated file depends on the layout class of the task (rank, scheme, which strides are 0
-or 1, element size, alignment, index width), never on exact shapes. The block is a constexpr
-argument of the kernel, picked per call from the file's few `choices` (one compiled kernel
-each), so a new shape of the same class reuses the file and one of at most:
-
-    flat    1 block   (BLOCK = 4096 bytes of the widest element, rank 0: none)
-    nd      6 blocks  (BLOCK_N in 16, 64, 256, 1024; BLOCK_M * BLOCK_N = 2048; and 16 x 16, 16 x 64
-                       for tasks of fewer than 3 tiles)
-    tile2d  6 blocks  (BLOCK_M in 16, S; BLOCK_N in 16, 64, 128; S = 64 for aligned files of
-                       elements up to 4 bytes, else 32; 16 x 16 for tasks of fewer than 3 tiles)
-    row_persistent 6 blocks (BLOCK_N in 16, 64, 128, 256, 512, 1024; the narrowest covering the row)
-    row_looped     7 blocks (BLOCK_M x BLOCK_N = 2048, looping over the reduced extent; and 1 x 4096
-                           and 1 x 8192, pipelined, for few long rows)
-    column_looped  4 blocks (BLOCK_M x BLOCK_N = 8192, BLOCK_M kept elements adjacent in memory)
-
-each capped by the config's max_tile_size. Along a dim, the pick is the largest size whose
-tiles are more than half used (`extent / tiled extent > 1/2`), else the smallest: a 16 x 64
-slab stays 16 x 64, a transpose of large extents gets 64 x 128 (docs/decisions/block-table.md).
-Each scheme's choices, pick, warps and tile count live in its own module under schemes/.
+A generated file depends on the task's layout class, never on exact shapes: the block is a constexpr
+argument picked per call from the file's few `choices` (one compiled kernel each), so a new shape of
+the class reuses the file. Each scheme's choices, pick, warps and tile count live in its module
+under schemes/; their numbers are in docs/decisions/ (block-table.md, the row schemes' notes).
 """
 
 from __future__ import annotations
@@ -58,9 +43,8 @@ def operand_classes(strides: Sequence[tuple]) -> tuple:
 def choose_tiling(
     task_shape: tuple, strides: Sequence[tuple], itemsize: int, config: CodeGenConfig, split: Optional[int] = None
 ) -> Tiling:
-    """Block shapes and warps that measured best (docs/decisions/block-table.md).
-    `split`: for a reduction along dims, the number of kept (row) dims before the reduced ones;
-    a row scheme takes it as its m_dim."""
+    """Block shapes and warps (docs/decisions/block-table.md). `split`: for a reduction along dims,
+    the number of kept (row) dims before the reduced ones, a row scheme's m_dim."""
     scheme = choose_scheme(task_shape, strides, split, config)
     m_dim = split if split is not None else scheme.tiled_dim(task_shape, strides)
     aligned = is_aligned(task_shape, strides, scheme.aligned_dims(len(task_shape), m_dim) if task_shape else [])
@@ -71,26 +55,21 @@ def choose_tiling(
 
 @functools.lru_cache(maxsize=1024)
 def _block_choices(scheme, rank: int, itemsize: int, aligned: bool, config: CodeGenConfig) -> tuple:
-    """A scheme's blocks depend on these alone: worked out once per combination, not per task
-    (an experiment that patches a scheme's block_choices in a running process must call
-    `_block_choices.cache_clear()`)."""
+    """A scheme's blocks, worked out once per combination of these (a process that patches a
+    scheme's block_choices must call `_block_choices.cache_clear()`)."""
     return scheme.block_choices(rank, itemsize, aligned, config)
 
 
 def index_bits(task_shape: tuple, strides: Sequence[tuple], block: tuple) -> int:
-    """32 when every operand's farthest element and the tile arithmetic fit in int32, else 64.
-
-    Lanes past the end of a partial tile may compute offsets beyond that bound; they are
-    masked, so a wrapped value there is never dereferenced.
-    """
+    """32 when every operand's farthest element and the tile arithmetic fit in int32, else 64 (lanes
+    past a partial tile's end are masked, so a wrapped offset there is never dereferenced)."""
     numel = math.prod(task_shape)
     reach = max((sum((n - 1) * abs(s) for n, s in zip(task_shape, op)) for op in strides), default=0)
     return 32 if max(numel + math.prod(block), reach) <= INT32_LIMIT else 64
 
 
 def is_aligned(task_shape: tuple, strides: Sequence[tuple], masked_dims: Sequence[int]) -> bool:
-    """Whether the masked extents (of `masked_dims`) and every run-time stride are multiples of
-    ALIGNMENT."""
+    """Whether the masked extents (of `masked_dims`) and every run-time stride are multiples of ALIGNMENT."""
     if not task_shape:
         return False
     extents = [task_shape[d] for d in masked_dims]

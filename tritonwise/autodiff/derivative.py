@@ -1,22 +1,17 @@
 """Symbolic differentiation of a scalar payload: the source of its backward payload.
 
-The payload is made a straight-line program (autodiff/linearize.py); the backward payload
-recomputes it, then walks it in reverse (reverse-mode automatic differentiation over names),
-adding up each name's adjoint from the rules in autodiff/rules.py. The result is the source
-of one new @triton.jit function taking the payload's arguments, then one gradient per output
-(then, for max/min-reduced outputs, the reduced value), and returning the gradient of every
-input in `wrt`. Its text is meant to be read: the recomputed forward first, then one line per
-adjoint, named `grad_<name>`.
-
-Only names that depend on a `wrt` input through differentiable operations ("active" names)
-get adjoints: comparisons, boolean logic and where-conditions pass none, so bool masks, ints and
-scalar arguments need no rule. An active operand of an operation without a rule (a call to
-another @triton.jit helper, floor division) is a NotDifferentiable error naming it.
+Reverse mode over the payload's straight-line program (autodiff/linearize.py): the backward
+recomputes the forward, then adds up each name's adjoint (autodiff/rules.py), one readable line per
+`grad_<name>`. It takes the payload's arguments, one gradient per output (then each max/min output's
+value) and returns the gradient of every input in `wrt`. Only names that depend on a `wrt` input
+differentiably get adjoints; an active operand of an operation without a rule is a NotDifferentiable
+error naming it.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -159,8 +154,7 @@ class _Deriver:
         return operands, function(*texts, y, g, ast.unparse(value.func) if kind != "method" else "")
 
     def rule(self, step: Step):
-        """None for an operation passing no gradient; else what apply() needs. Raises
-        NotDifferentiable for an operation without a rule."""
+        """What apply() needs, None for an operation passing no gradient; NotDifferentiable where there is no rule."""
         value = step.value
         if isinstance(value, (ast.Compare, ast.BoolOp)):
             return None
@@ -196,14 +190,10 @@ class _Deriver:
 
     def callee_name(self, func: ast.expr) -> Optional[str]:
         """The name of a triton.language or libdevice function called as `func`, else None."""
-        obj = _resolve(func, self.globals)
-        target = getattr(obj, "fn", obj)  # a JITFunction (tl.sigmoid) wraps a plain function
-        module = getattr(target, "__module__", None) or ""
-        if module.startswith("triton.language") or "libdevice" in module:
-            return getattr(target, "__name__", None)
+        obj = resolve(func, self.globals)
         if obj is None and _root(func) in ("tl", "libdevice"):
             return func.attr if isinstance(func, ast.Attribute) else None
-        return None
+        return library_name(obj)
 
     def fail(self, step: Step, what: str):
         raise not_differentiable(self.where, step.line, what)
@@ -219,11 +209,21 @@ def _root(node) -> Optional[str]:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _resolve(chain: ast.expr, globals_: dict):
+def library_name(obj) -> Optional[str]:
+    """The name of a triton.language or libdevice function, else None."""
+    target = getattr(obj, "fn", obj)  # a JITFunction (tl.sigmoid) wraps a plain function
+    module = getattr(target, "__module__", None) or ""
+    if callable(target) and (module.startswith("triton.language") or "libdevice" in module):
+        return getattr(target, "__name__", None)
+    return None
+
+
+def resolve(chain, globals_: dict):
+    """The object a name or attribute chain of globals (or builtins) names, None if it names none."""
     if isinstance(chain, ast.Name):
-        return globals_.get(chain.id)
+        return globals_.get(chain.id, getattr(builtins, chain.id, None))
     if isinstance(chain, ast.Attribute):
-        base = _resolve(chain.value, globals_)
+        base = resolve(chain.value, globals_)
         return None if base is None else getattr(base, chain.attr, None)
     return None
 

@@ -1,11 +1,7 @@
-"""A payload's body as a straight-line program: one operation per assignment, names in SSA form.
-
-Symbolic differentiation (autodiff/derivative.py) walks this program backwards. Every compound
-expression is split so each assignment applies one operation to atoms (names or constants):
-`return x * tl.sigmoid(x)` becomes `t1 = tl.sigmoid(x)`, `out0 = x * t1`. A name assigned
-twice gets a fresh name the second time, so each name has exactly one definition. What a scalar
-payload cannot be differentiated through as straight-line code (if/for/while, nested functions,
-tuple-returning helpers) is reported as a NotDifferentiable error naming the line.
+"""A payload's body as a straight-line program: one operation per assignment, names in SSA form
+(`return x * tl.sigmoid(x)` becomes `t1 = tl.sigmoid(x)`, `out0 = x * t1`). What cannot be
+straight-line code (if/for/while, nested functions, tuple-returning helpers) is a NotDifferentiable
+error naming the line.
 """
 
 from __future__ import annotations

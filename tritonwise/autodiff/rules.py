@@ -1,10 +1,6 @@
-"""Derivative rules: for one operation over atoms, the adjoint each operand receives.
-
-A rule takes the operand texts, the result's name `y`, the adjoint's name `g` and the text of
-the function called (to call it again, as `pow` does), and returns one Triton expression per
-operand (None where the operand gets nothing). Ties and special points follow torch's
-derivatives.yaml: maximum/minimum split the gradient in half at ties, abs has gradient 0 at 0,
-clamp passes the gradient where min <= x <= max.
+"""Derivative rules: for one operation over atoms, the adjoint each operand receives (one Triton
+expression per operand, None for none), with ties and special points as torch's derivatives.yaml has
+them.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Payload variants that compute only some of a payload's outputs.
 
-A kernel calls the payload once per distinct computation dtype of its outputs (codegen/build.py
-payload_calls): `return x * y, tl.sin(x)` with [(0, 1, "DEFAULT"), (0, "INT_TO_FLOAT")] on int
-inputs runs once on ints for out0 and once on floats for out1. Each call must compile on its
-own dtypes, and `tl.sin` of an int does not: so each call runs a variant of the payload that
-keeps only the statements its outputs need. The payload is made a straight-line program
-(autodiff/linearize.py); a variant is its steps that the kept results depend on, then
-`return` of those results. A payload that is not straight-line code has no variants, and every
-call runs the whole payload as before.
+A kernel calls the payload once per distinct computation dtype of its outputs, and each call must
+compile on its own dtypes (`tl.sin` of an int does not), so each runs a variant keeping only the
+statements its outputs need (from autodiff/linearize.py). A payload that is not straight-line code
+has no variants: every call runs it whole.
 """
 
 from __future__ import annotations
@@ -20,9 +16,8 @@ from .linearize import Program, linearize
 
 
 def variant_source(source: str, name: str, outputs: tuple) -> Optional[str]:
-    """The source of `@triton.jit def name(...)`: the payload (its `source`) computing only the
-    values at positions `outputs`, in order; None where the payload is not straight-line code or
-    returns fewer values."""
+    """The source of `@triton.jit def name(...)` computing only the payload's values at `outputs`;
+    None where the payload is not straight-line code or returns fewer values."""
     try:
         program = linearize(source, f"payload {name}")
     except (NotDifferentiable, SyntaxError):

@@ -1,8 +1,5 @@
-"""The lines of a kernel body and its parameter list, derived from a KernelSpec.
-
-The parameter list and its launch values (params.py, from the scheme's integer arithmetic) are
-needed on every plan miss, also when the file is already cached; the index expressions
-(indexing.py) are built only when a body is written.
+"""The lines of a kernel body and its parameter list, derived from a KernelSpec (the index
+expressions, indexing.py, only when a body is written).
 """
 
 from __future__ import annotations
@@ -85,14 +82,9 @@ def _reduce(spec: KernelSpec, output) -> str:
     return f"{_acc(output)} = {combine.format(acc=_acc(output), v=value)}"
 
 
-# Tiles of 8- and 16-bit signed results are reduced in float (exact for them: float32 for
-# max/min, float64 for sums), then converted to the accumulator. Widening them to int directly
-# is not safe on the GPU: Triton 3.6 lowers tl.abs of int16 to PTX `abs.s16`, undefined for
-# -32768; ptxas computes it on the sign-extended 32-bit register (IABS gives 32768) and drops the
-# following `cvt.s32.s16`, so max(|[-32768, 5, -7]|) came out 32768 (-32768 once cast back),
-# where torch gives 7. LLVM folds any integer re-sign-extension back into the dropped one; an
-# int-to-float conversion reads the 16-bit field itself (SASS I2F.S16) and is not folded away
-# before the reduction.
+# Tiles of 8- and 16-bit signed results are reduced in float (exact for them), then converted to
+# the accumulator: widened to int directly, ptxas drops the sign extension after Triton 3.6's
+# `abs.s16` (max(|[-32768, 5]|) gave -32768); an int-to-float conversion is not folded away.
 NARROW_SIGNED = ("int8", "int16")
 
 
@@ -116,9 +108,8 @@ HALF_FLOATS = ("float16", "bfloat16")
 
 
 def conversion_text(chain: tuple, start=None) -> str:
-    """`.to(...)` conversions along `chain`. 16-bit floats are reached through float32, as torch
-    converts (a direct float64 -> float16 rounding differs from torch's by one ulp on some
-    values, and integers reach them through float)."""
+    """`.to(...)` conversions along `chain`; 16-bit floats are reached through float32, as torch
+    converts (a direct float64 -> float16 rounding can differ by one ulp)."""
     text, current = "", start
     for dtype in chain:
         if dtype == current:

@@ -67,9 +67,8 @@ def _variant_source(source: str, name: str, outputs: tuple) -> Optional[str]:
 
 
 def _call_groups(types: CallTypes) -> list:
-    """Outputs grouped into payload calls: an output joins the first call whose conversions agree
-    with its own on every input both name (an input neither names is passed as loaded).
-    Returns (output indices, torch dtype chain per input) per call."""
+    """(output indices, torch dtype chain per input) per payload call: an output joins the first
+    call whose conversions agree with its own on every input both name."""
     groups: list = []  # [output indices, merged chains]
     for k, chains in enumerate(types.conversions):
         for members, merged in groups:
@@ -83,9 +82,8 @@ def _call_groups(types: CallTypes) -> list:
 
 
 def payload_values(call: CallSummary, types: CallTypes, probe) -> tuple:
-    """Per output, the triton dtype the payload returns for it (None when `probe` cannot tell).
-    `probe(inputs)` runs the payload on 0-d values: per argument (torch dtype, None) for a tensor,
-    (a value of the scalar's kind, its computation dtype or None) for a scalar."""
+    """Per output, the triton dtype the payload returns for it (None: `probe` cannot tell);
+    `probe(inputs)` runs the payload on 0-d values (see probe.value_dtypes)."""
     values = [None] * len(types.results)
     for members, chains in _call_groups(types) if probe else ():
         inputs = tuple(_probe_input(operand, chain) for operand, chain in zip(call.inputs, chains))
@@ -125,9 +123,9 @@ def build_spec(
     probe=None,
 ) -> KernelSpec:
     """`call` summarizes the arguments (frontend/summary.py); `reductions` holds a Reduction or None
-    per output (empty: no reductions). A given output of another dtype receives the result rounded to
-    the result dtype, then converted as torch converts (through float32 for 16-bit floats).
-    `probe` (see payload_values) tells the dtypes the payload returns, so agreeing ones are not cast."""
+    per output (empty: none). A given output of another dtype receives the result rounded, then
+    converted as torch converts; `probe` tells the dtypes the payload returns, so agreeing ones are
+    not cast."""
     params = list(_param_names(payload, len(call.inputs)))
     classes = iter(plan.stride_classes)
     inputs = []

@@ -1,16 +1,10 @@
 """Index expressions for each operand, printed into the kernel templates.
 
-An operand's offset is sum(index_d * stride_d) over the task dims. Strides of class '1' and
-'0' enter as the numbers 1 and 0, so unit-stride terms are the bare index and broadcast terms
-vanish. The expression is split by where its index symbols live in the tile: a row part (one
-value per tile row, or a per-program scalar) and a column part (along the innermost dim).
-
-Each term is a product of one or two names with coefficient 1 and no two terms are alike, so
-no algebra is needed: a term is the sorted tuple of its names, and an expression prints its
-terms in a fixed order (factors by name; terms by their exponent vectors over all the names in
-lexicographic order, greatest first, as sympy printed them when it generated these files). This
-costs nothing to import; sympy cost a process 0.25 s (2 s where its bytecode was not cached)
-on its first generated file.
+An operand's offset is sum(index_d * stride_d); strides of class '1' and '0' enter as numbers, so
+unit-stride terms are the bare index and broadcast terms vanish. The expression is split into a row
+part (per tile row, or per program) and a column part (the innermost dim). Each term is a product of
+one or two names with coefficient 1, so no algebra is needed: a term is the sorted tuple of its
+names, printed in a fixed order (as sympy printed them), and nothing is imported.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""The part of a generated file's key that comes from the generator itself, not from the call.
-
-A KernelSpec's fields say what the call asks for; the text written for them also depends on the
-code that writes it. `generator_digest()` hashes every source that turns a spec into text or
-decides a spec's fields -- the templates, codegen/, analysis/ and schemes/ -- so an edit to any of them
-gives new keys, and an old file is never reused for code that would now be written differently.
-Triton's version is in the key beside it (`triton_version()`): the same text can mean other
-code under another Triton, and the compiled-kernel store keys binaries by the file key.
+"""The part of a generated file's key that comes from the generator itself, not from the call:
+`generator_digest()` hashes every source that writes a spec's text or decides its fields (the
+templates, codegen/, analysis/, schemes/), so an edit gives new keys; `triton_version()` sits beside
+it, since the same text can compile differently under another Triton.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """What a generated file needs, besides triton and tl, to define its copy of the payload when it
-runs alone (`python FILE`): an import per module or importable object the payload's source
-names (`libdevice`, a helper of the user's package), the source of each @triton.jit helper
-defined in a script (`__main__`, which the file cannot import), and each constant's value.
-
-Inside tritonwise the file never runs these lines: the user's own payload is bound before the
-file runs, and the lines sit under the same `if` as the payload's copy.
+runs alone (`python FILE`): imports of the modules and objects the payload's source names, the
+source of @triton.jit helpers defined in `__main__`, and constants' values. Inside tritonwise these
+lines never run (they sit under the payload copy's `if`).
 """
 
 from __future__ import annotations
@@ -56,8 +53,7 @@ def _collect(fn, imports: dict, rest: dict, seen: set) -> None:
 
 
 def _global_names(fn) -> list:
-    """Names `fn`'s source loads that resolve to its module's globals (not locals, builtins or
-    attributes), in source order."""
+    """Names `fn`'s source loads from its module's globals, in source order."""
     tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     loads = dict.fromkeys(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
     code_names = set(fn.__code__.co_names)

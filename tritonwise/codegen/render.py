@@ -1,7 +1,5 @@
-"""render(): a KernelSpec to the source of one generated module, through the Jinja templates.
-
-jinja2 is imported on the first render, not with tritonwise: a process whose files are all
-cached never needs it.
+"""render(): a KernelSpec to the source of one generated module, through the Jinja templates (jinja2
+imported on the first render only).
 """
 
 from __future__ import annotations
@@ -150,13 +148,11 @@ def _pointer_names(spec) -> list:
 
 
 def _unspecialized(spec, index: list) -> list:
-    """Parameters whose new values must never trigger a recompile: scalars, tile counts, and
-    sizes and strides unless the file is for the aligned class. There every size and run-time
-    stride is a multiple of 16 (and never 1), so Triton's own divisibility specialization is the
-    same for every call and tells the compiler what vectorized accesses need; a
-    `tl.multiple_of` hint on a scalar argument does not reach the masks (seen in the PTX: scalar
-    2-byte loads for bf16). A row scheme's masked extents (num_rows, num_cols) are counts that the
-    aligned class also keeps multiples of 16 (Scheme.aligned_counts), so they are specialized too."""
+    """Parameters whose new values must never trigger a recompile: scalars, tile counts, and sizes
+    and strides unless the file is for the aligned class. There every size, run-time stride and row
+    count (Scheme.aligned_counts) is a multiple of 16, so Triton's divisibility specialization is
+    the same for every call and gives the vectorized accesses (`tl.multiple_of` on a scalar does not
+    reach the masks)."""
     aligned_counts = get_scheme(spec.scheme).aligned_counts
     counts = [p for p in index if not (p.startswith("size") or "_stride" in p or p in aligned_counts)]
     return [i.name for i in spec.inputs if not i.is_tensor] + (counts if spec.aligned else index)

@@ -62,10 +62,8 @@ class InputSpec:
 
 @dataclass(frozen=True)
 class PayloadCall:
-    """One call of the payload: the outputs taken from it, and per input the triton dtypes the
-    loaded value is converted through first (empty: as loaded). Outputs whose conversions
-    agree share a call; most kernels have exactly one. With several, each runs a variant of the
-    payload computing only its outputs, where the payload has variants."""
+    """One call of the payload: the outputs it gives, and per input the triton dtypes its value is
+    converted through first (empty: as loaded)."""
 
     outputs: tuple  # output names
     converts: tuple  # per input: a tuple of triton dtype names
@@ -80,9 +78,8 @@ class PayloadCall:
 
 @dataclass(frozen=True)
 class OutputSpec:
-    """An elementwise output (with stride classes), or a reduction of the payload's result
-    accumulated in `acc` starting from `identity`: a full one (no strides) or one along dims
-    (strides over the task, '0' along the reduced dims)."""
+    """An elementwise output (with stride classes), or a reduction accumulated in `acc` from
+    `identity`: full (no strides) or along dims (strides over the task, '0' along reduced dims)."""
 
     name: str
     dtype: str  # the result dtype
@@ -99,19 +96,11 @@ class OutputSpec:
 class KernelSpec:
     """Exactly what changes a generated file's text; `key` hashes all of it and names the file.
 
-    What the key holds, and why:
-    - the payload: its name, module path and source hash (its code is bound into the file);
-    - per input and output: dtype, scalar kind and parameter type, conversions before the
-      payload, stride classes per task dim ('0', '1' or 's'), the store dtype of a given
-      output, the reduction and its accumulator;
-    - the task's rank, scheme (flat, nd, tile2d), tiled dim, index width (int32/int64),
-      alignment class, and `blocks`: the block shapes calls of this class may launch with;
-    - `version` (tritonwise), `generator` (a hash of the templates and of codegen/ and
-      analysis/, which write the text) and `triton_version` (the same text compiles to
-      other code under another Triton; the compiled-kernel store keys binaries by this key).
-    Never exact shapes, strides or the block a call picks: those are launch arguments, so a new
-    shape of a layout class reuses the file and one of its few compiled kernels.
-    """
+    It holds the payload (name, module, source hash), per operand its dtype, kind, conversions,
+    stride classes ('0', '1', 's'), store dtype and reduction, the task's rank, scheme, tiled dim,
+    index width, alignment and `blocks`, and `version`, `generator` (a hash of the templates and the
+    code that writes the text) and `triton_version`. Never exact shapes, strides or the block a call
+    picks: those are launch arguments."""
 
     payload_name: str
     payload_origin: str

@@ -1,17 +1,11 @@
 """Autograd for pointwise functions: a call whose inputs require grad records itself.
 
-The backward of a PointwiseDynamicFunction is another PointwiseDynamicFunction, built from a
-backward payload: derived from the forward payload by symbolic differentiation
-(autodiff/derivative.py), or given by hand (`backward=` / `register_backward`). The derived
-payload is written to the same cache as the generated kernels, so it can be read like them. It
-takes the forward's arguments, then one gradient per output (then, for each max/min-reduced
-output, the reduced value) and returns the gradient of each input that needs one, over the
-broadcast task shape; gradients of broadcast inputs are then summed to the input's shape, as
-torch does. Outputs torch gives no gradient (an unused one) get a 0-d zero, which broadcasts.
-
-Only tensor inputs of floating dtype that require grad get a gradient; python scalars, bool
-masks and integer tensors never do. Double backward is not supported: differentiating the
-backward raises an error saying so.
+The backward is another PointwiseDynamicFunction over a backward payload, derived from the forward
+payload (autodiff/derivative.py) or given by hand (`backward=` / `register_backward`), written to
+the cache like generated kernels. It takes the forward's arguments, one gradient per output (then
+each max/min output's value) and returns the gradient of each input that needs one over the task
+shape, summed to broadcast inputs' shapes. Only floating tensor inputs that require grad get one.
+Double backward is not supported.
 """
 
 from __future__ import annotations
@@ -39,8 +33,7 @@ _DERIVED = "symbolic differentiation (tritonwise/autodiff/derivative.py)"
 
 @dataclass(frozen=True)
 class BackwardFunction:
-    """The backward for one set of inputs: `function` returns the gradients of `wrt` (payload
-    positions), in order; `path` is the backward payload's file (None when given by hand)."""
+    """The backward for one set of inputs: `function` gives the gradients of `wrt`; `path`: its file or None."""
 
     function: object
     wrt: tuple
@@ -86,8 +79,7 @@ class Backward:
         return BackwardFunction(self._function(jit, len(wrt)), wrt, str(path))
 
     def _function(self, jit, count: int):
-        """A PointwiseDynamicFunction over the forward's arguments, the output gradients and the
-        reduced values, computing in the precision the forward computes in."""
+        """A function of the forward's arguments, output gradients and reduced values, in its precision."""
         fn = self.forward
         schema = fn.schema
         n, k = schema.num_inputs(), schema.num_outputs()
@@ -182,9 +174,8 @@ def input_gradients(fn, args: tuple, grads: tuple, extremes: list, wrt: tuple) -
 
 
 def gradients(reductions, args, grads, extremes, wanted, run, computed: tuple, ties) -> list:
-    """Per argument its gradient or None: `run(*args, *grads, *extremes)` returns the gradients
-    of the inputs at `computed` over the task shape, `ties(k)(*args, extreme)` counts the
-    elements equal to the max/min of output k (torch shares its gradient among them)."""
+    """Per argument its gradient or None, from `run(*args, *grads, *extremes)` and `ties(k)(*args,
+    extreme)` (the count of elements equal to output k's max/min, sharing its gradient)."""
     result = [None] * len(args)
     if run is None:
         return result
@@ -218,8 +209,7 @@ def _double_backward_error(gradients: list) -> list:
 
 @dataclass(frozen=True)
 class BackwardExplanation:
-    """What the backward of a call would run: the backward payload's file (derived) and the plan
-    of its kernel (an Explanation, None when no input needs a gradient)."""
+    """What a call's backward would run: its payload's file and its kernel's Explanation (None: nothing)."""
 
     wrt: tuple
     payload_path: Optional[str]

@@ -1,27 +1,18 @@
 """Complex arguments, by running real kernels over `torch.view_as_real` data.
 
 `fn.register_complex(mode, cross_kernel=None, tensorize_scalars=False, fallback_target=None)`
-(FlagGems' API; mistakes are reported when registering, see `complex_handler`). The operands
-are the arguments fn's promotion methods name; a call takes this path when an operand or a
-given output is complex (a complex tensor or a python `complex`).
+(FlagGems' API). A call takes this path when an operand its promotion methods name, or a given
+output, is complex. With `tensorize_scalars=True` and `fallback_target`, python scalar operands
+become 0-d tensors of the call's complex dtype and the call goes to `fallback_target`.
 
-- `tensorize_scalars=True` with `fallback_target` (FlagGems' form for tensor-scalar functions):
-  every python scalar operand becomes a 0-d tensor of the call's complex dtype (torch converts a
-  scalar to the common dtype the same way, so values round as torch rounds them), and the call
-  goes to `fallback_target`, the tensor-tensor function, with the other arguments unchanged.
-- ELEMENTWISE (add-like): the payload applies to real and imaginary parts alike. When every
-  operand is a complex tensor, one launch over the `view_as_real` views (a trailing dim of 2).
-  Otherwise two launches, one over the real parts and one over the imaginary parts: a real
-  tensor's imaginary part is zeros broadcast without memory, a scalar's parts are python numbers
-  (so `complex_tensor + 2.0` adds 2 to the real part only, as torch does).
-- CROSS (mul-like): `cross_kernel`, a PointwiseDynamicFunction with 2 outputs, receives
-  (real, imag) of every operand in order -- 0-d tensors for scalars, or python floats where the
-  cross kernel takes scalars -- then the other arguments, and writes (real, imag) of the one
-  output straight into the complex result through strided views.
+ELEMENTWISE (add-like): the payload applies to real and imaginary parts alike: one launch over
+`view_as_real` views when every operand is a complex tensor, else one per part (a real operand's
+imaginary part is zero, so `complex_tensor + 2.0` adds to the real part only).
 
-Conjugate and negative views are resolved (own_ops.resolved, no aten op) before their data is
-read. Results are complex (a promotion that gives a real dtype for complex operands, e.g.
-ALWAYS_BOOL, is refused); allocated results are C-contiguous.
+CROSS (mul-like): `cross_kernel`, with 2 outputs, takes (real, imag) of every operand, then the
+other arguments, and writes the result's parts through strided views.
+
+Conjugate and negative views are resolved first; results are complex and C-contiguous.
 """
 
 from __future__ import annotations
@@ -79,7 +70,7 @@ class ComplexHandler:
             return _real_into_complex(fn, args, outs)
         if self.tensorize_scalars and self.fallback_target is not None:
             return self.fallback_target(*self._tensorized(args), **validation.output_keywords(outs))
-        args = tuple(_resolved(a) for a in args)
+        args = tuple(own_ops.resolved(a) for a in args)
         outputs = _outputs(fn, args, outs)
         if self.mode is ComplexMode.CROSS:
             self._cross(args, outputs[0])
@@ -123,10 +114,7 @@ def _parts(a, real: torch.dtype, device) -> tuple:
     """(real, imaginary) of one operand: views of a complex tensor, zeros broadcast for a real
     tensor, 0-d tensors of `real` for a python scalar (converted as torch converts it)."""
     if argcheck.is_tensor_like(a):
-        if a.dtype.is_complex:
-            pair = torch.view_as_real(a)
-            return pair[..., 0], pair[..., 1]
-        return a, torch.zeros((), dtype=a.dtype, device=a.device).expand(a.shape)
+        return _part(a, 0), _part(a, 1)
     z = complex(a)
     return torch.tensor(z.real, dtype=real, device=device), torch.tensor(z.imag, dtype=real, device=device)
 
@@ -159,7 +147,7 @@ def _part(a, half: int):
 
 def _real_into_complex(fn, args: tuple, outs: tuple):
     """Real operands, complex given outputs: the real result, with a zero imaginary part."""
-    reals = [torch.view_as_real(_resolved(o))[..., 0] if o is not None and is_complex(o) else o for o in outs]
+    reals = [torch.view_as_real(own_ops.resolved(o))[..., 0] if o is not None and is_complex(o) else o for o in outs]
     result = fn(*args, **validation.output_keywords(reals))
     for o in outs:
         if o is not None and is_complex(o):
@@ -198,11 +186,6 @@ def _outputs(fn, args: tuple, outs: tuple) -> list:
                 raise RuntimeError(f"{name}: out{k} is a conjugate view; give a tensor without the conjugate bit")
         outputs.append(out)
     return outputs
-
-
-def _resolved(a):
-    """`a` with its conjugate or negative bit resolved by tritonwise's own kernels (own_ops.py)."""
-    return own_ops.resolved(a)
 
 
 def _device(args: tuple):

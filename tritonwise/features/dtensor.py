@@ -1,19 +1,12 @@
 """DTensor arguments: a pointwise function runs on the local shards, with no collective when the
 placements already agree.
 
-The sharding rule comes from broadcasting, the same analysis a single-device call makes. Per
-mesh dim, the task is either replicated or sharded along one task dim `d`:
-- an input that has dim `d` at full size must be `Shard` along it;
-- an input that broadcasts along `d` (size 1 there, or fewer dims) must be `Replicate`;
-- elementwise outputs are `Shard(d)`; a fused reduction's output is `Partial(kind)`, since each
-  rank reduced only its shard (`full_tensor()` all-reduces it).
-The sharded dim is taken from a given output first (writing in place keeps its layout), then from
-the first input sharded along a full-size dim. Inputs whose placement differs are redistributed as
-DTensor does for aten's pointwise ops: `Replicate -> Shard` is a local slice, `Partial` inputs are
-reduced first (a payload need not be linear in them), a `Shard` along another dim is moved.
-
-`sharding_strategies` states the same rule in the form `torch.distributed.tensor.experimental.
-register_sharding` takes, so an `as_torch_op` op follows it under DTensor's own dispatch.
+The rule comes from broadcasting: per mesh dim, the task is replicated or sharded along one task dim
+`d`; an input of full size along `d` must be `Shard(d)`, one broadcasting along it `Replicate`;
+elementwise outputs are `Shard(d)`, a fused reduction's `Partial(kind)`. `d` comes from a given
+output first, then the first input sharded along a full-size dim. Other placements are redistributed
+as DTensor does for aten's pointwise ops. `sharding_strategies` states the same rule for
+`register_sharding`, for `as_torch_op` ops.
 """
 
 from __future__ import annotations

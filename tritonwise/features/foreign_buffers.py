@@ -1,11 +1,7 @@
-"""Other libraries' StridedBuffers run as tritonwise's own.
-
-FlagGems' ops build their own `StridedBuffer` (flag_gems.utils.tensor_wrapper) and pass it to the
-functions they generate, as input and as given output (its `flip` and `repeat_interleave` do).
-Such an object is recognised by what it offers, not by its class: it is no tensor and has
-`unwrap()` giving the tensor it views, `shape`, `stride()`, `dtype` and `offset`, the elements
-from the unwrapped tensor's first element to index (0, ..., 0). The call runs on tritonwise's
-StridedBuffer over the same memory; a given output comes back as the object given.
+"""Other libraries' StridedBuffers (FlagGems' flag_gems.utils.tensor_wrapper) run as tritonwise's
+own: recognised by what they offer (no tensor; `unwrap()`, `shape`, `stride()`, `dtype`, `offset`),
+run on a tritonwise StridedBuffer over the same memory; a given output comes back as the object
+given.
 """
 
 from __future__ import annotations
@@ -38,8 +34,7 @@ def _own(obj):
 
 
 def call(function, args: tuple, outs: tuple):
-    """`function(*args, out0=..., ...)` with every foreign buffer replaced by tritonwise's own;
-    the given outputs come back as the objects given."""
+    """`function(*args, out0=..., ...)` on tritonwise's own buffers; given outputs come back as the objects given."""
     result = function(*map(_own, args), **validation.output_keywords(tuple(map(_own, outs))))
     results = result if isinstance(result, tuple) else (result,)
     given = tuple(o if is_foreign(o) else r for o, r in zip(outs, results)) + results[len(outs) :]

@@ -13,8 +13,7 @@ from . import foreign_buffers, own_ops
 
 
 class InstantiatedFunction:
-    """`fn.instantiate(rank)`: every operand exactly `rank` dims and one shape, outputs given.
-    Uses the function's public protocol: outputs, plan, reduction_kinds."""
+    """`fn.instantiate(rank)`: every operand exactly `rank` dims and one shape, outputs given."""
 
     def __init__(self, fn, rank: int):
         self._fn = fn

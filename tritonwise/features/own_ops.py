@@ -1,16 +1,9 @@
 """The tensor operations a call needs while preparing itself, done by tritonwise's own kernels.
 
-FlagGems registers functions built on tritonwise as aten kernels (`neg`, `resolve_neg`,
-`resolve_conj`, `copy_`, `fill_`, `zero_`, ...; its `resolve_neg(A)` is `neg_func(A)`). A call
-that dispatched to one of them while preparing itself could re-enter itself, so what tritonwise
-needs done to operands before a launch it does with its own pointwise functions over raw memory
-(StridedBuffers, which have no bits), never through those aten ops. Views (`view_as_real`,
-indexing) and allocation (`torch.empty`) are the only aten calls left on the way.
-
-torch's negative and conjugate bits: a view with the negative bit (`z.conj().imag`) or the
-conjugate bit (`z.conj()`) holds in memory the negation (of the imaginary part) of its value.
-Kernels read memory, so such an input is first resolved into a new tensor holding its value, as
-torch's own kernels see it. docs/flaggems_semantics.md states the rule.
+FlagGems registers functions built on tritonwise as aten kernels (`neg`, `resolve_neg`, `copy_`,
+...), so a call preparing its operands through those aten ops could re-enter itself: what it needs
+done before a launch (resolving negative and conjugate views into their values) runs on its own
+pointwise functions over raw memory. docs/flaggems_semantics.md.
 """
 
 from __future__ import annotations
@@ -27,8 +20,7 @@ _function_class = None  # the class pointwise functions are made of (make_functi
 
 
 def make_functions_with(cls) -> None:
-    """Build this module's pointwise functions as `cls(payload, schema)` (the public function
-    class registers itself: this module sits below it)."""
+    """Build this module's functions as `cls(payload, schema)` (the function class registers itself)."""
     global _function_class
     _function_class = cls
 
@@ -63,8 +55,7 @@ def has_bits(a) -> bool:
 
 
 def resolved(a):
-    """`a` itself, or for a tensor with the negative or conjugate bit a new C-contiguous tensor
-    holding its value."""
+    """`a` itself, or for a tensor with the negative or conjugate bit a new C-contiguous tensor of its value."""
     if not has_bits(a):
         return a
     if not a.dtype.is_complex:

@@ -1,11 +1,7 @@
-"""FlagGems' manual-instantiation helpers, with FlagGems' meaning, over tritonwise's public surface.
-
-FlagGems' PointwiseDynamicFunction calls `prepare_args` and then `instantiate(ndim)`: outputs
-are allocated (dtypes by the schema's promotion), every tensor is wrapped as a StridedBuffer
-over the task shape (broadcast strides), and calls whose tensors share one dense layout
-(`use_fast_path`) are flattened to one dimension. tritonwise's own __call__ plans more finely
-and needs none of this; these exist so code written against FlagGems' API runs unchanged.
-`get_kernel_info` names a generated file as FlagGems' does (KernelInfo).
+"""FlagGems' manual-instantiation helpers, with FlagGems' meaning, over tritonwise's public surface:
+`prepare_args` allocates outputs and wraps every tensor as a StridedBuffer over the task shape for
+`instantiate(ndim)`, and `use_fast_path` flattens calls of one dense layout, so code written against
+FlagGems' API runs unchanged.
 """
 
 from __future__ import annotations
@@ -45,9 +41,8 @@ def _c_contiguous(t) -> bool:
 
 
 def prepare_args(fn, args: tuple, kwargs: dict, skip_tensor_check: bool = False) -> tuple:
-    """(ndim, args, kwargs) for `fn.instantiate(ndim)(*args, **kwargs)`: FlagGems'
-    PointwiseDynamicFunction.prepare_args. Missing outputs are allocated (like the first tensor
-    of the task's shape, else C-contiguous), and every tensor and output is a StridedBuffer."""
+    """FlagGems' prepare_args: (ndim, args, kwargs) for `fn.instantiate(ndim)`, missing outputs
+    allocated (like the first tensor of the task's shape) and every tensor a StridedBuffer."""
     schema = fn.schema
     given = {k: v for k, v in kwargs.items() if v is not None and k in _output_names(schema)}
     if not skip_tensor_check:

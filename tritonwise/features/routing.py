@@ -1,10 +1,8 @@
 """Routing: calls that no launch plan serves, taken off the plan path before any analysis.
 
-Other libraries' StridedBuffers, NumPy scalars, tensor subclasses, calls recorded for autograd, complex operands (where the
-function registered a complex handler), DTensors and negative views each re-enter the function
-with plain arguments or run their own machinery, through the function's public protocol
-(docs/architecture.md). Their signatures never enter the plan cache (they differ from plain
-calls' in type, requires_grad or the negative bit), so a later hit cannot skip this.
+Foreign StridedBuffers, NumPy scalars, subclasses, autograd, complex operands, DTensors and negative
+views each re-enter the function with plain arguments or run their own machinery through its public
+protocol; their signatures never enter the plan cache.
 """
 
 from __future__ import annotations
@@ -54,9 +52,8 @@ _PYTHON_SCALARS = (int, float, bool)
 
 
 def _recorded_plain_call(args: tuple) -> bool:
-    """Whether every argument is a plain torch.Tensor or a Python scalar and a tensor requires
-    grad: no other route applies before autograd's (it is the one they would reach), so the
-    checks for buffers, NumPy scalars and subclasses are skipped."""
+    """Whether every argument is a plain tensor or scalar and a tensor requires grad: no route
+    applies before autograd's then, so the other checks are skipped."""
     tensors = [a for a in args if type(a) is torch.Tensor]
     if not any(t.requires_grad for t in tensors):
         return False

@@ -1,16 +1,9 @@
 """Registering a PointwiseDynamicFunction as a PyTorch custom op (torch.library).
 
-The op's schema follows the function's: tensors, then scalars typed by `dtypes` (`Scalar`
-where no type is given), returning one tensor or a tuple. The real implementation is the
-function itself (one registration for every device); the fake implementation allocates
-empty outputs with the shapes, strides and dtypes the same analysis computes, so
-torch.compile traces through the op without running it and without a graph break.
-Outputs are always allocated by the op (no `out0=`), as torch.compile needs a functional op.
-
-The op is differentiable: its autograd formula (torch.library.register_autograd) calls the
-backward function as an op of its own (`name_backward`, computing the gradient of every tensor
-input the outputs depend on, and `name_ties<k>` for max/min outputs), so torch.compile traces
-forward and backward alike without running either.
+The op takes tensors, then scalars typed by `dtypes` (`Scalar` where untyped), and always allocates
+its outputs (a functional op). Its real implementation is the function; its fake one allocates what
+the same analysis computes, so torch.compile traces through it. Its autograd formula calls the
+backward as an op of its own (`name_backward`, `name_ties<k>`).
 """
 
 from __future__ import annotations

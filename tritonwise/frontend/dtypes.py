@@ -1,21 +1,12 @@
 """Per-call dtypes: each output's result and computation dtype, and how each input reaches it.
 
-Torch computes an output in three steps, and so do the kernels:
-1. operands are cast to the output's *common* dtype (TensorIterator's common dtype: the result
-   dtype, or for ALWAYS_BOOL the dtype the operands promote to): int32 2049 times an fp16
-   tensor is 2048 * 3, and 100000 becomes inf. Python scalars and 0-d tensors skip this step
-   for arithmetic (torch's kernels read CPU scalars at opmath precision: fp16 1000 * 1.0004
-   is 1000.5), but not for comparisons (bf16 3.140625 == 3.14159 is True);
-2. the payload runs in the *computation* dtype (opmath: fp32 for 16-bit floats);
-3. the result is rounded to the result dtype when stored.
-Each output gets its own conversions (`conversions[k][i]`: the dtypes input i passes through
-for output k), so a DEFAULT int output beside an INT_TO_FLOAT one computes in ints while the
-other computes in floats; codegen calls the payload once per distinct set.
+As torch: operands are cast to the output's common dtype (python scalars and 0-d tensors skip this
+for arithmetic, not for comparisons), the payload runs in the computation dtype (opmath: fp32 for
+16-bit floats), and the result is rounded when stored. `conversions[k][i]`: the dtypes input i
+passes through for output k; codegen calls the payload once per distinct set.
 
-Bool arithmetic as torch defines it: where an output computes in bool, bool operands are
-widened to int32 and the result converted with `!= 0`, so True + True is True (Triton's int1
-add wraps to False). A payload that uses `~` keeps int1 operands, because `~` on a widened
-True is -2, which is not False; `~` on int1 is logical not, as torch's bitwise_not of bools.
+Where an output computes in bool, bool operands are widened to int32 and the result converted with
+`!= 0` (True + True is True), unless the payload uses `~`, which is logical not on int1.
 """
 
 from __future__ import annotations
@@ -70,11 +61,8 @@ HALF_FLOATS = (torch.float16, torch.bfloat16)
 
 
 def _widen_alike(chains: list, args: Sequence) -> None:
-    """An input no promotion method names reaches the payload as it comes, except a 16-bit float
-    tensor beside a named input of its dtype that computes in float32 (opmath): it is widened
-    alike, so the payload sees one dtype for both. FlagGems' angle payload takes (real, imag)
-    of complex32, names only `real`, and branches on `real.dtype == tl.float16` to widen both
-    itself; a float32 `real` beside a float16 `imag` reached atan2 with two dtypes."""
+    """An unnamed 16-bit float input beside a named one of its dtype that computes in float32 is
+    widened alike (FlagGems' angle names only `real`); other unnamed inputs come as they are."""
     widened = {_dtype_of(args[j]) for j, c in enumerate(chains) if c and c[-1] == torch.float32}
     for i, arg in enumerate(args):
         if chains[i] is None and isinstance(arg, torch.Tensor) and arg.dtype in HALF_FLOATS and arg.dtype in widened:
@@ -112,10 +100,8 @@ def _chain(dtype: Optional[torch.dtype], common, compute: torch.dtype) -> tuple:
 
 
 def check_unsigned_scalars(name: str, schema: FunctionSchema, args: Sequence) -> None:
-    """A python int in [2**63, 2**64) is a uint64 scalar to torch, and torch has no uint64
-    promotion: where such a scalar decides the common dtype of a promotion that names it (a
-    bool tensor beside it, say), torch raises instead of computing. So does this, before any
-    launch. Beside integer or float operands the scalar is weak and wraps (or rounds) as in torch."""
+    """Raise, as torch does, where a python int in [2**63, 2**64) (uint64, which torch cannot
+    promote) decides a common dtype; beside numeric operands it wraps as in torch."""
     for k in range(schema.num_outputs()):
         indices = schema.output_type(k)[:-1]
         common = (*indices, ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)  # torch checks before applying the kind

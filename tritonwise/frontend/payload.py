@@ -11,11 +11,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Payload:
-    """A `@triton.jit` function used as the scalar body of a pointwise kernel.
-
-    `jit` is the user's object (a JITFunction, or an InterpretedFunction when the user set
-    TRITON_INTERPRET=1); `fn` is the plain Python function underneath it.
-    """
+    """A `@triton.jit` function used as the scalar body of a pointwise kernel: `jit` is the user's
+    object (an InterpretedFunction under TRITON_INTERPRET=1), `fn` the Python function beneath it."""
 
     jit: Any
     fn: Any
@@ -37,8 +34,7 @@ class Payload:
         return k < len(self.copies) and self.copies[k] is not None
 
     def check_arity(self, num_inputs: int, described: str) -> None:
-        """A schema with `num_inputs` inputs calls the payload with that many arguments: report a
-        payload that cannot take them now (at decoration), not when its kernel first compiles."""
+        """Report at decoration, not at first compile, a payload that cannot take `num_inputs` arguments."""
         if self.min_params <= num_inputs and (num_inputs <= self.num_params or self.variadic):
             return
         from .schema import SchemaError
@@ -86,9 +82,8 @@ def inspect_payload(obj) -> Payload:
 
 
 def passed_through(source: str, params: list) -> tuple:
-    """Per returned value of a payload whose body is one `return` statement (a docstring
-    aside), the index of the parameter it returns unchanged, else None: `return x` is (0,),
-    `return x * 2, y` is (None, 1). () for any other body."""
+    """Per value a one-`return` payload returns, the index of the parameter returned unchanged, else
+    None (`return x * 2, y`: (None, 1)); () for any other body."""
     import ast
 
     try:

@@ -1,9 +1,7 @@
 """Torch's elementwise type promotion, applied per output over the arguments it names.
 
-`elementwise_dtypes` follows `torch._prims_common.elementwise_dtypes` rule for rule (a test
-compares the two over every dtype, kind and operand form). It is restated because torch's
-imports sympy on every call, which costs a process ~0.25 s on its first call even when every
-generated file is already cached.
+`elementwise_dtypes` follows `torch._prims_common.elementwise_dtypes` rule for rule (a test compares
+the two); restated because torch's imports sympy on its first call.
 """
 
 from __future__ import annotations
@@ -40,18 +38,13 @@ def parse_kind(kind) -> ELEMENTWISE_TYPE_PROMOTION_KIND:
 
 
 def promote(method: tuple, args: Sequence) -> tuple:
-    """(computation dtype, result dtype) of one output under torch's rules.
-
-    `method` is a canonical `(i, j, ..., KIND)`; python scalars are weakly typed and 0-d
-    tensors weaker than sized ones, exactly as `torch._prims_common.elementwise_dtypes`.
-    """
+    """(computation dtype, result dtype) of one output for a canonical `(i, j, ..., KIND)` `method`."""
     *indices, kind = method
     return elementwise_dtypes([args[i] for i in indices], kind)
 
 
 def elementwise_dtypes(operands: Sequence, kind: ELEMENTWISE_TYPE_PROMOTION_KIND) -> tuple:
-    """(computation dtype, result dtype) over python numbers and tensor-likes (anything with
-    `.dtype` and `.ndim`: tensors, StridedBuffers)."""
+    """(computation dtype, result dtype) over python numbers and anything with `.dtype` and `.ndim`."""
     highest = bool
     for x in operands:
         highest = get_higher_type(highest, type(x) if isinstance(x, Number) else dtype_to_type(x.dtype))

@@ -1,17 +1,13 @@
-"""Full reductions of an output: which ones exist and their dtypes.
+"""Reductions of an output: which ones exist and their dtypes.
 
-An output declared `"sum"`, `"max"` or `"min"` is reduced over every element in the same pass
-that computes it, and returned as a 0-d tensor. Result dtypes follow torch (`sum` of bool or
-integers is int64, otherwise the elementwise result dtype); accumulation is fp32 for fp16 and
-bf16, fp64 for fp64, int64 for integer sums and at least int32 for integer max/min (the widths
-Triton's atomics support). max/min ignore NaN (Triton's tl.max semantics), unlike torch.
+`"sum"`, `"max"` or `"min"` reduce over every element in the pass that computes the output, returned
+0-d. Result dtypes follow torch (an integer or bool sum is int64); accumulation is fp32 for 16-bit
+floats, int64 for integer sums, at least int32 for integer max/min. max/min ignore NaN (tl.max),
+unlike torch.
 
-An entry `(kind, dims)` or `(kind, dims, keepdim)` reduces only along `dims` of the broadcast
-task shape (an int or a tuple, negative allowed), as torch's `x.sum(dims, keepdim)` does: the
-output has the reduced shape, and each row of kept indices is reduced by one program (schemes
-row_persistent and row_looped), so no accumulator or atomic is involved and results are
-deterministic. All axis entries of one function reduce the same dims; they do not mix with
-elementwise outputs or full reductions.
+`(kind, dims)` or `(kind, dims, keepdim)` reduces along `dims` of the broadcast task shape, as
+`x.sum(dims, keepdim)`: each row of kept indices is reduced by one program, with no atomics. All
+axis entries of a function reduce the same dims and do not mix with other outputs.
 """
 
 from __future__ import annotations

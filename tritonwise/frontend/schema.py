@@ -24,12 +24,7 @@ def _type_name(t: Optional[type]) -> str:
 
 
 class FunctionSchema:
-    """The argument kinds and output promotion rules of a pointwise function.
-
-    `promotion_methods` holds one entry per output, `(i, j, ..., KIND)` or `((i, j), KIND)`,
-    KIND a name or an `ELEMENTWISE_TYPE_PROMOTION_KIND` member; it is stored canonically as
-    `(i, j, ..., KIND)` with KIND the enum member.
-    """
+    """The argument kinds and per-output promotion methods (kept as `(i, ..., KIND member)`) of a function."""
 
     def __init__(
         self,
@@ -55,8 +50,7 @@ class FunctionSchema:
 
     @staticmethod
     def canonicalize_promotion_methods(promotion_methods) -> list:
-        """FlagGems' canonical form of `promotion_methods`: one `(i, j, ..., KIND)` tuple per
-        output, KIND the ELEMENTWISE_TYPE_PROMOTION_KIND member (names are looked up)."""
+        """FlagGems' canonical form: one `(i, j, ..., KIND)` tuple per output, KIND the enum member."""
         return [_canonical_method(m) for m in promotion_methods]
 
     def num_inputs(self) -> int:

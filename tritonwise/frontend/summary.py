@@ -1,8 +1,4 @@
-"""CallSummary: what codegen needs to know of a call's arguments, instead of the arguments.
-
-Built by the frontend once per launch plan; codegen reads dtypes and scalar kinds from it and
-never sees a tensor or a scalar value.
-"""
+"""CallSummary: the dtypes and scalar kinds codegen reads of a call, instead of its arguments."""
 
 from __future__ import annotations
 
@@ -16,9 +12,7 @@ INT32_RANGE = (-(2**31), 2**31 - 1)
 
 @dataclass(frozen=True)
 class OperandSummary:
-    """A tensor input (its dtype) or a python scalar (its kind; `wide` for an int Triton passes
-    as 64-bit because it does not fit in 32; `unsigned` for one of 2**63 or more, which only an
-    unsigned 64-bit parameter holds)."""
+    """A tensor input (its dtype) or a scalar (its kind; `wide`: an int passed as 64-bit; `unsigned`: >= 2**63)."""
 
     is_tensor: bool
     dtype: Optional[torch.dtype] = None

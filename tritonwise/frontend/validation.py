@@ -16,12 +16,8 @@ SCALAR_KINDS = (bool, int, float)
 
 
 def python_scalars(args: tuple) -> tuple:
-    """`args` with NumPy scalars replaced by the python scalars torch's argument parser reads
-    them as: integers as int, floating as float, complex as complex, and `np.bool_` as float
-    (torch has no numpy-bool case there: `torch.mul(int_tensor, np.bool_(True))` is float32).
-    Returns `args` itself when it replaces nothing: the router re-enters a call with replaced
-    arguments, so a new tuple for a NumPy array or a `np.str_` (which torch never reads as
-    scalars) would re-enter forever."""
+    """`args` with NumPy scalars replaced by what torch's argument parser reads them as (`np.bool_`
+    as float); `args` itself when nothing is replaced, so the router does not re-enter forever."""
     if not any(type(a).__module__ == "numpy" for a in args):
         return args
     import numpy as np
@@ -49,9 +45,8 @@ def output_keywords(outs: Sequence) -> dict:
 
 
 def resolve_negative_views(name: str, args: tuple, outs: tuple) -> Optional[tuple]:
-    """Inputs with torch's negative bit (e.g. `z.conj().imag`) materialized, as torch's own kernels
-    read them; None when there are none. Kernels read raw memory, so such a view must never reach
-    a plan (its signature differs in the bit, so it never hits one)."""
+    """Inputs with torch's negative bit (`z.conj().imag`) materialized, as torch's kernels read
+    them; None when there are none. Kernels read raw memory, so such a view never reaches a plan."""
     for k, out in enumerate(outs):
         if isinstance(out, Tensor) and out.is_neg():
             raise RuntimeError(f"{name}: out{k} is a negative view (is_neg()); pass out{k}.resolve_neg() instead")
@@ -85,8 +80,7 @@ def check_kinds(name: str, schema, args: Sequence) -> None:
 
 
 def type_name(x) -> str:
-    """`float`, `Tensor`, `NoneType` for builtins and torch's types; module-qualified otherwise
-    (`numpy.ndarray`), so a NumPy array is not mistaken for something of torch's."""
+    """`float`, `Tensor`, `NoneType` for builtins and torch's types, module-qualified otherwise (`numpy.ndarray`)."""
     cls = type(x)
     module = cls.__module__.split(".")[0]
     return cls.__name__ if module in ("builtins", "torch", "tritonwise") else f"{module}.{cls.__qualname__}"
@@ -129,15 +123,13 @@ def needs_register_complex(name: str) -> str:
 
 
 def has_dtensor(args: Sequence, outs: Sequence) -> bool:
-    """Whether any operand is a DTensor. torch.distributed.tensor is not imported for this: a
-    program holding a DTensor has imported it already (and importing it costs start-up time)."""
+    """Whether any operand is a DTensor (without importing torch.distributed.tensor: a DTensor's holder has)."""
     cls = getattr(sys.modules.get("torch.distributed.tensor"), "DTensor", None)
     return cls is not None and any(isinstance(a, cls) for a in (*args, *outs))
 
 
 def launch_device(name: str, operands: Sequence) -> Optional[torch.device]:
-    """The device every operand ((label, tensor) pairs) is on; 0-d CPU tensors beside device
-    tensors act as scalars. Two devices: a RuntimeError naming both and an operand on each."""
+    """The device of every (label, tensor) operand (0-d CPU tensors act as scalars); RuntimeError for two."""
     sized = [(label, t) for label, t in operands if not (t.device.type == "cpu" and t.ndim == 0)]
     first: dict = {}
     for label, t in sized or operands:
@@ -171,8 +163,7 @@ def check_output(name: str, k: int, out, shape: tuple, dtype: torch.dtype, devic
 
 
 def output_layout_fits(layout: tuple, expected: tuple) -> bool:
-    """Whether a given output's (shape, strides) pass check_output's layout checks for a result of
-    shape `expected`: that shape, no internal overlap."""
+    """Whether a given output's (shape, strides) is of shape `expected` with no internal overlap."""
     shape, strides = layout
     return tuple(shape) == tuple(expected) and not has_internal_overlap(shape, strides)
 
@@ -183,11 +174,8 @@ def has_internal_overlap(shape, strides) -> bool:
 
 
 def result_subclass(name: str, operands: Sequence) -> Optional[type]:
-    """The tensor subclass torch gives the results of a call on `operands` (inputs and given
-    outputs), as its default __torch_function__ does: the one subclass of every operand
-    subclass that keeps that default (Parameter, DTensor and FakeTensor disable it: their
-    results are plain). None when no operand has such a subclass; a TypeError where none of
-    them is a subclass of all the others, which torch refuses too."""
+    """The subclass torch's default __torch_function__ gives the results on `operands` (None: none);
+    a TypeError where no operand subclass derives from all the others."""
     types = {type(a) for a in operands if isinstance(a, Tensor) and type(a) is not Tensor}
     types = {t for t in types if _default_function(t)}
     if not types:
@@ -209,14 +197,12 @@ def _default_function(cls: type) -> bool:
 
 
 def plain(operands: Sequence) -> tuple:
-    """`operands` with every tensor subclass instance viewed as a plain tensor (the same memory
-    and autograd history, torch's as_subclass)."""
+    """`operands` with every tensor subclass instance viewed as a plain tensor (torch's as_subclass)."""
     return tuple(a.as_subclass(Tensor) if isinstance(a, Tensor) and type(a) is not Tensor else a for a in operands)
 
 
 def as_result_subclass(result, cls: type, outs: Sequence):
-    """`result` (one tensor or a tuple) with each output viewed as `cls`; a given output is
-    returned as the object the caller gave."""
+    """`result` with each output viewed as `cls`; a given output is returned as the object given."""
     results = result if isinstance(result, tuple) else (result,)
     given = list(outs) + [None] * (len(results) - len(outs))
     converted = tuple(o if o is not None else r.as_subclass(cls) for r, o in zip(results, given))

@@ -1,8 +1,5 @@
-"""Shared plumbing of the ops: payloads called with any mix of tensors and python scalars.
-
-`pointwise_dynamic` fixes which arguments are tensors when a function is made; torch ops take a
-python scalar in most tensor positions. `Pointwise` holds one payload and makes (once, then
-reuses) the function for each pattern of tensor and scalar arguments a call brings.
+"""Shared plumbing of the ops: payloads called with any mix of tensors and python scalars, one
+function made per pattern a call brings (`Pointwise`).
 """
 
 from __future__ import annotations
@@ -48,10 +45,7 @@ def require_number(op: str, name: str, arg) -> None:
 
 
 class Pointwise:
-    """A payload with its promotion methods, callable with tensors or scalars in any position.
-
-    Calls take the inputs positionally and outputs as `out0=`, `out1=`, ... (None: allocate).
-    """
+    """A payload with its promotion methods, callable with tensors or scalars anywhere (outputs as `out0=`, ...)."""
 
     def __init__(self, payload, promotion_methods: list):
         self._payload = payload

@@ -1,8 +1,5 @@
-"""sigmoid, silu, gelu: activations with torch's formulas and result dtypes.
-
-Each op takes one tensor (or StridedBuffer) and an optional `out=` tensor of its shape;
-fp16/bf16 are computed in fp32. Only Triton math present in 3.6 and later is used (exp, erf);
-tanh is written with exp.
+"""sigmoid, silu, gelu: activations with torch's formulas and result dtypes, each with an optional
+`out=`; only Triton math present since 3.6 (exp, erf), tanh written with exp.
 """
 
 from __future__ import annotations
@@ -54,25 +51,19 @@ def _require_floating(op: str, input) -> None:
 
 
 def sigmoid(input, *, out=None):
-    """torch.sigmoid: 1 / (1 + exp(-input)). input: a bool, integer or floating tensor
-    (integers give the default float dtype, INT_TO_FLOAT)."""
+    """torch.sigmoid: 1 / (1 + exp(-input)); integers give the default float dtype (INT_TO_FLOAT)."""
     require_tensor("sigmoid", "input", input)
     return SIGMOID(input, out0=out)
 
 
 def silu(input, *, out=None):
-    """torch.nn.functional.silu: input / (1 + exp(-input)). input: a floating tensor
-    (integers raise, as torch's kernel); same dtype out."""
+    """torch.nn.functional.silu: input / (1 + exp(-input)) of a floating tensor (integers raise, as in torch)."""
     _require_floating("silu", input)
     return SILU(input, out0=out)
 
 
 def gelu(input, approximate="none", *, out=None):
-    """torch.nn.functional.gelu with approximate "none" (erf) or "tanh".
-
-    input: a floating tensor (integers raise, as torch's kernel); same dtype out. The `out=`
-    keyword is ours (torch's functional gelu has none).
-    """
+    """torch.nn.functional.gelu, approximate "none" (erf) or "tanh"; integers raise; `out=` is ours."""
     fn = GELU.get(approximate)
     if fn is None:
         raise RuntimeError("approximate argument must be either none or tanh.")

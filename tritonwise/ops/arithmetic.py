@@ -1,8 +1,5 @@
-"""add, sub, mul, div: torch's binary arithmetic with alpha and rounding modes.
-
-Operands may be tensors (or StridedBuffers) or python scalars in either position, as torch
-accepts them; the result dtype is torch's DEFAULT promotion (INT_TO_FLOAT for true division),
-fp16/bf16 computed in fp32.
+"""add, sub, mul, div: torch's binary arithmetic with alpha and rounding modes, over tensors (or
+StridedBuffers) and python scalars in either position, with torch's promotion.
 """
 
 from __future__ import annotations
@@ -122,12 +119,7 @@ def _check_alpha(op: str, input, other, alpha) -> int:
 
 
 def add(input, other, *, alpha=1, out=None):
-    """torch.add: input + alpha * other.
-
-    input, other: tensors or python scalars (at least one tensor); alpha: a python number
-    (not floating for integral results, bool only for bool results); out: a tensor of the
-    result's shape. Bool results are a logical or, as in torch.
-    """
+    """torch.add: input + alpha * other (a logical or for bool results); at least one tensor."""
     result = _check_alpha("add", input, other, alpha)
     if result == BOOL:
         return ADD_BOOL(input, other, bool(alpha), out0=out)
@@ -150,11 +142,7 @@ def _check_not_bool(input, other) -> None:
 
 
 def sub(input, other, *, alpha=1, out=None):
-    """torch.sub: input - alpha * other.
-
-    input, other: tensors or python scalars (at least one tensor), neither bool (torch raises);
-    alpha: a python number (not floating for integral results); out: as for add.
-    """
+    """torch.sub: input - alpha * other; at least one tensor, neither bool (torch raises)."""
     _check_not_bool(input, other)
     _check_alpha("sub", input, other, alpha)
     if alpha == 1:
@@ -163,24 +151,13 @@ def sub(input, other, *, alpha=1, out=None):
 
 
 def mul(input, other, *, out=None):
-    """torch.mul: input * other (a logical and for bool results).
-
-    input, other: tensors or python scalars (at least one tensor); out: a tensor of the
-    result's shape.
-    """
+    """torch.mul: input * other (a logical and for bool results); at least one tensor."""
     return MUL(input, other, out0=out)
 
 
 def div(input, other, *, rounding_mode=None, out=None):
-    """torch.div with rounding_mode None (true division), "trunc" or "floor".
-
-    input, other: tensors or python scalars (at least one tensor). True division promotes
-    integers to the default float (INT_TO_FLOAT); "trunc" and "floor" keep torch's DEFAULT
-    dtype, round as torch does (floats: torch's div_floor_floating, signed zeros included),
-    and raise for bool operands and for an integral division by a python scalar 0. An integer
-    tensor element divided by 0 is not detected (torch raises ZeroDivisionError); its result
-    is unspecified.
-    """
+    """torch.div, rounding_mode None (INT_TO_FLOAT), "trunc" or "floor"; bool operands and integral
+    division by a python 0 raise, an integer tensor divided by 0 gives an unspecified result."""
     if rounding_mode is None:
         return TRUE_DIV(input, other, out0=out)
     fn = ROUNDED_DIV.get(rounding_mode)

@@ -1,9 +1,4 @@
-"""eq, lt, where, clamp: comparisons and selections with torch's promotion.
-
-Comparisons promote both sides to their common dtype (ALWAYS_BOOL: a bool result); where
-selects between x and y without computing in a wider type (NO_OPMATH); clamp promotes
-input and bounds together (DEFAULT) and propagates NaN from any of them, as torch.
-"""
+"""eq, lt, where, clamp: comparisons and selections with torch's promotion."""
 
 from __future__ import annotations
 
@@ -69,25 +64,19 @@ CLAMP = Pointwise(_clamp, [(0, 1, 2, "DEFAULT")])
 
 
 def eq(input, other, *, out=None):
-    """torch.eq: input == other as bool (NaN != NaN). input: a tensor; other: a tensor or a
-    python scalar; both compared in their promoted dtype."""
+    """torch.eq: input == other (a tensor or python scalar) in their promoted dtype, as bool."""
     require_tensor("eq", "input", input)
     return EQ(input, other, out0=out)
 
 
 def lt(input, other, *, out=None):
-    """torch.lt: input < other as bool (False with NaN). input: a tensor; other: a tensor or
-    a python scalar; both compared in their promoted dtype."""
+    """torch.lt: input < other (a tensor or python scalar) in their promoted dtype, as bool."""
     require_tensor("lt", "input", input)
     return LT(input, other, out0=out)
 
 
 def where(condition, input, other, *, out=None):
-    """torch.where(condition, input, other): input where condition holds, else other.
-
-    condition: a bool tensor; input, other: tensors or python scalars, promoted together
-    (NO_OPMATH: fp16 stays fp16; two python scalars give int64 or the default float).
-    """
+    """torch.where(condition, input, other), input and other promoted together (NO_OPMATH)."""
     require_tensor("where", "condition", condition)
     if condition.dtype != torch.bool:
         raise RuntimeError(
@@ -97,12 +86,8 @@ def where(condition, input, other, *, out=None):
 
 
 def clamp(input, min=None, max=None, *, out=None):
-    """torch.clamp: input limited to [min, max] (max wins where min > max; NaN anywhere gives NaN).
-
-    input: a tensor; min, max: tensors, python scalars or None (not both None). The result
-    dtype promotes input with the bounds (int tensor with min=0.5 -> float32); bool results
-    raise, as in torch.
-    """
+    """torch.clamp: input limited to [min, max] (max wins where min > max; NaN anywhere gives NaN);
+    bounds are tensors, python scalars or None (not both), promoted with input."""
     require_tensor("clamp", "input", input)
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")

@@ -1,8 +1,4 @@
-"""polar and the modulus of complex tensors, computed on `torch.view_as_real` views.
-
-tritonwise kernels take real dtypes; a complex tensor is a real one with a trailing dim of 2
-(real, imaginary), so complex results are written as two real outputs into that view.
-"""
+"""polar and the modulus of complex tensors, computed on `torch.view_as_real` views."""
 
 from __future__ import annotations
 
@@ -57,11 +53,7 @@ def _check_polar(abs, angle, out) -> torch.dtype:
 
 
 def polar(abs, angle, *, out=None):
-    """torch.polar: the complex tensor abs * (cos(angle) + i sin(angle)).
-
-    abs, angle: broadcastable tensors of one dtype, float32 or float64 (complex64/complex128
-    result); out: a complex tensor of the broadcast shape. An allocated result is C-contiguous.
-    """
+    """torch.polar: abs * (cos(angle) + i sin(angle)) for float32/float64 `abs` and `angle`."""
     dtype = _check_polar(abs, angle, out)
     if out is None:
         out = torch.empty(torch.broadcast_shapes(abs.shape, angle.shape), dtype=dtype, device=abs.device)

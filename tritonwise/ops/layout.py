@@ -1,10 +1,7 @@
-"""flip, contiguous, transpose_copy, permute_copy: copies that change the layout.
-
-One payload, the identity, does all of them. flip reads the input through a StridedBuffer
-with negative strides (a view torch cannot express) and runs the rank-specialized function
-from `instantiate`, which neither broadcasts nor allocates. The others read a permuted view
-and write a C-contiguous tensor; tritonwise tiles such copies so both sides stay coalesced.
-Complex tensors are copied as their `view_as_real` pairs.
+"""flip, contiguous, transpose_copy, permute_copy: copies that change the layout, all with the
+identity payload. flip reads through a StridedBuffer with negative strides and runs the
+`instantiate`d function; the others write a permuted view C-contiguous (tiled so both sides stay
+coalesced). Complex tensors are copied as their `view_as_real` pairs.
 """
 
 from __future__ import annotations
@@ -55,11 +52,7 @@ def _reversed(t: torch.Tensor, dims: list) -> StridedBuffer:
 
 
 def flip(input, dims):
-    """torch.flip: a copy of `input` reversed along `dims` (an int or a sequence of ints).
-
-    input: a tensor of any dtype, complex included. The result keeps input's layout when it is
-    dense (as torch's empty_like), else is C-contiguous.
-    """
+    """torch.flip: `input` reversed along `dims`, keeping a dense input's layout, else C-contiguous."""
     require_tensor("flip", "input", input)
     dims = _wrap_dims(dims, input.ndim)
     out = torch.empty_like(input)
@@ -76,10 +69,7 @@ def _copy_contiguous(view: torch.Tensor) -> torch.Tensor:
 
 
 def contiguous(input):
-    """Tensor.contiguous(): `input` itself when C-contiguous, else a C-contiguous copy.
-
-    input: a tensor of any dtype and layout (permuted, sliced, expanded, complex).
-    """
+    """Tensor.contiguous(): `input` itself when C-contiguous, else a C-contiguous copy."""
     require_tensor("contiguous", "input", input)
     if input.is_contiguous():
         return input

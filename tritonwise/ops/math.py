@@ -1,7 +1,4 @@
-"""abs, neg, sin, exp: unary math with torch's result dtypes.
-
-Each op takes one tensor (or StridedBuffer) and an optional `out=` tensor of its shape.
-"""
+"""abs, neg, sin, exp: unary math with torch's result dtypes, each with an optional `out=`."""
 
 from __future__ import annotations
 
@@ -39,10 +36,7 @@ EXP = Pointwise(_exp, [(0, "INT_TO_FLOAT")])
 
 
 def abs(input, *, out=None):
-    """torch.abs: |input|, same dtype (COMPLEX_TO_FLOAT: complex64 -> float32, via hypot).
-
-    input: an integer, floating or complex tensor (bool raises, as in torch).
-    """
+    """torch.abs (COMPLEX_TO_FLOAT: complex64 -> float32, via hypot); bool raises, as in torch."""
     require_tensor("abs", "input", input)
     kind = category(input)
     if kind == BOOL:
@@ -64,14 +58,12 @@ def neg(input, *, out=None):
 
 
 def sin(input, *, out=None):
-    """torch.sin. input: a bool, integer or floating tensor; integers give the default float
-    dtype (INT_TO_FLOAT), fp16/bf16 are computed in fp32."""
+    """torch.sin: integers give the default float dtype (INT_TO_FLOAT), 16-bit floats compute in fp32."""
     require_tensor("sin", "input", input)
     return SIN(input, out0=out)
 
 
 def exp(input, *, out=None):
-    """torch.exp. input: a bool, integer or floating tensor; integers give the default float
-    dtype (INT_TO_FLOAT), fp16/bf16 are computed in fp32."""
+    """torch.exp: integers give the default float dtype (INT_TO_FLOAT), 16-bit floats compute in fp32."""
     require_tensor("exp", "input", input)
     return EXP(input, out0=out)

@@ -1,9 +1,7 @@
 """Binder: a call's analyzed task -> its generated kernel and LaunchPlan (codegen, file, load).
 
-One per pointwise function. The spec, verified file and loaded launcher depend on the call class
-and the layout class only (build_spec reads the call's dtypes and scalar kinds, its types, and of
-the task only its layout_class), so they are kept per pair: every new shape of a known pair
-reuses them (no build_spec, no hashing, no file access).
+The spec, verified file and loaded launcher depend only on the call class and the task's layout
+class, so they are kept per pair: a new shape of a known pair builds, hashes and reads nothing.
 """
 
 from __future__ import annotations
@@ -96,9 +94,7 @@ class Binder:
         return load(path, spec.kernel_name, alias, self.payload, backend, self.variants.bindings(spec, alias))
 
     def kernel(self, call_class, args, outs, types, reductions, task: TaskPlan, interpreted, loads) -> Kernel:
-        """The spec, verified file and loaded launcher of a call, kept per call class and layout
-        class (`call_class` None: not kept). The generator's digest and the cache's location are
-        in the key too: an edited generator means new files, another cache directory its own copy."""
+        """A call's spec, verified file and loaded launcher, kept per call class (None: not kept) and layout class."""
         memo = None
         if call_class is not None:
             memo = (call_class, task.layout_class, interpreted, loads, generator_digest(), cache_location())
@@ -167,8 +163,7 @@ def cached_file(spec):
 
 
 def _extents(shape: tuple, out_strides: tuple, outs: tuple) -> tuple:
-    """The dense extent of each given output over the outputs' shape (None: not given, or
-    written by a full reduction)."""
+    """The dense extent of each given output over the outputs' shape (None: not given, or fully reduced)."""
     return tuple(None if o is None or s is None else argcheck.dense_extent(shape, s) for o, s in zip(outs, out_strides))
 
 
@@ -182,9 +177,8 @@ def _split_launch(task: TaskPlan, reductions: tuple) -> Optional[SplitLaunch]:
 
 
 def _default_dtype_decided(args: tuple, results: tuple) -> Optional[torch.dtype]:
-    """torch's default dtype when it may have decided a result dtype: a result of that dtype that
-    no sized tensor operand has (an int tensor times a python float, INT_TO_FLOAT on ints). A
-    false positive only costs the plan its fast path."""
+    """torch's default dtype where it may have decided a result dtype (one no sized tensor operand
+    has); a false positive only costs the plan its fast path."""
     default = torch.get_default_dtype()
     sized = {a.dtype for a in args if argcheck.is_tensor_like(a) and a.ndim}
     return default if default in results and default not in sized else None

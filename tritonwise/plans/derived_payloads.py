@@ -1,7 +1,7 @@
-"""@triton.jit functions tritonwise derives from a payload's source (its backward, the ties of a
-max/min output, variants computing some of its outputs: PayloadVariants), each through a file in
-the cache: Triton reads a JIT function's source from its file, and the file is readable like a
-generated kernel. Names the derived source does not define resolve in the payload's module."""
+"""@triton.jit functions derived from a payload's source (its backward, the ties of a max/min
+output, PayloadVariants), each through a readable file in the cache (Triton reads a JIT function's
+source from its file); other names resolve in the payload's module.
+"""
 
 from __future__ import annotations
 
@@ -53,8 +53,7 @@ def _load(path, globals_: dict):
 
 
 class PayloadVariants:
-    """The variants of one payload (autodiff/variants.py) that its generated kernels call, each
-    derived once, in its own file."""
+    """The variants of one payload (autodiff/variants.py) its kernels call, each derived once into its own file."""
 
     HOW = "keeping the statements those outputs need (tritonwise/autodiff/variants.py)"
 
@@ -63,8 +62,7 @@ class PayloadVariants:
         self._jits: dict = {}  # output names -> @triton.jit variant
 
     def bindings(self, spec, alias: str) -> dict:
-        """alias -> variant, for each call of the KernelSpec `spec` that runs one (the payload
-        bound as `alias` in its module)."""
+        """alias -> variant for each call of `spec` that runs one (the payload bound as `alias`)."""
         return {call.variant_alias(alias): self._jit(call.outputs) for call in spec.calls if call.variant}
 
     def _jit(self, outputs: tuple):

@@ -1,9 +1,7 @@
 """Planner: a call -> its LaunchPlan, through frontend -> analysis -> codegen -> bind.
 
-One per pointwise function. Only the analysis of shapes and strides and the launch values run
-per shape; what depends on the call class alone (`Frontend`: validation, device, promotion) and on
-it with the layout class (the Binder's kernels) is kept, so a new shape of a known class
-generates, hashes, reads and loads nothing.
+What depends on the call class alone (the Frontend) and on it with the layout class (the Binder's
+kernels) is kept, so a new shape of a known class generates and loads nothing.
 """
 
 from __future__ import annotations
@@ -41,11 +39,8 @@ class Frontend:
 
 
 class Planner:
-    """The plans of one pointwise function and every memo behind them: `plans` (call signature
-    -> LaunchPlan), `shape_programs` (call class -> the programs C evaluates for new shapes),
-    `siblings` (launched plans whose launchers new plans of their kernel take rebound), the
-    frontend per call class, the Reductions along dims per (class, rank), and the Binder's
-    kernels per (call class, layout class)."""
+    """The plans of one pointwise function and every memo behind them: `plans`, `shape_programs`,
+    `siblings`, the frontend per call class, Reductions per (class, rank), the Binder's kernels."""
 
     def __init__(self, name: str, payload, schema, config: CodeGenConfig, reductions: tuple, deterministic: bool):
         self.name, self.payload, self.schema, self.config = name, payload, schema, config
@@ -67,8 +62,7 @@ class Planner:
         return self.binder.bind(args, outs, front.types, reductions, task, front.device, front.key)
 
     def rung(self, args: tuple, outs: tuple) -> str:
-        """Which rung of the ladder would serve a call now: "plan cache" (a plan of its
-        signature), "shape program" (a program of its class, in C) or "planner" (a new plan)."""
+        """The ladder's rung that would serve a call now: "plan cache", "shape program" or "planner"."""
         key = argcheck.call_signature(args, outs)
         plan = self.plans.by_key.get(key)
         if plan is not None and plan.serves_default_dtype():
@@ -96,8 +90,7 @@ class Planner:
         ]
 
     def write_file(self, args: tuple, outs: tuple, collapse: bool, note: bool = False):
-        """The generated file a call needs, written into the cache if missing (`note`: and kept
-        as its rank's KernelInfo); nothing is loaded or launched."""
+        """The file a call needs, written if missing (`note`: kept as its rank's KernelInfo); nothing runs."""
         types, reductions, task, _ = self.analyze(args, outs, collapse)
         spec = self.binder.spec(args, outs, types, reductions, task)
         return self.binder.note_file(spec, task) if note else cached_file(spec)
@@ -112,9 +105,7 @@ class Planner:
         return plan.path
 
     def frontend(self, args: tuple, outs: tuple) -> Frontend:
-        """Validation of kinds and scalars, the device and torch's promotion: functions of the
-        call class alone (see call_class), so they run once per class and are kept. A call that
-        fails them stores nothing."""
+        """Validation, device and promotion: functions of the call class, kept per class (failures: nothing)."""
         key = call_class(args, outs)
         front = self._frontends.get(key)
         if front is None:
@@ -164,10 +155,8 @@ class Planner:
         return self._layout_task(inputs, layouts, shape, reductions, _itemsize(tensors, front.types), collapse)
 
     def traced_task(self, args: tuple, outs: tuple, inputs: list, layouts: list) -> Optional[TaskPlan]:
-        """task() for a call whose task was planned, on its (shape, strides) as symbolic values
-        (plans/symbolic.py, which records what each step compared); the given outputs (`layouts`,
-        None where not given) checked as far as their shape and strides go (their dtype and
-        device are the class's). None where a given output would be refused."""
+        """task() on symbolic (shape, strides) (plans/symbolic.py), given outputs' `layouts` checked
+        as far as they go; None where one would be refused."""
         args = validation.python_scalars(args)
         front = self.frontend(args, outs)
         shape = self._task_shape(inputs, layouts)
@@ -210,8 +199,7 @@ class Planner:
                 validation.check_output(self.name, k, out, expected, dtype, front.device)
 
     def reductions_for(self, front: Frontend, shape: tuple) -> tuple:
-        """The call's Reductions: those along dims resolve their dims against the task's rank
-        (the frontend, kept per call class, knows no shapes)."""
+        """The call's Reductions, those along dims resolved against the task's rank."""
         if not self.along_dims:
             return front.reductions
         key = (front.key, len(shape))
@@ -226,16 +214,13 @@ class Planner:
         return resolved
 
     def copies(self, k: int) -> bool:
-        """Whether output `k` is a copy (the payload returns one of its arguments unchanged): a
-        given output of a copy takes any dtype, converted on store as torch's copy_ converts,
-        where other outputs follow torch's out= rule, torch.can_cast (docs/flaggems_semantics.md).
-        FlagGems' to_copy and copy_ rely on it."""
+        """Whether output `k` is a copy of an argument: a given output then takes any dtype,
+        converted as copy_ converts (FlagGems' to_copy and copy_; docs/flaggems_semantics.md)."""
         return self.payload.copies_input(k)
 
     def _payload_result(self, k: int, out_dtype, types, args):
-        """A given output that cannot hold its promotion's result (torch.can_cast) takes the
-        payload's own value when that one can be cast: FlagGems' frexp declares DEFAULT for its
-        int32 exponent. Otherwise the types are unchanged and check_output names the mismatch."""
+        """A given output that cannot hold its promotion's result takes the payload's own value when
+        that one can be cast (FlagGems' frexp declares DEFAULT for its int32 exponent)."""
         inputs = [
             (types.computed_as(k, i) or a.dtype, None) if argcheck.is_tensor_like(a) else (a, types.computed_as(k, i))
             for i, a in enumerate(args)
@@ -247,11 +232,8 @@ class Planner:
 
 
 def call_class(args: tuple, outs: tuple) -> tuple:
-    """What validation, the device and promotion read of a call, and nothing of its shapes or
-    strides: per operand its type, dtype, whether it is 0-d and its device; per scalar its type,
-    and for an int the width class Triton passes it in (arguments.int_class, which also sets
-    apart values validation rejects); which outputs are given; torch's default dtype (promotion
-    of python floats reads it). Two calls of one class get the same Frontend."""
+    """What validation, device and promotion read of a call, nothing of shapes or strides: operand
+    types, dtypes, 0-d-ness and devices, scalar kinds, given outputs, the default dtype."""
     return (
         torch.get_default_dtype(),
         tuple(_operand_class(a) for a in args),

@@ -1,19 +1,11 @@
-"""Shape programs: what the analysis decided for one call, as data the C hit path evaluates for
-the next shapes of the same class (runtime/program.h), so that a new shape launches from C with
-no plan and no Python frame.
+"""Shape programs: what the analysis decided for one call, as data the C hit path evaluates for the
+next shapes of its class (runtime/program.h), so a new shape launches from C with no plan.
 
-Once a plan has launched through launch.c, `ShapePrograms.publish` runs the planner's
-shape-dependent work again on symbolic sizes and strides (plans/symbolic.py): broadcasting,
-the checks of given outputs, the analysis (dim order, collapse, scheme, block, alignment, index
-width), the outputs' layout, the kernel's index values and grid. Every comparison made on the
-way becomes a guard, and Triton's specialization of the index values (divisible by 16, equal to
-1) two more, so a call satisfying the guards runs exactly this plan's kernel, with the values
-the program computes. The program is checked against the plan it was traced beside before it
-is published.
-
-Programs are kept per class (the signature without sizes and strides: launch.c's shape_class)
-in `programs`, the dict hit() reads; each class keeps at most MAX_PER_CLASS programs, whose
-guards exclude each other (they differ in some answer), so at most one serves a call.
+Once a plan has launched through launch.c, `ShapePrograms.publish` reruns the planner's shape work
+on symbolic sizes and strides (plans/symbolic.py); every comparison becomes a guard (and Triton's
+specialization of the index values two more), so a call satisfying them runs this plan's kernel with
+the values the program computes. Programs are kept per class in `programs`, the dict hit() reads, at
+most MAX_PER_CLASS each; their guards exclude each other.
 """
 
 from __future__ import annotations
@@ -45,8 +37,7 @@ class ShapePrograms:
         self._identities: dict = {}  # class -> (nodes, guards) of each of its programs
 
     def publish(self, key: tuple, args: tuple, outs: tuple, plan) -> None:
-        """Trace `plan` (built for the call `key` on `args` and the given `outs`, launched through
-        launch.c) into a program of its class, unless that program is there already."""
+        """Trace `plan` (built and launched through launch.c for `key`) into a program of its class, unless there."""
         if plan.hit is None or plan.split is not None or plan.default_dtype is not None:
             return
         if not hit_path.serves_new_shapes():
@@ -75,8 +66,7 @@ class ShapePrograms:
         self.programs.setdefault(cls, []).append(program)
 
     def serve(self, key: tuple, n_args: int) -> bool:
-        """Whether a program of its class would serve the call `key` (`n_args` arguments): what
-        hit() decides for it, asked from Python (explain())."""
+        """Whether a program of its class would serve the call `key`, as hit() decides (for explain())."""
         if not self.programs or hit_path.entry is None:
             return False
         module = native.launch_module()
@@ -89,10 +79,9 @@ class ShapePrograms:
 
 
 def trace(planner, tensors: list, args: tuple, outs: tuple, plan, positions: tuple) -> Optional[tuple]:
-    """((nodes, guards), the fields of launch.c's program()) of `plan`, traced on `tensors`
-    ((sizes, strides) per tensor input, then per given output); `positions`: the index values
-    Triton specializes the kernel on (kernels.Rebinding.value_positions). None where the
-    program would not reproduce the plan's launch."""
+    """((nodes, guards), launch.c's program() fields) of `plan`, traced on `tensors` ((sizes,
+    strides) per tensor input then given output), or None where it would not reproduce the plan's
+    launch."""
     tracer = Tracer()
     operands, first = [], 0
     for sizes, strides in tensors:
@@ -154,9 +143,7 @@ def trace(planner, tensors: list, args: tuple, outs: tuple, plan, positions: tup
 
 
 def _extents(inputs: list, layouts: list) -> list:
-    """What the overlap check of given outputs reads (binder.py's in_extents and out_extents):
-    the dense extent of each tensor input then each given output, None elsewhere; nothing where
-    the call gives no output."""
+    """The dense extent of each tensor input then given output; nothing where the call gives no output."""
     if all(layout is None for layout in layouts):
         return []
     return [dense_extent(*op) for op in inputs] + [layout and dense_extent(*layout) for layout in layouts]

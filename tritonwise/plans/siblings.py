@@ -1,12 +1,5 @@
-"""Siblings: a new plan launches through the rebound launcher of an earlier plan of its kernel.
-
-A plan the analysis builds for a new shape of a known call runs the same generated kernel as
-earlier plans of its call class (the signature without shapes and strides) on operands of the
-same dtypes, alignment and scalar widths. Its first launch would otherwise go through
-kernels.first_launch (Triton's launcher, then launch.c's); an earlier plan's launcher rebound to
-its grid and index values (kernels.Rebinding) launches it at once, wherever Triton gives both
-one specialization. Once it has launched, the C hit path serves later shapes of its branch
-with no plan at all (shape_programs.py).
+"""Siblings: a new plan launches through the rebound launcher of an earlier plan of its kernel
+(kernels.Rebinding), instead of a first launch, wherever Triton gives both one specialization.
 """
 
 from __future__ import annotations
@@ -17,12 +10,8 @@ from ..runtime.kernels import Rebinding
 
 
 class Siblings:
-    """Plans the analysis builds, grouped by call class (the signature without shapes and
-    strides) and generated file. A later plan of a group runs the same kernel on operands of the
-    same dtypes, alignment and scalar widths, so it launches through an earlier one's launcher
-    rebound (kernels.Rebinding) instead of a first launch, wherever Triton gives it the same
-    specialization. A group keeps the first plan of each specialization it has met (sizes
-    divisible by 16 or not), up to PER_GROUP."""
+    """Plans grouped by call class and generated file, keeping the first plan of each specialization
+    met (sizes divisible by 16 or not), up to PER_GROUP: a later plan takes its launcher rebound."""
 
     PER_GROUP = 8
 
@@ -30,8 +19,7 @@ class Siblings:
         self._groups: dict = {}
 
     def adopt(self, key: tuple, plan) -> None:
-        """Give `plan` (just built for the call `key`) a rebound launcher, or keep it as the
-        first of its specialization in its group."""
+        """Give `plan` (built for the call `key`) a rebound launcher, or keep it as its specialization's first."""
         if plan.device.type != "cuda" or plan.interpreted or plan.spec is None:
             return  # nothing launches through launch.c
         if not plan.allocates_and_launches:

@@ -1,18 +1,11 @@
 """Symbolic integers: run the analysis once on a call's sizes and strides and keep, as data, both
 what it computed and every comparison it made.
 
-A `Sym` holds a concrete value and the expression that computed it from the call's *leaves*
-(each tensor's sizes and strides, in signature order). Arithmetic on Syms builds expression
-nodes; any question asked of a value (a comparison, truth, use as an index or a hash key)
-answers with the concrete value and records the answer as a *guard*. Whatever the analysis
-decided by branching is therefore written down: a later call whose leaves satisfy every guard
-takes the same branches, so its results are the same expressions evaluated on its own leaves.
-Nothing can read the concrete value without leaving a guard, which is what makes this sound;
-over-guarding (a question whose answer did not matter) only narrows what a program serves.
-
-The C fast path (runtime/program.h) evaluates a `Program` on a new call's leaves: the nodes
-in order, each guard as soon as its operands exist (a false one: the program does not serve the
-call). It decides nothing itself.
+A `Sym` holds a concrete value and the expression that computed it from the call's leaves (each
+tensor's sizes and strides). Arithmetic builds expression nodes; any question asked of a value
+(comparison, truth, index, hash) answers with the concrete value and records a guard, so a later
+call whose leaves satisfy every guard takes the same branches. runtime/program.h evaluates a
+`Program` on a new call's leaves and decides nothing itself.
 """
 
 from __future__ import annotations
@@ -112,6 +105,15 @@ def value_of(x) -> int:
     return x._value if isinstance(x, Sym) else x
 
 
+def _operators(op) -> tuple:
+    """Sym's `x <op> y` and reflected `y <op> x` methods."""
+    return (lambda self, other: self._binary(op, other)), (lambda self, other: self._binary(op, other, True))
+
+
+def _comparison(how):
+    return lambda self, other: self._compare(how, other)
+
+
 class Sym:
     """An integer computed from a call's leaves (see the module docstring)."""
 
@@ -126,35 +128,11 @@ class Sym:
         left, right = (other, self) if reflected else (self, other)
         return self._tracer.arithmetic(op, left, right)
 
-    def __add__(self, other):
-        return self._binary(ADD, other)
-
-    def __radd__(self, other):
-        return self._binary(ADD, other, True)
-
-    def __sub__(self, other):
-        return self._binary(SUB, other)
-
-    def __rsub__(self, other):
-        return self._binary(SUB, other, True)
-
-    def __mul__(self, other):
-        return self._binary(MUL, other)
-
-    def __rmul__(self, other):
-        return self._binary(MUL, other, True)
-
-    def __floordiv__(self, other):
-        return self._binary(FLOORDIV, other)
-
-    def __rfloordiv__(self, other):
-        return self._binary(FLOORDIV, other, True)
-
-    def __mod__(self, other):
-        return self._binary(MOD, other)
-
-    def __rmod__(self, other):
-        return self._binary(MOD, other, True)
+    __add__, __radd__ = _operators(ADD)
+    __sub__, __rsub__ = _operators(SUB)
+    __mul__, __rmul__ = _operators(MUL)
+    __floordiv__, __rfloordiv__ = _operators(FLOORDIV)
+    __mod__, __rmod__ = _operators(MOD)
 
     def __neg__(self):
         return self._tracer.arithmetic(SUB, 0, self)
@@ -171,23 +149,8 @@ class Sym:
             return NotImplemented
         return self._tracer.compare(how, self, other)
 
-    def __lt__(self, other):
-        return self._compare(operator.lt, other)
-
-    def __le__(self, other):
-        return self._compare(operator.le, other)
-
-    def __gt__(self, other):
-        return self._compare(operator.gt, other)
-
-    def __ge__(self, other):
-        return self._compare(operator.ge, other)
-
-    def __eq__(self, other):
-        return self._compare(operator.eq, other)
-
-    def __ne__(self, other):
-        return self._compare(operator.ne, other)
+    __lt__, __le__, __gt__ = _comparison(operator.lt), _comparison(operator.le), _comparison(operator.gt)
+    __ge__, __eq__, __ne__ = _comparison(operator.ge), _comparison(operator.eq), _comparison(operator.ne)
 
     def __bool__(self):
         return self._tracer.compare(operator.ne, self, 0)

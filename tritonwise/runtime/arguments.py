@@ -1,6 +1,6 @@
-"""What the runtime reads of a call's arguments: the plan-cache key, dense extents, and the
-partial-overlap check made at launch. Validation of kinds, devices and given outputs is the
-frontend's (frontend/validation.py)."""
+"""What the runtime reads of a call's arguments: the plan-cache key, dense extents and the
+partial-overlap check (validation is frontend/validation.py's).
+"""
 
 from __future__ import annotations
 
@@ -15,12 +15,8 @@ Tensor = torch.Tensor
 
 
 def call_signature(args: Sequence, outs: Sequence = ()) -> tuple:
-    """What a launch plan depends on, cheap to build: per operand its dtype, shape, strides,
-    device and pointer alignment class (Triton specializes kernels on 16-byte aligned
-    pointers); per scalar its python type and, for ints, the width Triton passes it in; which
-    outputs are given; per plain tensor whether it requires grad (such calls record themselves
-    for autograd and never reach a cached plan). Built on every call, so plain tensors take the
-    shortest branch."""
+    """What a launch plan depends on, built every call: per operand dtype, shape, strides, device,
+    16-byte alignment (and requires_grad); per scalar type and int class; given outputs."""
     # _tensor_key written out: one call fewer per tensor on every call
     key = [
         (a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15, a.is_neg(), a.requires_grad)
@@ -51,9 +47,8 @@ INT32_RANGE = (-0x80000000, 0x7FFFFFFF)  # ints Triton passes as i32 (launch.c's
 
 
 def int_class(value: int):
-    """Triton passes an int argument as i32 when it fits, else i64 (u64 at 2**63 and above):
-    a kernel compiled for one width must not receive a value of another. Values beyond 64 bits
-    get a class of their own, so they never reach a cached plan (the generic path rejects them)."""
+    """Triton passes an int as i32 when it fits, else i64 (u64 from 2**63); values beyond 64 bits
+    get a class of their own, so they never reach a cached plan."""
     if INT32_RANGE[0] <= value <= INT32_RANGE[1]:
         return int
     if -(2**63) <= value < 2**63:
@@ -65,8 +60,7 @@ _FIELDS = ("dtype", "shape", "strides", "device", "16-byte alignment", "negative
 
 
 def describe_values(values: Sequence) -> str:
-    """Operands as a readable signature: `float32[5, 3] strides (3, 1)` for a tensor, the type
-    name for a scalar."""
+    """Operands as a readable signature: `float32[5, 3] strides (3, 1)`, or a scalar's type name."""
     return ", ".join(
         f"{str(v.dtype).removeprefix('torch.')}[{', '.join(map(str, v.shape))}] strides {tuple(v.stride())}"
         if is_tensor_like(v)

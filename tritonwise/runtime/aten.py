@@ -1,14 +1,10 @@
-"""ATen helpers for the C launcher (aten.cpp): a cached call's signature, output allocation and
-data pointers taken on the C++ tensor, not through torch's Python API (`torch.empty_strided`
-parses its arguments in Python's terms; each item of a tensor's key is an attribute or method
-call). launch.c calls them once `use(module)` has handed it their addresses, and falls back to
-the Python API wherever they decline (a torch function mode active, an argument of another type).
+"""ATen helpers for the C launcher (aten.cpp): a cached call's signature, output allocation and data
+pointers taken on the C++ tensor, not through torch's Python API; launch.c falls back to the Python
+API wherever they decline (a torch function mode, another argument type).
 
-The helpers link against the installed torch, so they are built once per torch version (about
-10 s of C++ compilation). The first process that needs them builds them on a background thread
-while calls go on through the Python API; later processes load the cached file. Set
-`TRITONWISE_ATEN=0` to do without them, `TRITONWISE_ATEN=wait` to build before the first launch
-(benchmarks do, so that every timed call uses them).
+They are built once per torch version, on a background thread while calls go on through the Python
+API. `TRITONWISE_ATEN=0`: do without them; `TRITONWISE_ATEN=wait`: build before the first launch
+(benchmarks do).
 """
 
 from __future__ import annotations

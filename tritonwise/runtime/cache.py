@@ -1,19 +1,11 @@
 """The on-disk cache of generated modules: where it is, atomic writes, verification.
 
-A file ends with a checksum line over everything above it. A file that exists and verifies is
-reused as it is (across processes, without rendering); a truncated, edited or foreign file
-fails verification and is rewritten. Writes go to a temporary file in the same directory and
-are renamed into place, so readers never see a partial file. Files get the permissions the
-umask gives a new file (0644 under the usual 022; never writable by every user), so a cache
-one user builds others can read.
-
-A directory other users can write is never used (runtime/trust.py states the rule): it is
-neither searched nor written, and one warning says so. Deployments are often read-only: a
-trusted configured directory is always searched first, writable or not, and what verifies
-there is used. Only a file that must be written goes elsewhere when that directory cannot
-take it: to the overlay, `$TRITONWISE_CACHE_OVERLAY`, or else a private temporary directory
-made once per process (with a warning) and removed when the process exits. docs/cache.md
-describes the rules.
+A file ends with a checksum line over everything above it; one that verifies is reused as it is, a
+truncated, edited or foreign one is rewritten. Writes are atomic (a temporary file renamed into
+place) with the umask's permissions. A directory other users can write is never used
+(runtime/trust.py). A trusted configured directory is always searched first, writable or not; a file
+that must be written where it cannot goes to `$TRITONWISE_CACHE_OVERLAY`, else to a private
+temporary directory (with a warning). docs/cache.md describes the rules.
 """
 
 from __future__ import annotations
@@ -55,8 +47,7 @@ def configured_dir() -> Path:
 
 
 def make_dirs(path: Path) -> None:
-    """Create `path` and its missing parents, none of them writable by every user whatever the
-    umask (a directory others can write would not be trusted afterwards)."""
+    """Create `path` and its missing parents, none writable by every user whatever the umask (else untrusted)."""
     missing = []
     node = path
     while not node.exists():
@@ -92,14 +83,12 @@ def location() -> tuple:
 
 
 def search_dirs() -> list:
-    """Where cached files are looked for, in order: the configured directory, then the overlays;
-    those other users can write are left out (with a warning)."""
+    """Where cached files are looked for: the configured directory, then the overlays, untrusted ones left out."""
     return [d for d in [configured_dir(), *_overlay_candidates()] if trusted(d)]
 
 
 def trusted(directory: Path) -> bool:
-    """Nobody but its owner and root can write `directory` (trust.directory_problem); warns
-    once per directory, naming where files go instead, when that is not so."""
+    """Whether only its owner and root can write `directory`; warns once per directory where not."""
     problem = trust.directory_problem(directory)
     if problem is None:
         return True
@@ -114,8 +103,7 @@ def trusted(directory: Path) -> bool:
 
 
 def trusted_entry(directory: Path, path: Path) -> bool:
-    """The file `path` under the trusted `directory` (and any subdirectory between) is writable
-    by nobody but its owner and root: it may be loaded."""
+    """Whether only its owner and root can write `path` under the trusted `directory`: it may be loaded."""
     problem = trust.entry_problem(directory, path)
     if problem is not None:
         logger.debug("tritonwise: not loading %s: %s", path, problem)
@@ -123,8 +111,7 @@ def trusted_entry(directory: Path, path: Path) -> bool:
 
 
 def cache_dir() -> Path:
-    """Where new files are written: the configured directory when it is trusted and writable,
-    else the overlay ($TRITONWISE_CACHE_OVERLAY, or a private temporary directory)."""
+    """Where new files go: the configured directory when trusted and writable, else the overlay."""
     path = configured_dir()
     if not trusted(path):
         return _overlay_dir(None)
@@ -134,8 +121,7 @@ def cache_dir() -> Path:
 
 
 def _overlay_dir(problem: Optional[str]) -> Path:
-    """The overlay, else the private directory (made on first use); warns once per `problem`
-    (a phrase saying why the configured directory did not take a file) when it is the latter."""
+    """The overlay, else the private directory, with one warning per `problem` (why the configured one failed)."""
     for overlay in _overlay_candidates():
         if overlay != _fallback_dir and trusted(overlay) and _usable(overlay) and trusted(overlay):  # again once made
             return overlay
@@ -147,8 +133,7 @@ def _overlay_dir(problem: Optional[str]) -> Path:
 
 
 def _private_dir() -> Path:
-    """This process's private directory (0700, under the temporary directory), removed at exit
-    by the process that made it (not by a forked child that inherited it)."""
+    """This process's private directory (0700), removed at exit by the process that made it."""
     global _fallback_dir
     with _fallback_lock:
         if _fallback_dir is None:
@@ -175,8 +160,7 @@ def _warn(message: str) -> None:
 
 
 def write(name: str, data) -> Path:
-    """Write `data` as the file `name` (a path relative to a cache directory) into cache_dir();
-    into the overlay when the configured directory refuses the write after all."""
+    """Write `data` as the file `name` into cache_dir(), or the overlay when the configured directory refuses it."""
     directory = cache_dir()
     try:
         atomic_write(directory / name, data)
@@ -214,8 +198,7 @@ def require_writable() -> Path:
 
 
 def find(name: str, valid: Callable[[Path], bool]) -> Optional[Path]:
-    """The first `dir / name` over search_dirs() that only its owner and root can write and
-    that passes `valid`, or None."""
+    """The first `dir / name` over search_dirs() that is trusted and passes `valid`, or None."""
     for directory in search_dirs():
         path = directory / name
         if trusted_entry(directory, path) and valid(path):
@@ -233,8 +216,7 @@ def _digest(text: str) -> str:
 
 
 def verifies(path: Path, marks: tuple = ()) -> bool:
-    """The file's checksum line matches its content, and each of `marks` (header text naming
-    the library version and spec key the file must be for) appears in it."""
+    """Whether the file's checksum line matches and each of `marks` (version and key header text) is in it."""
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError):
@@ -246,11 +228,8 @@ def verifies(path: Path, marks: tuple = ()) -> bool:
 def ensure_file(name: str, render: Callable[[], str], marks: tuple = ()) -> Path:
     """The path of a verified cached file `name`, rendering and writing it only when needed.
 
-    A file this process has verified (or written) is remembered with its inode, size and
-    mtime under the cache directories in force (see `_verified`); asking again costs one
-    `os.stat` and neither reads the file nor updates the stats file, which counts a reuse once
-    per process. A file replaced or edited since (another mtime, size or inode) is verified again.
-    """
+    A file verified (or written) by this process is remembered with its inode, size and mtime
+    (`_verified`): asking again costs one `os.stat`; a file changed since is verified again."""
     memo = (name, marks, location())
     known = _verified.get(memo)
     if known is not None and _identity(known[0]) == known[1]:
@@ -287,8 +266,7 @@ STATS_FILE = ".stats.json"
 
 
 def _count(directory: Path, event: str) -> None:
-    """Best-effort counters for `cache stats` (a lost update between processes is harmless;
-    a read-only directory keeps none)."""
+    """Best-effort counters for `cache stats` (a lost update is harmless; a read-only directory keeps none)."""
     if not os.access(directory, os.W_OK):
         return
     counts = read_stats(directory)
@@ -307,8 +285,7 @@ def read_stats(directory: Path) -> dict:
 
 
 def atomic_write(path: Path, data) -> None:
-    """Write `data` (str or bytes) to `path` through a temporary file renamed into place,
-    readable as the umask allows (mkstemp alone would leave it 0600)."""
+    """Write `data` to `path` through a temporary file renamed into place, with the umask's permissions."""
     make_dirs(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
     try:

@@ -1,15 +1,59 @@
 /* A pointwise function's __call__ in C; included by launch.c after hit.h.
  *
- * call_method(fallback, switch) makes a method descriptor that runtime/hit_path.py installs as
- * PointwiseDynamicFunction.__call__ once hit() is configured, so that a cached call runs no
- * Python frame at all. A call whose keyword arguments are all outputs (out0=...) goes to serve()
- * with the function's `_c_tables`: (its PlanCache, the PlanCache's dict, its shape programs
- * (program.h), and the output names: {"out0": 0, ...}); a call
- * served there counts as a hit in the PlanCache's `hits`. Any other call, and a miss, goes on
- * in Python as fallback(function, args, kwargs, key), `key` being the signature serve() built
- * (None where it built none). While switch.entry is None (runtime/hit_path's `entry`, which
- * tests and benchmarks clear to time the Python path), every call takes the fallback.
+ * call_method(fallback, switch) makes the method descriptor runtime/hit_path.py installs as
+ * PointwiseDynamicFunction.__call__ once hit() is configured, so a cached call runs no Python
+ * frame. A call whose keywords are all outputs (out0=...) goes to serve() with the function's
+ * `_c_tables` (a CallTables, below) and counts as a hit in its PlanCache; any other call, and a
+ * miss, goes on as fallback(function, args, kwargs, key), `key` the signature serve() built or
+ * None. While switch.entry is None (tests and benchmarks clear it), every call falls back.
  */
+
+/* What call.h reads of a function: its PlanCache (`plan_cache`, which counts the hits), the
+ * PlanCache's dict (`plans`), its shape programs (`programs`, program.h) and its output names
+ * (`outputs`: {"out0": 0, ...}). */
+typedef struct {
+    PyObject_HEAD
+    PyObject *plan_cache, *plans, *programs, *outputs;
+} CallTables;
+
+static void call_tables_dealloc(PyObject *self) {
+    CallTables *t = (CallTables *)self;
+    Py_XDECREF(t->plan_cache);
+    Py_XDECREF(t->plans);
+    Py_XDECREF(t->programs);
+    Py_XDECREF(t->outputs);
+    Py_TYPE(self)->tp_free(self);
+}
+
+#define TABLE(name) {#name, T_OBJECT_EX, offsetof(CallTables, name), READONLY, NULL}
+static PyMemberDef call_tables_members[] = {TABLE(plan_cache), TABLE(plans), TABLE(programs), TABLE(outputs), {NULL}};
+
+static PyTypeObject CallTablesType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_tritonwise_launch.CallTables",
+    .tp_basicsize = sizeof(CallTables),
+    .tp_dealloc = call_tables_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_members = call_tables_members,
+    .tp_doc = "What a pointwise function's C __call__ reads of it (call.h).",
+};
+
+/* call_tables(plan_cache=, plans=, programs=, outputs=): a CallTables; the last three are dicts. */
+static PyObject *call_tables(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *names[] = {"plan_cache", "plans", "programs", "outputs", NULL};
+    PyObject *plan_cache, *plans, *programs, *outputs;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OO!O!O!", names, &plan_cache, &PyDict_Type, &plans, &PyDict_Type,
+                                     &programs, &PyDict_Type, &outputs))
+        return NULL;
+    if (PyType_Ready(&CallTablesType) < 0) return NULL;
+    CallTables *t = PyObject_New(CallTables, &CallTablesType);
+    if (t == NULL) return NULL;
+    t->plan_cache = Py_NewRef(plan_cache);
+    t->plans = Py_NewRef(plans);
+    t->programs = Py_NewRef(programs);
+    t->outputs = Py_NewRef(outputs);
+    return (PyObject *)t;
+}
 
 typedef struct {
     PyObject_HEAD
@@ -68,12 +112,11 @@ static PyObject *served(CallMethod *method, PyObject *function, PyObject *args, 
     Py_XDECREF(entry);
     PyObject *tables = on ? PyObject_GetAttr(function, name_c_tables) : NULL;
     PyObject *result = NULL, *outs = NULL;
-    if (tables != NULL && PyTuple_CheckExact(tables) && PyTuple_GET_SIZE(tables) == 4 &&
-        PyDict_Check(PyTuple_GET_ITEM(tables, 1)) && PyDict_Check(PyTuple_GET_ITEM(tables, 2)) &&
-        PyDict_Check(PyTuple_GET_ITEM(tables, 3))) {
-        int plain = kwnames == NULL || (outs = given_outputs(PyTuple_GET_ITEM(tables, 3), kwvalues, kwnames)) != NULL;
-        if (plain) result = serve(PyTuple_GET_ITEM(tables, 1), args, outs, PyTuple_GET_ITEM(tables, 2), key);
-        if (result != NULL) count_hit(PyTuple_GET_ITEM(tables, 0));
+    if (tables != NULL && Py_TYPE(tables) == &CallTablesType) {
+        CallTables *t = (CallTables *)tables;
+        int plain = kwnames == NULL || (outs = given_outputs(t->outputs, kwvalues, kwnames)) != NULL;
+        if (plain) result = serve(t->plans, args, outs, t->programs, key);
+        if (result != NULL) count_hit(t->plan_cache);
     }
     Py_XDECREF(outs);
     Py_XDECREF(tables);

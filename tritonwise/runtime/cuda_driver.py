@@ -1,8 +1,5 @@
-"""The few CUDA driver calls tritonwise makes itself, through ctypes, none of them per launch:
-cuLaunchKernel's address (launch.c calls it), the kernel's parameter sizes, error strings,
-making a device's primary context current in a thread new to CUDA, and loading a stored
-binary's kernel (cuModuleLoadData, cuModuleGetFunction) without Triton.
-
+"""The few CUDA driver calls tritonwise makes itself, through ctypes, none of them per launch
+(cuLaunchKernel's address, parameter sizes, errors, primary contexts, loading a stored binary).
 Loaded on first use, so importing tritonwise never needs libcuda.
 """
 
@@ -38,9 +35,7 @@ def error_text(code: int) -> str:
 
 
 def param_sizes(function: int) -> Optional[list]:
-    """Byte size of each kernel parameter of `function` (cuFuncGetParamInfo, CUDA 12.4+), or
-    None when this driver cannot tell. Asked once per function: every plan of a layout class
-    launches the same function, and a new shape's plan would otherwise ask again."""
+    """Byte size of each kernel parameter of `function` (CUDA 12.4+), or None when this driver cannot tell."""
     if function not in _param_sizes:
         _param_sizes[function] = _query_param_sizes(function)
     sizes = _param_sizes[function]
@@ -67,10 +62,8 @@ def _query_param_sizes(function: int) -> Optional[tuple]:
 
 
 def load_function(binary: bytes, name: str, device_index: int) -> int:
-    """The CUfunction `name` of the cubin `binary`, loaded into `device_index`'s primary context
-    (the one torch and Triton use; made current for this thread first). The module stays
-    loaded for the process, as Triton's do. Kernels needing more than the default 48 KB of
-    shared memory are left to Triton, which sets the opt-in attributes."""
+    """The CUfunction `name` of the cubin `binary`, loaded for the process into `device_index`'s
+    primary context; kernels needing over 48 KB of shared memory are left to Triton."""
     lib, module, function = driver(), ctypes.c_void_p(), ctypes.c_void_p()
     make_primary_context_current(device_index)
     image = ctypes.create_string_buffer(binary, len(binary))

@@ -1,9 +1,8 @@
 """The per-call hot path: a cache of launch plans and the launch itself.
 
-A LaunchPlan is built once per call signature (see arguments.call_signature) and holds
-everything a call needs that does not depend on the data: output shapes, strides and dtypes,
-the loaded launcher, its grid and integer arguments. A hit allocates outputs, checks given
-outputs for overlap with inputs (which depends on addresses), and launches.
+A LaunchPlan is built once per call signature and holds what a call needs that does not depend on
+the data (output layouts, the loaded launcher, grid, index arguments); a hit allocates, checks given
+outputs for overlap, and launches.
 """
 
 from __future__ import annotations
@@ -33,10 +32,7 @@ _COMBINE = {"sum": torch.sum, "max": torch.amax, "min": torch.amin}
 
 @dataclass(frozen=True)
 class SplitLaunch:
-    """A split reduction along dims (analysis/plan.py SplitRows): the kernel writes a dense
-    (parts, *rows) buffer of partial values per output, in its accumulator dtype; the launch
-    then combines them over the parts with torch (deterministic) into the outputs, whose
-    elements over the rows `out_row_strides` addresses."""
+    """A split reduction (SplitRows): the kernel writes partials per output, which torch combines into the outputs."""
 
     parts: int
     rows: tuple
@@ -81,20 +77,17 @@ class LaunchPlan:
     hit: object = None  # launch.c's Record: what hit() reads to serve this plan (runtime/hit_path.py)
 
     def serves_default_dtype(self) -> bool:
-        """Whether calls made under torch's current default dtype may take this plan (see
-        `default_dtype`)."""
+        """Whether calls under torch's current default dtype may take this plan (see `default_dtype`)."""
         return self.default_dtype is None or self.default_dtype == torch.get_default_dtype()
 
     @property
     def allocates_and_launches(self) -> bool:
-        """Whether a call is just outputs allocated and one launch: no reductions, no split
-        partials to combine, no 0-d CPU scalars to move first."""
+        """Whether a call is just allocation and one launch (no reductions, split or 0-d CPU scalars)."""
         return not (self.reductions or self.split is not None or self.to_device)
 
     @staticmethod
     def task_fields(task) -> dict:
-        """What a plan takes from its task (analysis.plan.TaskPlan) besides the index arguments:
-        the grid, the element count, the block (the constexpr values) and its warps."""
+        """What a plan takes from its TaskPlan besides the index arguments: grid, element count, block and warps."""
         tiling = task.tiling
         return dict(grid=task.grid, numel=task.numel, constexprs=tuple(tiling.block), num_warps=tiling.num_warps)
 
@@ -114,18 +107,17 @@ class LaunchPlan:
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def kernel_values(self, args: tuple, outs: tuple) -> tuple:
-        """Every argument the kernel receives for a call (payload arguments, outputs or
-        accumulators, index arguments, constexpr values), with outputs allocated as a launch
-        would: what ahead-of-time compilation specializes on."""
+        """Every argument the kernel receives for a call: what ahead-of-time compiling specializes on."""
         if self.split is not None:
             buffers = self.split.buffers(self.device)
         else:
-            reductions = self.reductions or (None,) * len(outs)
-            buffers = [
-                self._output(k, o) if r is None else self._accumulator(r)
-                for k, (o, r) in enumerate(zip(outs, reductions))
-            ]
+            buffers = self._buffers(outs, self.reductions or (None,) * len(outs))
         return (*self._on_device(args), *buffers, *self.index_args, *self.constexprs)
+
+    def _buffers(self, outs, reductions) -> list:
+        """Per output what the kernel writes: the output, or a reduced output's accumulator."""
+        pairs = enumerate(zip(outs, reductions))
+        return [self._output(k, o) if r is None else self._accumulator(r) for k, (o, r) in pairs]
 
     def _on_device(self, args: tuple):
         """The payload arguments, with 0-d CPU tensors (scalars beside device tensors) moved."""
@@ -135,10 +127,7 @@ class LaunchPlan:
 
     def _run_reducing(self, args: tuple, outs: list):
         """Like run(), with some outputs reduced to 0-d tensors through accumulators."""
-        buffers = [
-            self._output(k, o) if r is None else self._accumulator(r)
-            for k, (o, r) in enumerate(zip(outs, self.reductions))
-        ]
+        buffers = self._buffers(outs, self.reductions)
         if self.numel:
             if self.out_extents:
                 self._check_overlap(args, outs, buffers)
@@ -204,8 +193,7 @@ class LaunchPlan:
 
     @contextlib.contextmanager
     def _payload_errors(self, action: str):
-        """Re-raise what Triton reports about the generated kernel as one PayloadError naming the
-        payload, the number of values it must return, and the generated file."""
+        """Re-raise Triton's errors about the generated kernel as one PayloadError naming payload, arity and file."""
         try:
             yield
         except FrozenError:
@@ -227,8 +215,7 @@ class LaunchPlan:
             ) from e
 
     def _fast_call(self) -> Optional[Callable]:
-        """The whole hit path for calls that give no outputs, built once: allocate, launch. A
-        plan of no elements has none (nor a C hit record): run() allocates and launches nothing."""
+        """Allocate and launch, built once, for calls giving no outputs; None for a plan of no elements."""
         if self.direct is None or not self.numel or not self.allocates_and_launches or self.default_dtype is not None:
             return None
         direct, shape, device, empty = self.direct, self.out_shape, self.device, torch.empty_strided

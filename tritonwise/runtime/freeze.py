@@ -1,10 +1,8 @@
 """freeze(): proving that serving code never generates a file or compiles a kernel.
 
-After warm-up a server (or code about to be captured into a CUDA graph) calls
-`tritonwise.freeze()`; from then on any call that would write a generated file or compile a
-kernel raises FrozenError naming what missed, instead of stalling for hundreds of
-milliseconds. Loading verified files and stored binaries from disk is still allowed: that is
-what a warm deployment does. The flag is process-wide; `frozen()` scopes it.
+After `tritonwise.freeze()`, a call that would write a generated file or compile a kernel raises
+FrozenError naming what missed; loading verified files and stored binaries is still allowed. The
+flag is process-wide; `frozen()` scopes it.
 """
 
 from __future__ import annotations

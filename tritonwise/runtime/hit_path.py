@@ -1,22 +1,12 @@
 """The C hit path: a cached call's signature, plan lookup, output allocation and launch in one C
-call (`hit` in launch.c, source in hit.h), instead of the Python frames of __call__,
-call_signature, PlanCache.get, LaunchPlan.fast and the launcher.
+call (`hit` in launch.c, hit.h).
 
-A plan offers itself to it by carrying `hit`, a typed record of what the launch needs (`record`); only
-plans whose fast path is plain allocation and a launch through launch.c get one (no reductions,
-splits, scalars to move, default-dtype condition). A call no plan serves, of plain tensors, is
-launched by a shape program of its class where one serves it (plans/shape_programs.py,
-program.h), without a plan of its own. Given outputs (out0=, in place) are launched on where
-they share no memory with an input or are exactly that input. The plan cache counts either as a
-hit. Wherever Python must decide (no such plan or program, launch hooks installed, another
-device current, a failed launch: nothing was launched) the C function returns (`MISS`, the
-signature it built), or `MISS` alone if building it raised, and __call__ goes on as before with
-that signature. `entry` is None until the first plan gets a record, so processes that never
-launch through launch.c never load it for this.
-
-From then on the pointwise function's __call__ is C too (call.h, installed by `enable` for the
-classes `serve_calls_of` names), and the signature, allocation and data pointers are read on the
-C++ tensor once the ATen helpers are built (aten.py).
+A plan offers itself by carrying `hit`, a typed record (`record`); only plans whose fast path is
+plain allocation and a launch through launch.c get one. A call no plan serves may be launched by a
+shape program of its class (plans/shape_programs.py, program.h). Wherever Python must decide, C
+launches nothing and returns (`MISS`, the signature it built), or `MISS` alone. `entry` is None
+until the first plan gets a record, so processes that never launch through launch.c never load it;
+from then on the function's __call__ is C too (call.h, installed by `enable`).
 """
 
 from __future__ import annotations
@@ -39,10 +29,8 @@ installed_listeners: list = []  # callables run after a C __call__ is installed 
 
 
 def serve_calls_of(cls, fallback: Callable) -> None:
-    """Once the hit path is enabled, `cls.__call__` becomes launch.c's C method (call.h): a call
-    whose keywords, if any, name outputs is served in C, with no Python frame, where hit() would
-    serve it; any other goes on as `fallback(function, args, kwargs, key)`, key being the
-    signature hit() built or None. Until then the class's own __call__ stays."""
+    """Once the hit path is on, `cls.__call__` is call.h's C method, falling back to `fallback(fn,
+    args, kwargs, key)`."""
     _served_classes.append((cls, fallback))
     _python_calls[cls] = cls.__dict__["__call__"]
     if entry is not None:
@@ -50,16 +38,12 @@ def serve_calls_of(cls, fallback: Callable) -> None:
 
 
 def restore_python_calls() -> None:
-    """Give the served classes their Python `__call__` back: it still asks hit() first, through
-    one Python frame. For a torch.compile that cannot trace a C method (tracing/__init__.py)."""
+    """Give the served classes their Python `__call__` back (for a torch.compile that cannot trace a C method)."""
     restore_calls(_python_calls)
 
 
 def install_c_calls() -> dict:
-    """Give the served classes launch.c's C `__call__` (enabling the hit path first), whatever
-    tracing chose for this process; returns the `__call__` each had, for restore_calls. For
-    tests that count a cached call's Python frames in a process that compiled on a torch whose
-    dynamo needs the Python `__call__` (tracing/__init__.py)."""
+    """Give the served classes the C `__call__` whatever tracing chose; returns the old ones for restore_calls."""
     enable()
     module, before = native.launch_module(), {}
     for cls, fallback in _served_classes:
@@ -87,15 +71,12 @@ def served_classes() -> list:
 
 
 def serves_new_shapes() -> bool:
-    """Whether new shapes may be launched from C with no plan (shape programs, program.h):
-    programs are published only then. TRITONWISE_C_NEW_SHAPES=0 keeps every
-    new shape on the Python path (a plan of its own, then cached hits in C as usual)."""
+    """Whether shape programs are published (TRITONWISE_C_NEW_SHAPES=0: every new shape is planned in Python)."""
     return os.environ.get("TRITONWISE_C_NEW_SHAPES", "1") != "0"
 
 
 def enable() -> None:
-    """Give launch.c's hit() the objects it calls, publish it as `entry`, and hand the classes
-    registered with serve_calls_of their C __call__."""
+    """Configure launch.c's hit(), publish it as `entry`, and install the served classes' C __call__."""
     global entry
     if entry is None:
         module = native.launch_module()
@@ -112,10 +93,8 @@ _DEFAULT = object()
 def configure(
     module, raw_stream: Optional[Callable] = None, hooks=_DEFAULT, current_device: Optional[Callable] = _DEFAULT
 ) -> None:
-    """What hit() calls: torch's current-stream query (`raw_stream`), Triton's launch hooks
-    (`hooks`, knobs.runtime; None where this Triton has none) and torch's current-device query
-    (`current_device`; None with one visible GPU, which is then always the plan's), unless given
-    (tests give fakes)."""
+    """What hit() calls: torch's current-stream query, Triton's launch hooks (None where Triton has
+    none) and torch's current-device query (None with one visible GPU); tests give fakes."""
     if hooks is _DEFAULT:
         try:
             from triton import knobs
@@ -131,15 +110,18 @@ def configure(
 
 
 def record(shape: tuple, layouts: tuple, device: torch.device, launch, extents: tuple = ()) -> object:
-    """The launch record (launch.c's typed Record, hit.h) of a plan whose outputs have `shape`
-    and `layouts` ((strides, dtype) per output) on `device`, launched as `launch` (a
-    launcher.CLaunch) says: what `plan.hit` holds for hit() to read. `extents`: for a plan of
-    given outputs, arguments.dense_extent of each tensor input then each output (None: not
-    dense), what the overlap check of given outputs reads."""
+    """The typed launch record (hit.h's Record) `plan.hit` holds: outputs of `shape` and `layouts`
+    on `device`, launched as `launch` says; `extents` (dense_extent per tensor) for given outputs."""
     layouts = tuple((tuple(strides), dtype) for strides, dtype in layouts)
     packed = pack_extents(extents)
     fields = launch._asdict()
     return native.launch_module().record(shape=tuple(shape), layouts=layouts, device=device, extents=packed, **fields)
+
+
+def call_tables(plan_cache, programs: dict, outputs: dict) -> object:
+    """What call.h's __call__ reads of a function: launch.c's CallTables over its plans, programs and output names."""
+    module = native.launch_module()
+    return module.call_tables(plan_cache=plan_cache, plans=plan_cache.by_key, programs=programs, outputs=outputs)
 
 
 NO_EXTENT = (1, 0)  # lowest above highest: hit.h checks no overlap for such an operand

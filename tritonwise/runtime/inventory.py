@@ -1,15 +1,7 @@
-"""What tritonwise wrote in the configured cache directory: the files `cache list`, `show`,
-`stats` and `clear` act on, told from anything else there by their own format.
-
-- generated files: `*.py` whose last line is a checksum line that verifies;
-- compiled kernels: `kernels/*.bin` that decode as a kernel-store entry (magic line, sha256);
-- probe results: `probes/<24 hex digits>.json` holding exactly the JSON object probe.py writes;
-- the counters file `.stats.json` (a JSON object of `written` / `reused` counts).
-
-A user's own file in the same directory is none of these and is never listed or removed; nor is
-a damaged file (it proves nothing about who wrote it; tritonwise rewrites it when it needs it).
-The C launcher's builds in `native/` stay: they depend on tritonwise and Python, not on anyone's
-functions, and rebuilding them costs seconds.
+"""What tritonwise wrote in the configured cache directory, told from anything else there by its own
+format: generated files (`*.py` with a verifying checksum line), compiled kernels (`kernels/*.bin`),
+probe results (`probes/<24 hex>.json`) and `.stats.json`. Other and damaged files are never listed
+or removed; `native/` builds stay.
 """
 
 from __future__ import annotations
@@ -85,8 +77,7 @@ class Cleared:
 
 
 def clear(directory: Path) -> Cleared:
-    """Remove tritonwise's files from `directory` (and then its emptied `kernels/` and `probes/`
-    subdirectories); everything else stays."""
+    """Remove tritonwise's files from `directory` (then its emptied `kernels/` and `probes/`); nothing else."""
     result = Cleared()
     cache._verified.clear()
     for kind, paths in (("files", generated_files(directory)), ("kernels", kernels(directory)), ("probes", probes(directory))):
@@ -129,8 +120,7 @@ def function_of(path: Path) -> str:
 
 
 def stats(directory: Path) -> dict:
-    """Files, bytes, files per function, stored kernels, probe results, and how often a file
-    was written or reused."""
+    """Files, bytes, files per function, stored kernels, probe results, and file writes and reuses."""
     files = generated_files(directory)
     per_function: dict = {}
     for f in files:

@@ -1,21 +1,14 @@
 """The compiled-kernel store: binaries beside the generated files, read back without Triton.
 
-An entry holds one compiled kernel (a cubin) and what launching it needs: the function's name
-in the binary, num_warps, shared memory, the parameter types, and the launch flags Triton
-recorded. It is named and checked by a KernelIdentity, everything that changes the binary: the
-generated file (whose name carries its spec key), Triton's hash of the kernel's source and of
-the payload and helpers it calls, the Triton version, the target (backend, architecture, warp
-size), the specialization (parameter types, alignment attributes, constexpr values), the
-backend's parsed compile options and the environment variables that change compilation.
+An entry holds one cubin and what launching it needs, named and checked by a KernelIdentity:
+everything that changes the binary (the generated file, Triton's hash of the kernel and what it
+calls, the Triton version, target, specialization, options and compile environment). As for
+generated files: atomic writes, a sha256 checked before loading, the configured directory searched
+first, then the overlay, never where others can write (runtime/trust.py); an entry that fails its
+checksum or names another identity is never served.
 
-Like the generated-file cache: entries are written atomically (temporary file, rename), carry
-a sha256 checked before anything is loaded, and are searched in the configured directory
-first, read-only or not, then the overlay, never where other users can write (runtime/trust.py); an entry that fails its checksum or names another
-identity (a foreign file, another Triton, another GPU) is never served, and rebuilding writes
-a good one over it. Concurrent writers each write a whole entry; the last rename wins.
-
-File layout: a magic line, one line of JSON (identity and launch metadata), the binary, then
-a trailer line with the sha256 of everything before it.
+File layout: a magic line, one line of JSON (identity and launch metadata), the binary, then a
+trailer line with the sha256 of everything before it.
 """
 
 from __future__ import annotations
@@ -84,9 +77,7 @@ def save(kernel: StoredKernel) -> Path:
 
 
 def load(identity: KernelIdentity) -> Optional[StoredKernel]:
-    """The stored kernel for `identity`, from the first trusted cache directory holding a
-    verified entry for exactly this identity that only its owner and root can write; None when
-    none does."""
+    """The stored kernel for `identity` from the first trusted directory holding a verified entry, or None."""
     for directory in cache.search_dirs():
         path = directory / identity.entry_name
         if not cache.trusted_entry(directory, path):

@@ -1,14 +1,10 @@
 """The compiled kernel a launch plan runs: from the store when it holds it, else compiled once.
 
-On a plan's first GPU launch the kernel's identity (kernel_store.KernelIdentity) is computed
-from the generated kernel and the call's values, without entering Triton's cache key (which
-hashes libtriton and every frontend source, ~0.4 s a process): the specialization is the one
-Triton's JIT would choose for these values (pointer types and 16-byte alignment, integer
-widths, divisibility of the integers it specializes; tests/package/test_kernel_store.py checks it
-against Triton's own binder), the options are the backend's parse of what the JIT passes.
-A stored entry is loaded with the CUDA driver; otherwise `triton.compile` builds the kernel
-(Triton's disk cache still applies) and the entry is stored for the next process.
-`python -m tritonwise generate --compile` fills the store the same way for any target.
+A kernel's identity (kernel_store.KernelIdentity) is computed without Triton's cache key (which
+hashes libtriton and its frontend sources): the specialization Triton's JIT would choose for the
+call's values (tests/package/test_kernel_store.py checks it against Triton's binder) and the
+backend's options. A stored entry is loaded with the CUDA driver; otherwise `triton.compile` builds
+the kernel and it is stored for the next process.
 """
 
 from __future__ import annotations
@@ -54,11 +50,8 @@ def device_target(device_index: int) -> tuple:
 
 
 def specialize(kernel, values: Sequence) -> tuple:
-    """(signature, divisible, constexprs) that Triton's JIT gives `kernel` called with `values`
-    (one per parameter): each parameter's (name, type), the indices Triton marks divisible by 16,
-    and (index, value) of the compile-time values. A type comes from the annotation or the value;
-    parameters not in do_not_specialize are specialized on 16-byte alignment (pointers) and on
-    divisibility by 16 and the value 1 (integers; an unannotated 1 becomes a constexpr)."""
+    """(signature, divisible, constexprs) Triton's JIT gives `kernel` called with `values`: (name,
+    type) per parameter, indices divisible by 16, (index, value) of compile-time values."""
     signature, divisible, constexprs = [], [], []
     for index, (param, value) in enumerate(zip(kernel.params, values)):
         kind, is_divisible = _parameter(param, value)
@@ -121,8 +114,7 @@ def _backend(target: tuple):
 
 
 def parsed_options(target: tuple, options: dict) -> tuple:
-    """The backend's options as sorted (name, value) pairs; library paths by file name only, so a
-    binary built in one installation is found from another."""
+    """The backend's options as sorted (name, value) pairs, library paths by file name only (portable binaries)."""
     parsed = _backend(target).parse_options(dict(options)).__dict__
     pairs = []
     for name, value in sorted(parsed.items()):
@@ -133,8 +125,7 @@ def parsed_options(target: tuple, options: dict) -> tuple:
 
 
 def compile_env() -> tuple:
-    """Environment that changes what Triton compiles: the variables Triton's cache treats as
-    invalidating, and tool paths (TRITON_PTXAS_PATH and the like)."""
+    """Environment variables that change what Triton compiles (its cache's invalidating ones, tool paths)."""
     from triton._C.libtriton import get_cache_invalidating_env_vars
 
     env = dict(get_cache_invalidating_env_vars())
@@ -143,8 +134,7 @@ def compile_env() -> tuple:
 
 
 def identity(file_name: str, kernel, values: Sequence, num_warps: int, target: tuple) -> KernelIdentity:
-    """Everything that changes the binary of `kernel` (from the generated file `file_name`)
-    launched with `values` on `target`."""
+    """Everything that changes the binary of `kernel` (of the file `file_name`) launched with `values` on `target`."""
     import triton
 
     signature, divisible, constexprs = specialize(kernel, values)
@@ -218,8 +208,7 @@ def stored_or_compiled(kernel, ident: KernelIdentity) -> StoredKernel:
 
 
 class LoadedKernel:
-    """A stored kernel loaded on one device, with the attributes of Triton's CompiledKernel that
-    runtime/launcher.py reads (name, function, metadata, src.signature)."""
+    """A stored kernel loaded on one device, with the CompiledKernel attributes runtime/launcher.py reads."""
 
     def __init__(self, stored: StoredKernel, function: int):
         self.name, self.function = stored.name, function
@@ -228,9 +217,7 @@ class LoadedKernel:
 
 
 def loaded(file_name: str, kernel, values: Sequence, num_warps: int, device_index: int) -> Optional[LoadedKernel]:
-    """The kernel for this launch loaded on CUDA device `device_index` with the driver, from the
-    store or compiled into it first; None for kernels the driver alone cannot start (more than
-    48 KB of shared memory)."""
+    """The kernel for this launch loaded on CUDA device `device_index` (stored first if missing), or None."""
     fast_key = (kernel, specialize(kernel, values), tuple(jit_options(kernel, num_warps).items()), device_index)
     found = _specialized.get(fast_key)
     if found is not None:
@@ -250,8 +237,7 @@ def loaded(file_name: str, kernel, values: Sequence, num_warps: int, device_inde
 
 
 def compile_ahead(file_name: str, kernel, values: Sequence, num_warps: int, targets: Sequence) -> int:
-    """Store `kernel` (of the generated file `file_name`) compiled for each target, specialized
-    on `values` as a launch with them would be; returns how many were not stored yet."""
+    """Store `kernel` compiled for each target, specialized on `values`; returns how many were not stored yet."""
     missing = 0
     for target in targets:
         ident = identity(file_name, kernel, values, num_warps, target)
@@ -262,25 +248,20 @@ def compile_ahead(file_name: str, kernel, values: Sequence, num_warps: int, targ
 
 
 def store_enabled() -> bool:
-    """Whether first launches go through the store (the default; TRITONWISE_KERNEL_STORE=0 turns
-    it off, and the first launch then compiles through Triton's JIT). GPU tests:
-    tests/gpu/test_gpu_kernel_store.py; docs/decisions/kernel-memo-and-store.md."""
+    """Whether first launches go through the store (TRITONWISE_KERNEL_STORE=0: through Triton's JIT)."""
     return os.environ.get("TRITONWISE_KERNEL_STORE", "1") != "0"
 
 
 def _loadable() -> bool:
-    """Whether this process can load binaries itself (the CUDA driver): launch.c's launcher
-    then starts them (own_launcher), once built."""
+    """Whether this process can load binaries itself (the CUDA driver), for launch.c's launcher to start."""
     import torch
 
     return torch.version.hip is None and cuda_driver.driver() is not None
 
 
 def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
-    """Launch `plan` for the first time in this process; returns the launcher for its later
-    calls: launch.c over the stored binary (compiled and stored first when missing), else what
-    Triton's own compilation gives (runtime/launcher.py). Triton's JIT launches instead while
-    profiler hooks are installed, and for kernels the driver alone cannot start."""
+    """Launch `plan` the first time; returns the launcher for later calls: launch.c over the stored
+    binary, else Triton's (under profiler hooks, or where the driver alone cannot start it)."""
     kernel = _kernel_of(plan)
     tail, device, grid = plan.index_args + plan.constexprs, plan.device.index, plan.grid
     through_triton = _through_triton(plan)
@@ -300,13 +281,10 @@ def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
 
 
 class Rebinding:
-    """How later plans of the kernel of `template`, a launched plan of their class, get their
-    launchers (plans/siblings.py): the template's launcher rebound to each plan's grid and index
-    values, where Triton gives both one specialization of their one kernel. Their pointers' dtypes and
-    alignment and their scalars' types are the class's; what remains is that no payload scalar
-    is specialized on its value, that the constexpr values and warps are equal, and that each
-    index argument Triton specializes on its value classes alike (width, divisibility by 16,
-    the value 1: see _parameter)."""
+    """How later plans of `template`'s kernel get their launchers (plans/siblings.py): the
+    template's launcher rebound to each plan's grid and index values, where Triton gives both one
+    specialization: no payload scalar specialized on its value, equal constexprs and warps, and each
+    value-specialized index argument classed alike (see _parameter)."""
 
     def __init__(self, template):
         self._rebind = getattr(template.direct, "rebind", None)  # launch.c's launcher only
@@ -316,8 +294,7 @@ class Rebinding:
             self._classes = [_parameter(param, template.index_args[k]) for k, param in self._specialized]
 
     def value_positions(self) -> Optional[tuple]:
-        """Positions among the index arguments of those Triton specializes on their values; None
-        where no plan can be rebound (no launch.c launcher, a value-specialized scalar)."""
+        """Positions of the index arguments Triton specializes on their values; None where no plan can be rebound."""
         if self._rebind is None or self._specialized is None:
             return None
         return tuple(k for k, _ in self._specialized)
@@ -350,9 +327,7 @@ def _through_triton(plan) -> Callable:
 
 
 def _value_specialized_tail(kernel, plan) -> Optional[list]:
-    """(index argument position, parameter) for each index argument of `plan` that Triton
-    specializes on its value; None where a payload scalar is. The kernel's operands are the
-    tensor inputs' pointers and the scalars in payload order, then the outputs' pointers."""
+    """(position, parameter) of each value-specialized index argument of `plan`; None where a payload scalar is."""
     n_args = len(plan.spec.inputs)
     n_operands = n_args + len(plan.out_dtypes)
     pointers = set(plan.tensor_positions) | set(range(n_args, n_operands))
@@ -364,7 +339,6 @@ def _value_specialized_tail(kernel, plan) -> Optional[list]:
 
 
 def _never_value_specialized(param) -> bool:
-    """Triton types such a parameter by its annotation or (ints) by its width, which a call
-    signature holds, and specializes it on nothing else."""
+    """Typed by annotation or int width (both in the signature), such a parameter specializes on nothing."""
     annotation = param.annotation_type
     return param.do_not_specialize or annotation == "u1" or annotation[:2] in ("fp", "bf")

@@ -17,19 +17,13 @@
  * releases it, as Triton's launcher does, so threads driving other devices are not held up.
  * Once use_aten() has given it aten.cpp's helpers (runtime/aten.py), a plain tensor's data
  * pointer and hit()'s outputs are taken through ATen rather than torch's Python API.
+ *
  *   hit(plans, args, miss[, programs[, outs]]) -> the call's output(s), or (`miss`, signature), or `miss`
  *
- * `hit` is a cached call's whole path (runtime/hit_path.py): the call signature built as
- * runtime/arguments.py's call_signature builds it, the plan looked up in `plans` (the plan cache's
- * dict), outputs allocated through torch.empty_strided (or those `outs` gives: out0=, in place),
- * the stream asked of torch, and the launch above. A call no plan serves is launched by a shape
- * program of its class in `programs` where one serves it (program.h: what the analysis decided
- * for an earlier shape, evaluated on this one). Wherever the Python path must decide (no plan or
- * program serves it, a plan without a `hit` record, launch hooks installed, another device
- * current, a failed launch) it launches nothing and returns (`miss`, the signature it built), or
- * `miss` alone where building the signature failed. `configure` gives it the Python objects it
- * calls; `call_method` (call.h) makes a pointwise function's __call__ of it.
- * Built on first use by tritonwise/runtime/native.py; nothing here includes cuda.h.
+ * `hit` (hit.h) is a cached call's whole path: signature, plan (or shape program, program.h),
+ * outputs, stream and launch; wherever Python must decide it launches nothing and returns the
+ * miss. `configure` gives it the Python objects it calls; `call_method` (call.h) makes a pointwise
+ * function's __call__ of it. Built on first use by runtime/native.py; nothing includes cuda.h.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -205,6 +199,7 @@ static PyMethodDef methods[] = {
     {"signature", (PyCFunction)(void (*)(void))signature, METH_FASTCALL, "call_signature(args), built in C."},
     {"hit", (PyCFunction)(void (*)(void))hit, METH_FASTCALL, "A cached call's whole path, or `miss`."},
     {"call_method", (PyCFunction)(void (*)(void))call_method, METH_FASTCALL, "A pointwise function's __call__ in C."},
+    {"call_tables", (PyCFunction)(void (*)(void))call_tables, METH_VARARGS | METH_KEYWORDS, "What __call__ reads (call.h)."},
     {"use_aten", (PyCFunction)(void (*)(void))use_aten, METH_FASTCALL, "Allocate and read pointers through aten.cpp."},
     {"record", (PyCFunction)(void (*)(void))record, METH_VARARGS | METH_KEYWORDS, "A plan's launch record (hit.h)."},
     {"program", (PyCFunction)(void (*)(void))program, METH_VARARGS | METH_KEYWORDS, "A shape program (program.h)."},

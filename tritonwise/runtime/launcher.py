@@ -1,23 +1,10 @@
-"""Launching a compiled kernel directly, without Triton's per-call work.
+"""Launching a compiled kernel directly, without Triton's per-call binding and key lookup.
 
-`kernel[grid](...)` binds arguments, computes the specialization key and looks the compiled
-kernel up on every call. A LaunchPlan already knows all of that: its signature fixes dtypes,
-strides, pointer alignment, scalar widths and device, and its integer arguments never
-specialize (the generated kernels list them in do_not_specialize). So after the first launch
-through Triton, the plan launches the compiled kernel itself:
-
-1. `own_launcher`: launch.c, a small C function that packs the operands' data pointers and
-   scalars into the parameter block cuLaunchKernel reads, with the fixed part (index
-   arguments) packed once per plan. Triton's C launcher also parses a format string, calls
-   cuPointerGetAttribute on every pointer and checks the context on every call; a plan's
-   signature already proved what those checks prove.
-2. `triton_entry_launcher`: Triton's own compiled launcher, called with the arguments it
-   expects, when (1) cannot be built, and whenever launch hooks are installed (profilers):
-   Triton then builds the launch metadata and calls the hooks as it always does.
-
-(1) is the faster of the two, and needs nothing private from Triton, so every Triton version
-whose kernels the driver confirms gets it; Triton's C entry is reachable only on 3.6
-(docs/decisions/own-launcher.md).
+A LaunchPlan's signature already fixes what Triton checks per call, so after the first launch the
+plan launches the compiled kernel itself: through `own_launcher` (launch.c packs the parameters for
+cuLaunchKernel, with the index arguments packed once per plan), else `triton_entry_launcher`
+(Triton's own compiled launcher, also used while launch hooks are installed).
+docs/decisions/own-launcher.md.
 """
 
 from __future__ import annotations
@@ -50,9 +37,8 @@ _POINTER = (ctypes.c_uint64, "p")
 
 
 def direct_launcher(compiled, grid: tuple, tail: tuple, device_index: int, n_inputs: int) -> Optional[Callable]:
-    """A function `launch(inputs, outputs)` running `compiled` over `grid` on the payload's
-    `n_inputs` arguments, the outputs and then `tail` (index arguments and constexpr values),
-    or None when this Triton cannot be driven directly."""
+    """`launch(inputs, outputs)` running `compiled` over `grid` on the inputs, outputs then `tail`
+    (index arguments and constexprs); None where this Triton cannot be driven directly."""
     fallback = triton_entry_launcher(compiled, grid, tail, device_index)
     if fallback is None:
         return None
@@ -81,12 +67,8 @@ class CLaunch(NamedTuple):
 
 
 class KernelParameters:
-    """What the kernel takes, in order: the operands' C types, then the fixed values (index
-    arguments; constexpr values are compiled in, not passed), then the scratch pointers Triton
-    appends without listing them (two since Triton 3.5, passed as NULL). The driver's count and
-    sizes of the kernel's parameters must agree, or the kernel is left to Triton. All of it
-    depends on the kernel alone and is worked out once per kernel (`_layout`); each plan packs
-    its own tail values (`fixed_slots`)."""
+    """The kernel's parameters in order: operand C types, fixed values (index arguments), then
+    Triton's scratch pointers (NULL); worked out once per kernel, each plan packs its own tail."""
 
     def __init__(self, compiled, n_inputs: int, n_tail: int):
         self.operands, self._passed, self._slots = _layout(compiled, n_inputs, n_tail)
@@ -95,8 +77,7 @@ class KernelParameters:
         return "".join(kind for _, kind in self.operands).encode()
 
     def fixed_slots(self, tail: tuple) -> bytes:
-        """The tail's passed values and the scratch pointers, one little-endian 8-byte slot
-        each; a value that does not fit its parameter raises ValueError."""
+        """The tail's passed values and scratch pointers, an 8-byte slot each (ValueError: one does not fit)."""
         try:
             return self._slots.pack(*[tail[k] for k in self._passed])
         except (struct.error, OverflowError) as e:
@@ -120,8 +101,7 @@ _SLOT = {
 
 
 def _layout(compiled, n_inputs: int, n_tail: int) -> tuple:
-    """(operand (ctype, kind) list, the tail positions passed (not constexpr), the struct that
-    packs those values and the scratch slots)."""
+    """(operands' (ctype, kind), the tail positions passed, the struct packing them and the scratch slots)."""
     key = (id(compiled), n_inputs, n_tail)
     found = _layouts.get(key)
     if found is not None and found[0] is compiled:
@@ -150,8 +130,7 @@ def _c_type(t: str) -> tuple:
 
 
 def _launchable(compiled) -> bool:
-    """Whether cuLaunchKernel alone starts this kernel as Triton would: one CTA per cluster,
-    no cooperative or programmatic-dependent launch, no scratch memory to allocate."""
+    """Whether cuLaunchKernel alone starts this kernel as Triton would (no cluster, special launch or scratch)."""
     meta = compiled.metadata
     return (
         getattr(meta, "num_ctas", 1) == 1
@@ -164,10 +143,8 @@ def _launchable(compiled) -> bool:
 
 
 def own_launcher(compiled, grid, tail, device_index, n_inputs, hooked: Callable) -> Optional[Callable]:
-    """launch.c's launcher (see the module docstring), or None where unsupported. `hooked`
-    launches through Triton while launch hooks are installed. The launcher's `rebind(grid,
-    tail, hooked)` gives the same kernel's launcher for other values of the grid and the tail:
-    a later plan's of the same kernel and specialization (plans/siblings.py)."""
+    """launch.c's launcher, or None where unsupported; `hooked` launches through Triton while hooks
+    are installed. `rebind(grid, tail, hooked)` gives the same kernel's launcher for another plan."""
     lib, module = cuda_driver.driver(), native.launch_module()
     if lib is None or module is None or not _launchable(compiled):
         return None
@@ -217,10 +194,8 @@ def own_launcher(compiled, grid, tail, device_index, n_inputs, hooked: Callable)
 
 
 def _c_entry(run) -> Optional[tuple]:
-    """Triton 3.6's CudaLauncher keeps its compiled C function as `.launch`, taking the grid,
-    stream, function, cooperative/PDL flags, two scratch buffers, then the kernel metadata,
-    launch metadata, hooks and the arguments. Called directly only on that version and when
-    the kernel needs no scratch memory (the Python wrapper would allocate it)."""
+    """Triton 3.6's CudaLauncher's compiled C function (`.launch`); used only on that version and
+    for kernels that need no scratch memory (the Python wrapper would allocate it)."""
     import triton
 
     if not triton.__version__.startswith("3.6."):
@@ -233,9 +208,8 @@ def _c_entry(run) -> Optional[tuple]:
 
 
 def triton_entry_launcher(compiled, grid: tuple, tail: tuple, device_index: int) -> Optional[Callable]:
-    """`launch(inputs, outputs)` through Triton's compiled launcher: its C entry on Triton 3.6,
-    `compiled.run` elsewhere. Empty hook chains are passed as None: calling them and building
-    launch metadata for nothing cost ~2 us per call."""
+    """`launch(inputs, outputs)` through Triton's compiled launcher (its C entry on 3.6,
+    `compiled.run` elsewhere); empty hook chains are passed as None, which skips building metadata."""
     try:
         from triton import knobs
 

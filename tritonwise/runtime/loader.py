@@ -1,10 +1,6 @@
-"""Loading a generated file as a module, with the payload bound into its namespace.
-
-Each file is loaded once per backend, with the user's @triton.jit payload bound under its
-alias. For the "gpu" backend Triton compiles the kernel. For the "interpreter" backend (CPU
-tensors, or any under TRITON_INTERPRET=1) the kernel is an InterpretedFunction (made one here
-unless TRITON_INTERPRET=1 already did) and runs in Triton's interpreter; see
-runtime/interpreter/interpret.py for how the payload is called there in either mode.
+"""Loading a generated file as a module, with the payload bound into its namespace, once per
+backend: "gpu" (Triton compiles the kernel) or "interpreter" (CPU tensors, or any under
+TRITON_INTERPRET=1; see runtime/interpreter/interpret.py).
 """
 
 from __future__ import annotations
@@ -20,9 +16,7 @@ _modules: dict = {}
 
 
 def load(path: Path, kernel_name: str, alias: str, payload, backend: str, variants=None) -> types.ModuleType:
-    """The module of the generated file at `path`, with the payload bound as `alias` and each
-    of the payload's variants (autodiff/variants.py) under its own alias (`variants`: alias ->
-    @triton.jit function; the file decides which it calls, so it is loaded once either way)."""
+    """The module of the file at `path`, the payload bound as `alias` and each variant under its own alias."""
     key = (str(path), backend)
     module = _modules.get(key)
     if module is None:

@@ -1,13 +1,10 @@
-"""Building and loading the C launcher (launch.c), once per machine and Python version, and
-the ATen helpers it may call (aten.cpp, runtime/aten.py), once per torch version.
+"""Building and loading the C launcher (launch.c), once per machine and Python version, and the ATen
+helpers it may call (aten.cpp), once per torch version.
 
-Triton builds its own launchers the same way, so wherever Triton runs kernels a C compiler and
-the Python headers are there. A shared object goes to `<cache dir>/native/`, named by a hash
-of its source, the interpreter and what else its build depends on, written under a temporary
-name and renamed into place (a read-only cache directory that holds it is used as it is).
-Where the launcher cannot be built, `launch_module()` is None and kernels launch through Triton.
-A fast path that cannot be built says so once per process, in a warning naming the cause
-(`report_build_failure`): the slower path it falls back to gives the same results.
+A shared object goes to `<cache dir>/native/`, named by a hash of what its build depends on, written
+under a temporary name and renamed into place. Where the launcher cannot be built, `launch_module()`
+is None and kernels launch through Triton; a warning names the cause once per process
+(`report_build_failure`).
 """
 
 from __future__ import annotations
@@ -51,8 +48,7 @@ class BuildFailed(OSError):
 
 
 def report_build_failure(what: str, fallback: str, error: BaseException) -> None:
-    """Warn once per process that the fast path `what` could not be built and why (the compiler's
-    first error line); the full output goes to the debug log."""
+    """Warn once per process that `what` could not be built, naming the compiler's first error line."""
     logger.debug("tritonwise: building %s failed: %s", what, error)
     if what in _reported:
         return
@@ -71,10 +67,8 @@ _early_lock = threading.Lock()
 
 
 def start_launch_build() -> bool:
-    """Begin compiling launch.c on a background thread, so that it builds while Triton compiles
-    a process's first kernel (a compiler in a subprocess each: they overlap). launch_module()
-    waits for it; failures are reported there, not here. False where launch.c will not be there
-    (none built in this process or on disk, and no C compiler to build it)."""
+    """Begin compiling launch.c on a background thread, overlapping Triton's first compile;
+    launch_module() waits for it and reports failures. False where launch.c cannot be there."""
     with _early_lock:
         if launch_module.cache_info().currsize:
             return launch_module() is not None
@@ -104,9 +98,8 @@ def launch_module():
 
 
 def built_module(name: str, sources: list, compiler, flags: list, depends_on: bytes = b""):
-    """Extension module `name` compiled from `sources[0]` (the rest are files it includes) by
-    `compiler()` with `flags`, built once per content of the sources, interpreter and
-    `depends_on`, then loaded. Raises one of BUILD_ERRORS where it cannot be built or loaded."""
+    """Extension module `name` compiled from `sources` (the first; the rest are included) with
+    `flags`, built once per content and loaded. Raises one of BUILD_ERRORS where it cannot be."""
     path = build(name, sources, compiler, flags, depends_on)
     try:
         return _load(name, path)
@@ -141,8 +134,7 @@ def build(name: str, sources: list, compiler, flags: list, depends_on: bytes = b
 
 
 def _file_name(name: str, sources: list, flags: list, depends_on: bytes = b"") -> str:
-    """Where module `name` is kept in the cache: named by its sources, flags, interpreter and
-    `depends_on`."""
+    """Where module `name` is kept: named by its sources, flags, interpreter and `depends_on`."""
     content = b"".join(path.read_bytes() for path in sources) + b" ".join(f.encode() for f in flags) + depends_on
     tag = hashlib.sha256(content + sys.version.encode() + sysconfig.get_platform().encode()).hexdigest()[:16]
     return f"native/{name}_{tag}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
@@ -150,10 +142,8 @@ def _file_name(name: str, sources: list, flags: list, depends_on: bytes = b"") -
 
 @contextlib.contextmanager
 def _only_one_builder(target: Path):
-    """Hold an exclusive lock on `target`.lock while building it, so that processes building the
-    same file at once (the ranks of a distributed job) wait for the first instead of each
-    compiling it; the lock goes with its holder, even one that dies. Where locking is not
-    available, every process builds (each into its own partial file, renamed into place)."""
+    """Hold an exclusive lock on `target`.lock while building it, so processes building the same
+    file at once (a distributed job's ranks) wait for the first; without locking, each builds."""
     try:
         import fcntl
     except ImportError:

@@ -1,9 +1,5 @@
-"""`python GENERATED_FILE`: run a generated kernel alone, as Inductor's output modules run.
-
-The file's `LAYOUT` record names its layout class; `main` builds random operands of that class
-(sizes to fill about 16M elements on CUDA, a few thousand on CPU, where the kernel runs in
-Triton's interpreter), takes the launch arguments from the file's scheme as the analysis does,
-launches once to check nothing crashes, then prints the median time of further launches.
+"""`python GENERATED_FILE`: run a generated kernel alone on random operands of its `LAYOUT` class
+(on CUDA, else in the interpreter), once to check it, then print the median of further launches.
 """
 
 from __future__ import annotations
@@ -77,8 +73,7 @@ def launcher(launch, layout: dict, device: torch.device):
 
 
 def _task_shape(rank: int, budget: int, aligned: bool) -> tuple:
-    """Equal extents filling about `budget` elements: multiples of 16 for an aligned class, odd
-    (never a multiple of 16) otherwise."""
+    """Equal extents filling about `budget` elements: multiples of 16 for an aligned class, odd otherwise."""
     if not rank:
         return ()
     side = max(3, round(budget ** (1 / rank)))

@@ -1,19 +1,9 @@
 """Whom a cache directory trusts: the rule deciding whether tritonwise may import code from it.
 
-Generated files are Python that tritonwise imports, and kernel entries and launcher builds are
-binaries it loads. Their checksums catch damage, not tampering, so a directory is used only
-where nobody but its owner and root can change what it holds, as ssh's StrictModes asks of
-~/.ssh:
-
-- the directory, and every directory above it up to `/`, is owned by root or by this user;
-- none of them is writable by other users. Two exceptions: an ancestor (never the directory
-  itself) that is root-owned and sticky, such as /tmp, since nobody else may rename or replace
-  what this user owns in it; and group write where the group is the owner's private group (no
-  other member), the usual umask 002 on Debian and Ubuntu, which Debian's ssh allows too;
-- a file or subdirectory inside passes the same owner and write test.
-
-The path is checked as it resolves (symlinks followed). A directory that does not exist yet is
-judged by its existing ancestors; cache.py checks it again once it has created it.
+Checksums catch damage, not tampering, so, as ssh's StrictModes asks: the directory and every one
+above it is owned by root or this user and not writable by others (except a root-owned sticky
+ancestor such as /tmp, and group write by the owner's private group), and so is what it holds. The
+path is checked as it resolves; a directory not there yet is judged by its ancestors.
 """
 
 from __future__ import annotations
@@ -41,8 +31,7 @@ def directory_problem(path: Path, uid: Optional[int] = None) -> Optional[str]:
 
 
 def entry_problem(directory: Path, path: Path, uid: Optional[int] = None) -> Optional[str]:
-    """Why the file `path` (or a directory between it and the trusted `directory`) cannot be
-    trusted, or None; components that do not exist are no problem (nothing to load)."""
+    """Why `path` (or a directory between it and the trusted `directory`) cannot be trusted, or None."""
     uid = os.geteuid() if uid is None else uid
     node = path
     while node != directory and directory in node.parents:

@@ -1,19 +1,15 @@
 """Scheme: how one tiling scheme tiles a collapsed task, as plain integer arithmetic.
 
-A scheme answers, for the analysis, whether it applies to a task, which blocks a file of its
-layout class may launch with, which block and warps a task takes and how many tiles that
-makes; and, for codegen, the kernel's index parameters (sizes, run-time strides, tile counts),
-the name of the index along each task dim, and its template (templates/<name>.py.j2). Launch
-values come from here too (`index_values`), so a plan miss never re-runs codegen or sympy.
-
-Adding a scheme: one module here with a Scheme subclass, one template, one line in
-registry.py. Nothing here imports sympy or jinja2.
+A scheme says whether it applies, its blocks, a task's block, warps and tile count, and for codegen
+the index parameters, index names and template; launch values too (`index_values`), so a plan miss
+never re-runs codegen. Adding one: a module here, a template, a line in registry.py. Nothing here
+imports sympy or jinja2.
 """
 
 from __future__ import annotations
 
 import functools
-import math
+from math import prod  # the schemes take it from here
 from typing import Optional, Sequence
 
 from ..config import CodeGenConfig
@@ -31,8 +27,7 @@ class Scheme:
     load_eviction: Optional[str] = None  # the loads' eviction_policy ("evict_first": read once, streamed)
 
     def aligned_dims(self, rank: int, m_dim: Optional[int]) -> list:
-        """Task dims whose extents must be multiples of 16 for the aligned class: those the
-        tile's masks run along."""
+        """Task dims whose extents must be multiples of 16 for the aligned class: those the masks run along."""
         return [rank - 1] + ([m_dim] if m_dim is not None else [])
 
     @property
@@ -147,7 +142,3 @@ def fit(extent: int, sizes: Sequence[int]) -> int:
         if 2 * extent > ceil_div(extent, size) * size:
             return size
     return min(sizes)
-
-
-def prod(values) -> int:
-    return math.prod(values)

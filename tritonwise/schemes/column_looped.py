@@ -1,9 +1,7 @@
-"""column_looped: a reduction along dims whose kept dims, not the reduced ones, are the ones the
-first input walks with unit stride (a column max of a row-major matrix, a sum over a batch dim).
-The kernel is row_looped's (rows of kept dims, one program per row tile, a loop over the
-reduced columns, no atomics), but the tile is tall: BLOCK_M kept elements, adjacent in memory,
-by a few reduced ones, so every load reads whole 128-byte lines along the kept dim instead of
-one element per line along the reduced one."""
+"""column_looped: a reduction along dims whose kept dims, not the reduced ones, are walked with unit
+stride (a column max of a row-major matrix): row_looped's kernel with a tall tile of BLOCK_M
+adjacent kept elements, so every load reads whole lines.
+"""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""row_persistent: a reduction along dims whose reduced extent fits one block. The task is the
-kept dims (rows) then the reduced dims (columns), split at m_dim; a tile is BLOCK_M rows by
-BLOCK_N >= the whole reduced extent, reduced along its columns to one value per row and stored
-by the one program that owns the row: no accumulator buffer, no atomics, deterministic.
-
-The row index is split into the kept dims' indices (i{d}) and the column index into the reduced
-dims' indices (j{d}). Reading is coalesced when the innermost task dim is one some operand walks
-with unit stride; reducing a dim no operand walks fastest (a column sum of a row-major matrix)
-reads with a stride for now.
+"""row_persistent: a reduction along dims whose reduced extent fits one block. A tile is BLOCK_M
+rows (kept dims, i{d}) by BLOCK_N >= the reduced extent (j{d}), reduced to one value per row by the
+program that owns it: no buffer, no atomics, deterministic.
 """
 
 from __future__ import annotations

@@ -30,8 +30,7 @@ class Tile2d(Scheme):
         return None
 
     def block_choices(self, rank, itemsize, aligned, config) -> tuple:
-        """BLOCK_M in 16 and S, BLOCK_N in 16, 64, 128; S = 64 for aligned files of elements up
-        to 4 bytes, else 32."""
+        """BLOCK_M in 16, S; BLOCK_N in 16, 64, 128; S = 64 for aligned files of elements up to 4 bytes, else 32."""
         cap = pow2_floor(config.max_tile_size)
         side = 64 if itemsize <= 4 and aligned else 32
         return unique(

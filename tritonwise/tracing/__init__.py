@@ -16,11 +16,8 @@ from ..runtime import hit_path
 
 
 def let_dynamo_trace_c_calls() -> None:
-    """Once the hit path installs a C `__call__` in a process that has loaded dynamo, give dynamo
-    its traceable stand-in (hook.py; imported only then, since it loads dynamo itself). A dynamo
-    that takes no stand-in for a method (torch before 2.13: "Unsupported method call") gets the
-    classes' Python `__call__` back instead: one Python frame more per eager call, in such
-    processes only."""
+    """Give dynamo a traceable stand-in for an installed C `__call__` (hook.py); a dynamo that takes
+    none for a method (torch before 2.13) gets the Python `__call__` back instead."""
     if "torch._dynamo" not in sys.modules:
         return
     if polyfills_methods():
@@ -32,8 +29,7 @@ def let_dynamo_trace_c_calls() -> None:
 
 
 def polyfills_methods() -> bool:
-    """Whether this torch's dynamo traces a polyfill given for a C method of a user class
-    (seen with 2.13 and 2.14; 2.11 refuses the call)."""
+    """Whether this dynamo traces a polyfill given for a user class's C method (2.13 and 2.14 do; 2.11 refuses)."""
     return tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 13)
 
 
@@ -45,8 +41,7 @@ _keys = itertools.count()
 
 
 def register(fn) -> int:
-    """A constant that names `fn` to functions dynamo runs instead of tracing
-    (assume_constant_result takes constants only, not the function object)."""
+    """A constant naming `fn` to functions dynamo runs instead of tracing (assume_constant_result takes constants)."""
     key = next(_keys)
     _functions[key] = fn
     return key

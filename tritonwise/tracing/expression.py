@@ -1,13 +1,9 @@
 """A pointwise function as torch operations: its payload's translation, with our promotion.
 
-`expression_of(fn)` translates the payload once (tracing/translate.py) and loads the result as
-a Python function over torch values. `CallRule` holds what one call class needs (the same
-per-output dtypes the kernels use, from frontend/dtypes.resolve_types) and `run` computes the
-call the way the generated kernel does: each input converted along its chain to the output's
-computation dtype, the payload called once per distinct set of conversions, each result cast
-to its output dtype (then reduced, for a reduced output), and written into a given output with
-copy_. Everything `run` does is torch operations on the call's values, so torch.compile traces
-it into its graph.
+`expression_of(fn)` translates the payload once and loads it as a Python function over torch values.
+`CallRule` holds one call class's dtypes (frontend/dtypes.resolve_types) and `run` computes the call
+as the generated kernel does (conversions, one payload call per set, casts, reductions, copy_ into
+given outputs), all in torch operations torch.compile can trace.
 """
 
 from __future__ import annotations
@@ -45,8 +41,7 @@ class CallRule:
 
 
 def expression_of(fn) -> TorchExpression:
-    """The torch expression of the PointwiseDynamicFunction `fn`'s payload; raises
-    UnsupportedConstruct naming what stops it."""
+    """The torch expression of `fn`'s payload; raises UnsupportedConstruct naming what stops it."""
     schema, payload = fn.schema, fn.payload_info
     if payload.variadic:
         raise UnsupportedConstruct(f"payload {payload.qualname}: `*args` parameters have no torch translation")
@@ -57,8 +52,7 @@ def expression_of(fn) -> TorchExpression:
 
 
 def _load(translation: Translation, qualname: str) -> Callable:
-    """The translated functions, compiled under a file name of their own (shown by tracebacks
-    and by torch.compile's logs, which read the text through linecache)."""
+    """The translated functions, compiled under a file name of their own (for tracebacks and torch.compile logs)."""
     filename = f"<tritonwise torch expression of {qualname}>"
     linecache.cache[filename] = (len(translation.source), None, translation.source.splitlines(True), filename)
     namespace = {"tw": language.NAMESPACE, "torch": torch}
@@ -187,8 +181,7 @@ def status(fn) -> str:
 
 
 def evaluate(fn, args: tuple, outs: tuple = ()):
-    """The call `fn(*args, out0=..., ...)` computed by its torch expression, eagerly (what
-    torch.compile traces); raises UnsupportedConstruct where there is none."""
+    """`fn(*args, out0=...)` computed eagerly by its torch expression (what torch.compile traces)."""
     found = expression_or_reason(fn)
     if isinstance(found, str):
         raise UnsupportedConstruct(found)

@@ -1,25 +1,11 @@
 """Under torch.compile, a pointwise function is its torch expression; eagerly, our kernel.
 
-Dynamo traces `PointwiseDynamicFunction.__call__` (and `InstantiatedFunction.__call__`); while
-it does, `torch.compiler.is_compiling()` is true and the call goes to `traced_call`, which
-returns the torch expression's result (tracing/expression.py), so the compiled graph holds
-torch operations that Inductor fuses with their neighbours. A function whose payload does not
-translate (or a call the expression does not take: StridedBuffers, complex tensors, no tensor)
-runs as an opaque call: dynamo breaks the graph there and our kernel runs between the graphs.
-
-The translation and each call class's rule are computed by `_prepared`, which dynamo runs for
-real (assume_constant_result) instead of tracing it: parsing and exec are not torch operations.
-Its result is kept on the function (the tracing of a later compile reads the same object).
-
-Once the C hit path serves calls, the class's `__call__` is C (runtime/hit_path.py), which
-dynamo cannot trace; `trace_c_calls` gives dynamo a Python stand-in for it (a polyfill, as
-torch's own C functions have), which does the same as the Python `__call__` under dynamo.
-hit_path runs it (through the listener tracing/__init__.py registers) when it installs the C
-method in a process that has imported dynamo, and this module runs it on import.
-
-An op from `as_torch_op` stays one node in dynamo's graph (its fake implementation gives the
-shapes); `register_decomposition` gives Inductor the same expression as the op's decomposition,
-added when dynamo first meets the op, so Inductor's lowering sees torch operations there too.
+While dynamo traces `__call__`, `torch.compiler.is_compiling()` is true and the call returns the
+torch expression's result (tracing/expression.py), which Inductor fuses; a payload or call that does
+not translate runs as an opaque call (a graph break). `_prepared` runs for real under dynamo
+(assume_constant_result). The C `__call__` gets a Python stand-in dynamo can trace
+(`trace_c_calls`). An `as_torch_op` op stays one node, with the same expression registered as its
+decomposition for Inductor.
 """
 
 from __future__ import annotations
@@ -37,8 +23,7 @@ NOT_TRACED = object()
 
 
 def compiled_call(fn, call, args: tuple, kwargs: dict):
-    """What dynamo traces for `call(*args, **kwargs)` (`call` is `fn` or one of its
-    instantiations): the torch expression, else the call itself outside the graph."""
+    """What dynamo traces for `call(*args, **kwargs)`: the torch expression, else the call outside the graph."""
     traced = traced_call(fn, args, kwargs)
     return _opaque(call, args, kwargs) if traced is NOT_TRACED else traced
 
@@ -73,10 +58,8 @@ def _outputs(fn, kwargs: dict):
 
 @torch.compiler.assume_constant_result
 def _prepared(key: int, call: tuple, rank: int):
-    """The name of the attribute of the function `key` names (tracing.register) that holds a
-    function (args, outs) -> the call's values, or None where the payload does not translate. A
-    name, not the function: dynamo guards what it reads through the attribute, and could not
-    guard a value returned from here."""
+    """The name of the attribute of the function `key` names that holds (args, outs) -> the call's
+    values, or None where the payload does not translate; a name, so dynamo can guard the read."""
     fn = function_of(key)
     expression = expression_or_reason(fn)
     if isinstance(expression, str) or kernels_under_compile():
@@ -91,8 +74,7 @@ def _prepared(key: int, call: tuple, rank: int):
 
 
 def kernels_under_compile() -> bool:
-    """TRITONWISE_OPAQUE_UNDER_COMPILE=1 keeps our kernels under torch.compile (opaque calls, as
-    before the torch expressions), read when a graph is traced: to compare the two."""
+    """TRITONWISE_OPAQUE_UNDER_COMPILE=1 keeps our kernels (opaque calls) under torch.compile, to compare the two."""
     return os.environ.get("TRITONWISE_OPAQUE_UNDER_COMPILE") == "1"
 
 
@@ -127,9 +109,8 @@ _substituted: set = set()  # ids of the C __call__ methods given a polyfill
 
 
 def trace_c_calls() -> None:
-    """Give dynamo a traceable stand-in for each C `__call__` the hit path installed. Dynamo's
-    public substitute_in_graph takes functions only, so its two tables are filled as it fills
-    them; where they are missing (another torch), such calls stay opaque."""
+    """Give dynamo a traceable stand-in for each C `__call__` the hit path installed (filling its
+    substitute tables as substitute_in_graph does); elsewhere such calls stay opaque."""
     try:
         from torch._dynamo.trace_rules import _polyfilled_function_ids
         from torch._dynamo.variables.functions import PolyfilledFunctionVariable

@@ -1,15 +1,7 @@
-"""Triton's language, restated over torch: what a translated payload calls (`tw.<name>`).
-
-tracing/translate.py turns each `tl.X(...)` / `libdevice.X(...)` of a payload into
-`tw.X(...)` and each operator without a torch twin (`/`, `//`, `%`, `**`) into a call here, so
-that the result is a function of torch tensors and python scalars with Triton's meaning:
-integer `/` divides in float32, integer `//` and `%` truncate as C does, `x.to(d, bitcast=True)`
-reinterprets bits. Every function takes tensors or python scalars (a scalar parameter of the
-payload stays a python number, weakly typed as torch types it).
-
-NAMESPACE is what translated code calls `tw`: FUNCTIONS, the table of Triton and libdevice
-names (both spell these the same) that have a torch equivalent, and the operators' functions; a
-name missing from FUNCTIONS is a construct the translation reports as unsupported.
+"""Triton's language, restated over torch: what a translated payload calls (`tw.<name>`), with
+Triton's meaning (integer `/` divides in float32, `//` and `%` truncate as C, bitcasts reinterpret
+bits), over tensors and python scalars. NAMESPACE is what translated code calls `tw`; a name missing
+from FUNCTIONS is reported as unsupported.
 """
 
 from __future__ import annotations
@@ -200,39 +192,19 @@ def _exp10(x):
     return torch.pow(10.0, _floating(x))
 
 
+# Float functions torch names alike.
+_SAME_UNARY = (
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "rsqrt", "sin", "cos", "tan", "asin",
+    "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "erfinv",
+    "lgamma", "sigmoid", "floor", "ceil", "trunc",
+)
 FUNCTIONS = {
+    **{name: _unary(getattr(torch, name)) for name in _SAME_UNARY},
+    **{name: _binary(getattr(torch, name)) for name in ("atan2", "hypot", "copysign")},
     "where": where,
-    "exp": _unary(torch.exp),
-    "exp2": _unary(torch.exp2),
     "exp10": _exp10,
-    "expm1": _unary(torch.expm1),
-    "log": _unary(torch.log),
-    "log2": _unary(torch.log2),
-    "log10": _unary(torch.log10),
-    "log1p": _unary(torch.log1p),
     "sqrt": _sqrt,
     "sqrt_rn": _sqrt,
-    "rsqrt": _unary(torch.rsqrt),
-    "sin": _unary(torch.sin),
-    "cos": _unary(torch.cos),
-    "tan": _unary(torch.tan),
-    "asin": _unary(torch.asin),
-    "acos": _unary(torch.acos),
-    "atan": _unary(torch.atan),
-    "sinh": _unary(torch.sinh),
-    "cosh": _unary(torch.cosh),
-    "tanh": _unary(torch.tanh),
-    "asinh": _unary(torch.asinh),
-    "acosh": _unary(torch.acosh),
-    "atanh": _unary(torch.atanh),
-    "erf": _unary(torch.erf),
-    "erfc": _unary(torch.erfc),
-    "erfinv": _unary(torch.erfinv),
-    "lgamma": _unary(torch.lgamma),
-    "sigmoid": _unary(torch.sigmoid),
-    "floor": _unary(torch.floor),
-    "ceil": _unary(torch.ceil),
-    "trunc": _unary(torch.trunc),
     "rint": _unary(torch.round),
     "nearbyint": _unary(torch.round),
     "round": _round_half_away,
@@ -250,9 +222,6 @@ FUNCTIONS = {
     "div_rn": truediv,
     "div_rz": truediv,  # rounded toward zero: within one ulp of torch's division
     "fdiv": _fdiv,
-    "atan2": _binary(torch.atan2),
-    "hypot": _binary(torch.hypot),
-    "copysign": _binary(torch.copysign),
     "nextafter": lambda a, b: torch.nextafter(_tensor(a, b), _tensor(b, a)),
     "isnan": lambda x: torch.isnan(_tensor(x)),
     "isinf": lambda x: torch.isinf(_tensor(x)),

@@ -1,17 +1,10 @@
 """A payload's source, translated into Python over torch: the payload's torch expression.
 
-The payload's AST is rewritten statement by statement into a plain Python function (and one
-per @triton.jit helper it calls): `tl.X(...)` and `libdevice.X(...)` become `tw.X(...)` from
-tracing/language.py, the operators whose Triton meaning differs from torch's (`/`, `//`, `%`,
-`**`, `and`, `or`, `not`) become calls there too, `x.to(tl.float16)` becomes
-`tw.to(x, torch.float16)`, and globals the payload reads (numbers, dtypes, `tl.constexpr`s) are
-written in as constants. The result reads like the payload, so it can be shown to a user.
-
-`if` statements and conditional expressions are kept when their test is known before any
-element is computed (dtype tests such as `x.dtype == tl.float32`, constexpr and scalar
-parameters), as Triton folds them. Everything else without a torch twin -- loops, an `if` on
-element values, functions torch lacks, random numbers, inline assembly -- raises
-UnsupportedConstruct naming the construct and its line.
+The AST is rewritten statement by statement: `tl.X` and `libdevice.X` become `tw.X`
+(tracing/language.py), operators whose Triton meaning differs from torch's become calls there too,
+and globals the payload reads are written in as constants. An `if` whose test is known before any
+element is computed (dtypes, constexprs, scalars) is kept, as Triton folds it; anything else without
+a torch twin raises UnsupportedConstruct naming it and its line.
 """
 
 from __future__ import annotations
@@ -24,6 +17,7 @@ from dataclasses import dataclass
 from numbers import Number
 from typing import Optional
 
+from ..autodiff.derivative import library_name, resolve
 from .language import DTYPE_TESTS, FUNCTIONS
 
 TRITON_DTYPES = {
@@ -47,8 +41,7 @@ class Translation:
 
 
 def translate(fn, static_params: frozenset = frozenset()) -> Translation:
-    """The torch translation of the plain function `fn` underneath a @triton.jit payload; its
-    parameters named in `static_params` are python scalars (an `if` may test them)."""
+    """The torch translation of the function under a @triton.jit payload; `static_params` are python scalars."""
     functions: dict = {}
     name = _Function(fn, functions, static_params).translate()
     return Translation(name, "\n\n".join(functions.values()) + "\n")
@@ -127,7 +120,7 @@ class _Function:
         return [s for stmt in body for s in self.stmt(stmt)] or ([ast.Pass()] if body else [])
 
     def is_static_assert(self, node) -> bool:
-        return isinstance(node, ast.Call) and _callee_name(_resolve(node.func, self.globals)) == "static_assert"
+        return isinstance(node, ast.Call) and library_name(resolve(node.func, self.globals)) == "static_assert"
 
     def target(self, node):
         if isinstance(node, ast.Name):
@@ -236,14 +229,14 @@ class _Function:
         func = node.func
         if isinstance(func, ast.Attribute) and not self.is_global_chain(func.value):
             return self.method(node, func)
-        target = _resolve(func, self.globals)
+        target = resolve(func, self.globals)
         keywords = [ast.keyword(arg=k.arg, value=self.expr(k.value)) for k in node.keywords]
         args = [self.expr(a) for a in node.args]
         if target in (float, int, bool) and all(isinstance(a, ast.Constant) for a in args):
             return ast.Constant(value=target(*[a.value for a in args]))
         if _is_constexpr_type(target):
             return args[0]
-        name = _callee_name(target)
+        name = library_name(target)
         if name is not None:
             if name not in FUNCTIONS:
                 self.fail(node, f"`{ast.unparse(func)}` (called in `{_first_line(node)}`)")
@@ -276,7 +269,7 @@ class _Function:
 
     def global_value(self, node) -> ast.expr:
         """A global the payload reads, written in as a constant (or torch's dtype)."""
-        found = _resolve(node, self.globals)
+        found = resolve(node, self.globals)
         value = found.value if _is_constexpr(found) else found
         if isinstance(value, (Number, str)) or value is None:
             return ast.Constant(value=value)
@@ -318,27 +311,6 @@ def _dotted(text: str) -> ast.expr:
 
 def _load(target) -> ast.expr:
     return ast.Name(id=target.id, ctx=ast.Load()) if isinstance(target, ast.Name) else target
-
-
-def _resolve(chain, globals_: dict):
-    """The object a name or attribute chain of globals names (None if it names none)."""
-    if isinstance(chain, ast.Name):
-        import builtins
-
-        return globals_.get(chain.id, getattr(builtins, chain.id, None))
-    if isinstance(chain, ast.Attribute):
-        base = _resolve(chain.value, globals_)
-        return None if base is None else getattr(base, chain.attr, None)
-    return None
-
-
-def _callee_name(obj) -> Optional[str]:
-    """The name of a triton.language or libdevice function, else None."""
-    target = getattr(obj, "fn", obj)  # a JITFunction (tl.sigmoid) wraps a plain function
-    module = getattr(target, "__module__", None) or ""
-    if callable(target) and (module.startswith("triton.language") or "libdevice" in module):
-        return getattr(target, "__name__", None)
-    return None
 
 
 def _is_jit(obj) -> bool:

@@ -1,19 +1,11 @@
 """Running generated kernels on CPU tensors in Triton's interpreter, in both CPU modes.
 
-Without TRITON_INTERPRET every @triton.jit function (the user's payload, the helpers it calls,
-triton.language's own `sum`, `max`, ...) is a compiled-kernel JITFunction, which refuses to be
-called from Python. With TRITON_INTERPRET=1 set before import they are InterpretedFunctions,
-whose own device-call path asserts that the callee's module imported triton.language, and
-rewrites the function into that module's globals. Both modes launch through `interpreting()`,
-which for the duration of a CPU launch:
-- patches triton.language and triton.language.core to their interpreter implementations, as
-  the interpreter does for a kernel's own module (and restores them afterwards, so later GPU
-  compilation in the same process sees the real language), and
-- routes a call of either kind of function to an interpreter-rewritten copy of its Python
-  function. The copy gets its own globals dict, so rewriting never writes into user modules,
-  and the payload's module may import whatever it likes, and
-- rewrites `not x` as the compiler runs it (see `_elementwise_not`).
-Callers hold runtime.dispatch.INTERPRETER_LOCK: the interpreter's state is process-wide.
+Without TRITON_INTERPRET, @triton.jit functions are JITFunctions that refuse Python calls; with it
+they are InterpretedFunctions that assert their module imported triton.language. Every CPU launch
+goes through `interpreting()`, which patches triton.language to the interpreter's implementation
+(restored afterwards), routes calls of jit functions to interpreted copies with their own globals,
+and runs `not x` elementwise as the compiler does. Callers hold runtime.dispatch.INTERPRETER_LOCK:
+the interpreter's state is process-wide.
 """
 
 from __future__ import annotations
@@ -29,9 +21,7 @@ _rewritten: dict = {}
 
 
 def runs_interpreted(device) -> bool:
-    """Whether a launch on `device` runs in Triton's interpreter: always for CPU tensors, and for
-    every device when the user set TRITON_INTERPRET=1 (Triton then interprets CUDA tensors' kernels
-    too, copying their storage to the host and back, and compiles nothing)."""
+    """Whether a launch on `device` runs in the interpreter: CPU always, any device under TRITON_INTERPRET=1."""
     if device.type == "cpu":
         return True
     try:
@@ -59,13 +49,8 @@ def _call_interpreted(self, *args, **kwargs):
 
 
 def int64_scalars(values) -> tuple:
-    """Python ints as the interpreter's int64 scalars, for the index arguments of an int64 kernel.
-
-    The interpreter types an int argument by its value (int32 when it fits) and ignores the
-    kernel's `tl.int64` annotations, which the GPU honours. A stride below 2**31 would then stay
-    int32, `row * stride` would wrap around, and the load would read outside the tensor (a
-    segmentation fault, not an error). The interpreter (3.6 and later) passes an argument that
-    is already one of its tensors through unchanged, so these keep their type."""
+    """Ints as the interpreter's int64 scalars for an int64 kernel's index arguments (it types ints
+    by value and ignores `tl.int64`, so `row * stride` would wrap)."""
     import numpy as np
     import triton.language as tl
     from triton.runtime.interpreter import TensorHandle
@@ -80,9 +65,7 @@ def _index(self) -> int:
 
 @contextlib.contextmanager
 def _scalar_index(interpreter):
-    """Triton 3.6's interpreter converts a scalar tensor to int with `int(array)`, which NumPy 2
-    refuses for a one-element 1-d array; the grid-stride loops need it (range(pid, ...)). Wrap
-    the interpreter's own tensor patching so __index__ takes the element instead."""
+    """Let __index__ of interpreter scalar tensors take the element (Triton 3.6's `int(array)` fails on NumPy 2)."""
     patch_tensor = getattr(interpreter, "_patch_lang_tensor", None)
     if patch_tensor is None:
         yield
@@ -104,8 +87,7 @@ def _scalar_index(interpreter):
 
 @contextlib.contextmanager
 def _bool_scalars(interpreter):
-    """Triton 3.6's interpreter stores a python bool argument as 32-bit data typed int1, which
-    its own size check rejects; later versions build a 1-byte bool. Do what they do."""
+    """Build a python bool argument as 1-byte bool data, as interpreters after 3.6 do (3.6 rejects its own)."""
     convert = getattr(interpreter, "_implicit_cvt", None)
     if convert is None:
         yield
@@ -128,13 +110,7 @@ def _bool_scalars(interpreter):
 
 @contextlib.contextmanager
 def _device_calls_interpreted():
-    """Route every call of a @triton.jit function from inside a kernel to its interpreted copy.
-
-    Without TRITON_INTERPRET such functions are JITFunctions, which refuse to be called from
-    Python. With it they are InterpretedFunctions, whose own __call__ first looks for
-    triton.language in the callee's module globals and asserts when the module never imported
-    it (FlagGems' tests define payloads in such modules); the language is already patched
-    process-wide by `interpreting()`, so the copy is called directly in both modes."""
+    """Route every call of a @triton.jit function from inside a kernel to its interpreted copy, in both modes."""
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
@@ -154,9 +130,7 @@ _not_transformers: dict = {}
 
 
 def _not_transformer(base: type):
-    """The interpreter's AST rewriter (`base`) that also turns `not x` into `_NOT(x)`. Triton's
-    compiler runs `not tensor` elementwise (FlagGems' logical_not: `return not x.to(tl.int1)`);
-    the interpreter leaves it to Python, which gives one bool for the whole block."""
+    """The interpreter's AST rewriter (`base`), also turning `not x` into the elementwise `_NOT(x)`."""
     if base not in _not_transformers:
 
         class ElementwiseNot(base):
@@ -191,10 +165,7 @@ def _elementwise_not(interpreter):
 
 @contextlib.contextmanager
 def interpreting():
-    """The one entry point of every CPU launch, in both CPU modes (TRITON_INTERPRET set or not).
-    NumPy's floating-point warnings are off: the interpreter computes every lane, masked-off ones
-    too (0 / 0 where a load gave no value), and an IEEE result (inf, nan) is a value on the GPU
-    and in torch, never a warning."""
+    """The one entry point of every CPU launch; NumPy's float warnings off (masked lanes compute too)."""
     import numpy as np
     import triton.language as tl
     from triton.runtime import interpreter

@@ -1,8 +1,6 @@
-"""Replacements for the interpreter builder's methods that compute on bf16/fp8 or convert floats.
-
-Each entry of BUILDER_PATCHES makes a method from the builder's original one; handles that hold
-no emulated format pass through to the original unchanged. Emulated values are decoded to
-float32, computed on with NumPy, and encoded back with one rounding (narrow_floats.FloatFormat).
+"""Replacements for the interpreter builder's methods that compute on bf16/fp8 or convert floats
+(BUILDER_PATCHES): emulated values are decoded to float32, computed with NumPy and rounded back
+once; other handles pass through unchanged.
 """
 
 from __future__ import annotations
@@ -19,8 +17,7 @@ def _handle(data, dtype):
 
 
 def emulated_format(handle):
-    """The FloatFormat of a handle whose data are raw bf16/fp8 bits, else None. (A comparison of
-    such values yields bool data; the data's dtype tells the two apart.)"""
+    """The FloatFormat of a handle holding raw bf16/fp8 bits, else None (comparisons give bool data)."""
     fmt = FORMATS.get(getattr(handle.dtype.scalar, "name", None))
     if fmt is None or not fmt.emulated or handle.data.dtype != fmt.storage:
         return None
@@ -131,9 +128,7 @@ def create_fp_to_fp(original):
 
 
 def constant(name: str):
-    """builder.get_<name>: a constant of an emulated format, rounded once from the Python float
-    (as MLIR's FloatAttr is). Triton 3.6 asks the builder for fp8 constants, which its
-    interpreter lacks."""
+    """builder.get_<name>: an emulated format's constant, rounded once (Triton 3.6 asks for fp8 ones)."""
 
     def make(original):
         def patched(self, value):
@@ -147,8 +142,7 @@ def constant(name: str):
 
 
 def number_preferring(op):
-    """maxnumf/minnumf return the non-NaN operand, as the GPU's max/min do; Triton 3.6's
-    interpreter maps them to np.maximum/np.minimum, which propagate NaN."""
+    """maxnumf/minnumf return the non-NaN operand, as the GPU does (Triton 3.6 maps them to np.maximum)."""
 
     def make(original):
         return lambda self, lhs, rhs: self.binary_op(lhs, rhs, op)

@@ -1,13 +1,7 @@
-"""libdevice for Triton's interpreter: the CUDA backend's symbols (`__nv_tanhf`, `__nv_pow`, ...)
-computed with NumPy, torch's special functions and mpmath.
-
-The backend module's functions already pick the symbol and the result dtype from the argument
-dtypes (float32 in, float32 out; float64 in, float64 out) and broadcast the arguments; the
-interpreter then calls its builder's create_extern_elementwise, which this module implements.
-float32 arguments are computed in float64 and rounded once to float32. The GPU's libdevice is
-not correctly rounded everywhere (tanhf, powf, ... have errors of a few ulp), so transcendental
-results can differ from the GPU's in the last bits; the correctly rounded operations
-(`div_rn`, `add_rz`, `sqrt_ru`, `fma`, conversions, rint, floor, ...) agree bit for bit.
+"""libdevice for Triton's interpreter: the CUDA backend's symbols (`__nv_tanhf`, ...) computed with
+NumPy, torch's special functions and mpmath, implementing the builder's create_extern_elementwise.
+float32 arguments compute in float64 and round once, so correctly rounded operations agree with the
+GPU bit for bit and transcendentals within its few ulp.
 """
 
 from __future__ import annotations

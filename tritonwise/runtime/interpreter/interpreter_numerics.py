@@ -1,23 +1,12 @@
 """Triton's interpreter, made to compute what the GPU computes, for the duration of a CPU launch.
 
-Out of the box the interpreter (Triton 3.5 to 3.9) is silently wrong in three places:
-- bf16 and fp8 values are raw bits in uint16/uint8 arrays, and NumPy does integer arithmetic
-  and comparisons on those bits (`x * 2` on bf16 0.1 gives 2.0);
-- conversions to bf16 truncate instead of rounding, fp64 -> bf16 reinterprets integers, and
-  fp8 conversions round ties upwards and mishandle overflow;
-- libdevice functions are stubs returning None (triton.language.extra.libdevice) or raise
-  (the backend module, triton.language.extra.cuda.libdevice, FlagGems' `tl_extra_shim`).
-
-`exact_numerics()` patches the interpreter's builder class and the libdevice modules, and undoes
-it on exit, like the interpreter's own language patching:
-- an operation on bf16/fp8 decodes to float32, computes there, and rounds back once to nearest
-  even, as the GPU's bf16 instructions (or its compute-in-fp32-and-round lowering) do: both
-  give the correctly rounded result, since float32 holds more than twice the digits;
-- every conversion between float formats rounds once, in the requested mode, with the GPU's
-  overflow rule (runtime/interpreter/narrow_floats.py);
-- libdevice calls run NumPy implementations of the same symbols (runtime/interpreter/interpreter_libdevice.py).
+Out of the box the interpreter does integer arithmetic on bf16/fp8 bits, converts to them without
+correct rounding, and has no libdevice. `exact_numerics()` patches its builder and the libdevice
+modules (undone on exit): bf16/fp8 operations compute in float32 and round once to nearest even, as
+the GPU does; conversions between float formats round once with the GPU's overflow rule
+(narrow_floats.py); libdevice calls run NumPy implementations (interpreter_libdevice.py).
 `interpreter_globals()` does the same for libdevice functions a payload's module captured in a
-global (`erf = tl_extra_shim.erf`, as FlagGems' ops do), in the globals of the interpreted copy.
+global (`erf = tl_extra_shim.erf`).
 """
 
 from __future__ import annotations
@@ -29,8 +18,7 @@ from .libdevice_modules import BACKEND_MODULE, STUB_MODULE
 
 @contextlib.contextmanager
 def exact_numerics():
-    """Patch the interpreter so that bf16/fp8 arithmetic, float conversions and libdevice calls
-    give the GPU's results; restore everything on exit. Callers hold the interpreter lock."""
+    """Patch the interpreter to give the GPU's bf16/fp8, conversion and libdevice results; restored on exit."""
     from triton.runtime import interpreter
 
     scope = PatchScope()
@@ -45,8 +33,7 @@ def exact_numerics():
 
 
 class PatchScope:
-    """Attributes set for the duration of a launch, restored in reverse order. Our own: Triton's
-    interpreter has one (`_LangPatchScope`) only from 3.6 on, and it is private."""
+    """Attributes set for a launch, restored in reverse order (the interpreter's own scope is private and 3.6+)."""
 
     _MISSING = object()
 
@@ -84,10 +71,8 @@ def _restore_namespace(obj: object, before: dict) -> None:
 
 
 def _undo_lang_patching_on_exit(scope: PatchScope) -> None:
-    """Triton before 3.6 patches triton.language for its interpreter for good (`tl.where` stays
-    a wrapper afterwards, which autograd's derivative rules no longer recognise, and GPU
-    launches in the same process would see it). Record what it patches now, so that `scope`
-    puts it back as 3.6's own scope does."""
+    """Triton before 3.6 patches triton.language for good: record what it patches, so `scope` puts
+    it back as 3.6 does (else autograd's rules and GPU launches would see the wrappers)."""
     import triton.language as tl
 
     namespaces = [tl, tl.core, tl.math, tl.tensor, tl.dtype, getattr(tl.core, "tensor_descriptor_base", None)]
@@ -96,9 +81,7 @@ def _undo_lang_patching_on_exit(scope: PatchScope) -> None:
 
 
 def interpreter_globals(module_globals: dict) -> dict:
-    """A copy of a payload's globals for its interpreted copy, with every captured libdevice
-    function (a stub, or a backend builtin that needs a `_semantic`) replaced by a function that
-    calls the backend's, bound to the interpreter, at call time."""
+    """A payload's globals for its interpreted copy, captured libdevice functions bound to the interpreter."""
     copy = dict(module_globals)
     for name, value in module_globals.items():
         module = getattr(value, "__module__", None)
@@ -121,8 +104,7 @@ def _late_bound(name: str):
 
 
 def _patch_libdevice_modules(interpreter, scope) -> None:
-    """Backend builtins get the interpreter's semantic (as triton.language's do); the stub
-    module's names point at them, or at a function that says the name is unavailable."""
+    """Give backend builtins the interpreter's semantic; the stub module's names point at them."""
     from . import interpreter_libdevice
 
     for module, name, value in _libdevice_bindings():
@@ -135,8 +117,7 @@ _bindings: list = []
 
 
 def _libdevice_bindings() -> list:
-    """(module, name, replacement) for both libdevice modules, built once (listing ~200
-    builtins per launch would cost more than the rest of the patching)."""
+    """(module, name, replacement) for both libdevice modules, built once, not per launch."""
     if not _bindings:
         import importlib
 
@@ -157,8 +138,7 @@ def _libdevice_bindings() -> list:
 
 
 def _bound(builtin):
-    """The builtin, called with the interpreter's semantic (what the interpreter's own
-    _patch_builtin does for triton.language)."""
+    """The builtin called with the interpreter's semantic (as the interpreter's _patch_builtin does)."""
 
     def call(*args, _semantic=None, **kwargs):
         from triton.runtime.interpreter import interpreter_semantic

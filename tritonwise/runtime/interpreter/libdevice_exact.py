@@ -1,9 +1,6 @@
-"""libdevice's correctly rounded operations (`add_rz`, `div_ru`, `sqrt_rd`, `int2float_rz`, ...)
-and its float -> integer conversions, for the interpreter.
-
-NumPy computes the round-to-nearest result of +, -, *, /, sqrt and conversions exactly; a
-directed rounding is that result moved one step when the exact value lies on the wrong side of
-it, which Python's Fractions decide exactly (sqrt by squaring the candidate).
+"""libdevice's correctly rounded operations (`add_rz`, `div_ru`, `sqrt_rd`, ...) and float ->
+integer conversions, for the interpreter: NumPy's round-to-nearest result moved one step where the
+exact value (a Fraction) lies on the other side.
 """
 
 from __future__ import annotations
@@ -27,9 +24,8 @@ def _exact_sign(value, candidate) -> int:
 
 
 def directed(nearest: np.ndarray, error_sign, args: tuple, mode: str) -> np.ndarray:
-    """Move each round-to-nearest `nearest` to the neighbour that `mode` asks for.
-    `error_sign(candidate, *scalars)` is the sign of (exact result - candidate); elements with a
-    non-finite input keep the nearest result, which is then exact (inf, NaN)."""
+    """Move each round-to-nearest `nearest` to the neighbour `mode` asks for (`error_sign`: the sign
+    of exact - candidate); non-finite inputs keep the nearest result."""
     if mode == "rn":
         return nearest
     result = np.array(nearest, copy=True)
@@ -124,8 +120,7 @@ _ROUNDERS = {"rn": np.rint, "rz": np.trunc, "rd": np.floor, "ru": np.ceil}
 
 
 def to_int(dtype, mode: str):
-    """A float -> integer conversion as PTX's cvt does it: rounded by `mode`, saturated to the
-    integer range, NaN to 0."""
+    """A float -> integer conversion as PTX's cvt does it: rounded by `mode`, saturated, NaN to 0."""
     info = np.iinfo(dtype)
 
     def convert(x):

@@ -1,9 +1,6 @@
-"""libdevice's math, classification, bit and integer functions over NumPy arrays, by symbol.
-
-Float functions register twice, `__nv_<name>f` (float32) and `__nv_<name>` (float64), and are
-computed in float64 (float32 arguments widen exactly); interpreter_libdevice rounds the result
-to the symbol's return dtype. Edge cases follow the CUDA math API (ilogb(0) is INT_MIN,
-saturatef(NaN) is 0, float -> integer conversions saturate, ...).
+"""libdevice's math, classification, bit and integer functions over NumPy arrays, by symbol: float
+functions register as `__nv_<name>f` and `__nv_<name>`, computed in float64; edge cases follow the
+CUDA math API.
 """
 
 from __future__ import annotations
@@ -105,49 +102,26 @@ def _hypot(*args):
     return result
 
 
+_NUMPY_ALIKE = (
+    "floor", "ceil", "trunc", "rint", "sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2",
+    "log10", "log1p", "sin", "cos", "tan", "sinh", "cosh", "tanh",
+)
 _FLOAT_UNARY = {
+    **{name: getattr(np, name) for name in _NUMPY_ALIKE},
+    **{name: getattr(np, "arc" + name[1:]) for name in ("asin", "acos", "atan", "asinh", "acosh", "atanh")},
+    **{name: _torch(name) for name in ("erf", "erfc", "erfcx", "erfinv", "lgamma")},
     "fabs": np.abs,
-    "floor": np.floor,
-    "ceil": np.ceil,
-    "trunc": np.trunc,
-    "rint": np.rint,
     "nearbyint": np.rint,
     "round": _round_half_away,
-    "sqrt": np.sqrt,
     "rsqrt": lambda x: 1.0 / np.sqrt(x),
-    "cbrt": np.cbrt,
     "rcbrt": lambda x: 1.0 / np.cbrt(x),
-    "exp": np.exp,
-    "exp2": np.exp2,
     "exp10": lambda x: np.power(10.0, x),
-    "expm1": np.expm1,
-    "log": np.log,
-    "log2": np.log2,
-    "log10": np.log10,
-    "log1p": np.log1p,
     "logb": _logb,
-    "sin": np.sin,
-    "cos": np.cos,
-    "tan": np.tan,
     "sinpi": _sinpi,
     "cospi": _cospi,
-    "asin": np.arcsin,
-    "acos": np.arccos,
-    "atan": np.arctan,
-    "sinh": np.sinh,
-    "cosh": np.cosh,
-    "tanh": np.tanh,
-    "asinh": np.arcsinh,
-    "acosh": np.arccosh,
-    "atanh": np.arctanh,
-    "erf": _torch("erf"),
-    "erfc": _torch("erfc"),
-    "erfcx": _torch("erfcx"),
-    "erfinv": _torch("erfinv"),
     "erfcinv": lambda x: -_torch("ndtri")(_wide(x) / 2.0) / math.sqrt(2.0),
     "normcdf": _torch("ndtr"),
     "normcdfinv": _torch("ndtri"),
-    "lgamma": _torch("lgamma"),
     "tgamma": lambda x: _elementwise(_gamma, _wide(x)),
     "cyl_bessel_i0": _torch("i0"),
     "cyl_bessel_i1": _torch("i1"),
@@ -188,8 +162,7 @@ def _float_symbols() -> dict:
     table["__nv_saturatef"] = lambda x: np.where(np.isnan(x), 0.0, np.clip(_wide(x), 0.0, 1.0))
     table["__nv_jnf"] = table["__nv_jn"] = _mpmath("besselj")
     table["__nv_ynf"] = table["__nv_yn"] = _mpmath("bessely")
-    # Orders 0 and 1 through mpmath too: torch's float64 Bessel functions are off by ~3e-7
-    # (measured against mpmath), where the GPU's libdevice is accurate to a few ulp.
+    # Orders 0 and 1 through mpmath too: torch's float64 ones are less accurate than libdevice's.
     for kind, name in (("j", "besselj"), ("y", "bessely")):
         for order in (0, 1):
             bessel = _mpmath(name)
@@ -197,19 +170,17 @@ def _float_symbols() -> dict:
     return table
 
 
+_CLASSIFICATION = (
+    (("isnanf", "isnand"), np.isnan),
+    (("isinff", "isinfd"), np.isinf),
+    (("finitef", "isfinited"), np.isfinite),
+    (("signbitf", "signbitd"), np.signbit),
+    (("ilogbf", "ilogb"), _ilogb),
+)
+
+
 def _classification_symbols() -> dict:
-    table = {
-        "__nv_isnanf": np.isnan,
-        "__nv_isnand": np.isnan,
-        "__nv_isinff": np.isinf,
-        "__nv_isinfd": np.isinf,
-        "__nv_finitef": np.isfinite,
-        "__nv_isfinited": np.isfinite,
-        "__nv_signbitf": np.signbit,
-        "__nv_signbitd": np.signbit,
-        "__nv_ilogbf": _ilogb,
-        "__nv_ilogb": _ilogb,
-    }
+    table = {f"__nv_{name}": fn for names, fn in _CLASSIFICATION for name in names}
     for suffix in ("f", ""):
         table[f"__nv_llrint{suffix}"] = to_int(np.int64, "rn")
         table[f"__nv_llround{suffix}"] = lambda x: to_int(np.int64, "rz")(_round_half_away(_wide(x)))

@@ -1,14 +1,7 @@
-"""Float formats as Triton's interpreter stores them, decoded and rounded bit-exactly with NumPy.
-
-The interpreter keeps bf16 values as their raw bits in uint16 arrays and fp8 values in uint8
-arrays, and NumPy knows neither format. A FloatFormat turns stored bits into float32 (exact:
-every bf16 and fp8 value is a float32 value) and rounds float64 values back to stored bits once,
-to nearest even or toward zero, with the overflow rule of the GPU's conversion instructions:
-- bf16, fp16, fp32 (IEEE): round to nearest overflows to inf; toward zero stops at the largest
-  finite value; inf stays inf.
-- fp8 e4m3fn and e5m2: `cvt.rn.satfinite` (sm_89+), which Triton uses for every conversion to
-  fp8, clamps to the largest finite value, infinities included; NaN stays NaN.
-NaN results are the GPU's canonical NaN (all mantissa bits set, sign clear).
+"""Float formats as Triton's interpreter stores them (bf16 bits in uint16, fp8 in uint8), decoded to
+float32 exactly and rounded back once, to nearest even or toward zero, with the GPU's overflow rule:
+IEEE formats overflow to inf (toward zero: the largest finite value); fp8 e4m3fn and e5m2 saturate
+(`cvt.rn.satfinite`); NaN results are the canonical NaN.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""The dtypes of a payload's returned values, found by running it once on 0-d values in Triton's
-interpreter (on the host, whatever the device of the call).
-
-Codegen uses it to leave out casts where the payload already returns the result dtype, and the
-frontend where a given output cannot hold its promotion's result under torch's casting rule
-(FlagGems' frexp declares DEFAULT for its int32 exponent output). The payload is called as the
-generated kernel calls it -- tensors at their computation dtype, scalars as the kernel receives
-them -- on ones. The first probe of a process starts the interpreter, most of a warm first call's
-time, so results are also kept on disk (`remembered_value_dtypes`; docs/decisions/probe-memo.md).
+"""The dtypes of a payload's returned values, found by running it once on 0-d ones in Triton's
+interpreter, as the generated kernel calls it: codegen leaves out needless casts, and the frontend
+checks given outputs (FlagGems' frexp). Results are kept on disk (`remembered_value_dtypes`;
+docs/decisions/probe-memo.md).
 """
 
 from __future__ import annotations
@@ -27,10 +22,7 @@ from .interpret import interpreted, interpreting
 
 
 def value_dtypes(fn, inputs: Sequence[tuple]) -> Optional[tuple]:
-    """The torch dtype of each value the plain Python payload `fn` returns, or None when it
-    cannot be told (the payload fails on ones, returns a python number, a dtype torch lacks).
-    `inputs`: per argument (torch dtype, None) for a tensor, (value, computation dtype or None)
-    for a scalar."""
+    """The torch dtype of each value `fn` returns (None: cannot tell), for `inputs` as probe's callers give them."""
     import triton.language as tl
 
     try:
@@ -61,11 +53,7 @@ _UNKNOWN = object()
 
 
 def remembered_value_dtypes(payload, inputs: tuple) -> Optional[tuple]:
-    """value_dtypes(payload.fn, inputs), kept in the cache per payload (its JIT cache key, which
-    covers the @triton.jit functions it calls), input types and the Triton and tritonwise
-    versions; a frozen process reads but writes nothing. Under TRITON_INTERPRET=1 the payload is
-    an InterpretedFunction with no cache key, and the interpreter runs every kernel anyway: no
-    memo then."""
+    """value_dtypes(payload.fn, inputs), kept on disk per payload, inputs and versions (not frozen or interpreted)."""
     import triton
 
     source_key = getattr(payload.jit, "cache_key", None)
