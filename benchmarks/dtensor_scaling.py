@@ -9,7 +9,9 @@ about 33 GiB a GPU. Each case runs on DTensors sharded over every GPU and, for t
 on one GPU alone with the same per-GPU size; every result is checked against torch on the
 rank's shards before anything is timed, and a wrong answer on any rank stops every rank with
 a non-zero exit. Throughput is global bytes moved per second; scaling = throughput on all GPUs
-/ throughput on one GPU (ideal: the GPU count).
+/ throughput on one GPU (ideal: the GPU count). A second table gives the host cost of one call:
+a small add (launch-bound) called back to back, torch's and tritonwise's, on local tensors and
+on DTensors, so that what a DTensor call adds to the dispatch is read beside torch's own.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -32,6 +35,13 @@ from tritonwise import pointwise_dynamic
 COLS = 8192
 CHECK_BYTES = 2**28  # the check compares this much of a result at a time (its temporaries stay small)
 SMOKE_ROWS, SMOKE_COLS = 24, 40  # rows per rank and columns of a CPU smoke run
+HOST_ROWS, HOST_COLS = 8, 128  # per rank: a launch-bound add, for the host cost of one call
+
+
+@pointwise_dynamic(promotion_methods=[(0, 1, "DEFAULT")])
+@triton.jit
+def add(x, y):
+    return x + y
 
 
 @pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])
@@ -117,6 +127,36 @@ def checked_rates(rows: int, cols: int, device: str, mesh=None) -> list:
     return [(name, nbytes / seconds(call)) for name, call, nbytes, *_ in chosen]
 
 
+def host_costs(device: str, mesh, iters: int) -> list:
+    """(name, µs per call) of a small add called back to back and synchronized once: the host's
+    cost of a call, torch's and tritonwise's, on local tensors and on DTensors sharded over
+    `mesh`. Checked against torch first."""
+    x, y = torch.randn(HOST_ROWS, HOST_COLS, device=device), torch.randn(HOST_ROWS, HOST_COLS, device=device)
+    dx, dy = (DTensor.from_local(v, mesh, [Shard(0)], run_check=False) for v in (x, y))
+    failure = mismatch(x + y, local(add(dx, dy)), "add on DTensors")
+    if failure:
+        raise WrongAnswer(failure)
+    calls = [("torch, local", lambda: x + y), ("tritonwise, local", lambda: add(x, y)),
+             ("torch, DTensor", lambda: dx + dy), ("tritonwise, DTensor", lambda: add(dx, dy))]
+    costs = []
+    for name, call in calls:
+        for _ in range(3):
+            call()
+        synchronize(device)
+        dist.barrier()
+        start = time.perf_counter()
+        for _ in range(iters):
+            call()
+        synchronize(device)
+        costs.append((name, (time.perf_counter() - start) / iters * 1e6))
+    return costs
+
+
+def synchronize(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
 def run_rank(rank: int, world: int, port: int, gib: float, device: str) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     if device == "cuda":
@@ -132,9 +172,12 @@ def run_rank(rank: int, world: int, port: int, gib: float, device: str) -> None:
             torch.cuda.empty_cache()
     dist.init_process_group("nccl" if device == "cuda" else "gloo", rank=rank, world_size=world)
     try:
-        multi = checked_rates(rows, cols, device, init_device_mesh(device, (world,)))
+        mesh = init_device_mesh(device, (world,))
+        multi = checked_rates(rows, cols, device, mesh)
+        costs = host_costs(device, mesh, 500 if device == "cuda" else 2)
         if rank == 0:
             print(summary(world, rows, cols, single, multi))
+            print(host_table(world, costs, device))
     finally:
         dist.destroy_process_group()
 
@@ -150,6 +193,18 @@ def summary(world: int, rows: int, cols: int, single: list, multi: list) -> str:
     ]
     for (name, one), (_, many) in zip(single, multi):
         lines.append(f"| {name} | {one / 1e9:.0f} | {many / 1e9:.0f} | {many / one:.2f}x |")
+    return "\n".join(lines)
+
+
+def host_table(world: int, costs: list, device: str) -> str:
+    if device == "cpu":
+        return f"host cost: {', '.join(name for name, _ in costs)} ran and give torch's answer"
+    base = dict(costs)
+    lines = [f"\nhost cost of one call, {HOST_ROWS}x{HOST_COLS} fp32 per rank, {world} ranks, rank 0",
+             "| call | µs | / torch's on the same tensors |", "|---|---|---|"]
+    for name, us in costs:
+        torch_us = base[name.replace("tritonwise", "torch")]
+        lines.append(f"| add, {name} | {us:.1f} | {us / torch_us:.2f}x |")
     return "\n".join(lines)
 
 

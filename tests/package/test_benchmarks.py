@@ -166,6 +166,12 @@ def test_dtensor_scaling_checks_each_shard_and_stops_at_a_planted_wrong_answer(m
         monkeypatch.setattr(dtensor_scaling, "axpy", wrong)
         with pytest.raises(WrongAnswer, match="add fp32"):
             dtensor_scaling.check(dtensor_scaling.cases(24, 40, "cpu", mesh), 24, 40, "cpu")
+        assert [name for name, _ in dtensor_scaling.host_costs("cpu", mesh, 1)] == [
+            "torch, local", "tritonwise, local", "torch, DTensor", "tritonwise, DTensor"]
+        wrong_add = pointwise_dynamic(promotion_methods=[(0, 1, "DEFAULT")])(_subtract)
+        monkeypatch.setattr(dtensor_scaling, "add", wrong_add)
+        with pytest.raises(WrongAnswer, match="add on DTensors"):
+            dtensor_scaling.host_costs("cpu", mesh, 1)
     finally:
         dist.destroy_process_group()
 
