@@ -378,7 +378,8 @@ def test_with_the_aten_helpers_outputs_skip_torchs_python_api(module, aten_helpe
     x, y = torch.randn(4, 3), torch.randn(4, 3)
     plans = {arguments.call_signature((x, y, 0.5)): SimpleNamespace(hit=_record(driver))}
     stream = lambda device: 0x5000  # noqa: E731
-    module.configure(torch.Tensor, arguments._other_key, refuse, stream, Hooks(), None, arguments.INT32_RANGE)
+    module.configure(torch.Tensor, arguments._tensor_key, arguments._other_key, refuse, stream, Hooks(), None,
+                     arguments.INT32_RANGE)
     aten.use(module, aten_helpers)
     assert isinstance(module.hit(plans, (x, y, 0.5), hit_path.MISS), torch.Tensor)
     aten.use(module, None)

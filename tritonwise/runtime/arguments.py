@@ -17,19 +17,14 @@ Tensor = torch.Tensor
 def call_signature(args: Sequence, outs: Sequence = ()) -> tuple:
     """What a launch plan depends on, built every call: per operand dtype, shape, strides, device,
     16-byte alignment (and requires_grad); per scalar type and int class; given outputs."""
-    # _tensor_key written out: one call fewer per tensor on every call
-    key = [
-        (a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15, a.is_neg(), a.requires_grad)
-        if type(a) is Tensor
-        else _other_key(a)
-        for a in args
-    ]
+    key = [_tensor_key(a) if type(a) is Tensor else _other_key(a) for a in args]
     if outs and any(o is not None for o in outs):
         key += [_other_key(o) for o in outs]
     return tuple(key)
 
 
 def _tensor_key(a) -> tuple:
+    """A tensor's part of the signature; launch.c calls it back, and aten.cpp reads the same fields."""
     return (a.dtype, a.shape, a.stride(), a.device, not a.data_ptr() & 15, a.is_neg(), a.requires_grad)
 
 

@@ -1,10 +1,10 @@
 /* hit(): a cached call's whole path in one C call; included by launch.c (see its header).
  *
  * The signature must equal runtime/arguments.py's call_signature(args), element for element,
- * since both key the same plan cache: a plain tensor (exactly
- * torch.Tensor) gives (dtype, shape, stride(), device, 16-byte aligned, is_neg(), requires_grad),
- * anything else what arguments._other_key returns (called back). tests/runtime/test_hit_path.py checks
- * the two against each other.
+ * since both key the same plan cache: a plain tensor (exactly torch.Tensor) gives
+ * arguments._tensor_key's tuple (read on the C++ tensor by aten.cpp once built, else called
+ * back), anything else what arguments._other_key returns (called back).
+ * tests/runtime/test_hit_path.py checks the two against each other.
  *
  * Given outputs (`outs`, one per output, None where not given) extend the signature as
  * call_signature(args, outs) does, with _other_key's entry per output. A plan serves a call with
@@ -18,10 +18,10 @@
  * output. A shape program (program.h) fills the same Launch for the shape it serves.
  */
 
-static PyObject *tensor_type = NULL, *other_key = NULL, *empty_strided = NULL, *raw_stream = NULL;
+static PyObject *tensor_type = NULL, *py_tensor_key = NULL, *other_key = NULL, *empty_strided = NULL;
+static PyObject *raw_stream = NULL;
 static PyObject *hooks = NULL, *current_device = NULL, *alloc_kwnames = NULL;
 static long long int_lowest = 0, int_highest = -1; /* ints whose key is `int`: configure() gives them */
-static PyObject *name_dtype, *name_shape, *name_stride, *name_device, *name_is_neg, *name_requires_grad;
 static PyObject *name_hit, *name_enter, *name_exit, *name_calls, *name_move_to_end, *name_itemsize;
 
 #define MAX_RANK 16
@@ -117,12 +117,6 @@ static PyObject *record(PyObject *self, PyObject *args, PyObject *kwargs) {
 }
 
 static int intern_names(void) {
-    name_dtype = PyUnicode_InternFromString("dtype");
-    name_shape = PyUnicode_InternFromString("shape");
-    name_stride = PyUnicode_InternFromString("stride");
-    name_device = PyUnicode_InternFromString("device");
-    name_is_neg = PyUnicode_InternFromString("is_neg");
-    name_requires_grad = PyUnicode_InternFromString("requires_grad");
     name_hit = PyUnicode_InternFromString("hit");
     name_enter = PyUnicode_InternFromString("launch_enter_hook");
     name_exit = PyUnicode_InternFromString("launch_exit_hook");
@@ -130,62 +124,35 @@ static int intern_names(void) {
     name_move_to_end = PyUnicode_InternFromString("move_to_end");
     name_itemsize = PyUnicode_InternFromString("itemsize");
     alloc_kwnames = Py_BuildValue("(ss)", "dtype", "device");
-    return name_dtype && name_shape && name_stride && name_device && name_is_neg && name_requires_grad && name_hit &&
-           name_enter && name_exit && name_calls && name_move_to_end && name_itemsize && alloc_kwnames;
+    return name_hit && name_enter && name_exit && name_calls && name_move_to_end && name_itemsize && alloc_kwnames;
 }
 
-/* configure(tensor_type, other_key, empty_strided, raw_stream, hooks, current_device, int_range):
+/* configure(tensor_type, tensor_key, other_key, empty_strided, raw_stream, hooks, current_device,
+ * int_range): tensor_key and other_key are arguments._tensor_key and _other_key;
  * hooks is Triton's knobs.runtime, or None where this Triton has no launch hooks; current_device
  * is torch's current-device query, or None where one device is visible (it is then always the
  * plan's); int_range the (lowest, highest) int whose key is `int` (arguments.INT32_RANGE). */
 static PyObject *configure(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 7 || !PyArg_ParseTuple(args[6], "LL", &int_lowest, &int_highest)) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "configure() takes 7 arguments");
+    if (nargs != 8 || !PyArg_ParseTuple(args[7], "LL", &int_lowest, &int_highest)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "configure() takes 8 arguments");
         return NULL;
     }
-    PyObject **targets[6] = {&tensor_type, &other_key, &empty_strided, &raw_stream, &hooks, &current_device};
-    for (int k = 0; k < 6; ++k) {
+    PyObject **targets[7] = {&tensor_type, &py_tensor_key, &other_key, &empty_strided, &raw_stream, &hooks,
+                             &current_device};
+    for (int k = 0; k < 7; ++k) {
         Py_INCREF(args[k]);
         Py_XSETREF(*targets[k], args[k]);
     }
     Py_RETURN_NONE;
 }
 
-/* One item of a tensor's key; NULL with an exception set, after which no further item is read. */
-static PyObject *key_item(PyObject *a, int k) {
-    switch (k) {
-    case 0: return PyObject_GetAttr(a, name_dtype);
-    case 1: return PyObject_GetAttr(a, name_shape);
-    case 2: return PyObject_CallMethodNoArgs(a, name_stride);
-    case 3: return PyObject_GetAttr(a, name_device);
-    case 4: {
-        PyObject *address = PyObject_CallMethodNoArgs(a, data_ptr_name);
-        if (address == NULL) return NULL;
-        unsigned long long value = PyLong_AsUnsignedLongLong(address);
-        Py_DECREF(address);
-        return PyErr_Occurred() ? NULL : PyBool_FromLong((value & 15) == 0);
-    }
-    case 5: return PyObject_CallMethodNoArgs(a, name_is_neg);
-    default: return PyObject_GetAttr(a, name_requires_grad);
-    }
-}
-
+/* A plain tensor's key: aten.cpp's reading of the C++ tensor once built, else arguments._tensor_key. */
 static PyObject *tensor_key(PyObject *a) {
     if (aten_tensor_key != NULL) {
         PyObject *key = aten_tensor_key(a);
         if (key != NULL || PyErr_Occurred()) return key;
     }
-    PyObject *key = PyTuple_New(7);
-    if (key == NULL) return NULL;
-    for (int k = 0; k < 7; ++k) {
-        PyObject *item = key_item(a, k);
-        if (item == NULL) {
-            Py_DECREF(key);  /* the items set so far go with it; the rest are NULL, which it skips */
-            return NULL;
-        }
-        PyTuple_SET_ITEM(key, k, item);
-    }
-    return key;
+    return PyObject_CallOneArg(py_tensor_key, a);
 }
 
 /* arguments._other_key(a): a float's and a bool's key is their type, an int's is `int` in the

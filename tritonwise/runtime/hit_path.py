@@ -19,7 +19,7 @@ from typing import Callable, Optional
 import torch
 
 from . import aten, native
-from .arguments import INT32_RANGE, _other_key
+from .arguments import INT32_RANGE, _other_key, _tensor_key
 
 MISS = object()
 entry: Optional[Callable] = None  # launch.c's hit(plans, args, MISS), once configured
@@ -106,7 +106,8 @@ def configure(
         several = torch.cuda.is_available() and torch.cuda.device_count() > 1
         current_device = torch._C._cuda_getDevice if several else None
     raw_stream = raw_stream or torch._C._cuda_getCurrentRawStream
-    module.configure(torch.Tensor, _other_key, torch.empty_strided, raw_stream, hooks, current_device, INT32_RANGE)
+    module.configure(torch.Tensor, _tensor_key, _other_key, torch.empty_strided, raw_stream, hooks, current_device,
+                     INT32_RANGE)
 
 
 def record(shape: tuple, layouts: tuple, device: torch.device, launch, extents: tuple = ()) -> object:
