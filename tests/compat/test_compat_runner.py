@@ -128,9 +128,9 @@ def _tests(folder: Path) -> Path:
     return folder
 
 
-def _suite(wheel, tests, *args):
+def _suite(wheel, tests, *args, **env_vars):
     path = os.pathsep.join(filter(None, [str(SUITE.parents[2]), os.environ.get("PYTHONPATH")]))
-    env = dict(os.environ, PYTHONPATH=path)
+    env = dict(os.environ, PYTHONPATH=path, **env_vars)
     command = [sys.executable, str(SUITE), "--wheel", str(wheel), "--tests", str(tests), "--device", "cpu", *args]
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
 
@@ -141,6 +141,19 @@ def test_runs_the_pointwise_files_on_tritonwise_and_counts_them(tmp_path):
     assert "1 test files: test_scale.py" in done.stdout
     assert "| test_scale.py | 1 / 1 / 0 |" in done.stdout
     assert done.returncode == 1  # the wrong test fails, and the suite says so
+
+
+def test_reports_only_the_files_that_finished_in_time(tmp_path):
+    done = _suite(_wheel(tmp_path, PACKAGE), _tests(tmp_path / "fg"), "--seconds", "0")
+    assert "not finished in 0 s, left out: test_scale.py" in done.stdout, done.stdout + done.stderr
+    assert "| test_scale.py |" not in done.stdout and "| total | 0 / 0 / 0 |" in done.stdout
+
+
+def test_a_shard_runs_every_nth_test(tmp_path):
+    """The benchmark runner compiles ahead in shards: TRITONWISE_FLAGGEMS_SHARD=1/2 keeps the
+    second of the two tests only (the wrong one)."""
+    done = _suite(_wheel(tmp_path, PACKAGE), _tests(tmp_path / "fg"), TRITONWISE_FLAGGEMS_SHARD="1/2")
+    assert "| test_scale.py | 0 / 1 / 0 |" in done.stdout, done.stdout + done.stderr
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
