@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Optional, Sequence
 
 import torch
@@ -31,15 +32,11 @@ def _scalar_spec(name: str, param: str, operand: OperandSummary, chains: list) -
     return InputSpec(name, param, False, kind.__name__, annotation)
 
 
-def _tensor_spec(name: str, param: str, dtype, classes: str) -> InputSpec:
-    return InputSpec(name, param, True, triton_dtype(dtype, name), None, classes)
-
-
 def payload_calls(types: CallTypes, payload: Optional[Payload] = None) -> tuple:
     """One PayloadCall per group of outputs computed in one set of dtypes; with several, each
     runs the payload's variant for its outputs where `payload` has variants."""
     groups = _call_groups(types)
-    variant = len(groups) > 1 and payload is not None and all(has_variant(payload, tuple(m)) for m, _ in groups)
+    variant = len(groups) > 1 and payload is not None and all(variant_of(payload, tuple(m)) for m, _ in groups)
     return tuple(
         PayloadCall(
             tuple(f"out{k}" for k in members),
@@ -48,10 +45,6 @@ def payload_calls(types: CallTypes, payload: Optional[Payload] = None) -> tuple:
         )
         for members, merged in groups
     )
-
-
-def has_variant(payload: Payload, outputs: tuple) -> bool:
-    return variant_of(payload, outputs) is not None
 
 
 def variant_of(payload: Payload, outputs: tuple) -> Optional[tuple]:
@@ -103,13 +96,11 @@ def _probe_input(operand: OperandSummary, chain) -> tuple:
 def _output_spec(k: int, dtype, classes, reduction, store=None, value=None, partial=False) -> OutputSpec:
     """`partial`: a split reduction's output, a buffer of partial values in the accumulator dtype."""
     name = f"out{k}"
+    dtype, store = triton_dtype(dtype, name), store and triton_dtype(store, name)
     if reduction is None:
-        store = triton_dtype(store, name) if store is not None else None
-        return OutputSpec(name, triton_dtype(dtype, name), next(classes), store=store, value=value)
+        return OutputSpec(name, dtype, next(classes), store=store, value=value)
     acc = triton_dtype(reduction.acc, name)
-    strides = next(classes) if reduction.along_dims else ""
-    store = acc if partial else triton_dtype(store, name) if store is not None else None
-    dtype = triton_dtype(dtype, name)
+    strides, store = next(classes) if reduction.along_dims else "", acc if partial else store
     return OutputSpec(name, dtype, strides, store, reduction.kind, acc, reduction.identity, value, partial)
 
 
@@ -132,7 +123,7 @@ def build_spec(
     for i, operand in enumerate(call.inputs):
         name = f"in{i}"
         if operand.is_tensor:
-            inputs.append(_tensor_spec(name, params[i], operand.dtype, next(classes)))
+            inputs.append(InputSpec(name, params[i], True, triton_dtype(operand.dtype, name), None, next(classes)))
         else:
             inputs.append(_scalar_spec(name, params[i], operand, types.input_conversions(i)))
     reductions = tuple(reductions) or (None,) * len(types.results)
@@ -175,7 +166,5 @@ def _store_dtype(given, result, reduction):
 
 
 def _param_names(payload: Payload, count: int):
-    import inspect
-
     names = list(inspect.signature(payload.fn).parameters)
     return (names + [f"arg{i}" for i in range(len(names), count)])[:count]
