@@ -78,10 +78,11 @@ def call(fn, args: tuple, outs: tuple):
         mesh.ndim,
     )
     local_args = [_local(a, rank, shard_dims) if isinstance(a, DTensor) else a for a in args]
-    local_outs = {}
-    for k, (o, r) in enumerate(zip(outs, reductions)):
-        if o is not None:
-            local_outs[f"out{k}"] = _local_output(name, k, o, rank, shard_dims, r)
+    local_outs = {
+        f"out{k}": _local_output(name, k, o, rank, shard_dims, r)
+        for k, (o, r) in enumerate(zip(outs, reductions))
+        if o is not None
+    }
     results = fn(*local_args, **local_outs)
     results = results if isinstance(results, tuple) else (results,)
     metas = fn.output_meta(*[_meta(a) for a in args])
@@ -120,7 +121,7 @@ def _local(a, rank: int, shard_dims: Sequence) -> torch.Tensor:
 def _local_output(name: str, k: int, out, rank: int, shard_dims: Sequence, reduction):
     if not isinstance(out, DTensor):
         raise TypeError(f"{name}: out{k} must be a DTensor when the operands are DTensors, got {type(out).__name__}")
-    expected = placements_for(tuple(out.shape), rank, shard_dims) if reduction is None else None
+    expected = placements_for(tuple(out.shape), rank, shard_dims)
     if reduction is not None:
         expected = reduced_placements(reduction, shard_dims)
     if tuple(out.placements) != expected:

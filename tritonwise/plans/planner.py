@@ -55,10 +55,7 @@ class Planner:
 
     def plan(self, args: tuple, outs: tuple, collapse: bool) -> LaunchPlan:
         """The LaunchPlan of a call (kept in `plans` by the caller, not here)."""
-        args = validation.python_scalars(args)
-        front = self.frontend(args, outs)
-        task = self.task(args, outs, front, collapse)
-        reductions = self.reductions_for(front, task.shape)
+        args, front, reductions, task = self.analyze(args, outs, collapse)
         return self.binder.bind(args, outs, front.types, reductions, task, front.device, front.key)
 
     def rung(self, args: tuple, outs: tuple) -> str:
@@ -70,18 +67,19 @@ class Planner:
         return "shape program" if self.shape_programs.serve(key, len(args)) else "planner"
 
     def analyze(self, args: tuple, outs: tuple, collapse: bool) -> tuple:
-        """(types, reductions, task plan, device) of a call: validated, promoted, analyzed."""
+        """(args, Frontend, reductions, task plan) of a call: validated, promoted, analyzed (NumPy scalars
+        in `args` read as torch reads them)."""
         args = validation.python_scalars(args)
         front = self.frontend(args, outs)
         task = self.task(args, outs, front, collapse)
-        return front.types, self.reductions_for(front, task.shape), task, front.device
+        return args, front, self.reductions_for(front, task.shape), task
 
     def output_meta(self, args: tuple, outs: tuple) -> list:
         """(shape, strides, dtype) of each output a call with `args` allocates; nothing generated."""
-        types, reductions, task, _ = self.analyze(args, outs, True)
+        _, front, reductions, task = self.analyze(args, outs, True)
         strides = iter(task.output_strides)
         return [
-            (task.shape, next(strides), types.results[k])
+            (task.shape, next(strides), front.types.results[k])
             if r is None
             else (r.result_shape(task.shape), next(strides), r.result)
             if r.along_dims
@@ -91,14 +89,14 @@ class Planner:
 
     def write_file(self, args: tuple, outs: tuple, collapse: bool, note: bool = False):
         """The file a call needs, written if missing (`note`: kept as its rank's KernelInfo); nothing runs."""
-        types, reductions, task, _ = self.analyze(args, outs, collapse)
-        spec = self.binder.spec(args, outs, types, reductions, task)
+        args, front, reductions, task = self.analyze(args, outs, collapse)
+        spec = self.binder.spec(args, outs, front.types, reductions, task)
         return self.binder.note_file(spec, task) if note else cached_file(spec)
 
     def compile_ahead(self, args: tuple, outs: tuple, collapse: bool, targets):
         """The file a call needs, its kernel compiled for each of `targets` into the kernel store."""
-        types, reductions, task, device = self.analyze(args, outs, collapse)
-        plan = self.binder.bind(args, outs, types, reductions, task, device)
+        args, front, reductions, task = self.analyze(args, outs, collapse)
+        plan = self.binder.bind(args, outs, front.types, reductions, task, front.device)
         if plan.path is not None:
             kernel = getattr(self.binder.load(plan.spec, plan.path, "gpu"), plan.spec.kernel_name)
             compile_ahead(plan.spec.file_name, kernel, plan.kernel_values(args, outs), plan.num_warps, targets)
