@@ -18,7 +18,8 @@ from .libdevice_modules import BACKEND_MODULE, STUB_MODULE
 
 @contextlib.contextmanager
 def exact_numerics():
-    """Patch the interpreter to give the GPU's bf16/fp8, conversion and libdevice results; restored on exit."""
+    """Patch the interpreter to give the GPU's bf16/fp8, conversion and libdevice results; restored on
+    exit, with whatever the caller sets through the PatchScope this yields."""
     from triton.runtime import interpreter
 
     scope = PatchScope()
@@ -27,7 +28,7 @@ def exact_numerics():
             _undo_lang_patching_on_exit(scope)
         _patch_builder(interpreter.InterpreterBuilder, scope)
         _patch_libdevice_modules(interpreter, scope)
-        yield
+        yield scope
     finally:
         scope.restore()
 
