@@ -111,6 +111,11 @@ def _uses_invert(source: str) -> bool:
     return any(isinstance(node, ast.Invert) for node in ast.walk(tree))
 
 
+def is_jit(obj) -> bool:
+    """Whether `obj` looks like a @triton.jit function (a JITFunction or an InterpretedFunction)."""
+    return inspect.isfunction(getattr(obj, "fn", None)) and hasattr(obj, "run")
+
+
 def _is_triton_jit(obj) -> bool:
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction

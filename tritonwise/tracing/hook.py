@@ -128,12 +128,7 @@ def trace_c_calls() -> None:
 class _Polyfill:
     """Dynamo's record of a polyfill: what it traces in place of the C method."""
 
-    __torch_dynamo_polyfill__ = staticmethod(lambda self, *args, **kwargs: _traced_c_call(self, args, kwargs))
-
-
-def _traced_c_call(self, args: tuple, kwargs: dict):
-    """What dynamo traces for a C `__call__`: as for the Python one."""
-    return compiled_call(self, self, args, kwargs)
+    __torch_dynamo_polyfill__ = staticmethod(lambda self, *args, **kwargs: compiled_call(self, self, args, kwargs))
 
 
 let_dynamo_trace_c_calls()

@@ -19,6 +19,7 @@ from numbers import Number
 from typing import Optional
 
 from ..autodiff.derivative import library_name, resolve
+from ..frontend.payload import is_jit
 from .language import DTYPE_TESTS, FUNCTIONS, TRITON_DTYPES
 
 _OPERATORS = {ast.Div: "truediv", ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "power"}
@@ -224,7 +225,7 @@ class _Function:
             if name not in FUNCTIONS:
                 self.fail(node, f"`{ast.unparse(func)}` (called in `{_first_line(node)}`)")
             return ast.Call(func=_dotted(f"tw.{name}"), args=args, keywords=keywords)
-        if _is_jit(target):
+        if is_jit(target):
             if _mangle(target.fn) in self.functions and not self.functions[_mangle(target.fn)]:
                 self.fail(node, f"the recursive call `{_first_line(node)}`")
             helper = _Function(target.fn, self.functions, frozenset()).translate()
@@ -289,9 +290,6 @@ def _dotted(text: str) -> ast.expr:
 def _load(target) -> ast.expr:
     return ast.Name(id=target.id, ctx=ast.Load()) if isinstance(target, ast.Name) else target
 
-
-def _is_jit(obj) -> bool:
-    return inspect.isfunction(getattr(obj, "fn", None)) and hasattr(obj, "run")
 
 
 def _is_constexpr(obj) -> bool:
