@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Optional, Sequence
+from typing import Optional
 
 import torch
 
@@ -32,11 +32,11 @@ def _scalar_spec(name: str, param: str, operand: OperandSummary, chains: list) -
     return InputSpec(name, param, False, kind.__name__, annotation)
 
 
-def payload_calls(types: CallTypes, payload: Optional[Payload] = None) -> tuple:
+def payload_calls(types: CallTypes, payload: Payload) -> tuple:
     """One PayloadCall per group of outputs computed in one set of dtypes; with several, each
     runs the payload's variant for its outputs where `payload` has variants."""
     groups = _call_groups(types)
-    variant = len(groups) > 1 and payload is not None and all(variant_of(payload, tuple(m)) for m, _ in groups)
+    variant = len(groups) > 1 and all(variant_of(payload, tuple(m)) for m, _ in groups)
     return tuple(
         PayloadCall(
             tuple(f"out{k}" for k in members),
@@ -78,7 +78,7 @@ def payload_values(call: CallSummary, types: CallTypes, probe) -> tuple:
     """Per output, the triton dtype the payload returns for it (None: `probe` cannot tell);
     `probe(inputs)` runs the payload on 0-d values (see probe.value_dtypes)."""
     values = [None] * len(types.results)
-    for members, chains in _call_groups(types) if probe else ():
+    for members, chains in _call_groups(types):
         inputs = tuple(_probe_input(operand, chain) for operand, chain in zip(call.inputs, chains))
         found = probe(inputs)
         for k in members if found and len(found) == len(values) else ():
@@ -105,16 +105,10 @@ def _output_spec(k: int, dtype, classes, reduction, store=None, value=None, part
 
 
 def build_spec(
-    payload: Payload,
-    call: CallSummary,
-    types: CallTypes,
-    plan: TaskPlan,
-    reductions: Sequence = (),
-    deterministic: bool = False,
-    probe=None,
+    payload: Payload, call: CallSummary, types: CallTypes, plan: TaskPlan, reductions: tuple, deterministic: bool, probe
 ) -> KernelSpec:
     """`call` summarizes the arguments (frontend/summary.py); `reductions` holds a Reduction or None
-    per output (empty: none). A given output of another dtype receives the result rounded, then
+    per output. A given output of another dtype receives the result rounded, then
     converted as torch converts; `probe` tells the dtypes the payload returns, so agreeing ones are
     not cast."""
     params = list(_param_names(payload, len(call.inputs)))
@@ -126,7 +120,6 @@ def build_spec(
             inputs.append(InputSpec(name, params[i], True, triton_dtype(operand.dtype, name), None, next(classes)))
         else:
             inputs.append(_scalar_spec(name, params[i], operand, types.input_conversions(i)))
-    reductions = tuple(reductions) or (None,) * len(types.results)
     values = payload_values(call, types, probe)
     partial = plan.split is not None
     outputs = [

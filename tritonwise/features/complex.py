@@ -152,13 +152,7 @@ def _real_into_complex(fn, args: tuple, outs: tuple):
     for o in outs:
         if o is not None and is_complex(o):
             own_ops.zero_(torch.view_as_real(o)[..., 1])
-    return _given_or(result, outs)
-
-
-def _given_or(result, outs: tuple):
-    results = result if isinstance(result, tuple) else (result,)
-    merged = tuple(o if o is not None else r for o, r in zip(outs, results))
-    return merged[0] if len(merged) == 1 else merged
+    return validation.given_or(result, outs)
 
 
 def _outputs(fn, args: tuple, outs: tuple) -> list:

@@ -187,9 +187,9 @@ def plain(operands: Sequence) -> tuple:
     return tuple(a.as_subclass(Tensor) if isinstance(a, Tensor) and type(a) is not Tensor else a for a in operands)
 
 
-def as_result_subclass(result, cls: type, outs: Sequence):
-    """`result` with each output viewed as `cls`; a given output is returned as the object given."""
+def given_or(result, outs: Sequence, make=lambda r: r):
+    """`result` with each given output (`outs`) returned as the object given, the others as `make(r)`."""
     results = result if isinstance(result, tuple) else (result,)
     given = list(outs) + [None] * (len(results) - len(outs))
-    converted = tuple(o if o is not None else r.as_subclass(cls) for r, o in zip(results, given))
-    return converted if isinstance(result, tuple) else converted[0]
+    merged = tuple(o if o is not None else make(r) for r, o in zip(results, given))
+    return merged if isinstance(result, tuple) else merged[0]

@@ -127,7 +127,7 @@ def ceil_div(a: int, b: int) -> int:
 
 def blocks_of_area(area: int, sides, cap: int) -> tuple:
     """(area // side, side) for each side, both clamped to the tile cap `cap` (a power of two):
-    the row schemes' blocks, given their BLOCK_N choices."""
+    blocks of one area (nd, the row schemes), given their BLOCK_N choices."""
     area = min(area, cap)
     return unique((max(area // min(side, cap), 1), min(side, cap)) for side in sides)
 
