@@ -95,8 +95,9 @@ def _cache_stats(args) -> None:
 
 
 _CACHE_ACTIONS = dict(
-    path=lambda args: print(cache.configured_dir()), list=_cache_list, show=_cache_show, clear=_cache_clear, stats=_cache_stats
-)
+    path=lambda args: print(cache.configured_dir()),
+    list=_cache_list, show=_cache_show, clear=_cache_clear, stats=_cache_stats,
+)  # fmt: skip
 
 
 def _count(n: int, what: str) -> str:
