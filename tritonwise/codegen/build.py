@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import inspect
 from typing import Optional
 
@@ -50,13 +49,8 @@ def payload_calls(types: CallTypes, payload: Payload) -> tuple:
 def variant_of(payload: Payload, outputs: tuple) -> Optional[tuple]:
     """(name, source) of the payload's variant computing the values at `outputs`, or None."""
     name = f"{payload.name}_{'_'.join(f'out{k}' for k in outputs)}"
-    source = _variant_source(payload.source, name, outputs)
+    source = variant_source(payload.source, name, outputs)
     return None if source is None else (name, source)
-
-
-@functools.lru_cache(maxsize=256)
-def _variant_source(source: str, name: str, outputs: tuple) -> Optional[str]:
-    return variant_source(source, name, outputs)
 
 
 def _call_groups(types: CallTypes) -> list:

@@ -124,7 +124,8 @@ class Planner:
         types = resolve_types(schema, args, widen_bools=not self.payload.uses_invert)
         reductions = tuple(r and reduction_of(kind_of(r), types.results[k]) for k, r in enumerate(self.reductions))
         for k, (out, r) in enumerate(zip(outs, reductions)):
-            if out is not None and r is None and not self.copies(k) and not torch.can_cast(types.results[k], out.dtype):
+            copy = self.payload.copies_input(k)  # then any dtype, converted as copy_ (docs/flaggems_semantics.md)
+            if out is not None and r is None and not copy and not torch.can_cast(types.results[k], out.dtype):
                 types = self._payload_result(k, out.dtype, types, args)
         return Frontend(key, types, reductions, device)
 
@@ -192,7 +193,7 @@ class Planner:
         for k, (out, r) in enumerate(zip(outs, reductions)):
             if out is not None:
                 dtype, expected = (front.types.results[k], shape) if r is None else (r.result, r.result_shape(shape))
-                if r is None and self.copies(k):
+                if r is None and self.payload.copies_input(k):
                     dtype = out.dtype  # a copy converts to any given dtype
                 validation.check_output(self.name, k, out, expected, dtype, front.device)
 
@@ -210,11 +211,6 @@ class Planner:
             )
             remember(self._resolved, key, resolved)
         return resolved
-
-    def copies(self, k: int) -> bool:
-        """Whether output `k` is a copy of an argument: a given output then takes any dtype,
-        converted as copy_ converts (FlagGems' to_copy and copy_; docs/flaggems_semantics.md)."""
-        return self.payload.copies_input(k)
 
     def _payload_result(self, k: int, out_dtype, types, args):
         """A given output that cannot hold its promotion's result takes the payload's own value when

@@ -49,7 +49,7 @@ class Scheme:
         raise NotImplementedError
 
     def warps(self, block: tuple) -> int:
-        raise NotImplementedError
+        return max(1, min(8, prod(block) // 256))  # 8 elements a thread, at most 8 warps
 
     def num_warps(self, block: tuple, config: CodeGenConfig) -> int:
         return min(self.warps(block), pow2_floor(config.max_num_warps_per_cta))

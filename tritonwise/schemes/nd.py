@@ -30,9 +30,6 @@ class Nd(Scheme):
             return min((b for b in choices if b[1] == bn), key=lambda b: b[0])
         return block
 
-    def warps(self, block) -> int:
-        return max(1, min(8, prod(block) // 256))
-
     def counts(self, task_shape, m_dim, block) -> dict:
         bm, bn = block
         rows, tiles_n = prod(task_shape[:-1]), ceil_div(task_shape[-1], bn)
