@@ -35,8 +35,11 @@ def _opaque(call, args: tuple, kwargs: dict):
 
 def traced_call(fn, args: tuple, kwargs: dict):
     """The call as torch operations, or NOT_TRACED."""
-    outs = _outputs(fn, kwargs)
-    if outs is None or len(args) != fn.schema.num_inputs():
+    try:
+        outs = fn.outputs(kwargs)
+    except TypeError:  # a keyword no output has
+        return NOT_TRACED
+    if len(args) != fn.schema.num_inputs():
         return NOT_TRACED
     call = signature(args, outs)
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
@@ -46,14 +49,6 @@ def traced_call(fn, args: tuple, kwargs: dict):
     if name is None:
         return NOT_TRACED
     return getattr(fn, name)(args, outs)
-
-
-def _outputs(fn, kwargs: dict):
-    """The given outputs by position (None: allocated); None for a keyword no output has."""
-    try:
-        return fn.outputs(kwargs)
-    except TypeError:
-        return None
 
 
 @torch.compiler.assume_constant_result
