@@ -22,7 +22,7 @@ from ..runtime import arguments as argcheck
 from ..runtime.dispatch import LaunchPlan, PlanCache
 from ..runtime.interpreter import probe
 from ..runtime.kernels import compile_ahead
-from .binder import Binder, cached_file
+from .binder import Binder, cached_file, output_layout
 from .memo import remember
 from .shape_programs import ShapePrograms
 from .siblings import Siblings
@@ -77,15 +77,9 @@ class Planner:
     def output_meta(self, args: tuple, outs: tuple) -> list:
         """(shape, strides, dtype) of each output a call with `args` allocates; nothing generated."""
         _, front, reductions, task = self.analyze(args, outs, True)
-        strides = iter(task.output_strides)
-        return [
-            (task.shape, next(strides), front.types.results[k])
-            if r is None
-            else (r.result_shape(task.shape), next(strides), r.result)
-            if r.along_dims
-            else ((), (), r.result)
-            for k, r in enumerate(reductions)
-        ]
+        shape, strides = output_layout(task, reductions, self.along_dims)
+        dtypes = [front.types.results[k] if r is None else r.result for k, r in enumerate(reductions)]
+        return [((), (), dtype) if s is None else (shape, s, dtype) for s, dtype in zip(strides, dtypes)]
 
     def write_file(self, args: tuple, outs: tuple, collapse: bool, note: bool = False):
         """The file a call needs, written if missing (`note`: kept as its rank's KernelInfo); nothing runs."""
