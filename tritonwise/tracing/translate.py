@@ -97,7 +97,8 @@ class _Function:
                 self.bind(target, node.value)
             return [ast.Assign(targets=[self.target(t) for t in targets], value=value)]
         if isinstance(node, ast.AugAssign):
-            value = self.expr(ast.BinOp(left=_load(node.target), op=node.op, right=node.value))
+            target = ast.Name(id=node.target.id, ctx=ast.Load()) if isinstance(node.target, ast.Name) else node.target
+            value = self.expr(ast.BinOp(left=target, op=node.op, right=node.value))
             self.bind(node.target, node.value, keep=True)
             return [ast.Assign(targets=[self.target(node.target)], value=value)]
         if isinstance(node, ast.If):
@@ -161,8 +162,6 @@ class _Function:
     def expr_Name(self, node):
         if node.id in self.locals:
             return ast.Name(id=node.id, ctx=ast.Load())
-        if node.id in ("True", "False", "None"):
-            return ast.Constant(value={"True": True, "False": False, "None": None}[node.id])
         return self.global_value(node)
 
     def expr_Tuple(self, node):
@@ -285,10 +284,6 @@ def _call(dotted: str, args: list) -> ast.Call:
 
 def _dotted(text: str) -> ast.expr:
     return ast.parse(text, mode="eval").body
-
-
-def _load(target) -> ast.expr:
-    return ast.Name(id=target.id, ctx=ast.Load()) if isinstance(target, ast.Name) else target
 
 
 
