@@ -65,7 +65,7 @@ def check_kinds(name: str, schema, args: Sequence) -> None:
         if isinstance(arg, complex) or (is_tensor_like(arg) and arg.dtype.is_complex):
             kind = arg.dtype if is_tensor_like(arg) else "a python complex"
             raise TypeError(f"{name}: argument {i} is complex ({kind}); {needs_register_complex(name)}")
-        if not schema.is_tensor(i) and type(arg) not in SCALAR_KINDS and not isinstance(arg, complex):
+        if not schema.is_tensor(i) and type(arg) not in SCALAR_KINDS:  # complex raised above
             raise TypeError(f"{name}: argument {i} must be a python bool, int or float, got {type_name(arg)}")
 
 
