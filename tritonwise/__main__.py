@@ -47,24 +47,18 @@ def _cache_directory() -> Path:
     return directory
 
 
-def _cache_command(args) -> int:
+def _cache_command(args) -> None:
     if args.name and args.action != "show":
         raise UsageError(f"cache {args.action}: takes no file name (got {args.name!r})", status=2)
     return _CACHE_ACTIONS[args.action](args)
 
 
-def _cache_path(args) -> int:
-    print(cache.configured_dir())
-    return 0
-
-
-def _cache_list(args) -> int:
+def _cache_list(args) -> None:
     for path in _inventory().generated_files(_cache_directory()):
         print(f"{path.stat().st_size:>8}  {path.name}")
-    return 0
 
 
-def _cache_show(args) -> int:
+def _cache_show(args) -> None:
     if not args.name:
         raise UsageError("cache show: needs a file name or prefix (see `cache list`)", status=2)
     files = _inventory().generated_files(_cache_directory())
@@ -75,10 +69,9 @@ def _cache_show(args) -> int:
         names = "".join(f"\n  {p.name}" for p in matches)
         raise UsageError(f"cache show: {len(matches)} cached files match {args.name!r}; name one of them:{names}")
     print(matches[0].read_text(), end="")
-    return 0
 
 
-def _cache_clear(args) -> int:
+def _cache_clear(args) -> None:
     directory = _cache_directory()
     done = _inventory().clear(directory)
     print(
@@ -89,10 +82,9 @@ def _cache_clear(args) -> int:
         path, reason = done.failed[0]
         others = f" (and {len(done.failed) - 1} more)" if len(done.failed) > 1 else ""
         raise UsageError(f"cache clear: cannot remove {path}{others}: {reason}")
-    return 0
 
 
-def _cache_stats(args) -> int:
+def _cache_stats(args) -> None:
     info = _inventory().stats(_cache_directory())
     print(
         f"{info['directory']}: {info['files']} files, {info['bytes']} bytes, {info['kernels']} compiled kernels, "
@@ -100,17 +92,19 @@ def _cache_stats(args) -> int:
     )
     for function, count in sorted(info["per_function"].items()):
         print(f"  {function}: {count} files")
-    return 0
 
 
-_CACHE_ACTIONS = {"path": _cache_path, "list": _cache_list, "show": _cache_show, "clear": _cache_clear, "stats": _cache_stats}
+_CACHE_ACTIONS = dict(
+    path=lambda args: print(cache.configured_dir()),
+    list=_cache_list, show=_cache_show, clear=_cache_clear, stats=_cache_stats,
+)  # fmt: skip
 
 
 def _count(n: int, what: str) -> str:
     return f"{n} {what}{'' if n == 1 else 's'}"
 
 
-def _generate_command(args) -> int:
+def _generate_command(args) -> None:
     from .aot import GenerateError, generate, parse_dtypes, parse_ranks, parse_shapes
 
     try:
@@ -128,7 +122,6 @@ def _generate_command(args) -> int:
         raise UsageError(f"generate: {e}") from None
     kernels = f" and {len(_inventory().kernels(directory))} compiled kernels" if targets else ""
     print(f"{count} files{kernels} in {directory}")
-    return 0
 
 
 def _targets(arch: str) -> list:
@@ -171,7 +164,7 @@ def main(argv=None) -> int:
     try:
         args = _parser().parse_args(argv)
         commands = {"demo": _demo_command, "cache": _cache_command, "generate": _generate_command}
-        status = commands[args.command](args)
+        status = commands[args.command](args) or 0  # a command returns a status only where it fails
         sys.stdout.flush()  # a closed pipe shows here, not at exit
         return status
     except UsageError as e:

@@ -35,11 +35,9 @@ def find_functions(target: str) -> list:
         raise GenerateError(f"{target!r} names no module (give MODULE or MODULE:NAME)")
     try:
         module = importlib.import_module(module_name)
-    except ModuleNotFoundError as e:
-        if e.name and module_name.startswith(e.name):
-            raise GenerateError(f"no module named {e.name!r} (is it on PYTHONPATH?)") from None
-        raise GenerateError(f"importing {module_name} failed: {type(e).__name__}: {e}") from None
     except Exception as e:  # the user's module raised while importing: say what, in one line
+        if isinstance(e, ModuleNotFoundError) and e.name and module_name.startswith(e.name):
+            raise GenerateError(f"no module named {e.name!r} (is it on PYTHONPATH?)") from None
         raise GenerateError(f"importing {module_name} failed: {type(e).__name__}: {e}") from None
     if name:
         fn = getattr(module, name, None)
@@ -128,7 +126,8 @@ def generate(target: str, shapes: list, dtypes: list, stream=None, targets: Sequ
                 written.add(fn.generate(*args, collapse=collapse, targets=targets, **outs))
             except _REJECTIONS as e:  # ... or not this layout of it
                 skipped.append(f"skipped {what} ({'given outputs' if outs else 'a layout'}): {e}")
-        _progress(stream, i, len(jobs), what)
+        bar = "#" * (30 * i // len(jobs))
+        print(f"\r[{bar:<30}] {i}/{len(jobs)} {what}   ", end="", file=stream, flush=True)
     print(file=stream)
     for line in skipped:
         print(f"  {line}", file=stream)
@@ -147,8 +146,3 @@ def _check_placed(written: set) -> None:
             f"{len(elsewhere)} of {len(written)} files could not be written into {directory} "
             f"(the warning above says why), e.g. {Path(elsewhere[0]).name}"
         )
-
-
-def _progress(stream, done: int, total: int, what: str) -> None:
-    bar = "#" * (30 * done // total)
-    print(f"\r[{bar:<30}] {done}/{total} {what}   ", end="", file=stream, flush=True)

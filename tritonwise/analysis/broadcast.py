@@ -26,7 +26,4 @@ def broadcast_strides(shape: tuple, strides: tuple, task_shape: tuple) -> tuple:
     """Strides of an operand viewed as `task_shape`: 0 on leading dims and on size-1 dims the
     task broadcasts; a size-1 dim the task also has keeps its stride (torch orders dims by it)."""
     lead = len(task_shape) - len(shape)
-    out = [0] * lead
-    for size, stride, task in zip(shape, strides, task_shape[lead:]):
-        out.append(0 if size == 1 and task != 1 else stride)
-    return tuple(out)
+    return (0,) * lead + tuple(0 if n == 1 and t != 1 else s for n, s, t in zip(shape, strides, task_shape[lead:]))

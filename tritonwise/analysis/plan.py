@@ -146,10 +146,6 @@ def _contiguous_task(inputs: Sequence[tuple], outputs: Sequence[Optional[tuple]]
 def tile(shape, out_strides, task_shape, strides, itemsize, config, split=None, work=None) -> TaskPlan:
     """The TaskPlan of a collapsed task; no tiles when `work` (default: the broadcast shape) is empty."""
     tiling = choose_tiling(task_shape, strides, itemsize, config, split=split)
-    return _planned(shape, out_strides, task_shape, strides, tiling, config, work)
-
-
-def _planned(shape, out_strides, task_shape, strides, tiling: Tiling, config, work=None) -> TaskPlan:
     tiles = num_tiles(task_shape, tiling) if math.prod(shape if work is None else work) else 0
     return TaskPlan(
         shape=shape,

@@ -45,7 +45,7 @@ def ties_source(source: str, name: str, output: int) -> tuple:
     """(name, source) of a payload returning, per element, whether output `output` equals its max/min: summed by a
     fused "sum" reduction it counts the ties torch's amax/amin backward shares the gradient among."""
     program = linearize(source, f"payload {name}")
-    extreme = _fresh(program, "extreme")
+    extreme = _fresh(program.names, "extreme")
     value = ast.unparse(program.results[output])
     lines = _primal_lines(program) + [f"return {value}.to({extreme}.dtype) == {extreme}"]
     ties_name = f"{name}_ties{output}"
@@ -61,9 +61,10 @@ def _function(name: str, params: list, lines: list) -> str:
     return f"@triton.jit\ndef {name}({', '.join(params)}):\n{body}"
 
 
-def _fresh(program: Program, base: str) -> str:
+def _fresh(taken, base: str) -> str:
+    """`base`, or `base_2`, `base_3`, ...: the first name not in `taken`."""
     name, k = base, 1
-    while name in program.names:
+    while name in taken:
         k += 1
         name = f"{base}_{k}"
     return name
@@ -79,10 +80,7 @@ class _Deriver:
         self.lines: list = []
 
     def fresh(self, base: str) -> str:
-        name, k = base, 1
-        while name in self.taken:
-            k += 1
-            name = f"{base}_{k}"
+        name = _fresh(self.taken, base)
         self.taken.add(name)
         return name
 

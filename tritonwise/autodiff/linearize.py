@@ -77,18 +77,15 @@ class _Builder:
     def fail(self, node, what: str):
         raise not_differentiable(self.where, getattr(node, "lineno", "?"), what)
 
+    def claim(self, candidates) -> str:
+        """The first unused name among `candidates`, now used."""
+        name = next(n for n in candidates if n not in self.used)
+        self.used.add(name)
+        return name
+
     def fresh(self, base: str) -> str:
         """An unused name: `base_2`, `base_3`, ... for a name assigned again."""
-        for k in itertools.count(2):
-            if f"{base}_{k}" not in self.used:
-                self.used.add(f"{base}_{k}")
-                return f"{base}_{k}"
-
-    def temp(self) -> str:
-        for k in self._temps:
-            if f"t{k}" not in self.used:
-                self.used.add(f"t{k}")
-                return f"t{k}"
+        return self.claim(f"{base}_{k}" for k in itertools.count(2))
 
     def statement(self, stmt) -> None:
         if isinstance(stmt, ast.Pass):
@@ -131,7 +128,7 @@ class _Builder:
         value = self.expression(node)
         if isinstance(value, (ast.Name, ast.Constant)) or _is_dtype_like(value):
             return value
-        temp = self.temp()
+        temp = self.claim(f"t{k}" for k in self._temps)
         self.steps.append(Step(temp, value, getattr(node, "lineno", 0)))
         return ast.Name(id=temp, ctx=ast.Load())
 

@@ -12,17 +12,11 @@ LN10 = "2.302585092994046"
 TWO_OVER_SQRT_PI = "1.1283791670955126"
 
 
-def _max_rule(a, b, y, g, f):
-    return [
-        f"tl.where({a} > {b}, {g}, tl.where({a} == {b}, {g} * 0.5, 0.0))",
-        f"tl.where({b} > {a}, {g}, tl.where({a} == {b}, {g} * 0.5, 0.0))",
-    ]
-
-
-def _min_rule(a, b, y, g, f):
-    return [
-        f"tl.where({a} < {b}, {g}, tl.where({a} == {b}, {g} * 0.5, 0.0))",
-        f"tl.where({b} < {a}, {g}, tl.where({a} == {b}, {g} * 0.5, 0.0))",
+def _extremum_rule(wins: str):
+    """maximum (`wins` ">") or minimum ("<"): the gradient to the winner, halved on a tie."""
+    tie = "tl.where({a} == {b}, {g} * 0.5, 0.0)"
+    return lambda a, b, y, g, f: [
+        f"tl.where({p} {wins} {q}, {g}, {tie.format(a=a, b=b, g=g)})" for p, q in ((a, b), (b, a))
     ]
 
 
@@ -57,10 +51,10 @@ FUNCTIONS = {
     "erf": lambda a, y, g, f: [f"{g} * {TWO_OVER_SQRT_PI} * tl.exp(-({a} * {a}))"],
     "abs": lambda a, y, g, f: [f"tl.where({a} > 0, {g}, tl.where({a} < 0, -{g}, 0.0))"],
     "fabs": lambda a, y, g, f: [f"tl.where({a} > 0, {g}, tl.where({a} < 0, -{g}, 0.0))"],
-    "maximum": _max_rule,
-    "fmax": _max_rule,
-    "minimum": _min_rule,
-    "fmin": _min_rule,
+    "maximum": _extremum_rule(">"),
+    "fmax": _extremum_rule(">"),
+    "minimum": _extremum_rule("<"),
+    "fmin": _extremum_rule("<"),
     "pow": _pow_rule,
     "fma": lambda a, b, c, y, g, f: [f"{g} * {b}", f"{g} * {a}", g],
     "clamp": _clamp_rule,

@@ -9,12 +9,14 @@ has no variants: every call runs it whole.
 from __future__ import annotations
 
 import ast
+import functools
 from typing import Optional
 
 from ..errors import NotDifferentiable
 from .linearize import Program, linearize
 
 
+@functools.lru_cache(maxsize=256)
 def variant_source(source: str, name: str, outputs: tuple) -> Optional[str]:
     """The source of `@triton.jit def name(...)` computing only the payload's values at `outputs`;
     None where the payload is not straight-line code or returns fewer values."""

@@ -71,8 +71,7 @@ def _reduce(spec: KernelSpec, output) -> str:
     value = output.name + _as_result(output)  # round as the materialized result would be
     combine, block_reduce, _ = _COMBINE[output.reduction]
     if spec.rank and output.dtype in NARROW_SIGNED:
-        via = "float64" if output.reduction == "sum" else "float32"
-        tile = f"tl.where(mask, {value}.to(tl.{via}), {_float_identity(output.reduction)})"
+        tile = f"tl.where(mask, {value}.to(tl.{_row_acc(output)}), {_float_identity(output.reduction)})"
         value = f"{block_reduce}({tile}).to(tl.{output.acc})"
     else:
         if output.dtype != output.acc:
@@ -193,30 +192,31 @@ def _row_step(spec: KernelSpec, output) -> str:
     return f"{_acc(output)} = {block_reduce}({masked}, axis=1, keep_dims=True)"
 
 
+def _loops_columns(spec: KernelSpec) -> bool:
+    """Whether the kernel reduces rows in a column loop (row_looped, column_looped)."""
+    return bool(spec.row_reduced_outputs) and get_scheme(spec.scheme).loops_columns
+
+
 def row_init_lines(spec: KernelSpec) -> list:
     """Before a row_looped column loop: each accumulator filled with the identity."""
-    if not spec.row_reduced_outputs or not get_scheme(spec.scheme).loops_columns:
-        return []
     return [
         f"{_acc(o)} = tl.full([BLOCK_M, BLOCK_N], {_row_identity(o)}, tl.{_row_acc(o)})"
         for o in spec.row_reduced_outputs
+        if _loops_columns(spec)
     ]
 
 
 def column_lines(spec: KernelSpec) -> list:
     """Inside a row_looped column loop: the reduced dims' indices from `cols`."""
-    if not spec.row_reduced_outputs or not get_scheme(spec.scheme).loops_columns:
-        return []
-    return get_scheme(spec.scheme).column_lines(spec.rank, spec.m_dim)
+    return get_scheme(spec.scheme).column_lines(spec.rank, spec.m_dim) if _loops_columns(spec) else []
 
 
 def row_finish_lines(spec: KernelSpec) -> list:
     """After a row's columns: reduce the accumulator (row_looped) and store one value per row,
     rounded to the elementwise result first when both are floats (as torch's result then copy)."""
     lines, acc = [], accesses(spec) if spec.row_reduced_outputs else {}
-    looped = spec.row_reduced_outputs and get_scheme(spec.scheme).loops_columns
     for o in spec.row_reduced_outputs:
-        if looped:
+        if _loops_columns(spec):
             lines.append(f"{_acc(o)} = {_COMBINE[o.reduction][1]}({_acc(o)}, axis=1, keep_dims=True)")
         floats = all(d.startswith(("float", "bfloat")) for d in (_row_acc(o), o.dtype))
         chain = (o.dtype, o.store) if floats and o.store and not o.partial else (o.store or o.dtype,)
@@ -227,12 +227,10 @@ def row_finish_lines(spec: KernelSpec) -> list:
 
 
 def kernel_params(spec: KernelSpec) -> list:
-    params = []
-    for inp in spec.inputs:
-        if inp.is_tensor:
-            params.append(f"{inp.name}_ptr")
-        else:
-            params.append(f"{inp.name}: tl.{inp.annotation}" if inp.annotation else inp.name)
+    params = [
+        f"{i.name}_ptr" if i.is_tensor else f"{i.name}: tl.{i.annotation}" if i.annotation else i.name
+        for i in spec.inputs
+    ]
     params += [f"{o.name}_ptr" for o in spec.outputs]
     int_type = "tl.int64" if spec.index_bits == 64 else "tl.int32"
     params += [f"{p}: {int_type}" for p in index_params(spec)]

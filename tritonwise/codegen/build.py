@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import functools
-from typing import Optional, Sequence
+import inspect
+from typing import Optional
 
 import torch
 
@@ -31,15 +31,11 @@ def _scalar_spec(name: str, param: str, operand: OperandSummary, chains: list) -
     return InputSpec(name, param, False, kind.__name__, annotation)
 
 
-def _tensor_spec(name: str, param: str, dtype, classes: str) -> InputSpec:
-    return InputSpec(name, param, True, triton_dtype(dtype, name), None, classes)
-
-
-def payload_calls(types: CallTypes, payload: Optional[Payload] = None) -> tuple:
+def payload_calls(types: CallTypes, payload: Payload) -> tuple:
     """One PayloadCall per group of outputs computed in one set of dtypes; with several, each
     runs the payload's variant for its outputs where `payload` has variants."""
     groups = _call_groups(types)
-    variant = len(groups) > 1 and payload is not None and all(has_variant(payload, tuple(m)) for m, _ in groups)
+    variant = len(groups) > 1 and all(variant_of(payload, tuple(m)) for m, _ in groups)
     return tuple(
         PayloadCall(
             tuple(f"out{k}" for k in members),
@@ -50,20 +46,11 @@ def payload_calls(types: CallTypes, payload: Optional[Payload] = None) -> tuple:
     )
 
 
-def has_variant(payload: Payload, outputs: tuple) -> bool:
-    return variant_of(payload, outputs) is not None
-
-
 def variant_of(payload: Payload, outputs: tuple) -> Optional[tuple]:
     """(name, source) of the payload's variant computing the values at `outputs`, or None."""
     name = f"{payload.name}_{'_'.join(f'out{k}' for k in outputs)}"
-    source = _variant_source(payload.source, name, outputs)
+    source = variant_source(payload.source, name, outputs)
     return None if source is None else (name, source)
-
-
-@functools.lru_cache(maxsize=256)
-def _variant_source(source: str, name: str, outputs: tuple) -> Optional[str]:
-    return variant_source(source, name, outputs)
 
 
 def _call_groups(types: CallTypes) -> list:
@@ -85,7 +72,7 @@ def payload_values(call: CallSummary, types: CallTypes, probe) -> tuple:
     """Per output, the triton dtype the payload returns for it (None: `probe` cannot tell);
     `probe(inputs)` runs the payload on 0-d values (see probe.value_dtypes)."""
     values = [None] * len(types.results)
-    for members, chains in _call_groups(types) if probe else ():
+    for members, chains in _call_groups(types):
         inputs = tuple(_probe_input(operand, chain) for operand, chain in zip(call.inputs, chains))
         found = probe(inputs)
         for k in members if found and len(found) == len(values) else ():
@@ -103,27 +90,19 @@ def _probe_input(operand: OperandSummary, chain) -> tuple:
 def _output_spec(k: int, dtype, classes, reduction, store=None, value=None, partial=False) -> OutputSpec:
     """`partial`: a split reduction's output, a buffer of partial values in the accumulator dtype."""
     name = f"out{k}"
+    dtype, store = triton_dtype(dtype, name), store and triton_dtype(store, name)
     if reduction is None:
-        store = triton_dtype(store, name) if store is not None else None
-        return OutputSpec(name, triton_dtype(dtype, name), next(classes), store=store, value=value)
+        return OutputSpec(name, dtype, next(classes), store=store, value=value)
     acc = triton_dtype(reduction.acc, name)
-    strides = next(classes) if reduction.along_dims else ""
-    store = acc if partial else triton_dtype(store, name) if store is not None else None
-    dtype = triton_dtype(dtype, name)
+    strides, store = next(classes) if reduction.along_dims else "", acc if partial else store
     return OutputSpec(name, dtype, strides, store, reduction.kind, acc, reduction.identity, value, partial)
 
 
 def build_spec(
-    payload: Payload,
-    call: CallSummary,
-    types: CallTypes,
-    plan: TaskPlan,
-    reductions: Sequence = (),
-    deterministic: bool = False,
-    probe=None,
+    payload: Payload, call: CallSummary, types: CallTypes, plan: TaskPlan, reductions: tuple, deterministic: bool, probe
 ) -> KernelSpec:
     """`call` summarizes the arguments (frontend/summary.py); `reductions` holds a Reduction or None
-    per output (empty: none). A given output of another dtype receives the result rounded, then
+    per output. A given output of another dtype receives the result rounded, then
     converted as torch converts; `probe` tells the dtypes the payload returns, so agreeing ones are
     not cast."""
     params = list(_param_names(payload, len(call.inputs)))
@@ -132,10 +111,9 @@ def build_spec(
     for i, operand in enumerate(call.inputs):
         name = f"in{i}"
         if operand.is_tensor:
-            inputs.append(_tensor_spec(name, params[i], operand.dtype, next(classes)))
+            inputs.append(InputSpec(name, params[i], True, triton_dtype(operand.dtype, name), None, next(classes)))
         else:
             inputs.append(_scalar_spec(name, params[i], operand, types.input_conversions(i)))
-    reductions = tuple(reductions) or (None,) * len(types.results)
     values = payload_values(call, types, probe)
     partial = plan.split is not None
     outputs = [
@@ -175,7 +153,5 @@ def _store_dtype(given, result, reduction):
 
 
 def _param_names(payload: Payload, count: int):
-    import inspect
-
     names = list(inspect.signature(payload.fn).parameters)
     return (names + [f"arg{i}" for i in range(len(names), count)])[:count]

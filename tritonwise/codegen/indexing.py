@@ -13,20 +13,13 @@ from dataclasses import dataclass
 from typing import Optional
 
 
-def stride_factor(operand: str, dim: int, cls: str) -> Optional[str]:
-    """The name a stride of class `cls` multiplies by: None for unit stride ('1')."""
-    return None if cls == "1" else f"{operand}_stride{dim}"
-
-
 def offset_terms(operand: str, classes: str, index_names: list) -> list:
-    """The terms of sum(index_d * stride_d); broadcast dims ('0') contribute none."""
-    terms = []
-    for dim, (index, cls) in enumerate(zip(index_names, classes)):
-        if cls == "0":
-            continue
-        factor = stride_factor(operand, dim, cls)
-        terms.append(tuple(sorted((index,) if factor is None else (index, factor))))
-    return terms
+    """The terms of sum(index_d * stride_d): the bare index for unit stride ('1'), none for broadcast ('0')."""
+    return [
+        (index,) if cls == "1" else tuple(sorted((index, f"{operand}_stride{dim}")))
+        for dim, (index, cls) in enumerate(zip(index_names, classes))
+        if cls != "0"
+    ]
 
 
 def print_sum(terms: list) -> str:

@@ -16,6 +16,8 @@ import types
 import triton
 import triton.language as tl
 
+from ..frontend.payload import is_jit
+
 _PROVIDED = {"triton": triton, "tl": tl}  # the file imports these itself
 
 
@@ -40,10 +42,10 @@ def _collect(fn, imports: dict, rest: dict, seen: set) -> None:
         line = _import_line(name, value)
         if line is not None:
             imports[name] = line
-        elif _is_jit(value) and value.fn not in seen:
+        elif is_jit(value) and value.fn not in seen:
             seen.add(value.fn)
             _collect(value.fn, imports, rest, seen)  # what the helper reads comes first
-            rest[name] = (*jit_definition(value.fn, name), "")
+            rest[name] = (*definition_lines(textwrap.dedent(inspect.getsource(value.fn)), name), "")
         elif isinstance(value, tl.constexpr) and not _is_literal(value.value):  # a @tl.constexpr helper
             line = _import_line(name, value.value)
             if line is not None:  # a script's helper has no import: `python FILE` names it missing
@@ -65,11 +67,11 @@ def _import_line(name: str, value):
     importable module; None for what has no import (a script's object, a constant)."""
     if isinstance(value, types.ModuleType):
         return f"import {value.__name__}" if value.__name__ == name else f"import {value.__name__} as {name}"
-    target = value.fn if _is_jit(value) else value
+    target = value.fn if is_jit(value) else value
     module, qualname = getattr(target, "__module__", None), getattr(target, "__qualname__", "")
     if not module or module == "__main__" or "." in qualname or "<" in qualname:
         return None
-    if not (inspect.isfunction(target) or inspect.isclass(target) or _is_jit(value)):
+    if not (inspect.isfunction(target) or inspect.isclass(target) or is_jit(value)):
         return None
     return f"from {module} import {qualname}" + ("" if qualname == name else f" as {name}")
 
@@ -84,17 +86,9 @@ def _constant_line(name: str, value) -> str:
     return f"{name} = {value!r}"
 
 
-def jit_definition(fn, alias: str) -> tuple:
-    """`fn`'s source without its decorators, under `@triton.jit`, bound as `alias`."""
-    source = textwrap.dedent(inspect.getsource(fn))
-    return definition_lines(source, alias)
-
-
 def definition_lines(source: str, alias: str) -> tuple:
+    """The function in `source` without its decorators, under `@triton.jit`, bound as `alias`."""
     node = ast.parse(source).body[0]
     lines = ["@triton.jit"] + textwrap.dedent("\n".join(source.splitlines()[node.lineno - 1 :])).splitlines()
     return tuple(lines + ([f"{alias} = {node.name}"] if alias != node.name else []))
 
-
-def _is_jit(value) -> bool:
-    return inspect.isfunction(getattr(value, "fn", None)) and hasattr(value, "run")

@@ -46,8 +46,8 @@ def _operand_lines(spec) -> list:
         kind = f"strides [{', '.join(i.strides)}]" if i.is_tensor else "scalar"
         lines.append(f"{i.name:<8} {i.param}: {i.dtype} {kind}")
     for o in spec.outputs:
+        stored = f", stored as {o.store}" if o.store else ""
         if o.reduction and o.strides:
-            stored = f", stored as {o.store}" if o.store else ""
             lines.append(
                 f"{o.name:<8} {o.reduction} of the {o.dtype} result along the columns, in {o.acc}{stored} "
                 f"strides [{', '.join(o.strides)}]"
@@ -56,7 +56,6 @@ def _operand_lines(spec) -> list:
             mode = "one partial per program" if spec.deterministic else "atomic"
             lines.append(f"{o.name:<8} {o.reduction} of the {o.dtype} result, accumulated in {o.acc} ({mode})")
         else:
-            stored = f", stored as {o.store}" if o.store else ""
             lines.append(f"{o.name:<8} {o.dtype}{stored} strides [{', '.join(o.strides)}]")
     for call in spec.calls:
         converted = [f"{i.name} as {' -> '.join(c)}" for i, c in zip(spec.inputs, call.converts) if c]
@@ -109,12 +108,8 @@ def _variant_definitions(spec, alias: str) -> list:
     """(name, source) of each payload variant the calls run (codegen/build.py variant_of)."""
     from ..autodiff.variants import variant_source
 
-    names = [(c.variant_alias(alias), _positions(c.outputs)) for c in spec.calls if c.variant]
+    names = [(c.variant_alias(alias), tuple(int(o[3:]) for o in c.outputs)) for c in spec.calls if c.variant]
     return [(name, variant_source(spec.payload_source, name, outputs).rstrip()) for name, outputs in names]
-
-
-def _positions(outputs: tuple) -> tuple:
-    return tuple(int(name[3:]) for name in outputs)
 
 
 def payload_definition(spec, alias: str) -> str:

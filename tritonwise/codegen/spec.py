@@ -9,27 +9,13 @@ from typing import Optional
 
 import torch
 
-TRITON_DTYPES = {
-    torch.bool: "int1",
-    torch.int8: "int8",
-    torch.int16: "int16",
-    torch.int32: "int32",
-    torch.int64: "int64",
-    torch.uint8: "uint8",
-    torch.float16: "float16",
-    torch.bfloat16: "bfloat16",
-    torch.float32: "float32",
-    torch.float64: "float64",
+_SAME_NAMES = "int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 bfloat16 float32 float64".split()
+TRITON_DTYPES = {  # torch dtype -> triton dtype name, for the dtypes this torch has
+    getattr(torch, name): tl
+    for name, tl in [("bool", "int1"), ("float8_e4m3fn", "float8e4nv"), ("float8_e5m2", "float8e5")]
+    + [(n, n) for n in _SAME_NAMES]
+    if hasattr(torch, name)
 }
-for _name, _tl in (
-    ("uint16", "uint16"),
-    ("uint32", "uint32"),
-    ("uint64", "uint64"),
-    ("float8_e4m3fn", "float8e4nv"),
-    ("float8_e5m2", "float8e5"),
-):
-    if hasattr(torch, _name):
-        TRITON_DTYPES[getattr(torch, _name)] = _tl
 
 
 DTYPE_TAGS = {

@@ -80,17 +80,21 @@ class Backward:
 
     def _function(self, jit, count: int):
         """A function of the forward's arguments, output gradients and reduced values, in its precision."""
-        fn = self.forward
-        schema = fn.schema
+        schema, reductions = self.forward.schema, self.forward.reduction_kinds
         n, k = schema.num_inputs(), schema.num_outputs()
-        extra = k + sum(r in ("max", "min") for r in fn.reduction_kinds)
         named = sorted({i for m in range(k) for i in schema.output_type(m)[:-1]}) + list(range(n, n + k))
-        backward_schema = FunctionSchema(
+        extra = k + sum(r in ("max", "min") for r in reductions)
+        return self.forward.sibling(jit, self._schema(extra, [(*named, "DEFAULT")] * count))
+
+    def _schema(self, extra: int, promotion_methods: list) -> FunctionSchema:
+        """The forward's inputs, then `extra` tensors of any dtype."""
+        schema = self.forward.schema
+        n = schema.num_inputs()
+        return FunctionSchema(
             is_tensor=[schema.is_tensor(i) for i in range(n)] + [True] * extra,
             dtypes=[schema.input_type(i) for i in range(n)] + [None] * extra,
-            promotion_methods=[(*named, "DEFAULT")] * count,
+            promotion_methods=promotion_methods,
         )
-        return fn.sibling(jit, backward_schema)
 
     def ties(self, output: int):
         """The function counting the elements equal to the max/min of `output`."""
@@ -99,13 +103,7 @@ class Backward:
             fn, payload = self.forward, self.forward.payload_info
             name, source = ties_source(payload.source, payload.name, output)
             jit, _ = derived_payload(name, source, "counts the ties of a max/min output", payload, _DERIVED)
-            n = fn.schema.num_inputs()
-            named = sorted(set(fn.schema.output_type(output)[:-1]))
-            schema = FunctionSchema(
-                is_tensor=[fn.schema.is_tensor(i) for i in range(n)] + [True],
-                dtypes=[fn.schema.input_type(i) for i in range(n)] + [None],
-                promotion_methods=[(*named, "ALWAYS_BOOL")],
-            )
+            schema = self._schema(1, [(*sorted(set(fn.schema.output_type(output)[:-1])), "ALWAYS_BOOL")])
             found = self._ties[output] = fn.sibling(jit, schema, reductions=["sum"])
         return found
 
@@ -147,23 +145,32 @@ class _Record(torch.autograd.Function):
         ctx.mark_non_differentiable(*[r for r in results if not r.is_floating_point()])
         ctx.set_materialize_grads(False)
         ctx.fn = fn
-        ctx.scalars = tuple(None if isinstance(a, torch.Tensor) else a for a in plain)
-        extremes = [r for r, kind in zip(results, fn.reduction_kinds) if kind in ("max", "min")]
-        ctx.save_for_backward(*[a for a in plain if isinstance(a, torch.Tensor)], *extremes)
+        save_operands(ctx, plain, results, fn.reduction_kinds)
         return results
 
     @staticmethod
     def backward(ctx, *grads):
         fn = ctx.fn
         needs = ctx.needs_input_grad[2:]
-        saved = iter(ctx.saved_tensors)
-        args = tuple(next(saved) if s is None else s for s in ctx.scalars)
-        extremes = list(saved)
+        args, extremes = saved_operands(ctx)
         with torch.no_grad():
             gradients = input_gradients(fn, args, grads, extremes, wanted_inputs(fn, args, needs))
         if torch.is_grad_enabled():  # create_graph=True: differentiating this would be wrong
             gradients = _double_backward_error(gradients)
         return (None, None, *gradients)
+
+
+def save_operands(ctx, args: tuple, results: tuple, reductions: tuple) -> None:
+    """Keep a call's arguments (python scalars as they are) and its max/min results for the backward."""
+    ctx.scalars = tuple(None if isinstance(a, torch.Tensor) else a for a in args)
+    extremes = [r for r, kind in zip(results, reductions) if kind in ("max", "min")]
+    ctx.save_for_backward(*[a for a in args if isinstance(a, torch.Tensor)], *extremes)
+
+
+def saved_operands(ctx) -> tuple:
+    """(arguments, max/min results) that save_operands kept."""
+    saved = iter(ctx.saved_tensors)
+    return tuple(next(saved) if s is None else s for s in ctx.scalars), list(saved)
 
 
 def input_gradients(fn, args: tuple, grads: tuple, extremes: list, wrt: tuple) -> list:

@@ -82,7 +82,8 @@ class ComplexHandler:
 
     def _tensorized(self, args: tuple) -> tuple:
         dtype = promote((*self.operands, ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT), args)[1]
-        device = _device(args)
+        tensors = [(f"argument {i}", a) for i, a in enumerate(args) if argcheck.is_tensor_like(a)]
+        device = validation.launch_device("register_complex", tensors)
         return tuple(
             torch.tensor(a, dtype=dtype, device=device) if i in self.operands and not argcheck.is_tensor_like(a) else a
             for i, a in enumerate(args)
@@ -152,13 +153,7 @@ def _real_into_complex(fn, args: tuple, outs: tuple):
     for o in outs:
         if o is not None and is_complex(o):
             own_ops.zero_(torch.view_as_real(o)[..., 1])
-    return _given_or(result, outs)
-
-
-def _given_or(result, outs: tuple):
-    results = result if isinstance(result, tuple) else (result,)
-    merged = tuple(o if o is not None else r for o, r in zip(outs, results))
-    return merged[0] if len(merged) == 1 else merged
+    return validation.given_or(result, outs)
 
 
 def _outputs(fn, args: tuple, outs: tuple) -> list:
@@ -186,11 +181,6 @@ def _outputs(fn, args: tuple, outs: tuple) -> list:
                 raise RuntimeError(f"{name}: out{k} is a conjugate view; give a tensor without the conjugate bit")
         outputs.append(out)
     return outputs
-
-
-def _device(args: tuple):
-    tensors = [(f"argument {i}", a) for i, a in enumerate(args) if argcheck.is_tensor_like(a)]
-    return validation.launch_device("register_complex", tensors)
 
 
 def complex_handler(fn, mode, cross_kernel=None, tensorize_scalars=False, fallback_target=None):

@@ -36,27 +36,22 @@ def task_dim_of(shape: tuple, rank: int, d: int) -> Optional[int]:
 def choose_shard_dims(task_shape: tuple, inputs: Sequence, outputs: Sequence, mesh_ndim: int) -> list:
     """Per mesh dim, the task dim to shard along (None: replicate)."""
     rank = len(task_shape)
-    chosen = []
-    for m in range(mesh_ndim):
-        dim = None
+
+    def sharded(m: int):  # the task dims operands are sharded along on mesh dim m, first operand first
         for operand in (*outputs, *inputs):
             p = operand.placements[m]
             if isinstance(p, Shard):
                 d = p.dim % len(operand.shape) + rank - len(operand.shape)
                 if task_shape[d] != 1 and task_dim_of(operand.shape, rank, d) is not None:
-                    dim = d
-                    break
-        chosen.append(dim)
-    return chosen
+                    yield d
+
+    return [next(sharded(m), None) for m in range(mesh_ndim)]
 
 
 def placements_for(shape: tuple, rank: int, shard_dims: Sequence) -> tuple:
     """The placements an operand of `shape` must have for the task sharded along `shard_dims`."""
-    placements = []
-    for d in shard_dims:
-        own = None if d is None else task_dim_of(shape, rank, d)
-        placements.append(Replicate() if own is None else Shard(own))
-    return tuple(placements)
+    owns = (None if d is None else task_dim_of(shape, rank, d) for d in shard_dims)
+    return tuple(Replicate() if own is None else Shard(own) for own in owns)
 
 
 def reduced_placements(kind: str, shard_dims: Sequence) -> tuple:
@@ -78,10 +73,11 @@ def call(fn, args: tuple, outs: tuple):
         mesh.ndim,
     )
     local_args = [_local(a, rank, shard_dims) if isinstance(a, DTensor) else a for a in args]
-    local_outs = {}
-    for k, (o, r) in enumerate(zip(outs, reductions)):
-        if o is not None:
-            local_outs[f"out{k}"] = _local_output(name, k, o, rank, shard_dims, r)
+    local_outs = {
+        f"out{k}": _local_output(name, k, o, rank, shard_dims, r)
+        for k, (o, r) in enumerate(zip(outs, reductions))
+        if o is not None
+    }
     results = fn(*local_args, **local_outs)
     results = results if isinstance(results, tuple) else (results,)
     metas = fn.output_meta(*[_meta(a) for a in args])
@@ -120,7 +116,7 @@ def _local(a, rank: int, shard_dims: Sequence) -> torch.Tensor:
 def _local_output(name: str, k: int, out, rank: int, shard_dims: Sequence, reduction):
     if not isinstance(out, DTensor):
         raise TypeError(f"{name}: out{k} must be a DTensor when the operands are DTensors, got {type(out).__name__}")
-    expected = placements_for(tuple(out.shape), rank, shard_dims) if reduction is None else None
+    expected = placements_for(tuple(out.shape), rank, shard_dims)
     if reduction is not None:
         expected = reduced_placements(reduction, shard_dims)
     if tuple(out.placements) != expected:

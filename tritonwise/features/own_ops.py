@@ -50,18 +50,13 @@ def _kernel(name: str):
     return _kernels[name]
 
 
-def has_bits(a) -> bool:
-    return isinstance(a, torch.Tensor) and (a.is_neg() or a.is_conj())
-
-
 def resolved(a):
     """`a` itself, or for a tensor with the negative or conjugate bit a new C-contiguous tensor of its value."""
-    if not has_bits(a):
+    if not (isinstance(a, torch.Tensor) and (a.is_neg() or a.is_conj())):
         return a
-    if not a.dtype.is_complex:
-        out = torch.empty(a.shape, dtype=a.dtype, device=a.device)
-        return _kernel("negated")(_raw(a, a.dtype, a.stride(), 0), out0=out)
     out = torch.empty(a.shape, dtype=a.dtype, device=a.device)
+    if not a.dtype.is_complex:
+        return _kernel("negated")(_raw(a, a.dtype, a.stride(), 0), out0=out)
     pairs = torch.view_as_real(out)
     real = a.dtype.to_real()
     strides = tuple(2 * s for s in a.stride())

@@ -11,6 +11,7 @@ from typing import Sequence
 
 import torch
 
+from ..analysis.broadcast import broadcast_strides
 from ..frontend import validation
 from ..plans.binder import KernelInfo  # noqa: F401 (FlagGems' name, exported here too)
 from ..runtime.arguments import dense_extent
@@ -44,7 +45,8 @@ def prepare_args(fn, args: tuple, kwargs: dict, skip_tensor_check: bool = False)
     """FlagGems' prepare_args: (ndim, args, kwargs) for `fn.instantiate(ndim)`, missing outputs
     allocated (like the first tensor of the task's shape) and every tensor a StridedBuffer."""
     schema = fn.schema
-    given = {k: v for k, v in kwargs.items() if v is not None and k in _output_names(schema)}
+    names = {f"out{k}" for k in range(schema.num_outputs())}
+    given = {k: v for k, v in kwargs.items() if v is not None and k in names}
     if not skip_tensor_check:
         validation.check_kinds(fn.__name__, schema, validation.python_scalars(args))
     inputs = [a for i, a in enumerate(args) if schema.is_tensor(i)]
@@ -58,7 +60,7 @@ def prepare_args(fn, args: tuple, kwargs: dict, skip_tensor_check: bool = False)
     else:
         task_shape = tuple(torch.broadcast_shapes(*[t.shape for t in inputs])) if inputs else ()
         model = next((t for t in tensors if tuple(t.shape) == task_shape), None)
-        wrap = lambda t: StridedBuffer(t, task_shape, _broadcast_strides(t, task_shape))  # noqa: E731
+        wrap = lambda t: StridedBuffer(t, task_shape, broadcast_strides(t.shape, t.stride(), task_shape))  # noqa: E731
     for k, dtype in zip(missing, [dtypes[k] for k in missing]):
         given[f"out{k}"] = _allocated(model, task_shape, dtype, tensors)
     wrapped = tuple(wrap(a) if schema.is_tensor(i) else a for i, a in enumerate(args))
@@ -71,16 +73,3 @@ def _allocated(model, task_shape: tuple, dtype, tensors: list) -> torch.Tensor:
         return torch.empty_like(model, dtype=dtype)
     return torch.empty(task_shape if model is None else model.shape, dtype=dtype, device=tensors[0].device)
 
-
-def _broadcast_strides(t, task_shape: tuple) -> tuple:
-    """`t`'s strides over `task_shape`: 0 along the dims it is broadcast over."""
-    shape, strides = tuple(t.shape), tuple(t.stride())
-    lead = len(task_shape) - len(shape)
-    return tuple(
-        0 if d < lead or shape[d - lead] == 1 and task_shape[d] != 1 else strides[d - lead]
-        for d in range(len(task_shape))
-    )
-
-
-def _output_names(schema) -> set:
-    return {f"out{k}" for k in range(schema.num_outputs())}

@@ -31,7 +31,7 @@ def route(fn, args: tuple, outs: tuple):
     subclass = validation.result_subclass(fn.__name__, (*args, *outs))
     if subclass is not None:  # run on plain views, give the results torch's subclass
         result = fn(*validation.plain(args), **validation.output_keywords(validation.plain(outs)))
-        return validation.as_result_subclass(result, subclass, outs)
+        return validation.given_or(result, outs, lambda r: r.as_subclass(subclass))
     if any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):  # recorded for autograd
         from . import autograd
 

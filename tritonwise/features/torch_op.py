@@ -78,7 +78,7 @@ def _register_sharding(fn, overload) -> None:
 
 
 def _register_autograd(fn, qualname: str, library) -> None:
-    from .autograd import gradients
+    from .autograd import gradients, save_operands, saved_operands
     from ..errors import NotDifferentiable
 
     schema, reductions = fn.schema, fn.reduction_kinds
@@ -98,18 +98,14 @@ def _register_autograd(fn, qualname: str, library) -> None:
     _decomposable[qualname] += [pair for q in companions for pair in _decomposable[q]]
 
     def setup_context(ctx, inputs, output):
-        outputs = output if isinstance(output, tuple) else (output,)
-        ctx.scalars = tuple(None if isinstance(a, torch.Tensor) else a for a in inputs)
-        extremes = [o for o, r in zip(outputs, reductions) if r in ("max", "min")]
-        ctx.save_for_backward(*[a for a in inputs if isinstance(a, torch.Tensor)], *extremes)
+        save_operands(ctx, inputs, output if isinstance(output, tuple) else (output,), reductions)
 
     def backward_formula(ctx, *grads):
         if failure is not None:
             raise failure
-        saved = iter(ctx.saved_tensors)
-        args = tuple(next(saved) if s is None else s for s in ctx.scalars)
+        args, extremes = saved_operands(ctx)
         wanted = tuple(i for i, need in enumerate(ctx.needs_input_grad) if need)
-        return tuple(gradients(reductions, args, grads, list(saved), wanted, run or None, computed, ties.get))
+        return tuple(gradients(reductions, args, grads, extremes, wanted, run or None, computed, ties.get))
 
     torch.library.register_autograd(qualname, backward_formula, setup_context=setup_context, lib=library)
 

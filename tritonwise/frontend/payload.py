@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import inspect
 import textwrap
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ def inspect_payload(obj) -> Payload:
         raise TypeError(f"payload {fn.__qualname__}: its source is not available ({e})") from e
     params = list(inspect.signature(fn).parameters.values())
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    tree = _parsed(source)
     return Payload(
         jit=obj,
         fn=fn,
@@ -76,7 +78,7 @@ def inspect_payload(obj) -> Payload:
         num_params=len(positional),
         min_params=sum(p.default is p.empty for p in positional),
         variadic=any(p.kind is p.VAR_POSITIONAL for p in params),
-        uses_invert=_uses_invert(source),
+        uses_invert=any(isinstance(node, ast.Invert) for node in ast.walk(tree)) if tree else False,
         copies=passed_through(source, [p.name for p in positional]),
     )
 
@@ -84,13 +86,8 @@ def inspect_payload(obj) -> Payload:
 def passed_through(source: str, params: list) -> tuple:
     """Per value a one-`return` payload returns, the index of the parameter returned unchanged, else
     None (`return x * 2, y`: (None, 1)); () for any other body."""
-    import ast
-
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return ()
-    func = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
+    tree = _parsed(source)
+    func = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None) if tree else None
     body = func.body if func is not None else []
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
@@ -101,14 +98,16 @@ def passed_through(source: str, params: list) -> tuple:
     return tuple(params.index(v.id) if isinstance(v, ast.Name) and v.id in params else None for v in values)
 
 
-def _uses_invert(source: str) -> bool:
-    import ast
-
+def _parsed(source: str) -> Optional[ast.Module]:
     try:
-        tree = ast.parse(source)
+        return ast.parse(source)
     except SyntaxError:
-        return False
-    return any(isinstance(node, ast.Invert) for node in ast.walk(tree))
+        return None
+
+
+def is_jit(obj) -> bool:
+    """Whether `obj` looks like a @triton.jit function (a JITFunction or an InterpretedFunction)."""
+    return inspect.isfunction(getattr(obj, "fn", None)) and hasattr(obj, "run")
 
 
 def _is_triton_jit(obj) -> bool:

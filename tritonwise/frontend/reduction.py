@@ -128,17 +128,8 @@ def reduction_of(entry, elementwise: torch.dtype, rank: int = 0, what: str = "re
     kind = entry
     if elementwise.is_complex:
         raise TypeError(f"a {kind} reduction of complex values is not supported")
-    floating = elementwise.is_floating_point
+    if elementwise.is_floating_point:
+        return Reduction(kind, elementwise, torch.float64 if elementwise == torch.float64 else torch.float32)
     if kind == "sum":
-        result = elementwise if floating else torch.int64
-        acc = torch.float64 if elementwise == torch.float64 else torch.float32 if floating else torch.int64
-    else:
-        result = elementwise
-        acc = (
-            torch.float64
-            if elementwise == torch.float64
-            else torch.float32
-            if floating
-            else (torch.int64 if elementwise == torch.int64 else torch.int32)
-        )
-    return Reduction(kind, result, acc)
+        return Reduction(kind, torch.int64, torch.int64)
+    return Reduction(kind, elementwise, torch.int64 if elementwise == torch.int64 else torch.int32)

@@ -19,10 +19,6 @@ def _check(condition: bool, message: str) -> None:
         raise SchemaError(message)
 
 
-def _type_name(t: Optional[type]) -> str:
-    return "scalar" if t is None else t.__name__
-
-
 class FunctionSchema:
     """The argument kinds and per-output promotion methods (kept as `(i, ..., KIND member)`) of a function."""
 
@@ -46,7 +42,7 @@ class FunctionSchema:
             f"num_outputs={num_outputs} but {len(self._promotion_methods)} promotion_methods were given",
         )
         self._num_outputs = num_outputs
-        self._input_index = _positions_within_kind(self._is_tensor)
+        self._input_index = [self._is_tensor[:i].count(t) for i, t in enumerate(self._is_tensor)]
 
     @staticmethod
     def canonicalize_promotion_methods(promotion_methods) -> list:
@@ -86,7 +82,7 @@ class FunctionSchema:
         return self._input_index[i]
 
     def signature(self, outputs_in_arg: bool = False) -> str:
-        ins = ["StridedBuffer" if t else _type_name(d) for t, d in zip(self._is_tensor, self._dtypes)]
+        ins = ["StridedBuffer" if t else "scalar" if d is None else d.__name__ for t, d in zip(self._is_tensor, self._dtypes)]
         if outputs_in_arg:
             ins += [f"StridedBuffer(a{i}!)" for i in range(self._num_outputs)]
         outs = ["StridedBuffer"] * self._num_outputs
@@ -120,11 +116,7 @@ def _resolve_inputs(num_inputs, is_tensor, dtypes):
     _check(len(set(lengths.values())) == 1, f"input counts disagree: {lengths}")
     n = next(iter(lengths.values()))
     _check(isinstance(n, int) and n >= 0, f"num_inputs must be a non-negative int, got {n!r}")
-    if is_tensor is None:
-        is_tensor = [True] * n
-    if dtypes is None:
-        dtypes = [None] * n
-    return n, is_tensor, dtypes
+    return n, is_tensor or [True] * n, dtypes or [None] * n
 
 
 def _canonical_method(method, num_inputs: Optional[int] = None) -> tuple:
@@ -145,11 +137,3 @@ def _canonical_method(method, num_inputs: Optional[int] = None) -> tuple:
         raise SchemaError(f"promotion method {method!r}: unknown kind {kind!r} (expected one of {names})") from e
     return (*indices, kind)
 
-
-def _positions_within_kind(is_tensor: list) -> list:
-    counts = {True: 0, False: 0}
-    positions = []
-    for t in is_tensor:
-        positions.append(counts[t])
-        counts[t] += 1
-    return positions

@@ -44,17 +44,6 @@ def output_keywords(outs: Sequence) -> dict:
     return {f"out{k}": o for k, o in enumerate(outs) if o is not None}
 
 
-def resolve_negative_views(name: str, args: tuple, outs: tuple) -> Optional[tuple]:
-    """Inputs with torch's negative bit (`z.conj().imag`) materialized, as torch's kernels read
-    them; None when there are none. Kernels read raw memory, so such a view never reaches a plan."""
-    for k, out in enumerate(outs):
-        if isinstance(out, Tensor) and out.is_neg():
-            raise RuntimeError(f"{name}: out{k} is a negative view (is_neg()); pass out{k}.resolve_neg() instead")
-    if not any(isinstance(a, Tensor) and a.is_neg() for a in args):
-        return None
-    return tuple(a.resolve_neg() if isinstance(a, Tensor) and a.is_neg() else a for a in args)
-
-
 def check_kinds(name: str, schema, args: Sequence) -> None:
     for i, arg in enumerate(args):
         if schema.is_tensor(i):
@@ -74,8 +63,9 @@ def check_kinds(name: str, schema, args: Sequence) -> None:
                 "uint64 ([-2**63, 2**64)), as in torch"
             )
         if isinstance(arg, complex) or (is_tensor_like(arg) and arg.dtype.is_complex):
-            raise TypeError(f"{name}: argument {i} is complex ({_kind(arg)}); {needs_register_complex(name)}")
-        if not schema.is_tensor(i) and type(arg) not in SCALAR_KINDS and not isinstance(arg, complex):
+            kind = arg.dtype if is_tensor_like(arg) else "a python complex"
+            raise TypeError(f"{name}: argument {i} is complex ({kind}); {needs_register_complex(name)}")
+        if not schema.is_tensor(i) and type(arg) not in SCALAR_KINDS:  # complex raised above
             raise TypeError(f"{name}: argument {i} must be a python bool, int or float, got {type_name(arg)}")
 
 
@@ -109,10 +99,6 @@ def _scalar_hint(schema, i: int, arg) -> str:
     if type(arg).__module__ == "numpy":
         return " (torch reads NumPy scalars as python scalars, but not NumPy arrays: pass a python scalar)"
     return ""
-
-
-def _kind(x) -> str:
-    return str(x.dtype) if is_tensor_like(x) else "a python complex"
 
 
 def needs_register_complex(name: str) -> str:
@@ -201,9 +187,9 @@ def plain(operands: Sequence) -> tuple:
     return tuple(a.as_subclass(Tensor) if isinstance(a, Tensor) and type(a) is not Tensor else a for a in operands)
 
 
-def as_result_subclass(result, cls: type, outs: Sequence):
-    """`result` with each output viewed as `cls`; a given output is returned as the object given."""
+def given_or(result, outs: Sequence, make=lambda r: r):
+    """`result` with each given output (`outs`) returned as the object given, the others as `make(r)`."""
     results = result if isinstance(result, tuple) else (result,)
     given = list(outs) + [None] * (len(results) - len(outs))
-    converted = tuple(o if o is not None else r.as_subclass(cls) for r, o in zip(results, given))
-    return converted if isinstance(result, tuple) else converted[0]
+    merged = tuple(o if o is not None else make(r) for r, o in zip(results, given))
+    return merged if isinstance(result, tuple) else merged[0]

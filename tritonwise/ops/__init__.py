@@ -21,24 +21,6 @@ from .layout import contiguous, flip, permute_copy, transpose_copy
 from .math import abs, exp, neg, sin
 
 __all__ = [
-    "abs",
-    "add",
-    "clamp",
-    "contiguous",
-    "div",
-    "eq",
-    "exp",
-    "flip",
-    "gelu",
-    "lt",
-    "mul",
-    "neg",
-    "permute_copy",
-    "polar",
-    "sigmoid",
-    "silu",
-    "sin",
-    "sub",
-    "transpose_copy",
-    "where",
-]
+    "abs", "add", "clamp", "contiguous", "div", "eq", "exp", "flip", "gelu", "lt", "mul", "neg",
+    "permute_copy", "polar", "sigmoid", "silu", "sin", "sub", "transpose_copy", "where",
+]  # fmt: skip

@@ -44,7 +44,7 @@ def _mul(x, y):
 
 
 @triton.jit
-def _ieee_div(x, y):
+def _true_div(x, y):
     """x / y rounded to nearest (Triton's fp32 `/` may be approximate on GPU)."""
     if x.dtype == tl.float32:
         q = tl.math.div_rn(x, y)
@@ -54,14 +54,9 @@ def _ieee_div(x, y):
 
 
 @triton.jit
-def _true_div(x, y):
-    return _ieee_div(x, y)
-
-
-@triton.jit
 def _trunc_div(x, y):
     if x.dtype.is_floating():
-        q = _ieee_div(x, y)
+        q = _true_div(x, y)
         r = tl.where(q < 0, -tl.floor(-q), tl.floor(q))
     else:
         r = x // y  # Triton's integer division truncates, as C's
@@ -72,11 +67,11 @@ def _trunc_div(x, y):
 def _floor_div_float(a, b):
     """torch's div_floor_floating: floor((a - fmod(a, b)) / b), corrected to the nearest integer."""
     mod = a % b  # fmod for floats
-    div = _ieee_div(a - mod, b)
+    div = _true_div(a - mod, b)
     div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1, div)
     floordiv = tl.floor(div)
     floordiv = tl.where(div - floordiv > 0.5, floordiv + 1, floordiv)
-    quotient = _ieee_div(a, b)
+    quotient = _true_div(a, b)
     floordiv = tl.where(div == 0, quotient * 0.0, floordiv)  # a zero with the quotient's sign
     return tl.where(b == 0, quotient, floordiv)
 

@@ -29,30 +29,20 @@ def _where(condition, x, y):
 
 
 @triton.jit
-def _at_least(x, low):
+def _clamp_min(x, low):
     r = tl.where(x < low, low, x)
     return tl.where(low != low, low, r)  # a NaN bound gives NaN
 
 
 @triton.jit
-def _at_most(x, high):
+def _clamp_max(x, high):
     r = tl.where(x > high, high, x)
     return tl.where(high != high, high, r)
 
 
 @triton.jit
-def _clamp_min(x, low):
-    return _at_least(x, low)
-
-
-@triton.jit
-def _clamp_max(x, high):
-    return _at_most(x, high)
-
-
-@triton.jit
 def _clamp(x, low, high):
-    return _at_most(_at_least(x, low), high)
+    return _clamp_max(_clamp_min(x, low), high)
 
 
 EQ = Pointwise(_eq, [(0, 1, "ALWAYS_BOOL")])

@@ -22,7 +22,7 @@ from ..runtime import arguments as argcheck
 from ..runtime.dispatch import LaunchPlan, PlanCache
 from ..runtime.interpreter import probe
 from ..runtime.kernels import compile_ahead
-from .binder import Binder, cached_file
+from .binder import Binder, cached_file, output_layout
 from .memo import remember
 from .shape_programs import ShapePrograms
 from .siblings import Siblings
@@ -55,10 +55,7 @@ class Planner:
 
     def plan(self, args: tuple, outs: tuple, collapse: bool) -> LaunchPlan:
         """The LaunchPlan of a call (kept in `plans` by the caller, not here)."""
-        args = validation.python_scalars(args)
-        front = self.frontend(args, outs)
-        task = self.task(args, outs, front, collapse)
-        reductions = self.reductions_for(front, task.shape)
+        args, front, reductions, task = self.analyze(args, outs, collapse)
         return self.binder.bind(args, outs, front.types, reductions, task, front.device, front.key)
 
     def rung(self, args: tuple, outs: tuple) -> str:
@@ -70,35 +67,30 @@ class Planner:
         return "shape program" if self.shape_programs.serve(key, len(args)) else "planner"
 
     def analyze(self, args: tuple, outs: tuple, collapse: bool) -> tuple:
-        """(types, reductions, task plan, device) of a call: validated, promoted, analyzed."""
+        """(args, Frontend, reductions, task plan) of a call: validated, promoted, analyzed (NumPy scalars
+        in `args` read as torch reads them)."""
         args = validation.python_scalars(args)
         front = self.frontend(args, outs)
         task = self.task(args, outs, front, collapse)
-        return front.types, self.reductions_for(front, task.shape), task, front.device
+        return args, front, self.reductions_for(front, task.shape), task
 
     def output_meta(self, args: tuple, outs: tuple) -> list:
         """(shape, strides, dtype) of each output a call with `args` allocates; nothing generated."""
-        types, reductions, task, _ = self.analyze(args, outs, True)
-        strides = iter(task.output_strides)
-        return [
-            (task.shape, next(strides), types.results[k])
-            if r is None
-            else (r.result_shape(task.shape), next(strides), r.result)
-            if r.along_dims
-            else ((), (), r.result)
-            for k, r in enumerate(reductions)
-        ]
+        _, front, reductions, task = self.analyze(args, outs, True)
+        shape, strides = output_layout(task, reductions, self.along_dims)
+        dtypes = [front.types.results[k] if r is None else r.result for k, r in enumerate(reductions)]
+        return [((), (), dtype) if s is None else (shape, s, dtype) for s, dtype in zip(strides, dtypes)]
 
     def write_file(self, args: tuple, outs: tuple, collapse: bool, note: bool = False):
         """The file a call needs, written if missing (`note`: kept as its rank's KernelInfo); nothing runs."""
-        types, reductions, task, _ = self.analyze(args, outs, collapse)
-        spec = self.binder.spec(args, outs, types, reductions, task)
+        args, front, reductions, task = self.analyze(args, outs, collapse)
+        spec = self.binder.spec(args, outs, front.types, reductions, task)
         return self.binder.note_file(spec, task) if note else cached_file(spec)
 
     def compile_ahead(self, args: tuple, outs: tuple, collapse: bool, targets):
         """The file a call needs, its kernel compiled for each of `targets` into the kernel store."""
-        types, reductions, task, device = self.analyze(args, outs, collapse)
-        plan = self.binder.bind(args, outs, types, reductions, task, device)
+        args, front, reductions, task = self.analyze(args, outs, collapse)
+        plan = self.binder.bind(args, outs, front.types, reductions, task, front.device)
         if plan.path is not None:
             kernel = getattr(self.binder.load(plan.spec, plan.path, "gpu"), plan.spec.kernel_name)
             compile_ahead(plan.spec.file_name, kernel, plan.kernel_values(args, outs), plan.num_warps, targets)
@@ -126,7 +118,8 @@ class Planner:
         types = resolve_types(schema, args, widen_bools=not self.payload.uses_invert)
         reductions = tuple(r and reduction_of(kind_of(r), types.results[k]) for k, r in enumerate(self.reductions))
         for k, (out, r) in enumerate(zip(outs, reductions)):
-            if out is not None and r is None and not self.copies(k) and not torch.can_cast(types.results[k], out.dtype):
+            copy = self.payload.copies_input(k)  # then any dtype, converted as copy_ (docs/flaggems_semantics.md)
+            if out is not None and r is None and not copy and not torch.can_cast(types.results[k], out.dtype):
                 types = self._payload_result(k, out.dtype, types, args)
         return Frontend(key, types, reductions, device)
 
@@ -194,7 +187,7 @@ class Planner:
         for k, (out, r) in enumerate(zip(outs, reductions)):
             if out is not None:
                 dtype, expected = (front.types.results[k], shape) if r is None else (r.result, r.result_shape(shape))
-                if r is None and self.copies(k):
+                if r is None and self.payload.copies_input(k):
                     dtype = out.dtype  # a copy converts to any given dtype
                 validation.check_output(self.name, k, out, expected, dtype, front.device)
 
@@ -212,11 +205,6 @@ class Planner:
             )
             remember(self._resolved, key, resolved)
         return resolved
-
-    def copies(self, k: int) -> bool:
-        """Whether output `k` is a copy of an argument: a given output then takes any dtype,
-        converted as copy_ converts (FlagGems' to_copy and copy_; docs/flaggems_semantics.md)."""
-        return self.payload.copies_input(k)
 
     def _payload_result(self, k: int, out_dtype, types, args):
         """A given output that cannot hold its promotion's result takes the payload's own value when

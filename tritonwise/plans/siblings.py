@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from ..runtime.kernels import Rebinding
 
 
@@ -20,10 +18,8 @@ class Siblings:
 
     def adopt(self, key: tuple, plan) -> None:
         """Give `plan` (built for the call `key`) a rebound launcher, or keep it as its specialization's first."""
-        if plan.device.type != "cuda" or plan.interpreted or plan.spec is None:
+        if plan.device.type != "cuda" or plan.interpreted or plan.spec is None or not plan.allocates_and_launches:
             return  # nothing launches through launch.c
-        if not plan.allocates_and_launches:
-            return
         group = self._groups.setdefault((shape_free_class(key), plan.spec.file_name), [])
         if not any(launched.lend(plan) for launched in group) and len(group) < self.PER_GROUP:
             group.append(_Launched(plan))
@@ -41,16 +37,11 @@ class _Launched:
         self.plan = plan
         self._rebinding = None  # kernels.Rebinding, once the plan has launched
 
-    def rebinding(self) -> Optional[Rebinding]:
-        """The Rebinding of this plan's launcher, once it has launched."""
-        if self._rebinding is None and self.plan.direct is not None:
-            self._rebinding = Rebinding(self.plan)
-        return self._rebinding
-
     def lend(self, plan) -> bool:
         """Give `plan` this plan's launcher rebound to its values, where that is sound."""
-        rebinding = self.rebinding()
-        direct = rebinding and rebinding.launcher(plan)
+        if self._rebinding is None and self.plan.direct is not None:  # it has launched
+            self._rebinding = Rebinding(self.plan)
+        direct = self._rebinding and self._rebinding.launcher(plan)
         if direct is not None:
             plan.use_launcher(direct)
         return direct is not None

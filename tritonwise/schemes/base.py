@@ -49,7 +49,7 @@ class Scheme:
         raise NotImplementedError
 
     def warps(self, block: tuple) -> int:
-        raise NotImplementedError
+        return max(1, min(8, prod(block) // 256))  # 8 elements a thread, at most 8 warps
 
     def num_warps(self, block: tuple, config: CodeGenConfig) -> int:
         return min(self.warps(block), pow2_floor(config.max_num_warps_per_cta))
@@ -127,7 +127,7 @@ def ceil_div(a: int, b: int) -> int:
 
 def blocks_of_area(area: int, sides, cap: int) -> tuple:
     """(area // side, side) for each side, both clamped to the tile cap `cap` (a power of two):
-    the row schemes' blocks, given their BLOCK_N choices."""
+    blocks of one area (nd, the row schemes), given their BLOCK_N choices."""
     area = min(area, cap)
     return unique((max(area // min(side, cap), 1), min(side, cap)) for side in sides)
 

@@ -4,7 +4,7 @@ row index is split into the outer dims' indices inside the kernel."""
 
 from __future__ import annotations
 
-from .base import SMALL_TASK_TILES, Scheme, ceil_div, fit, pow2_floor, prod, unique
+from .base import SMALL_TASK_TILES, Scheme, blocks_of_area, ceil_div, fit, pow2_floor, prod, unique
 
 ND_BLOCK_N = (16, 64, 256, 1024)  # BLOCK_M * BLOCK_N = 2048
 # A task of fewer than SMALL_TASK_TILES such tiles takes SHORT_BLOCK_M rows instead (where that is
@@ -20,8 +20,7 @@ class Nd(Scheme):
 
     def block_choices(self, rank, itemsize, aligned, config) -> tuple:
         cap = pow2_floor(config.max_tile_size)
-        rows = min(2048, cap)
-        full = unique((max(rows // min(bn, cap), 1), min(bn, cap)) for bn in ND_BLOCK_N)
+        full = blocks_of_area(2048, ND_BLOCK_N, cap)
         return full + unique((SHORT_BLOCK_M, bn) for bm, bn in full if bm > SHORT_BLOCK_M and SHORT_BLOCK_M * bn <= cap)
 
     def pick_block(self, task_shape, m_dim, choices) -> tuple:
@@ -30,9 +29,6 @@ class Nd(Scheme):
         if self.num_tiles(task_shape, m_dim, block) < SMALL_TASK_TILES:
             return min((b for b in choices if b[1] == bn), key=lambda b: b[0])
         return block
-
-    def warps(self, block) -> int:
-        return max(1, min(8, prod(block) // 256))
 
     def counts(self, task_shape, m_dim, block) -> dict:
         bm, bn = block

@@ -37,9 +37,6 @@ class RowPersistent(Scheme):
         cols = prod(task_shape[m_dim:])
         return next((b for b in choices if b[1] >= cols), choices[-1])
 
-    def warps(self, block) -> int:
-        return max(1, min(8, prod(block) // 256))
-
     def counts(self, task_shape, m_dim, block) -> dict:
         rows = prod(task_shape[:m_dim])
         return {"num_rows": rows, "num_cols": prod(task_shape[m_dim:]), "num_tiles": ceil_div(rows, block[0])}

@@ -15,7 +15,7 @@ from typing import Callable, Optional
 import torch
 
 from ..frontend.dtypes import resolve_types
-from ..frontend.reduction import AxisEntry, kind_of, reduction_of
+from ..frontend.reduction import reduction_of
 from . import language
 from .translate import Translation, UnsupportedConstruct, translate
 
@@ -69,14 +69,10 @@ def signature(args: tuple, outs: tuple) -> Optional[tuple]:
             if a.dtype.is_complex:
                 return None
             described.append((a.dtype, a.ndim == 0))
-        elif isinstance(a, bool):
-            described.append("bool")
-        elif isinstance(a, int):
-            described.append("int")
-        elif isinstance(a, float):
-            described.append("float")
-        else:
-            return None
+        else:  # a python scalar by its type's name (bool before int: a bool is an int too)
+            described.append(next((name for name, t in _SCALAR_TYPES.items() if isinstance(a, t)), None))
+            if described[-1] is None:
+                return None
     return tuple(described), tuple(None if o is None else o.dtype for o in outs)
 
 
@@ -93,7 +89,7 @@ def rule_of(fn, call: tuple, rank: int) -> CallRule:
     args = [_Operand(*d) if isinstance(d, tuple) else _SCALAR_TYPES[d](1) for d in described]
     types = resolve_types(fn.schema, args, widen_bools=not fn.payload_info.uses_invert)
     reductions = tuple(
-        None if r is None else reduction_of(r if isinstance(r, AxisEntry) else kind_of(r), types.results[k], rank)
+        None if r is None else reduction_of(r, types.results[k], rank)
         for k, r in enumerate(fn.reduction_kinds)
     )
     for k, (out, r) in enumerate(zip(out_dtypes, reductions)):

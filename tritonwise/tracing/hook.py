@@ -35,8 +35,11 @@ def _opaque(call, args: tuple, kwargs: dict):
 
 def traced_call(fn, args: tuple, kwargs: dict):
     """The call as torch operations, or NOT_TRACED."""
-    outs = _outputs(fn, kwargs)
-    if outs is None or len(args) != fn.schema.num_inputs():
+    try:
+        outs = fn.outputs(kwargs)
+    except TypeError:  # a keyword no output has
+        return NOT_TRACED
+    if len(args) != fn.schema.num_inputs():
         return NOT_TRACED
     call = signature(args, outs)
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
@@ -46,14 +49,6 @@ def traced_call(fn, args: tuple, kwargs: dict):
     if name is None:
         return NOT_TRACED
     return getattr(fn, name)(args, outs)
-
-
-def _outputs(fn, kwargs: dict):
-    """The given outputs by position (None: allocated); None for a keyword no output has."""
-    try:
-        return fn.outputs(kwargs)
-    except TypeError:
-        return None
 
 
 @torch.compiler.assume_constant_result
@@ -128,12 +123,7 @@ def trace_c_calls() -> None:
 class _Polyfill:
     """Dynamo's record of a polyfill: what it traces in place of the C method."""
 
-    __torch_dynamo_polyfill__ = staticmethod(lambda self, *args, **kwargs: _traced_c_call(self, args, kwargs))
-
-
-def _traced_c_call(self, args: tuple, kwargs: dict):
-    """What dynamo traces for a C `__call__`: as for the Python one."""
-    return compiled_call(self, self, args, kwargs)
+    __torch_dynamo_polyfill__ = staticmethod(lambda self, *args, **kwargs: compiled_call(self, self, args, kwargs))
 
 
 let_dynamo_trace_c_calls()

@@ -6,6 +6,8 @@ from FUNCTIONS is reported as unsupported.
 
 from __future__ import annotations
 
+import functools
+import operator
 import types
 
 import torch
@@ -39,21 +41,21 @@ def dtype(x) -> torch.dtype:
     return x.dtype if isinstance(x, torch.Tensor) else _scalar_dtype(x)
 
 
+TRITON_DTYPES = {  # triton dtype name -> torch's
+    "fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64", "int1": "bool",
+    "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
+    "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
+}  # fmt: skip
 DTYPE_TESTS = {
     "is_floating": lambda d: d.is_floating_point,
     "is_int": lambda d: not d.is_floating_point and not d.is_complex and d != torch.bool,
     "is_int_signed": lambda d: d.is_signed and not d.is_floating_point and not d.is_complex,
     "is_int_unsigned": lambda d: d in (torch.uint8, torch.uint16, torch.uint32, torch.uint64),
-    "is_bool": lambda d: d == torch.bool,
-    "is_int1": lambda d: d == torch.bool,
-    "is_fp16": lambda d: d == torch.float16,
-    "is_bf16": lambda d: d == torch.bfloat16,
-    "is_fp32": lambda d: d == torch.float32,
-    "is_fp64": lambda d: d == torch.float64,
-    "is_int8": lambda d: d == torch.int8,
-    "is_int16": lambda d: d == torch.int16,
-    "is_int32": lambda d: d == torch.int32,
-    "is_int64": lambda d: d == torch.int64,
+    **{
+        f"is_{name}": functools.partial(operator.eq, getattr(torch, torch_name))
+        for name, torch_name in [("bool", "bool"), *TRITON_DTYPES.items()]
+        if not name.startswith("uint")
+    },
 }
 
 
@@ -110,16 +112,17 @@ def _is_float(x) -> bool:
     return isinstance(x, float) or (isinstance(x, torch.Tensor) and x.dtype.is_floating_point)
 
 
+def _pair(torch_fn):
+    """A torch function of two operands; a python scalar takes the other operand's device."""
+    return lambda a, b, propagate_nan=None: torch_fn(_tensor(a, b), _tensor(b, a))
+
+
 def logical_and(a, b):
-    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        return torch.logical_and(_tensor(a, b), _tensor(b, a))
-    return a and b
+    return _pair(torch.logical_and)(a, b) if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor) else a and b
 
 
 def logical_or(a, b):
-    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        return torch.logical_or(_tensor(a, b), _tensor(b, a))
-    return a or b
+    return _pair(torch.logical_or)(a, b) if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor) else a or b
 
 
 def logical_not(a):
@@ -152,44 +155,9 @@ def _round_half_away(x):
     return torch.sign(t) * torch.floor(torch.abs(t) + 0.5)
 
 
-def _abs(x):
-    return torch.abs(_tensor(x))
-
-
-def _maximum(a, b, propagate_nan=None):
-    return torch.maximum(_tensor(a, b), _tensor(b, a))
-
-
-def _minimum(a, b, propagate_nan=None):
-    return torch.minimum(_tensor(a, b), _tensor(b, a))
-
-
-def _clamp(x, lo, hi, propagate_nan=None):
-    return torch.clamp(_tensor(x), lo, hi)
-
-
-def _fma(a, b, c):
-    return a * b + c
-
-
-def _sqrt(x):
-    return torch.sqrt(_floating(x))
-
-
-def _full(shape, value, dtype):
-    return torch.full(tuple(shape), value, dtype=dtype)
-
-
-def _isfinite(x):
-    return torch.isfinite(_tensor(x))
-
-
-def _fdiv(a, b, ieee_rounding=False):
-    return truediv(a, b)
-
-
-def _exp10(x):
-    return torch.pow(10.0, _floating(x))
+def _of_tensor(torch_fn):
+    """A torch function of one operand, a python scalar made a tensor first."""
+    return lambda x: torch_fn(_tensor(x))
 
 
 # Float functions torch names alike.
@@ -201,51 +169,31 @@ _SAME_UNARY = (
 FUNCTIONS = {
     **{name: _unary(getattr(torch, name)) for name in _SAME_UNARY},
     **{name: _binary(getattr(torch, name)) for name in ("atan2", "hypot", "copysign")},
+    **{name: _pair(getattr(torch, name)) for name in ("maximum", "minimum", "fmax", "fmin", "nextafter")},
+    **{name: _of_tensor(getattr(torch, name)) for name in ("abs", "isnan", "isinf", "isfinite", "signbit")},
     "where": where,
-    "exp10": _exp10,
-    "sqrt": _sqrt,
-    "sqrt_rn": _sqrt,
+    "exp10": _unary(lambda x: torch.pow(10.0, x)),
+    "sqrt": _unary(torch.sqrt),
+    "sqrt_rn": _unary(torch.sqrt),
     "rint": _unary(torch.round),
     "nearbyint": _unary(torch.round),
     "round": _round_half_away,
-    "abs": _abs,
-    "fabs": _abs,
-    "maximum": _maximum,
-    "minimum": _minimum,
-    "fmax": lambda a, b: torch.fmax(_tensor(a, b), _tensor(b, a)),
-    "fmin": lambda a, b: torch.fmin(_tensor(a, b), _tensor(b, a)),
-    "clamp": _clamp,
-    "fma": _fma,
+    "fabs": _of_tensor(torch.abs),
+    "clamp": lambda x, lo, hi, propagate_nan=None: torch.clamp(_tensor(x), lo, hi),
+    "fma": lambda a, b, c: a * b + c,
     "pow": power,
     "powf": power,
     "fmod": mod,
     "div_rn": truediv,
     "div_rz": truediv,  # rounded toward zero: within one ulp of torch's division
-    "fdiv": _fdiv,
-    "nextafter": lambda a, b: torch.nextafter(_tensor(a, b), _tensor(b, a)),
-    "isnan": lambda x: torch.isnan(_tensor(x)),
-    "isinf": lambda x: torch.isinf(_tensor(x)),
-    "isfinited": _isfinite,
-    "finitef": _isfinite,
-    "isfinite": _isfinite,
-    "signbit": lambda x: torch.signbit(_tensor(x)),
+    "fdiv": lambda a, b, ieee_rounding=False: truediv(a, b),
+    "isfinited": _of_tensor(torch.isfinite),
+    "finitef": _of_tensor(torch.isfinite),
     "cast": to,
     "zeros_like": torch.zeros_like,
-    "full": _full,
+    "full": lambda shape, value, dtype: torch.full(tuple(shape), value, dtype=dtype),
 }
 
-
-
-def _namespace() -> types.ModuleType:
-    """`tw` for translated code: FUNCTIONS by name, and the operators' functions."""
-    namespace = types.ModuleType("tritonwise.tracing.tw")
-    for name in ("dtype", "dtype_test", "bitwidth", "to", "truediv", "floordiv", "mod", "power"):
-        setattr(namespace, name, globals()[name])
-    for name in ("logical_and", "logical_or", "logical_not"):
-        setattr(namespace, name, globals()[name])
-    for name, function in FUNCTIONS.items():
-        setattr(namespace, name, function)
-    return namespace
-
-
-NAMESPACE = _namespace()
+NAMESPACE = types.ModuleType("tritonwise.tracing.tw")  # `tw` for translated code
+_OPERATIONS = "dtype dtype_test bitwidth to truediv floordiv mod power logical_and logical_or logical_not"
+NAMESPACE.__dict__.update({name: globals()[name] for name in _OPERATIONS.split()}, **FUNCTIONS)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import functools
 import inspect
 import textwrap
 from dataclasses import dataclass
@@ -18,13 +19,9 @@ from numbers import Number
 from typing import Optional
 
 from ..autodiff.derivative import library_name, resolve
-from .language import DTYPE_TESTS, FUNCTIONS
+from ..frontend.payload import is_jit
+from .language import DTYPE_TESTS, FUNCTIONS, TRITON_DTYPES
 
-TRITON_DTYPES = {
-    "fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64", "int1": "bool",
-    "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
-    "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
-}  # fmt: skip
 _OPERATORS = {ast.Div: "truediv", ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "power"}
 _METHODS = ("logical_and", "logical_or")  # tensor methods with the function of the same name
 _KEPT_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)
@@ -77,7 +74,7 @@ class _Function:
             kwarg=None,
             defaults=[self.expr(d) for d in args.defaults],
         )
-        body = [s for stmt in _without_docstring(func.body) for s in self.stmt(stmt)] or [ast.Pass()]
+        body = self.block(func.body) or [ast.Pass()]  # a docstring translates to nothing
         tree = ast.FunctionDef(name=name, args=new_args, body=body, decorator_list=[], returns=None, type_params=[])
         self.functions.pop(name)
         self.functions[name] = ast.unparse(ast.fix_missing_locations(tree))
@@ -94,17 +91,14 @@ class _Function:
     def stmt(self, node) -> list:
         if isinstance(node, ast.Return):
             return [ast.Return(value=None if node.value is None else self.expr(node.value))]
-        if isinstance(node, ast.Assign):
-            value = self.expr(node.value)
-            for target in node.targets:
+        if isinstance(node, ast.Assign) or (isinstance(node, ast.AnnAssign) and node.value is not None):
+            value, targets = self.expr(node.value), getattr(node, "targets", None) or [node.target]
+            for target in targets:
                 self.bind(target, node.value)
-            return [ast.Assign(targets=[self.target(t) for t in node.targets], value=value)]
-        if isinstance(node, ast.AnnAssign) and node.value is not None:
-            value = self.expr(node.value)
-            self.bind(node.target, node.value)
-            return [ast.Assign(targets=[self.target(node.target)], value=value)]
+            return [ast.Assign(targets=[self.target(t) for t in targets], value=value)]
         if isinstance(node, ast.AugAssign):
-            value = self.expr(ast.BinOp(left=_load(node.target), op=node.op, right=node.value))
+            target = ast.Name(id=node.target.id, ctx=ast.Load()) if isinstance(node.target, ast.Name) else node.target
+            value = self.expr(ast.BinOp(left=target, op=node.op, right=node.value))
             self.bind(node.target, node.value, keep=True)
             return [ast.Assign(targets=[self.target(node.target)], value=value)]
         if isinstance(node, ast.If):
@@ -168,8 +162,6 @@ class _Function:
     def expr_Name(self, node):
         if node.id in self.locals:
             return ast.Name(id=node.id, ctx=ast.Load())
-        if node.id in ("True", "False", "None"):
-            return ast.Constant(value={"True": True, "False": False, "None": None}[node.id])
         return self.global_value(node)
 
     def expr_Tuple(self, node):
@@ -206,21 +198,12 @@ class _Function:
 
     def expr_BoolOp(self, node):
         name = "tw.logical_and" if isinstance(node.op, ast.And) else "tw.logical_or"
-        values = [self.expr(v) for v in node.values]
-        result = values[0]
-        for value in values[1:]:
-            result = _call(name, [result, value])
-        return result
+        return functools.reduce(lambda a, b: _call(name, [a, b]), [self.expr(v) for v in node.values])
 
     def expr_Compare(self, node):
         operands = [self.expr(node.left)] + [self.expr(c) for c in node.comparators]
-        parts = [
-            ast.Compare(left=operands[k], ops=[op], comparators=[operands[k + 1]]) for k, op in enumerate(node.ops)
-        ]
-        result = parts[0]
-        for part in parts[1:]:
-            result = _call("tw.logical_and", [result, part])
-        return result
+        parts = [ast.Compare(left=a, ops=[op], comparators=[b]) for a, op, b in zip(operands, node.ops, operands[1:])]
+        return functools.reduce(lambda a, b: _call("tw.logical_and", [a, b]), parts)
 
     def expr_IfExp(self, node):
         return ast.IfExp(test=self.static_test(node.test), body=self.expr(node.body), orelse=self.expr(node.orelse))
@@ -241,7 +224,7 @@ class _Function:
             if name not in FUNCTIONS:
                 self.fail(node, f"`{ast.unparse(func)}` (called in `{_first_line(node)}`)")
             return ast.Call(func=_dotted(f"tw.{name}"), args=args, keywords=keywords)
-        if _is_jit(target):
+        if is_jit(target):
             if _mangle(target.fn) in self.functions and not self.functions[_mangle(target.fn)]:
                 self.fail(node, f"the recursive call `{_first_line(node)}`")
             helper = _Function(target.fn, self.functions, frozenset()).translate()
@@ -289,12 +272,6 @@ def _function_def(fn) -> ast.FunctionDef:
     return next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef))
 
 
-def _without_docstring(body: list) -> list:
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        return body[1:]
-    return body
-
-
 def _mangle(fn) -> str:
     """A function name unique per translated function (module and name)."""
     module = "".join(c if c.isalnum() else "_" for c in (fn.__module__ or ""))
@@ -308,13 +285,6 @@ def _call(dotted: str, args: list) -> ast.Call:
 def _dotted(text: str) -> ast.expr:
     return ast.parse(text, mode="eval").body
 
-
-def _load(target) -> ast.expr:
-    return ast.Name(id=target.id, ctx=ast.Load()) if isinstance(target, ast.Name) else target
-
-
-def _is_jit(obj) -> bool:
-    return inspect.isfunction(getattr(obj, "fn", None)) and hasattr(obj, "run")
 
 
 def _is_constexpr(obj) -> bool:

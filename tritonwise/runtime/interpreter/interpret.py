@@ -44,8 +44,9 @@ def interpreted(fn):
     return copy
 
 
-def _call_interpreted(self, *args, **kwargs):
-    return interpreted(self.fn)(*args, **kwargs)
+def _calls_interpreted(original):
+    """A @triton.jit function's __call__ that runs its interpreted copy, in both modes (calls from inside a kernel)."""
+    return lambda self, *args, **kwargs: interpreted(self.fn)(*args, **kwargs)
 
 
 def int64_scalars(values) -> tuple:
@@ -63,13 +64,8 @@ def _index(self) -> int:
     return int(self.handle.data.reshape(-1)[0])
 
 
-@contextlib.contextmanager
-def _scalar_index(interpreter):
+def _with_scalar_index(patch_tensor):
     """Let __index__ of interpreter scalar tensors take the element (Triton 3.6's `int(array)` fails on NumPy 2)."""
-    patch_tensor = getattr(interpreter, "_patch_lang_tensor", None)
-    if patch_tensor is None:
-        yield
-        return
 
     def patched(tensor, *scope):
         patch_tensor(tensor, *scope)  # Triton 3.6 on passes a scope; 3.5 patches for good
@@ -78,50 +74,22 @@ def _scalar_index(interpreter):
         else:
             tensor.__index__ = _index
 
-    interpreter._patch_lang_tensor = patched
-    try:
-        yield
-    finally:
-        interpreter._patch_lang_tensor = patch_tensor
+    return patched
 
 
-@contextlib.contextmanager
-def _bool_scalars(interpreter):
+def _with_bool_scalars(convert):
     """Build a python bool argument as 1-byte bool data, as interpreters after 3.6 do (3.6 rejects its own)."""
-    convert = getattr(interpreter, "_implicit_cvt", None)
-    if convert is None:
-        yield
-        return
 
     def patched(arg):
         if isinstance(arg, bool):
             import numpy as np
             import triton.language as tl
+            from triton.runtime.interpreter import TensorHandle
 
-            return tl.tensor(interpreter.TensorHandle(np.array([arg], dtype=np.bool_), tl.int1), tl.int1)
+            return tl.tensor(TensorHandle(np.array([arg], dtype=np.bool_), tl.int1), tl.int1)
         return convert(arg)
 
-    interpreter._implicit_cvt = patched
-    try:
-        yield
-    finally:
-        interpreter._implicit_cvt = convert
-
-
-@contextlib.contextmanager
-def _device_calls_interpreted():
-    """Route every call of a @triton.jit function from inside a kernel to its interpreted copy, in both modes."""
-    from triton.runtime.interpreter import InterpretedFunction
-    from triton.runtime.jit import JITFunction
-
-    originals = [(cls, cls.__dict__["__call__"]) for cls in (JITFunction, InterpretedFunction)]
-    for cls, _ in originals:
-        cls.__call__ = _call_interpreted
-    try:
-        yield
-    finally:
-        for cls, original in originals:
-            cls.__call__ = original
+    return patched
 
 
 # `not value` without a `not`: elementwise on a Triton tensor (its __not__), Python's on the rest
@@ -129,8 +97,9 @@ _NOT = "(lambda value: value.__not__() if hasattr(value, '__not__') else (False 
 _not_transformers: dict = {}
 
 
-def _not_transformer(base: type):
-    """The interpreter's AST rewriter (`base`), also turning `not x` into the elementwise `_NOT(x)`."""
+def _not_transformer(original):
+    """The interpreter's AST rewriter (`original`), also turning `not x` into the elementwise `_NOT(x)`."""
+    base = type(original)
     if base not in _not_transformers:
 
         class ElementwiseNot(base):
@@ -150,32 +119,29 @@ def _not_transformer(base: type):
 
 
 @contextlib.contextmanager
-def _elementwise_not(interpreter):
-    rewriter = getattr(interpreter, "FunctionRewriter", None)
-    if rewriter is None:
-        yield
-        return
-    original = rewriter.ast_transformer
-    rewriter.ast_transformer = _not_transformer(type(original))
-    try:
-        yield
-    finally:
-        rewriter.ast_transformer = original
-
-
-@contextlib.contextmanager
 def interpreting():
     """The one entry point of every CPU launch; NumPy's float warnings off (masked lanes compute too)."""
     import numpy as np
     import triton.language as tl
     from triton.runtime import interpreter
+    from triton.runtime.jit import JITFunction
 
-    with _scalar_index(interpreter), _bool_scalars(interpreter), _elementwise_not(interpreter), exact_numerics():
+    with exact_numerics() as scope:
+        for obj, name, replacement in (
+            (interpreter, "_patch_lang_tensor", _with_scalar_index),
+            (interpreter, "_implicit_cvt", _with_bool_scalars),
+            (getattr(interpreter, "FunctionRewriter", None), "ast_transformer", _not_transformer),
+            (JITFunction, "__call__", _calls_interpreted),
+            (interpreter.InterpretedFunction, "__call__", _calls_interpreted),
+        ):
+            original = getattr(obj, name, None)
+            if original is not None:  # this Triton has it
+                scope.set_attr(obj, name, replacement(original))
         holder = types.SimpleNamespace(__globals__={"tl": tl, "core": tl.core})
-        scope = interpreter._patch_lang(holder)
+        lang_scope = interpreter._patch_lang(holder)
         try:
-            with _device_calls_interpreted(), np.errstate(all="ignore"):
+            with np.errstate(all="ignore"):
                 yield
         finally:
-            if scope is not None:
-                scope.restore()
+            if lang_scope is not None:
+                lang_scope.restore()

@@ -18,16 +18,22 @@ from .libdevice_modules import BACKEND_MODULE, STUB_MODULE
 
 @contextlib.contextmanager
 def exact_numerics():
-    """Patch the interpreter to give the GPU's bf16/fp8, conversion and libdevice results; restored on exit."""
+    """Patch the interpreter to give the GPU's bf16/fp8, conversion and libdevice results; restored on
+    exit, with whatever the caller sets through the PatchScope this yields."""
     from triton.runtime import interpreter
 
-    scope = PatchScope()
+    from . import interpreter_floats, interpreter_libdevice
+
+    scope, builder = PatchScope(), interpreter.InterpreterBuilder
     try:
         if not hasattr(interpreter, "_LangPatchScope"):
             _undo_lang_patching_on_exit(scope)
-        _patch_builder(interpreter.InterpreterBuilder, scope)
-        _patch_libdevice_modules(interpreter, scope)
-        yield
+        for name, make in interpreter_floats.BUILDER_PATCHES.items():
+            scope.set_attr(builder, name, make(builder.__dict__.get(name)))
+        for module, name, value in _libdevice_bindings():  # backend builtins with the interpreter's semantic
+            scope.set_attr(module, name, value)
+        scope.set_attr(builder, "create_extern_elementwise", interpreter_libdevice.extern_elementwise)
+        yield scope
     finally:
         scope.restore()
 
@@ -103,16 +109,6 @@ def _late_bound(name: str):
     return call
 
 
-def _patch_libdevice_modules(interpreter, scope) -> None:
-    """Give backend builtins the interpreter's semantic; the stub module's names point at them."""
-    from . import interpreter_libdevice
-
-    for module, name, value in _libdevice_bindings():
-        scope.set_attr(module, name, value)
-    builder = interpreter.InterpreterBuilder
-    scope.set_attr(builder, "create_extern_elementwise", interpreter_libdevice.extern_elementwise)
-
-
 _bindings: list = []
 
 
@@ -147,11 +143,3 @@ def _bound(builtin):
 
     call.__name__ = call.__qualname__ = builtin.__name__
     return call
-
-
-def _patch_builder(builder_class, scope) -> None:
-    from . import interpreter_floats as floats
-
-    for name, make in floats.BUILDER_PATCHES.items():
-        original = builder_class.__dict__.get(name)
-        scope.set_attr(builder_class, name, make(original))
