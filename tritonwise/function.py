@@ -16,7 +16,7 @@ from .config import CodeGenConfig
 from .features import own_ops
 from .features.instantiate import InstantiatedFunction
 from .features.prepared import prepare_args, use_fast_path
-from .features.routing import NO_ROUTE, route
+from .features.routing import NO_ROUTE, feature, route
 from .frontend import validation
 from .frontend.payload import inspect_payload
 from .frontend.reduction import parse_reductions
@@ -273,7 +273,8 @@ class PointwiseDynamicFunction:
         return self._planner.binder.kernel_info(ndim)
 
     def explain(self, *args, **kwargs) -> "Explanation":
-        """The plan for these arguments, without launching, and the rung that would serve the call now."""
+        """The plan for these arguments, without launching, and the rung that would serve the call now
+        ("routed: <feature>" where a feature takes it; the plan is then the plain call's)."""
         outs = self.outputs(kwargs)
         if self._complex is not None and self._complex.applies(args, outs):
             raise TypeError(
@@ -281,7 +282,9 @@ class PointwiseDynamicFunction:
                 "(see tritonwise/features/complex.py); explain that real call instead"
             )
         plan = self._planner.plan(args, outs, collapse=True)
-        return Explanation.of(plan, traced_status(self), self._planner.rung(args, outs))
+        routed = feature(self, args, outs)
+        rung = f"routed: {routed}" if routed else self._planner.rung(args, outs)
+        return Explanation.of(plan, traced_status(self), rung)
 
     def output_meta(self, *args) -> list:
         """(shape, strides, dtype) of each output a call allocates, generating nothing (fake and meta tensors too)."""

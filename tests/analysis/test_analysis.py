@@ -315,6 +315,22 @@ def test_explain_names_the_rung_that_would_serve_the_call():
     assert fn.explain(b, b).rung == "planner"  # another shape, and no C path here
 
 
+def test_explain_names_the_feature_a_routed_call_takes_and_launches_nothing():
+    fn = pointwise_dynamic(payload_no_tl.add, promotion_methods=[(0, 1, "DEFAULT")])
+    a, grad = torch.randn(4, 3), torch.randn(4, 3, requires_grad=True)
+    negative = torch.randn(4, 3).conj()._neg_view()
+    with_scalar = pointwise_dynamic(payload_no_tl.add, is_tensor=[True, False], promotion_methods=[(0, 1, "DEFAULT")])
+    np = pytest.importorskip("numpy")
+    cases = {"autograd": (fn, grad, a), "negative views": (fn, negative, a),
+             "NumPy scalars": (with_scalar, a, np.float32(2))}
+    for name, (f, *args) in cases.items():
+        explanation = f.explain(*args)
+        assert explanation.rung == f"routed: {name}", name
+        assert f"served: routed: {name} (a feature" in str(explanation)
+    assert fn.explain(a, a).rung == with_scalar.explain(a, 2.0).rung == "planner"
+    assert len(fn.planner.plans.by_key) == len(with_scalar.planner.plans.by_key) == 0  # nothing ran
+
+
 def test_explain_does_not_launch():
     a = torch.randn(6)
     out = torch.full((6,), float("nan"))

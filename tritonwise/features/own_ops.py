@@ -70,13 +70,18 @@ def _raw(a: torch.Tensor, dtype, strides: tuple, part: int) -> StridedBuffer:
     return StridedBuffer(a, a.shape, strides, dtype=dtype, offset=part)
 
 
-def resolve_negative_views(name: str, args: tuple, outs: tuple) -> Optional[tuple]:
-    """`args` with every negative view resolved (see `resolved`); None when there is none. A
-    given output with the bit is refused: a kernel writing its memory would write the negation."""
+def has_negative_views(name: str, args: tuple, outs: tuple) -> bool:
+    """Whether an argument is a negative view. A given output with the bit is refused: a kernel
+    writing its memory would write the negation."""
     for k, out in enumerate(outs):
         if isinstance(out, torch.Tensor) and out.is_neg():
             raise RuntimeError(f"{name}: out{k} is a negative view (is_neg()); pass out{k}.resolve_neg() instead")
-    if not any(isinstance(a, torch.Tensor) and a.is_neg() for a in args):
+    return any(isinstance(a, torch.Tensor) and a.is_neg() for a in args)
+
+
+def resolve_negative_views(name: str, args: tuple, outs: tuple) -> Optional[tuple]:
+    """`args` with every negative view resolved (see `resolved`); None when there is none."""
+    if not has_negative_views(name, args, outs):
         return None
     return tuple(resolved(a) if isinstance(a, torch.Tensor) and a.is_neg() else a for a in args)
 

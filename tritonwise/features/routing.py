@@ -7,6 +7,8 @@ protocol; their signatures never enter the plan cache.
 
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 
 from ..frontend import validation
@@ -17,35 +19,64 @@ NO_ROUTE = object()  # route(): an ordinary call, for the plan path
 
 def route(fn, args: tuple, outs: tuple):
     """The result of a call that one of the features serves, else NO_ROUTE."""
-    if _recorded_plain_call(args) and not fn.along_dims:  # a training call: straight to autograd
-        from . import autograd
-
-        return autograd.call(fn, args, outs)
-    if foreign_buffers.any_foreign((*args, *outs)):  # FlagGems' own StridedBuffers
-        return foreign_buffers.call(fn, args, outs)
-    scalars = validation.python_scalars(args)
-    if fn.along_dims:
-        _check_plain_call(fn.__name__, args, outs)
-    if scalars is not args:  # NumPy scalars: plans are keyed on the python scalars torch reads
-        return fn(*scalars, **validation.output_keywords(outs))
-    subclass = validation.result_subclass(fn.__name__, (*args, *outs))
-    if subclass is not None:  # run on plain views, give the results torch's subclass
-        result = fn(*validation.plain(args), **validation.output_keywords(validation.plain(outs)))
-        return validation.given_or(result, outs, lambda r: r.as_subclass(subclass))
-    if any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):  # recorded for autograd
-        from . import autograd
-
-        return autograd.call(fn, args, outs)
-    if fn.complex_handler is not None and fn.complex_handler.applies(args, outs):
-        return fn.complex_handler(fn, args, outs)
-    if validation.has_dtensor(args, outs):
-        from . import dtensor  # imports torch.distributed.tensor, which the caller has already
-
-        return dtensor.call(fn, args, outs)
-    resolved = own_ops.resolve_negative_views(fn.__name__, args, outs)
-    if resolved is not None:
-        return fn(*resolved, **validation.output_keywords(outs))
+    for _, applies, run in RULES:
+        found = applies(fn, args, outs)
+        if found is not None:
+            return run(fn, args, outs, found)
     return NO_ROUTE
+
+
+def feature(fn, args: tuple, outs: tuple) -> Optional[str]:
+    """The name of the feature that would take this call, running nothing; None for a plain call."""
+    return next((name for name, applies, _ in RULES if applies(fn, args, outs) is not None), None)
+
+
+def _autograd(fn, args, outs, _):
+    from . import autograd
+
+    return autograd.call(fn, args, outs)
+
+
+def _dtensor(fn, args, outs, _):
+    from . import dtensor  # imports torch.distributed.tensor, which the caller has already
+
+    return dtensor.call(fn, args, outs)
+
+
+def _subclass(fn, args, outs, subclass):  # run on plain views, give the results torch's subclass
+    result = fn(*validation.plain(args), **validation.output_keywords(validation.plain(outs)))
+    return validation.as_result_subclass(result, subclass, outs)
+
+
+def _resolved(fn, args, outs, _):
+    return fn(*own_ops.resolve_negative_views(fn.__name__, args, outs), **validation.output_keywords(outs))
+
+
+def _true(test):
+    return lambda fn, args, outs: True if test(fn, args, outs) else None
+
+
+# (feature, applies(fn, args, outs) -> None or what run needs, run(fn, args, outs, found)), in order;
+# `applies` runs nothing and may raise for a call no route can take
+RULES = (
+    ("autograd", _true(lambda fn, args, outs: _recorded_plain_call(args) and not fn.along_dims), _autograd),
+    ("FlagGems' StridedBuffer", _true(lambda fn, args, outs: foreign_buffers.any_foreign((*args, *outs))),
+     lambda fn, args, outs, _: foreign_buffers.call(fn, args, outs)),
+    ("reductions along dims", lambda fn, args, outs: _check_plain_call(fn, args, outs), None),
+    ("NumPy scalars", lambda fn, args, outs: _changed(validation.python_scalars(args), args),
+     lambda fn, args, outs, scalars: fn(*scalars, **validation.output_keywords(outs))),
+    ("tensor subclass", lambda fn, args, outs: validation.result_subclass(fn.__name__, (*args, *outs)), _subclass),
+    ("autograd", _true(lambda fn, args, outs: any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)),
+     _autograd),
+    ("complex", _true(lambda fn, args, outs: fn.complex_handler is not None and fn.complex_handler.applies(args, outs)),
+     lambda fn, args, outs, _: fn.complex_handler(fn, args, outs)),
+    ("DTensor", _true(lambda fn, args, outs: validation.has_dtensor(args, outs)), _dtensor),
+    ("negative views", _true(lambda fn, args, outs: own_ops.has_negative_views(fn.__name__, args, outs)), _resolved),
+)
+
+
+def _changed(converted: tuple, args: tuple):
+    return converted if converted is not args else None
 
 
 _PYTHON_SCALARS = (int, float, bool)
@@ -60,9 +91,12 @@ def _recorded_plain_call(args: tuple) -> bool:
     return len(tensors) + sum(type(a) in _PYTHON_SCALARS for a in args) == len(args)
 
 
-def _check_plain_call(name: str, args: tuple, outs: tuple) -> None:
-    """Reductions along dims run plain calls only, for now."""
+def _check_plain_call(fn, args: tuple, outs: tuple) -> None:
+    """Reductions along dims run plain calls only, for now: a rule that only refuses."""
+    if not fn.along_dims:
+        return None
     if any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
-        raise NotImplementedError(f"{name}: autograd through reductions along dims is not supported yet")
+        raise NotImplementedError(f"{fn.__name__}: autograd through reductions along dims is not supported yet")
     if validation.has_dtensor(args, outs):
-        raise NotImplementedError(f"{name}: DTensor arguments to reductions along dims: not supported yet")
+        raise NotImplementedError(f"{fn.__name__}: DTensor arguments to reductions along dims: not supported yet")
+    return None

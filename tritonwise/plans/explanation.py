@@ -27,7 +27,7 @@ class Explanation:
     block_choices: tuple = ()  # every block the file may launch with; `block` is this call's
     split_parts: int = 1  # a split reduction along dims: slices of the reduced extent, combined after
     torch_compile: str = ""  # what torch.compile traces for the function (tracing/expression.status)
-    rung: str = ""  # what would serve the call now: "plan cache", "shape program" or "planner"
+    rung: str = ""  # what would serve the call now: "plan cache", "shape program", "planner" or "routed: ..."
 
     @classmethod
     def of(cls, plan: LaunchPlan, torch_compile: str = "", rung: str = "") -> "Explanation":
@@ -65,7 +65,8 @@ class Explanation:
             ("file", self.path or "(none: nothing to launch)"),
         ]
         if self.rung:
-            rows.append(("served", f"by the {self.rung}" + _RUNGS.get(self.rung, "")))
+            served = f"by the {self.rung}{_RUNGS[self.rung]}" if self.rung in _RUNGS else self.rung + _ROUTED
+            rows.append(("served", served))
         if self.torch_compile:
             rows.append(("compile", self.torch_compile))
         return "\n".join(f"{k:>8}: {v}" for k, v in rows)
@@ -84,6 +85,7 @@ class Explanation:
         return f"{position} of this file's {len(self.block_choices)} blocks: {listed}; one compiled kernel each"
 
 
+_ROUTED = " (a feature: its plain calls take the ladder's rungs)"
 _RUNGS = {
     "plan cache": " (a plan of this call's signature)",
     "shape program": " (a program of its class evaluated in C: no plan)",
