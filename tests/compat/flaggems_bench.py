@@ -46,7 +46,7 @@ def bench_command(root: Path, site: Path, engine: str, files: list, extra: list)
     return [sys.executable, "-m", "pytest", *[f"benchmark/{name}" for name in files]], env
 
 
-def warm(root: Path, site: Path, files: list, extra: list, jobs: int, seconds: float) -> None:
+def warm(root: Path, site: Path, engines: list, files: list, extra: list, jobs: int, seconds: float) -> None:
     """Compile every case's kernels ahead, on both engines at once, `jobs` processes each sharing
     the cases out, one run per timing: the timed runs then load kernels from disk instead of
     compiling them one after another."""
@@ -54,8 +54,10 @@ def warm(root: Path, site: Path, files: list, extra: list, jobs: int, seconds: f
     for flag in ("--warmup", "--iter"):
         if flag in quick:
             quick[quick.index(flag) + 1] = "1"
+        else:
+            quick += [flag, "1"]
     runs = []
-    for engine in ("native", "tritonwise"):
+    for engine in engines:
         command, env = bench_command(root, site, engine, files, quick)
         for index in range(jobs):
             shard = dict(env, TRITONWISE_FLAGGEMS_SHARD=f"{index}/{jobs}")
@@ -67,6 +69,7 @@ def warm(root: Path, site: Path, files: list, extra: list, jobs: int, seconds: f
             run.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             run.kill()
+            run.wait()
     for old in root.glob("result_*.log"):
         old.unlink()
 
@@ -156,9 +159,9 @@ def main(argv=None) -> int:
         results = {engine: latencies([r for folder in folders for r in read_records(folder, engine)])
                    for engine in ("native", "tritonwise")}
     else:
-        if options.warm_jobs:
-            warm(root, site, files, extra, options.warm_jobs, options.warm_seconds)
         engines = options.engines.split(",")
+        if options.warm_jobs:
+            warm(root, site, engines, files, extra, options.warm_jobs, options.warm_seconds)
         results = {engine: latencies(run_engine(root, site, engine, files, extra, out, options.seconds / len(engines)))
                    for engine in engines}
         if len(results) < 2:
@@ -172,11 +175,12 @@ def main(argv=None) -> int:
 
 def pointwise_ops(root: Path, site: Path, ops: list) -> set:
     """The benchmarked op names that FlagGems serves with a pointwise function, asked of a process
-    with FlagGems imported: `flag_gems.<op>`, or one of its overloads (`pow_tensor_scalar`,
-    `where_self`, `true_divide` for `div`), sits in a module that holds a pointwise function."""
+    with FlagGems imported: `flag_gems.<op>`, or a function named `<op>_...` (its overloads:
+    `pow_tensor_scalar`, `where_self`, `div_mode`), sits in a module that holds a pointwise
+    function (a prefix may also catch another op's function: `log_sigmoid` for `log`)."""
     script = ("import json, sys, flaggems_engine as e\n"
               "def ours(op):\n"
-              "    names = [n for n in dir(e.flag_gems) if n in (op, 'true_' + op) or n.startswith(op + '_')]\n"
+              "    names = [n for n in dir(e.flag_gems) if n == op or n.startswith(op + '_')]\n"
               "    return any(getattr(getattr(e.flag_gems, n), '__module__', None) in e.MODULES for n in names)\n"
               "print(json.dumps(sorted(op for op in sys.argv[1:] if ours(op))))")
     done = subprocess.run([sys.executable, "-c", script, *ops], cwd=root, capture_output=True, text=True,

@@ -86,9 +86,9 @@ def start(root: Path, site: Path, engine: str, device: str, name: str, options, 
                "--continue-on-collection-errors"]
     command += ["--quick"] if options.quick else []
     command += [f"tests/{name}"] + options.pytest_args
-    log = open(out / f"{engine}.{name}.log", "w")
     env = environment(site, engine, device, out / f"{engine}.{name}.jsonl")
-    return subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    with open(out / f"{engine}.{name}.log", "w") as log:  # the child keeps its own handle
+        return subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
 def run_engines(root: Path, site: Path, files: list, options, out: Path) -> tuple:
@@ -99,25 +99,34 @@ def run_engines(root: Path, site: Path, files: list, options, out: Path) -> tupl
     queues = {engine: list(files) for engine in options.engines}
     running: dict = {engine: {} for engine in options.engines}
     unfinished = {engine: [] for engine in options.engines}
-    while any(queues.values()) or any(running.values()):
-        late = time.monotonic() > deadline
-        for engine, runs in running.items():
-            for name, run in list(runs.items()):
-                if late and run.poll() is None:
-                    run.kill()
-                    run.wait()
-                    unfinished[engine].append(name)
-                if run.poll() is not None:
+    try:
+        while any(queues.values()) or any(running.values()):
+            late = time.monotonic() > deadline
+            for engine, runs in running.items():
+                for name, run in list(runs.items()):
+                    if late and run.poll() is None:
+                        run.kill()
+                        run.wait()
+                        unfinished[engine].append(name)
+                    if run.poll() is None:
+                        continue
                     del runs[name]
-                    if run.returncode not in (0, 1, -9):  # pytest: 0 all passed, 1 some failed
+                    if run.returncode not in (0, 1) and name not in unfinished[engine]:
+                        # pytest: 0 all passed, 1 some failed; else it broke off, and its file is not counted
                         print(f"engine {engine}: pytest exited {run.returncode}, see {engine}.{name}.log", flush=True)
-            while queues[engine] and len(runs) < options.jobs:
-                name = queues[engine].pop(0)
-                if late:
-                    unfinished[engine].append(name)
-                else:
-                    runs[name] = start(root, site, engine, options.device, name, options, out)
-        time.sleep(0.2)
+                        unfinished[engine].append(name)
+                while queues[engine] and len(runs) < options.jobs:
+                    name = queues[engine].pop(0)
+                    if late:
+                        unfinished[engine].append(name)
+                    else:
+                        runs[name] = start(root, site, engine, options.device, name, options, out)
+            time.sleep(0.2)
+    finally:
+        for runs in running.values():
+            for run in runs.values():
+                run.kill()
+                run.wait()
     outcomes = {engine: {} for engine in options.engines}
     for engine in options.engines:
         for name in files:
@@ -195,6 +204,8 @@ def main(argv=None) -> int:
     for engine, cut in unfinished.items():
         if cut:
             print(f"engine {engine}: not finished in {options.seconds:.0f} s, left out: {','.join(sorted(cut))}")
+    if any(unfinished.values()):
+        return 2  # a cut run is not a whole run, whatever its counts
     return 0 if all(not Counter(r.values())["failed"] for r in results.values()) else 1
 
 

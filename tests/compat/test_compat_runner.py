@@ -147,6 +147,7 @@ def test_reports_only_the_files_that_finished_in_time(tmp_path):
     done = _suite(_wheel(tmp_path, PACKAGE), _tests(tmp_path / "fg"), "--seconds", "0")
     assert "not finished in 0 s, left out: test_scale.py" in done.stdout, done.stdout + done.stderr
     assert "| test_scale.py |" not in done.stdout and "| total | 0 / 0 / 0 |" in done.stdout
+    assert done.returncode == 2  # a cut run never passes for a whole one
 
 
 def test_a_shard_runs_every_nth_test(tmp_path):

@@ -45,7 +45,7 @@ def _dtensor(fn, args, outs, _):
 
 def _subclass(fn, args, outs, subclass):  # run on plain views, give the results torch's subclass
     result = fn(*validation.plain(args), **validation.output_keywords(validation.plain(outs)))
-    return validation.as_result_subclass(result, subclass, outs)
+    return validation.given_or(result, outs, lambda r: r.as_subclass(subclass))
 
 
 def _resolved(fn, args, outs, _):
