@@ -10,7 +10,7 @@ on one GPU alone with the same per-GPU size; every result is checked against tor
 rank's shards before anything is timed, and a wrong answer on any rank stops every rank with
 a non-zero exit. Throughput is global bytes moved per second; scaling = throughput on all GPUs
 / throughput on one GPU (ideal: the GPU count). A second table gives the host cost of one call:
-a small add (launch-bound) called back to back, torch's and tritonwise's, on local tensors and
+the host time of a small add (launch-bound), torch's and tritonwise's, on local tensors and
 on DTensors, so that what a DTensor call adds to the dispatch is read beside torch's own.
 """
 
@@ -21,7 +21,6 @@ import math
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -29,7 +28,7 @@ import torch.distributed as dist
 import triton
 from torch.distributed.tensor import DTensor, Shard, init_device_mesh
 
-from benchmarks.harness import WrongAnswer, mismatch
+from benchmarks.harness import WrongAnswer, host_only_us, mismatch
 from tritonwise import pointwise_dynamic
 
 COLS = 8192
@@ -128,9 +127,8 @@ def checked_rates(rows: int, cols: int, device: str, mesh=None) -> list:
 
 
 def host_costs(device: str, mesh, iters: int) -> list:
-    """(name, µs per call) of a small add called back to back and synchronized once: the host's
-    cost of a call, torch's and tritonwise's, on local tensors and on DTensors sharded over
-    `mesh`. Checked against torch first."""
+    """(name, µs per call) of a small add, host time only (harness.host_only_us): torch's and
+    tritonwise's, on local tensors and on DTensors sharded over `mesh`. Checked against torch first."""
     x, y = torch.randn(HOST_ROWS, HOST_COLS, device=device), torch.randn(HOST_ROWS, HOST_COLS, device=device)
     dx, dy = (DTensor.from_local(v, mesh, [Shard(0)], run_check=False) for v in (x, y))
     failure = mismatch(x + y, local(add(dx, dy)), "add on DTensors")
@@ -138,23 +136,18 @@ def host_costs(device: str, mesh, iters: int) -> list:
         raise WrongAnswer(failure)
     calls = [("torch, local", lambda: x + y), ("tritonwise, local", lambda: add(x, y)),
              ("torch, DTensor", lambda: dx + dy), ("tritonwise, DTensor", lambda: add(dx, dy))]
+    timer = (lambda call: host_only_us(call, calls=iters)) if device == "cuda" else _untimed
     costs = []
     for name, call in calls:
-        for _ in range(3):
-            call()
-        synchronize(device)
         dist.barrier()
-        start = time.perf_counter()
-        for _ in range(iters):
-            call()
-        synchronize(device)
-        costs.append((name, (time.perf_counter() - start) / iters * 1e6))
+        costs.append((name, timer(call)))
     return costs
 
 
-def synchronize(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
+def _untimed(call) -> float:
+    """On CPU ranks each call runs once, as a check: the interpreter's time says nothing."""
+    call()
+    return math.nan
 
 
 def run_rank(rank: int, world: int, port: int, gib: float, device: str) -> None:

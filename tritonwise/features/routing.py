@@ -21,14 +21,14 @@ def route(fn, args: tuple, outs: tuple):
     """The result of a call that one of the features serves, else NO_ROUTE."""
     for _, applies, run in RULES:
         found = applies(fn, args, outs)
-        if found is not None:
+        if found:
             return run(fn, args, outs, found)
     return NO_ROUTE
 
 
 def feature(fn, args: tuple, outs: tuple) -> Optional[str]:
     """The name of the feature that would take this call, running nothing; None for a plain call."""
-    return next((name for name, applies, _ in RULES if applies(fn, args, outs) is not None), None)
+    return next((name for name, applies, _ in RULES if applies(fn, args, outs)), None)
 
 
 def _autograd(fn, args, outs, _):
@@ -52,30 +52,26 @@ def _resolved(fn, args, outs, _):
     return fn(*own_ops.resolve_negative_views(fn.__name__, args, outs), **validation.output_keywords(outs))
 
 
-def _true(test):
-    return lambda fn, args, outs: True if test(fn, args, outs) else None
-
-
-# (feature, applies(fn, args, outs) -> None or what run needs, run(fn, args, outs, found)), in order;
-# `applies` runs nothing and may raise for a call no route can take
+# (feature, applies(fn, args, outs) -> falsy, or what run needs, run(fn, args, outs, found)), in
+# order; `applies` runs nothing and may raise for a call no route can take
 RULES = (
-    ("autograd", _true(lambda fn, args, outs: _recorded_plain_call(args) and not fn.along_dims), _autograd),
-    ("FlagGems' StridedBuffer", _true(lambda fn, args, outs: foreign_buffers.any_foreign((*args, *outs))),
+    ("autograd", lambda fn, args, outs: _recorded_plain_call(args) and not fn.along_dims, _autograd),
+    ("FlagGems' StridedBuffer", lambda fn, args, outs: foreign_buffers.any_foreign((*args, *outs)),
      lambda fn, args, outs, _: foreign_buffers.call(fn, args, outs)),
     ("reductions along dims", lambda fn, args, outs: _check_plain_call(fn, args, outs), None),
-    ("NumPy scalars", lambda fn, args, outs: _changed(validation.python_scalars(args), args),
+    ("NumPy scalars", lambda fn, args, outs: _converted(validation.python_scalars(args), args),
      lambda fn, args, outs, scalars: fn(*scalars, **validation.output_keywords(outs))),
     ("tensor subclass", lambda fn, args, outs: validation.result_subclass(fn.__name__, (*args, *outs)), _subclass),
-    ("autograd", _true(lambda fn, args, outs: any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)),
-     _autograd),
-    ("complex", _true(lambda fn, args, outs: fn.complex_handler is not None and fn.complex_handler.applies(args, outs)),
+    ("autograd", lambda fn, args, outs: any(isinstance(a, torch.Tensor) and a.requires_grad for a in args), _autograd),
+    ("complex", lambda fn, args, outs: fn.complex_handler is not None and fn.complex_handler.applies(args, outs),
      lambda fn, args, outs, _: fn.complex_handler(fn, args, outs)),
-    ("DTensor", _true(lambda fn, args, outs: validation.has_dtensor(args, outs)), _dtensor),
-    ("negative views", _true(lambda fn, args, outs: own_ops.has_negative_views(fn.__name__, args, outs)), _resolved),
+    ("DTensor", lambda fn, args, outs: validation.has_dtensor(args, outs), _dtensor),
+    ("negative views", lambda fn, args, outs: own_ops.has_negative_views(fn.__name__, args, outs), _resolved),
 )
 
 
-def _changed(converted: tuple, args: tuple):
+def _converted(converted: tuple, args: tuple):
+    """The NumPy-free arguments where python_scalars changed any (it returns `args` itself otherwise)."""
     return converted if converted is not args else None
 
 
