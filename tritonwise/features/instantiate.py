@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import torch
 
-from ..frontend import validation
 from ..plans.explanation import Explanation
 from ..runtime import arguments as argcheck
 from ..runtime.dispatch import PlanCache
 from ..tracing.expression import status as traced_status
-from . import foreign_buffers, own_ops
+from . import routing
 
 
 class InstantiatedFunction:
@@ -31,14 +30,9 @@ class InstantiatedFunction:
         key = argcheck.call_signature(args, outs)
         plan = self._plans.get(key)
         if plan is None:
-            if foreign_buffers.any_foreign((*args, *outs)):  # FlagGems' own StridedBuffers
-                return foreign_buffers.call(self, args, outs)
-            scalars = validation.python_scalars(args)
-            if scalars is not args:
-                return self(*scalars, **kwargs)
-            resolved = own_ops.resolve_negative_views(self.__name__, args, outs)
-            if resolved is not None:
-                return self(*resolved, **kwargs)
+            routed = routing.route(self, args, outs, routing.LAYOUT_RULES)
+            if routed is not routing.NO_ROUTE:
+                return routed
             self.check(args, outs)
             plan = self._fn.plan(args, outs, collapse=False)
             self._plans.put(key, plan)

@@ -8,8 +8,6 @@ pointwise functions over raw memory. docs/flaggems_semantics.md.
 
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 
 from ..frontend.schema import FunctionSchema
@@ -46,7 +44,9 @@ def _kernel(name: str):
 
         filling = FunctionSchema(is_tensor=[False], promotion_methods=[(0, "DEFAULT")])
         make = _function_class
-        _kernels.update(same=make(copy_raw, copying), negated=make(negate_raw, copying), filled=make(fill_with, filling))
+        _kernels.update(
+            same=make(copy_raw, copying), negated=make(negate_raw, copying), filled=make(fill_with, filling)
+        )
     return _kernels[name]
 
 
@@ -77,13 +77,6 @@ def has_negative_views(name: str, args: tuple, outs: tuple) -> bool:
         if isinstance(out, torch.Tensor) and out.is_neg():
             raise RuntimeError(f"{name}: out{k} is a negative view (is_neg()); pass out{k}.resolve_neg() instead")
     return any(isinstance(a, torch.Tensor) and a.is_neg() for a in args)
-
-
-def resolve_negative_views(name: str, args: tuple, outs: tuple) -> Optional[tuple]:
-    """`args` with every negative view resolved (see `resolved`); None when there is none."""
-    if not has_negative_views(name, args, outs):
-        return None
-    return tuple(resolved(a) if isinstance(a, torch.Tensor) and a.is_neg() else a for a in args)
 
 
 def zero_(out) -> None:

@@ -17,9 +17,9 @@ from . import foreign_buffers, own_ops
 NO_ROUTE = object()  # route(): an ordinary call, for the plan path
 
 
-def route(fn, args: tuple, outs: tuple):
-    """The result of a call that one of the features serves, else NO_ROUTE."""
-    for _, applies, run in RULES:
+def route(fn, args: tuple, outs: tuple, rules: tuple = ()):
+    """The result of a call that one of the features (`rules`, default RULES) serves, else NO_ROUTE."""
+    for _, applies, run in rules or RULES:
         found = applies(fn, args, outs)
         if found:
             return run(fn, args, outs, found)
@@ -49,25 +49,30 @@ def _subclass(fn, args, outs, subclass):  # run on plain views, give the results
 
 
 def _resolved(fn, args, outs, _):
-    return fn(*own_ops.resolve_negative_views(fn.__name__, args, outs), **validation.output_keywords(outs))
+    resolved = tuple(own_ops.resolved(a) if isinstance(a, torch.Tensor) and a.is_neg() else a for a in args)
+    return fn(*resolved, **validation.output_keywords(outs))
 
 
-# (feature, applies(fn, args, outs) -> falsy, or what run needs, run(fn, args, outs, found)), in
-# order; `applies` runs nothing and may raise for a call no route can take
-RULES = (
+# (feature, applies(fn, args, outs) -> falsy, or what run needs, run(fn, args, outs, found)); each
+# `applies` runs nothing and may raise for a call no route can take
+_FOREIGN = ("FlagGems' StridedBuffer", lambda fn, args, outs: foreign_buffers.any_foreign((*args, *outs)),
+            lambda fn, args, outs, _: foreign_buffers.call(fn, args, outs))
+_NUMPY = ("NumPy scalars", lambda fn, args, outs: _converted(validation.python_scalars(args), args),
+          lambda fn, args, outs, scalars: fn(*scalars, **validation.output_keywords(outs)))
+_NEGATIVE = ("negative views", lambda fn, args, outs: own_ops.has_negative_views(fn.__name__, args, outs), _resolved)
+RULES = (  # in order
     ("autograd", lambda fn, args, outs: _recorded_plain_call(args) and not fn.along_dims, _autograd),
-    ("FlagGems' StridedBuffer", lambda fn, args, outs: foreign_buffers.any_foreign((*args, *outs)),
-     lambda fn, args, outs, _: foreign_buffers.call(fn, args, outs)),
+    _FOREIGN,
     ("reductions along dims", lambda fn, args, outs: _check_plain_call(fn, args, outs), None),
-    ("NumPy scalars", lambda fn, args, outs: _converted(validation.python_scalars(args), args),
-     lambda fn, args, outs, scalars: fn(*scalars, **validation.output_keywords(outs))),
+    _NUMPY,
     ("tensor subclass", lambda fn, args, outs: validation.result_subclass(fn.__name__, (*args, *outs)), _subclass),
     ("autograd", lambda fn, args, outs: any(isinstance(a, torch.Tensor) and a.requires_grad for a in args), _autograd),
     ("complex", lambda fn, args, outs: fn.complex_handler is not None and fn.complex_handler.applies(args, outs),
      lambda fn, args, outs, _: fn.complex_handler(fn, args, outs)),
     ("DTensor", lambda fn, args, outs: validation.has_dtensor(args, outs), _dtensor),
-    ("negative views", lambda fn, args, outs: own_ops.has_negative_views(fn.__name__, args, outs), _resolved),
+    _NEGATIVE,
 )
+LAYOUT_RULES = (_FOREIGN, _NUMPY, _NEGATIVE)  # what `instantiate(rank)` routes: it plans the rest as given
 
 
 def _converted(converted: tuple, args: tuple):
@@ -89,10 +94,7 @@ def _recorded_plain_call(args: tuple) -> bool:
 
 def _check_plain_call(fn, args: tuple, outs: tuple) -> None:
     """Reductions along dims run plain calls only, for now: a rule that only refuses."""
-    if not fn.along_dims:
-        return None
-    if any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+    if fn.along_dims and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
         raise NotImplementedError(f"{fn.__name__}: autograd through reductions along dims is not supported yet")
-    if validation.has_dtensor(args, outs):
+    if fn.along_dims and validation.has_dtensor(args, outs):
         raise NotImplementedError(f"{fn.__name__}: DTensor arguments to reductions along dims: not supported yet")
-    return None
