@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from .runtime import cache
+from .runtime import cache, inventory
 
 PROG = "python -m tritonwise"
 BROKEN_PIPE_STATUS = 141  # 128 + SIGPIPE: what `cat` gives under `| head`
@@ -29,12 +29,6 @@ class UsageError(Exception):
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
         raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)", status=2)
-
-
-def _inventory():
-    from .runtime import inventory
-
-    return inventory
 
 
 def _cache_directory() -> Path:
@@ -54,14 +48,14 @@ def _cache_command(args) -> None:
 
 
 def _cache_list(args) -> None:
-    for path in _inventory().generated_files(_cache_directory()):
+    for path in inventory.generated_files(_cache_directory()):
         print(f"{path.stat().st_size:>8}  {path.name}")
 
 
 def _cache_show(args) -> None:
     if not args.name:
         raise UsageError("cache show: needs a file name or prefix (see `cache list`)", status=2)
-    files = _inventory().generated_files(_cache_directory())
+    files = inventory.generated_files(_cache_directory())
     matches = [p for p in files if p.name == args.name] or [p for p in files if p.name.startswith(args.name)]
     if not matches:
         raise UsageError(f"cache show: no cached file matches {args.name!r} (see `cache list`)")
@@ -73,7 +67,7 @@ def _cache_show(args) -> None:
 
 def _cache_clear(args) -> None:
     directory = _cache_directory()
-    done = _inventory().clear(directory)
+    done = inventory.clear(directory)
     print(
         f"removed {_count(done.files, 'generated file')}, {_count(done.kernels, 'compiled kernel')} and "
         f"{_count(done.probes, 'probe result')} from {directory}"
@@ -85,7 +79,7 @@ def _cache_clear(args) -> None:
 
 
 def _cache_stats(args) -> None:
-    info = _inventory().stats(_cache_directory())
+    info = inventory.stats(_cache_directory())
     print(
         f"{info['directory']}: {info['files']} files, {info['bytes']} bytes, {info['kernels']} compiled kernels, "
         f"{info['probes']} probe results; written {info['written']} times, reused {info['reused']} times"
@@ -120,7 +114,7 @@ def _generate_command(args) -> None:
         count = generate(args.target, shapes, dtypes, targets=targets)
     except GenerateError as e:
         raise UsageError(f"generate: {e}") from None
-    kernels = f" and {len(_inventory().kernels(directory))} compiled kernels" if targets else ""
+    kernels = f" and {len(inventory.kernels(directory))} compiled kernels" if targets else ""
     print(f"{count} files{kernels} in {directory}")
 
 

@@ -20,13 +20,11 @@ class CodeGenConfig:
     prefer_1d_tile: bool = False
 
     def __post_init__(self):
-        if not (isinstance(self.max_tile_size, int) and self.max_tile_size >= 1):
-            raise ValueError(f"CodeGenConfig.max_tile_size must be a positive int, got {self.max_tile_size!r}")
+        for name in ("max_tile_size", "max_num_warps_per_cta"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and value >= 1):
+                raise ValueError(f"CodeGenConfig.{name} must be a positive int, got {value!r}")
         grid = tuple(self.max_grid_size)
         if not grid or not all(isinstance(g, int) and g >= 1 for g in grid):
             raise ValueError(f"CodeGenConfig.max_grid_size must be positive ints, got {self.max_grid_size!r}")
         object.__setattr__(self, "max_grid_size", grid)
-        if not (isinstance(self.max_num_warps_per_cta, int) and self.max_num_warps_per_cta >= 1):
-            raise ValueError(
-                f"CodeGenConfig.max_num_warps_per_cta must be a positive int, got {self.max_num_warps_per_cta!r}"
-            )

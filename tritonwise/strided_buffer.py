@@ -33,8 +33,7 @@ class StridedBuffer:
             raise ValueError(f"StridedBuffer: {len(self.shape)}-d shape {self.shape} with strides {self._strides}")
         self.device = base.device
         self.ndim = len(self.shape)
-        base_offset = base.storage_offset() * base.element_size() // self.element_size()
-        self.offset = base_offset + offset
+        self.offset = self._base_offset() + offset
         self._check_bounds()
 
     def _check_bounds(self) -> None:

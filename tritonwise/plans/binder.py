@@ -95,10 +95,8 @@ class Binder:
 
     def kernel(self, call_class, args, outs, types, reductions, task: TaskPlan, interpreted, loads) -> Kernel:
         """A call's spec, verified file and loaded launcher, kept per call class (None: not kept) and layout class."""
-        memo = None
-        if call_class is not None:
-            memo = (call_class, task.layout_class, interpreted, loads, generator_digest(), cache_location())
-        kernel = self._kernels.get(memo) if memo is not None else None
+        memo = (call_class, task.layout_class, interpreted, loads, generator_digest(), cache_location())
+        kernel = self._kernels.get(memo) if call_class is not None else None
         if kernel is not None:
             return kernel
         spec = self.spec(args, outs, types, reductions, task)
@@ -110,7 +108,7 @@ class Binder:
                 raise FrozenError(f"{self.name}({argcheck.describe_values(args)}): {e}") from None
             launch = self.load(spec, path, "interpreter" if interpreted else "gpu").launch
         kernel = Kernel(spec, path, launch)
-        if memo is not None:
+        if call_class is not None:
             remember(self._kernels, memo, kernel)
         return kernel
 

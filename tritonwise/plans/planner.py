@@ -136,7 +136,7 @@ class Planner:
         """The shape-dependent part: broadcasting, checks of given outputs, the task plan."""
         tensors = [a for a in args if argcheck.is_tensor_like(a)]
         inputs = [(tuple(t.shape), tuple(t.stride())) for t in tensors]
-        layouts = [_layout(o) for o in outs]
+        layouts = [None if o is None else (tuple(o.shape), tuple(o.stride())) for o in outs]
         try:
             shape = self._task_shape(inputs, layouts)
         except RuntimeError as e:
@@ -147,9 +147,9 @@ class Planner:
             raise TypeError(f"{self.name}: a reduction along dims needs at least one tensor input")
         return self._layout_task(inputs, layouts, shape, reductions, _itemsize(tensors, front.types), collapse)
 
-    def traced_task(self, args: tuple, outs: tuple, inputs: list, layouts: list) -> Optional[TaskPlan]:
-        """task() on symbolic (shape, strides) (plans/symbolic.py), given outputs' `layouts` checked
-        as far as they go; None where one would be refused."""
+    def traced_task(self, args: tuple, outs: tuple, inputs: list, layouts: list) -> Optional[tuple]:
+        """(Reductions, task()) on symbolic (shape, strides) (plans/symbolic.py), given outputs'
+        `layouts` checked as far as they go; None where one would be refused."""
         args = validation.python_scalars(args)
         front = self.frontend(args, outs)
         shape = self._task_shape(inputs, layouts)
@@ -160,11 +160,7 @@ class Planner:
                 if not validation.output_layout_fits(layout, expected):
                     return None
         itemsize = _itemsize([a for a in args if argcheck.is_tensor_like(a)], front.types)
-        return self._layout_task(inputs, layouts, shape, reductions, itemsize, True)
-
-    def traced_reductions(self, args: tuple, outs: tuple, shape: tuple) -> tuple:
-        """The Reductions of a traced call of task shape `shape` (see traced_task)."""
-        return self.reductions_for(self.frontend(validation.python_scalars(args), outs), shape)
+        return reductions, self._layout_task(inputs, layouts, shape, reductions, itemsize, True)
 
     def _task_shape(self, inputs: list, layouts: list) -> tuple:
         """The broadcast shape of the inputs; without inputs, the first given elementwise output's."""
@@ -233,10 +229,6 @@ def _operand_class(a):
     if isinstance(a, argcheck.TENSOR_TYPES):
         return (type(a), a.dtype, a.ndim == 0, a.device)
     return argcheck.int_class(a) if type(a) is int else type(a)
-
-
-def _layout(out) -> Optional[tuple]:
-    return None if out is None else (tuple(out.shape), tuple(out.stride()))
 
 
 def _itemsize(tensors, types) -> int:

@@ -90,11 +90,12 @@ def trace(planner, tensors: list, args: tuple, outs: tuple, plan, positions: tup
     n_inputs = sum(1 for a in args if validation.is_tensor_like(a))
     given = iter(operands[n_inputs:])
     layouts = [None if o is None else next(given) for o in outs]
-    task = planner.traced_task(args, outs, operands[:n_inputs], layouts)
-    if task is None or task.split is not None:
+    traced = planner.traced_task(args, outs, operands[:n_inputs], layouts)
+    if traced is None or traced[1].split is not None:
         return None
+    reductions, task = traced
     values = index_arg_values(plan.spec, task)
-    out_shape, out_strides = output_layout(task, planner.traced_reductions(args, outs, task.shape), planner.along_dims)
+    out_shape, out_strides = output_layout(task, reductions, planner.along_dims)
     out_strides = [s for s in out_strides if s is not None]
     grid = task.grid[0]
     concrete = symbolic.value_of
