@@ -150,14 +150,17 @@ class _Record(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        fn = ctx.fn
-        needs = ctx.needs_input_grad[2:]
+        fn, functions = ctx.fn, ctx.fn.backward_functions()
         args, extremes = saved_operands(ctx)
+        wanted = wanted_inputs(fn, args, ctx.needs_input_grad[2:])
         with torch.no_grad():
-            gradients = input_gradients(fn, args, grads, extremes, wanted_inputs(fn, args, needs))
+            backward = functions.for_inputs(wanted)
+            result = gradients(
+                fn.reduction_kinds, args, grads, extremes, wanted, backward.function, backward.wrt, functions.ties
+            )
         if torch.is_grad_enabled():  # create_graph=True: differentiating this would be wrong
-            gradients = _double_backward_error(gradients)
-        return (None, None, *gradients)
+            result = _double_backward_error(result)
+        return (None, None, *result)
 
 
 def save_operands(ctx, args: tuple, results: tuple, reductions: tuple) -> None:
@@ -171,13 +174,6 @@ def saved_operands(ctx) -> tuple:
     """(arguments, max/min results) that save_operands kept."""
     saved = iter(ctx.saved_tensors)
     return tuple(next(saved) if s is None else s for s in ctx.scalars), list(saved)
-
-
-def input_gradients(fn, args: tuple, grads: tuple, extremes: list, wrt: tuple) -> list:
-    """One entry per argument of `fn`: its gradient, or None."""
-    functions = fn.backward_functions()
-    backward = functions.for_inputs(wrt)
-    return gradients(fn.reduction_kinds, args, grads, extremes, wrt, backward.function, backward.wrt, functions.ties)
 
 
 def gradients(reductions, args, grads, extremes, wanted, run, computed: tuple, ties) -> list:
@@ -223,11 +219,8 @@ class BackwardExplanation:
     kernel: object
 
     def __str__(self) -> str:
-        head = [
-            f"gradients of inputs {list(self.wrt)}",
-            f"backward payload: {self.payload_path or '(given by hand)'}",
-        ]
-        return "\n".join(head + ([str(self.kernel)] if self.kernel is not None else []))
+        lines = [f"gradients of inputs {list(self.wrt)}", f"backward payload: {self.payload_path or '(given by hand)'}"]
+        return "\n".join(lines + ([str(self.kernel)] if self.kernel is not None else []))
 
 
 def explain(fn, args: tuple, wrt: Optional[tuple]) -> BackwardExplanation:
