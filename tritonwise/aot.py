@@ -108,10 +108,11 @@ def _given_outputs(fn, meta_args: tuple) -> dict:
     return {f"out{k}": torch.empty(r.shape, dtype=r.dtype) for k, r in enumerate(results)}
 
 
-def generate(target: str, shapes: list, dtypes: list, stream=None, targets: Sequence = ()) -> int:
+def generate(target: str, shapes: list, dtypes: list, targets: Sequence = ()) -> int:
     """Write the files (and compiled kernels for `targets`) of every function in `target`; returns
-    how many distinct files. GenerateError where nothing was generated or a write failed."""
-    stream = sys.stderr if stream is None else stream  # at call time: sys.stderr may be replaced
+    how many distinct files, reporting progress on stderr. GenerateError where nothing was generated
+    or a write failed."""
+    stream = sys.stderr  # read at call time: sys.stderr may be replaced
     jobs = [(name, fn, s, d) for name, fn in find_functions(target) for s in shapes for d in dtypes]
     written, skipped = set(), []
     for i, (name, fn, shape, dtype) in enumerate(jobs, 1):

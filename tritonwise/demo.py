@@ -45,13 +45,7 @@ def run_demo() -> int:
     # (label, function, arguments, given outputs, torch's result)
     cases = [
         ("add_alpha(x, y, 0.5)  (row broadcast)", add_alpha, (x, y, 0.5), {}, lambda: x + y * 0.5),
-        (
-            "polar(r, theta)       (two outputs)",
-            polar,
-            (r, theta),
-            {},
-            lambda: (r * torch.cos(theta), r * torch.sin(theta)),
-        ),
+        ("polar(r, theta)       (two outputs)", polar, (r, theta), {}, lambda: (r * theta.cos(), r * theta.sin())),
         (
             "flip(x, 0)            (StridedBuffer)",
             flip,

@@ -54,7 +54,7 @@ class ComplexHandler:
     fallback_target: Optional[Callable] = None
 
     def applies(self, args: tuple, outs: tuple) -> bool:
-        return any(is_complex(a) for a in args) or any(o is not None and is_complex(o) for o in outs)
+        return any(is_complex(a) for a in (*args, *outs))
 
     def __call__(self, fn, args: tuple, outs: tuple):
         name = fn.__name__
@@ -95,10 +95,7 @@ class ComplexHandler:
         parts = []
         for i in self.operands:
             for part in _parts(args[i], real, out.device):
-                wanted = takes_tensor(len(parts))
-                if wanted and not argcheck.is_tensor_like(part):
-                    part = torch.tensor(part, dtype=real, device=out.device)
-                elif not wanted and argcheck.is_tensor_like(part):
+                if not takes_tensor(len(parts)):
                     if part.ndim:
                         raise TypeError(
                             f"{self.cross_kernel.__name__}: argument {len(parts)} is a scalar in the cross kernel, "
@@ -112,8 +109,8 @@ class ComplexHandler:
 
 
 def _parts(a, real: torch.dtype, device) -> tuple:
-    """(real, imaginary) of one operand: views of a complex tensor, zeros broadcast for a real
-    tensor, 0-d tensors of `real` for a python scalar (converted as torch converts it)."""
+    """(real, imaginary) of one operand, as tensors: views of a complex tensor, zeros broadcast for a
+    real tensor, 0-d tensors of `real` for a python scalar (converted as torch converts it)."""
     if argcheck.is_tensor_like(a):
         return _part(a, 0), _part(a, 1)
     z = complex(a)
@@ -148,10 +145,10 @@ def _part(a, half: int):
 
 def _real_into_complex(fn, args: tuple, outs: tuple):
     """Real operands, complex given outputs: the real result, with a zero imaginary part."""
-    reals = [torch.view_as_real(own_ops.resolved(o))[..., 0] if o is not None and is_complex(o) else o for o in outs]
+    reals = [torch.view_as_real(own_ops.resolved(o))[..., 0] if is_complex(o) else o for o in outs]
     result = fn(*args, **validation.output_keywords(reals))
     for o in outs:
-        if o is not None and is_complex(o):
+        if is_complex(o):
             own_ops.zero_(torch.view_as_real(o)[..., 1])
     return validation.given_or(result, outs)
 

@@ -81,15 +81,12 @@ def call(fn, args: tuple, outs: tuple):
     results = fn(*local_args, **local_outs)
     results = results if isinstance(results, tuple) else (results,)
     metas = fn.output_meta(*[_meta(a) for a in args])
-    wrapped = []
+    wrapped = list(outs)  # given outputs come back as given
     for k, (local, (shape, strides, _), r) in enumerate(zip(results, metas, reductions)):
-        if outs[k] is not None:
-            wrapped.append(outs[k])
-            continue
-        placements = placements_for(shape, rank, shard_dims) if r is None else reduced_placements(r, shard_dims)
-        wrapped.append(
-            DTensor.from_local(local, mesh, placements, run_check=False, shape=torch.Size(shape), stride=strides)
-        )
+        if outs[k] is None:
+            placements = placements_for(shape, rank, shard_dims) if r is None else reduced_placements(r, shard_dims)
+            size = torch.Size(shape)
+            wrapped[k] = DTensor.from_local(local, mesh, placements, run_check=False, shape=size, stride=strides)
     return wrapped[0] if len(wrapped) == 1 else tuple(wrapped)
 
 
