@@ -134,16 +134,11 @@ def generate(target: str, shapes: list, dtypes: list, targets: Sequence = ()) ->
         print(f"  {line}", file=stream)
     if not written:
         raise GenerateError(f"nothing generated: every shape and dtype was skipped ({skipped[0]})")
-    _check_placed(written)
-    return len(written)
-
-
-def _check_placed(written: set) -> None:
-    """Every file landed in the configured directory (the private fallback is gone when this command exits)."""
-    directory = cache.configured_dir()
+    directory = cache.configured_dir()  # every file must land here (a private fallback is gone once we exit)
     elsewhere = sorted(str(p) for p in written if p is not None and Path(p).parent != directory)
     if elsewhere:
         raise GenerateError(
             f"{len(elsewhere)} of {len(written)} files could not be written into {directory} "
             f"(the warning above says why), e.g. {Path(elsewhere[0]).name}"
         )
+    return len(written)

@@ -20,10 +20,6 @@ def is_foreign(obj) -> bool:
     return all(hasattr(obj, name) for name in _FIELDS)
 
 
-def any_foreign(values) -> bool:
-    return any(is_foreign(v) for v in values)
-
-
 def _own(obj):
     if not is_foreign(obj):
         return obj

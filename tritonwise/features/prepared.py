@@ -45,14 +45,13 @@ def prepare_args(fn, args: tuple, kwargs: dict, skip_tensor_check: bool = False)
     """FlagGems' prepare_args: (ndim, args, kwargs) for `fn.instantiate(ndim)`, missing outputs
     allocated (like the first tensor of the task's shape) and every tensor a StridedBuffer."""
     schema = fn.schema
-    names = {f"out{k}" for k in range(schema.num_outputs())}
-    given = {k: v for k, v in kwargs.items() if v is not None and k in names}
     if not skip_tensor_check:
         validation.check_kinds(fn.__name__, schema, validation.python_scalars(args))
     inputs = [a for i, a in enumerate(args) if schema.is_tensor(i)]
-    missing = [k for k in range(schema.num_outputs()) if f"out{k}" not in given]
+    outs = [kwargs.get(f"out{k}") for k in range(schema.num_outputs())]
+    missing = [k for k, o in enumerate(outs) if o is None]
     dtypes = [meta[2] for meta in fn.output_meta(*args)] if missing else []
-    tensors = [given[f"out{k}"] for k in range(schema.num_outputs()) if f"out{k}" in given] + inputs
+    tensors = [o for o in outs if o is not None] + inputs
     if tensors and use_fast_path(tensors):
         task_shape = (math.prod(tensors[0].shape),)
         model = tensors[0]
@@ -61,10 +60,10 @@ def prepare_args(fn, args: tuple, kwargs: dict, skip_tensor_check: bool = False)
         task_shape = tuple(torch.broadcast_shapes(*[t.shape for t in inputs])) if inputs else ()
         model = next((t for t in tensors if tuple(t.shape) == task_shape), None)
         wrap = lambda t: StridedBuffer(t, task_shape, broadcast_strides(t.shape, t.stride(), task_shape))  # noqa: E731
-    for k, dtype in zip(missing, [dtypes[k] for k in missing]):
-        given[f"out{k}"] = _allocated(model, task_shape, dtype, tensors)
+    for k in missing:
+        outs[k] = _allocated(model, task_shape, dtypes[k], tensors)
     wrapped = tuple(wrap(a) if schema.is_tensor(i) else a for i, a in enumerate(args))
-    return len(task_shape), wrapped, {name: wrap(t) for name, t in given.items()}
+    return len(task_shape), wrapped, {f"out{k}": wrap(t) for k, t in enumerate(outs)}
 
 
 def _allocated(model, task_shape: tuple, dtype, tensors: list) -> torch.Tensor:

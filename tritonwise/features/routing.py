@@ -55,7 +55,7 @@ def _resolved(fn, args, outs, _):
 
 # (feature, applies(fn, args, outs) -> falsy, or what run needs, run(fn, args, outs, found)); each
 # `applies` runs nothing and may raise for a call no route can take
-_FOREIGN = ("FlagGems' StridedBuffer", lambda fn, args, outs: foreign_buffers.any_foreign((*args, *outs)),
+_FOREIGN = ("FlagGems' StridedBuffer", lambda fn, args, outs: any(map(foreign_buffers.is_foreign, (*args, *outs))),
             lambda fn, args, outs, _: foreign_buffers.call(fn, args, outs))
 _NUMPY = ("NumPy scalars", lambda fn, args, outs: _converted(validation.python_scalars(args), args),
           lambda fn, args, outs, scalars: fn(*scalars, **validation.output_keywords(outs)))
