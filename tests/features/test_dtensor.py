@@ -13,7 +13,7 @@ if not torch.distributed.is_available():
 from torch.distributed.tensor import Partial, Replicate, Shard  # noqa: E402
 
 from tests.support.paths import TESTS  # noqa: E402
-from tritonwise.features.dtensor import Operand, choose_shard_dims, placements_for, reduced_placements  # noqa: E402
+from tritonwise.features.dtensor import Operand, choose_shard_dims, placements_for  # noqa: E402
 
 CASES = str(TESTS / "support" / "dtensor_cases.py")
 
@@ -35,7 +35,7 @@ def test_operands_broadcasting_along_the_shard_stay_replicated():
     assert placements_for((1, 6), 2, [0]) == (Replicate(),)
     assert placements_for((4, 6), 2, [1]) == (Shard(1),)
     assert placements_for((6,), 2, [1]) == (Shard(0),)
-    assert reduced_placements("max", [0, None]) == (Partial("max"), Replicate())
+    assert placements_for((), 2, [0, None], "max") == (Partial("max"), Replicate())
 
 
 @pytest.mark.parametrize("world", [2, 4])

@@ -48,14 +48,13 @@ def choose_shard_dims(task_shape: tuple, inputs: Sequence, outputs: Sequence, me
     return [next(sharded(m), None) for m in range(mesh_ndim)]
 
 
-def placements_for(shape: tuple, rank: int, shard_dims: Sequence) -> tuple:
-    """The placements an operand of `shape` must have for the task sharded along `shard_dims`."""
+def placements_for(shape: tuple, rank: int, shard_dims: Sequence, reduction: Optional[str] = None) -> tuple:
+    """The placements an operand of `shape` must have for the task sharded along `shard_dims`; an
+    output of a fused reduction (`reduction`, its kind) is Partial wherever the task is sharded."""
+    if reduction is not None:
+        return tuple(Replicate() if d is None else Partial(reduction) for d in shard_dims)
     owns = (None if d is None else task_dim_of(shape, rank, d) for d in shard_dims)
     return tuple(Replicate() if own is None else Shard(own) for own in owns)
-
-
-def reduced_placements(kind: str, shard_dims: Sequence) -> tuple:
-    return tuple(Replicate() if d is None else Partial(kind) for d in shard_dims)
 
 
 def call(fn, args: tuple, outs: tuple):
@@ -84,8 +83,7 @@ def call(fn, args: tuple, outs: tuple):
     wrapped = list(outs)  # given outputs come back as given
     for k, (local, (shape, strides, _), r) in enumerate(zip(results, metas, reductions)):
         if outs[k] is None:
-            placements = placements_for(shape, rank, shard_dims) if r is None else reduced_placements(r, shard_dims)
-            size = torch.Size(shape)
+            placements, size = placements_for(shape, rank, shard_dims, r), torch.Size(shape)
             wrapped[k] = DTensor.from_local(local, mesh, placements, run_check=False, shape=size, stride=strides)
     return wrapped[0] if len(wrapped) == 1 else tuple(wrapped)
 
@@ -113,9 +111,7 @@ def _local(a, rank: int, shard_dims: Sequence) -> torch.Tensor:
 def _local_output(name: str, k: int, out, rank: int, shard_dims: Sequence, reduction):
     if not isinstance(out, DTensor):
         raise TypeError(f"{name}: out{k} must be a DTensor when the operands are DTensors, got {type(out).__name__}")
-    expected = placements_for(tuple(out.shape), rank, shard_dims)
-    if reduction is not None:
-        expected = reduced_placements(reduction, shard_dims)
+    expected = placements_for(tuple(out.shape), rank, shard_dims, reduction)
     if tuple(out.placements) != expected:
         raise RuntimeError(
             f"{name}: out{k} has placements {tuple(out.placements)}, but the result is computed as {expected}; "

@@ -51,15 +51,14 @@ class Explanation:
         )
 
     def __str__(self) -> str:
+        split = f"; split: the reduced extent in {self.split_parts} parts, partial values combined by torch"
+        warps = f"{self.num_warps} warp{'s' if self.num_warps != 1 else ''}"
         rows = [
             ("kernel", self.kernel),
             ("shape", f"{self.shape} -> task {self.task_shape} (after collapsing)"),
             ("strides", ", ".join(str(s) for s in self.strides) + "  (inputs, then outputs)"),
-            ("scheme", f"{self.scheme}, aligned {self.aligned}" + self._split_text()),
-            (
-                "block",
-                f"{self.block} on {self.num_warps} warp{'s' if self.num_warps != 1 else ''} ({self._block_rank()})",
-            ),
+            ("scheme", f"{self.scheme}, aligned {self.aligned}" + (split if self.split_parts != 1 else "")),
+            ("block", f"{self.block} on {warps} ({self._block_rank()})"),
             ("index", f"int{self.index_bits}"),
             ("grid", f"{self.grid} programs ({math.prod(self.grid)} total)"),
             ("file", self.path or "(none: nothing to launch)"),
@@ -70,11 +69,6 @@ class Explanation:
         if self.torch_compile:
             rows.append(("compile", self.torch_compile))
         return "\n".join(f"{k:>8}: {v}" for k, v in rows)
-
-    def _split_text(self) -> str:
-        if self.split_parts == 1:
-            return ""
-        return f"; split: the reduced extent in {self.split_parts} parts, partial values combined by torch"
 
     def _block_rank(self) -> str:
         """Which of the file's compiled kernels this shape takes."""
