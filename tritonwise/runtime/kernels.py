@@ -19,7 +19,7 @@ from typing import Callable, Optional, Sequence
 from . import cuda_driver, freeze, kernel_store, native
 from .arguments import describe_values
 from .kernel_store import KernelIdentity, StoredKernel
-from .launcher import direct_launcher, own_launcher
+from .launcher import LAUNCH_FIELDS, direct_launcher, own_launcher
 
 logger = logging.getLogger("tritonwise")
 _loaded_lock = threading.Lock()
@@ -67,11 +67,10 @@ def _parameter(param, value) -> tuple:
     """(type, divisible by 16) of one parameter for one value."""
     if param.is_constexpr:
         return "constexpr", False
-    specialized = not param.do_not_specialize
     annotation = param.annotation_type
     if not annotation:
-        return _by_value(param, value, specialized)
-    if not specialized or annotation == "u1" or annotation[:2] in ("fp", "bf"):
+        return _by_value(param, value, not param.do_not_specialize)
+    if _never_value_specialized(param):
         return annotation, False
     return annotation, _by_value(param, value, True)[1]
 
@@ -185,16 +184,6 @@ def compile_and_store(kernel, ident: KernelIdentity) -> StoredKernel:
     return stored
 
 
-LAUNCH_FIELDS = (
-    "num_ctas",
-    "launch_cooperative_grid",
-    "launch_pdl",
-    "global_scratch_size",
-    "profile_scratch_size",
-    "tensordesc_meta",
-)
-
-
 def _plain(value):
     """A metadata value as JSON keeps it."""
     if isinstance(value, (list, tuple)):
@@ -289,26 +278,22 @@ class Rebinding:
     def __init__(self, template):
         self._rebind = getattr(template.direct, "rebind", None)  # launch.c's launcher only
         self._constexprs, self._num_warps = template.constexprs, template.num_warps
-        self._specialized = _value_specialized_tail(_kernel_of(template), template)
-        if self._specialized is not None:
-            self._classes = [_parameter(param, template.index_args[k]) for k, param in self._specialized]
+        tail = _value_specialized_tail(_kernel_of(template), template) if self._rebind is not None else None
+        if tail is not None:  # each value-specialized index argument's position, parameter and class
+            tail = [(k, param, _parameter(param, template.index_args[k])) for k, param in tail]
+        self._specialized = tail
 
     def value_positions(self) -> Optional[tuple]:
         """Positions of the index arguments Triton specializes on their values; None where no plan can be rebound."""
-        if self._rebind is None or self._specialized is None:
-            return None
-        return tuple(k for k, _ in self._specialized)
+        return None if self._specialized is None else tuple(k for k, _, _ in self._specialized)
 
     def launcher(self, plan) -> Optional[Callable]:
         """`plan`'s launcher, or None (the plan then takes first_launch)."""
-        if self._rebind is None or self._specialized is None:
-            return None
-        if plan.constexprs != self._constexprs or plan.num_warps != self._num_warps:
-            return None  # another compiled kernel
+        if self._specialized is None or plan.constexprs != self._constexprs or plan.num_warps != self._num_warps:
+            return None  # not rebindable, or another compiled kernel
         values = plan.index_args
-        for (k, param), kind in zip(self._specialized, self._classes):
-            if _parameter(param, values[k]) != kind:
-                return None
+        if any(_parameter(param, values[k]) != kind for k, param, kind in self._specialized):
+            return None
         return self._rebind(plan.grid, values + plan.constexprs, _through_triton(plan))
 
 
