@@ -92,19 +92,21 @@ class LaunchPlan:
         return dict(grid=task.grid, numel=task.numel, constexprs=tuple(tiling.block), num_warps=tiling.num_warps)
 
     def run(self, args: tuple, outs: list):
-        if self.reductions:
-            return self._run_reducing(args, outs)
         if self.split is not None and self.numel:
             return self._run_split(args, outs)
-        outputs = [self._output(k, o) for k, o in enumerate(outs)]
+        reductions = self.reductions or (None,) * len(outs)
+        buffers = self._buffers(outs, reductions)
         if self.numel:
             if self.out_extents:
-                self._check_overlap(args, outs, outputs)
-            self._launch(self._on_device(args), outputs)
+                self._check_overlap(args, outs, buffers)
+            self._launch(self._on_device(args), buffers)
+        elif any(r is not None and r.kind != "sum" for r in reductions):
+            raise RuntimeError(f"{self.name}: max/min of an empty task has no identity (numel() == 0)")
         elif self.empty_fill is not None:
-            for o in outputs:
-                o.fill_(self.empty_fill)
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+            for buffer in buffers:
+                buffer.fill_(self.empty_fill)
+        results = [b if r is None else self._finish(b, r, o) for b, r, o in zip(buffers, reductions, outs)]
+        return results[0] if len(results) == 1 else tuple(results)
 
     def kernel_values(self, args: tuple, outs: tuple) -> tuple:
         """Every argument the kernel receives for a call: what ahead-of-time compiling specializes on."""
@@ -124,18 +126,6 @@ class LaunchPlan:
         if not self.to_device:
             return args
         return [_moved(a, self.device) if i in self.to_device else a for i, a in enumerate(args)]
-
-    def _run_reducing(self, args: tuple, outs: list):
-        """Like run(), with some outputs reduced to 0-d tensors through accumulators."""
-        buffers = self._buffers(outs, self.reductions)
-        if self.numel:
-            if self.out_extents:
-                self._check_overlap(args, outs, buffers)
-            self._launch(self._on_device(args), buffers)
-        elif any(r is not None and r.kind != "sum" for r in self.reductions):
-            raise RuntimeError(f"{self.name}: max/min of an empty task has no identity (numel() == 0)")
-        results = [b if r is None else self._finish(b, r, o) for b, r, o in zip(buffers, self.reductions, outs)]
-        return results[0] if len(results) == 1 else tuple(results)
 
     def _run_split(self, args: tuple, outs: list):
         """A split reduction along dims: the kernel writes partial values, combined here."""
