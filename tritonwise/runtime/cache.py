@@ -95,9 +95,10 @@ def trusted(directory: Path) -> bool:
     if directory not in _warned:
         _warned.add(directory)
         instead = _overlay_dir(None)
+        kept = f" for this process {_PRIVATE_NOTE}" if instead == _fallback_dir else ""
         _warn(
             f"tritonwise: not using the cache directory {directory}: {problem}, so another user could plant "
-            f"code there that this process would run; using {instead} instead{_kept_or_removed(instead)}"
+            f"code there that this process would run; using {instead} instead{kept}"
         )
     return False
 
@@ -149,10 +150,6 @@ def _remove_private_dir(directory: Path, owner_pid: int) -> None:
         shutil.rmtree(directory, ignore_errors=True)
         if not directory.exists():
             return
-
-
-def _kept_or_removed(directory: Path) -> str:
-    return f" for this process {_PRIVATE_NOTE}" if directory == _fallback_dir else ""
 
 
 def _warn(message: str) -> None:
