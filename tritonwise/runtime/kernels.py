@@ -16,10 +16,12 @@ import threading
 from types import SimpleNamespace
 from typing import Callable, Optional, Sequence
 
+import torch
+
 from . import cuda_driver, freeze, kernel_store, native
 from .arguments import describe_values
 from .kernel_store import KernelIdentity, StoredKernel
-from .launcher import LAUNCH_FIELDS, direct_launcher, own_launcher
+from .launcher import LAUNCH_FIELDS, own_launcher, triton_entry_launcher
 
 logger = logging.getLogger("tritonwise")
 _loaded_lock = threading.Lock()
@@ -43,8 +45,6 @@ def parse_target(text: str) -> tuple:
 @functools.lru_cache(maxsize=None)
 def device_target(device_index: int) -> tuple:
     """The target of a CUDA device, as Triton's driver names it."""
-    import torch
-
     major, minor = torch.cuda.get_device_capability(device_index)
     return ("cuda", major * 10 + minor, 32)
 
@@ -241,13 +241,6 @@ def store_enabled() -> bool:
     return os.environ.get("TRITONWISE_KERNEL_STORE", "1") != "0"
 
 
-def _loadable() -> bool:
-    """Whether this process can load binaries itself (the CUDA driver), for launch.c's launcher to start."""
-    import torch
-
-    return torch.version.hip is None and cuda_driver.driver() is not None
-
-
 def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
     """Launch `plan` the first time; returns the launcher for later calls: launch.c over the stored
     binary, else Triton's (under profiler hooks, or where the driver alone cannot start it)."""
@@ -255,7 +248,9 @@ def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
     tail, device, grid = plan.index_args + plan.constexprs, plan.device.index, plan.grid
     through_triton = _through_triton(plan)
     try:
-        drivable = store_enabled() and _loadable() and hasattr(kernel, "params")  # a JITFunction, not interpreted
+        # launch.c's launcher starts binaries this process loads itself: a JITFunction (not interpreted), on CUDA
+        loadable = torch.version.hip is None and cuda_driver.driver() is not None
+        drivable = store_enabled() and loadable and hasattr(kernel, "params")
         if drivable and native.start_launch_build():  # launch.c compiles while the kernel does
             found = loaded(plan.spec.file_name, kernel, (*inputs, *outputs, *tail), plan.num_warps, device)
             launch = found and own_launcher(found, grid, tail, device, len(inputs), through_triton)
@@ -266,7 +261,10 @@ def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
     except freeze.FrozenError as e:
         raise freeze.FrozenError(f"{plan.name}({describe_values(inputs)}): {e}") from None
     compiled = through_triton(inputs, outputs)
-    return direct_launcher(compiled, grid, tail, device, len(inputs)) or through_triton
+    entry = triton_entry_launcher(compiled, grid, tail, device)  # None: this Triton cannot be driven directly
+    if entry is None:
+        return through_triton
+    return own_launcher(compiled, grid, tail, device, len(inputs), entry) or entry
 
 
 class Rebinding:

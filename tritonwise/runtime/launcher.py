@@ -36,15 +36,6 @@ _SCALARS = {
 _POINTER = ("p", "Q")
 
 
-def direct_launcher(compiled, grid: tuple, tail: tuple, device_index: int, n_inputs: int) -> Optional[Callable]:
-    """`launch(inputs, outputs)` running `compiled` over `grid` on the inputs, outputs then `tail`
-    (index arguments and constexprs); None where this Triton cannot be driven directly."""
-    fallback = triton_entry_launcher(compiled, grid, tail, device_index)
-    if fallback is None:
-        return None
-    return own_launcher(compiled, grid, tail, device_index, n_inputs, fallback) or fallback
-
-
 def _hooks_installed(hooks) -> bool:
     """Whether a launch hook would do something (Triton 3.6+ keeps empty HookChains there)."""
     enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
