@@ -244,39 +244,31 @@ class PlanCache:
 
     def __init__(self, capacity: int = 1024):
         self.capacity = capacity
-        self._plans: OrderedDict = OrderedDict()
-        self.by_key = self._plans  # the same dict, read by launch.c's hit() (runtime/hit_path.py)
+        self.by_key: OrderedDict = OrderedDict()  # launch.c's hit() reads it too (runtime/hit_path.py)
         self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
+        self.hits = self.misses = 0
 
     def get(self, key):
-        plan = self._plans.get(key)
+        plan = self.by_key.get(key)
         if plan is not None:
             self.hits += 1
-            try:
-                self._plans.move_to_end(key)  # atomic under the GIL; a concurrent eviction is harmless
-            except KeyError:
-                pass
+            with contextlib.suppress(KeyError):  # a concurrent eviction is harmless
+                self.by_key.move_to_end(key)  # atomic under the GIL
         return plan
 
     def put(self, key, plan) -> None:
         with self._lock:
             self.misses += 1
-            self._plans[key] = plan
-            if len(self._plans) > self.capacity:
-                self._plans.popitem(last=False)
+            self.by_key[key] = plan
+            if len(self.by_key) > self.capacity:
+                self.by_key.popitem(last=False)
 
     def __len__(self) -> int:
-        return len(self._plans)
+        return len(self.by_key)
 
     def newest_key(self):
         """The most recently used key (None when empty)."""
         try:
-            return next(reversed(self._plans))
+            return next(reversed(self.by_key))
         except (StopIteration, RuntimeError):
             return None
-
-    def clear(self) -> None:
-        with self._lock:
-            self._plans.clear()
