@@ -72,9 +72,9 @@ def _usable(path: Path) -> bool:
     return os.access(path, os.W_OK | os.X_OK)
 
 
-def _overlay_candidates() -> list:
+def _overlay() -> Optional[Path]:
     env = os.environ.get("TRITONWISE_CACHE_OVERLAY")
-    return ([Path(env).expanduser()] if env else []) + ([_fallback_dir] if _fallback_dir is not None else [])
+    return Path(env).expanduser() if env else None
 
 
 def location() -> tuple:
@@ -84,7 +84,7 @@ def location() -> tuple:
 
 def search_dirs() -> list:
     """Where cached files are looked for: the configured directory, then the overlays, untrusted ones left out."""
-    return [d for d in [configured_dir(), *_overlay_candidates()] if trusted(d)]
+    return [d for d in (configured_dir(), _overlay(), _fallback_dir) if d is not None and trusted(d)]
 
 
 def trusted(directory: Path) -> bool:
@@ -123,9 +123,9 @@ def cache_dir() -> Path:
 
 def _overlay_dir(problem: Optional[str]) -> Path:
     """The overlay, else the private directory, with one warning per `problem` (why the configured one failed)."""
-    for overlay in _overlay_candidates():
-        if overlay != _fallback_dir and trusted(overlay) and _usable(overlay) and trusted(overlay):  # again once made
-            return overlay
+    overlay = _overlay()
+    if overlay not in (None, _fallback_dir) and trusted(overlay) and _usable(overlay) and trusted(overlay):
+        return overlay  # (trusted again once made: another user may have made it first)
     directory = _private_dir()
     if problem is not None and problem not in _warned:
         _warned.add(problem)
