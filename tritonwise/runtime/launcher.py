@@ -156,15 +156,11 @@ def own_launcher(compiled, grid, tail, device_index, n_inputs, hooked: Callable)
                     return launch(inputs, outputs)
             if _hooks_installed(hooks):
                 return hooked(inputs, outputs)
-            stream = raw_stream(device_index)
-            code = c_launch(
-                cu_launch_kernel, function, g0, g1, g2, threads, shared, stream, kinds, fixed, inputs, outputs
-            )
+            params = (cu_launch_kernel, function, g0, g1, g2, threads, shared, raw_stream(device_index), kinds, fixed)
+            code = c_launch(*params, inputs, outputs)
             if code == cuda_driver.CUDA_ERROR_INVALID_CONTEXT:  # a thread new to CUDA
                 cuda_driver.make_primary_context_current(device_index)
-                code = c_launch(
-                    cu_launch_kernel, function, g0, g1, g2, threads, shared, stream, kinds, fixed, inputs, outputs
-                )
+                code = c_launch(*params, inputs, outputs)
             if code:
                 raise cuda_driver.CudaError(f"launching {compiled.name}: {cuda_driver.error_text(code)}")
 
@@ -178,8 +174,8 @@ def own_launcher(compiled, grid, tail, device_index, n_inputs, hooked: Callable)
 
 
 def _c_entry(run) -> Optional[tuple]:
-    """Triton 3.6's CudaLauncher's compiled C function (`.launch`); used only on that version and
-    for kernels that need no scratch memory (the Python wrapper would allocate it)."""
+    """Triton 3.6's CudaLauncher's compiled C function (`.launch`) and what it takes before the metadata;
+    used only on that version and for kernels that need no scratch memory (the Python wrapper would allocate it)."""
     import triton
 
     if not triton.__version__.startswith("3.6."):
@@ -188,7 +184,7 @@ def _c_entry(run) -> Optional[tuple]:
     entry = getattr(run, "launch", None)
     if needs_scratch or entry is None:
         return None
-    return entry, run.launch_cooperative_grid, run.launch_pdl
+    return entry, (run.launch_cooperative_grid, run.launch_pdl, None, None)  # flags, the (absent) scratch buffers
 
 
 def triton_entry_launcher(compiled, grid: tuple, tail: tuple, device_index: int) -> Optional[Callable]:
@@ -203,12 +199,7 @@ def triton_entry_launcher(compiled, grid: tuple, tail: tuple, device_index: int)
         return None
     g0, g1, g2 = (tuple(grid) + (1, 1))[:3]
     raw_stream = torch._C._cuda_getCurrentRawStream
-    entry = _c_entry(run)
-    if entry is None:
-        c_launch, head = None, ()
-    else:
-        c_launch, cooperative, pdl = entry
-        head = (cooperative, pdl, None, None)  # flags, then the two (absent) scratch buffers
+    entry, head = _c_entry(run) or (run, ())
 
     def launch(inputs, outputs) -> None:
         stream = raw_stream(device_index)
@@ -216,11 +207,6 @@ def triton_entry_launcher(compiled, grid: tuple, tail: tuple, device_index: int)
         if _hooks_installed(hooks):
             enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
             launch_metadata = compiled.launch_metadata(grid, stream, *inputs, *outputs, *tail)
-        if c_launch is None:
-            run(g0, g1, g2, stream, function, metadata, launch_metadata, enter, leave, *inputs, *outputs, *tail)
-        else:
-            c_launch(
-                g0, g1, g2, stream, function, *head, metadata, launch_metadata, enter, leave, *inputs, *outputs, *tail
-            )
+        entry(g0, g1, g2, stream, function, *head, metadata, launch_metadata, enter, leave, *inputs, *outputs, *tail)
 
     return launch
