@@ -11,6 +11,7 @@ temporary directory (with a warning). docs/cache.md describes the rules.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import json
 import logging
@@ -56,10 +57,8 @@ def make_dirs(path: Path) -> None:
             break
         node = node.parent
     for node in reversed(missing):
-        try:
+        with contextlib.suppress(FileExistsError):
             os.mkdir(node, 0o755)
-        except FileExistsError:
-            pass
     if not path.is_dir():
         raise NotADirectoryError(20, "Not a directory", str(path))
 
@@ -268,10 +267,8 @@ def _count(directory: Path, event: str) -> None:
         return
     counts = read_stats(directory)
     counts[event] = counts.get(event, 0) + 1
-    try:
+    with contextlib.suppress(OSError):
         atomic_write(directory / STATS_FILE, json.dumps(counts))
-    except OSError:
-        pass
 
 
 def read_stats(directory: Path) -> dict:
@@ -300,13 +297,10 @@ _umask_lock = threading.Lock()
 
 def umask() -> int:
     """The process's umask, read without changing it where Linux reports it."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
+    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
     with _umask_lock:  # elsewhere: set and restore (briefly process-wide)
         mask = os.umask(0o022)
         os.umask(mask)

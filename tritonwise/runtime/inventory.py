@@ -6,6 +6,7 @@ or removed; `native/` builds stay.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections import Counter
@@ -87,10 +88,8 @@ def clear(directory: Path) -> Cleared:
     for path in stats_file(directory):
         _remove(path, result)
     for sub in (cache.KERNELS, cache.PROBES):
-        try:
+        with contextlib.suppress(OSError):  # missing, or holds something that is not ours
             (directory / sub).rmdir()
-        except OSError:
-            pass  # missing, or holds something that is not ours
     return result
 
 
