@@ -26,7 +26,7 @@ def generated_files(directory: Path) -> list:
 
 def kernels(directory: Path) -> list:
     """The compiled-kernel entries under `directory`, sorted."""
-    return _listed(directory / cache.KERNELS, "*.bin", _is_kernel)
+    return _listed(directory / cache.KERNELS, "*.bin", lambda path: kernel_store.read(path) is not None)
 
 
 def probes(directory: Path) -> list:
@@ -46,13 +46,6 @@ def _listed(directory: Path, pattern: str, is_ours) -> list:
     if not directory.is_dir():
         return []
     return sorted(p for p in directory.glob(pattern) if p.is_file() and is_ours(p))
-
-
-def _is_kernel(path: Path) -> bool:
-    try:
-        return kernel_store.decode(path.read_bytes()) is not None
-    except OSError:
-        return False
 
 
 def _is_probe(path: Path) -> bool:

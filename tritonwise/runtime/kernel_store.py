@@ -80,16 +80,18 @@ def load(identity: KernelIdentity) -> Optional[StoredKernel]:
     """The stored kernel for `identity` from the first trusted directory holding a verified entry, or None."""
     for directory in cache.search_dirs():
         path = directory / identity.entry_name
-        if not cache.trusted_entry(directory, path):
-            continue
-        try:
-            data = path.read_bytes()
-        except OSError:
-            continue
-        kernel = decode(data)
+        kernel = read(path) if cache.trusted_entry(directory, path) else None
         if kernel is not None and kernel.identity == identity:
             return kernel
     return None
+
+
+def read(path: Path) -> Optional[StoredKernel]:
+    """The entry at `path`, or None where it cannot be read or is no intact entry."""
+    try:
+        return decode(path.read_bytes())
+    except OSError:
+        return None
 
 
 _HEADER_FIELDS = ("name", "num_warps", "shared", "launch")  # StoredKernel's, after identity and binary
