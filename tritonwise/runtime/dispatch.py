@@ -162,16 +162,12 @@ class LaunchPlan:
     def _launch(self, inputs, outputs) -> None:
         if self.direct is not None:
             self.direct(inputs, outputs)
-            return
-        if self.device.type == "meta":
-            return
-        operands = [*inputs, *outputs]
-        if self.interpreted:
-            operands = [o.storage_view() if isinstance(o, StridedBuffer) else o for o in operands]
+        elif self.interpreted:
+            operands = [o.storage_view() if isinstance(o, StridedBuffer) else o for o in (*inputs, *outputs)]
             index_args = int64_scalars(self.index_args) if self.spec.index_bits == 64 else self.index_args
             with INTERPRETER_LOCK, interpreting(), self._payload_errors("run"):
                 self.launch(self.grid, *operands, *index_args, *self.constexprs, self.num_warps)
-        else:
+        elif self.device.type != "meta":
             with torch.cuda.device(self.device.index), self._payload_errors("compile"):
                 direct = first_launch(self, inputs, outputs)  # runtime/kernels.py
             self.use_launcher(direct)
@@ -190,8 +186,7 @@ class LaunchPlan:
             raise
         except Exception as e:
             spec = self.spec
-            count = len(spec.outputs)
-            calls = len(spec.calls)
+            count, calls = len(spec.outputs), len(spec.calls)
             per_dtype = (
                 f"; it is called {calls} times, once per computation dtype of its outputs, and each "
                 "call must run on its inputs' dtypes"
