@@ -70,7 +70,7 @@ def _parameter(param, value) -> tuple:
     annotation = param.annotation_type
     if not annotation:
         return _by_value(param, value, not param.do_not_specialize)
-    if _never_value_specialized(param):
+    if not _value_specialized(param):
         return annotation, False
     return annotation, _by_value(param, value, True)[1]
 
@@ -315,13 +315,13 @@ def _value_specialized_tail(kernel, plan) -> Optional[list]:
     n_operands = n_args + len(plan.out_dtypes)
     pointers = set(plan.tensor_positions) | set(range(n_args, n_operands))
     for position, param in enumerate(kernel.params[:n_operands]):
-        if position not in pointers and not param.is_constexpr and not _never_value_specialized(param):
+        if position not in pointers and _value_specialized(param):
             return None
-    tail = kernel.params[n_operands:]
-    return [(k, p) for k, p in enumerate(tail) if not p.is_constexpr and not _never_value_specialized(p)]
+    return [(k, p) for k, p in enumerate(kernel.params[n_operands:]) if _value_specialized(p)]
 
 
-def _never_value_specialized(param) -> bool:
-    """Typed by annotation or int width (both in the signature), such a parameter specializes on nothing."""
+def _value_specialized(param) -> bool:
+    """Whether Triton may specialize `param` on its value (== 1, divisible by 16): not a constexpr, nor
+    do_not_specialize, nor annotated bool or float (the signature types those alone)."""
     annotation = param.annotation_type
-    return param.do_not_specialize or annotation == "u1" or annotation[:2] in ("fp", "bf")
+    return not (param.is_constexpr or param.do_not_specialize or annotation == "u1" or annotation[:2] in ("fp", "bf"))
