@@ -192,10 +192,7 @@ class PointwiseDynamicFunction:
         plan = self._planner.plan(args, outs, collapse=True)
         self._planner.siblings.adopt(key, plan)  # an earlier plan's launcher, rebound, where sound
         self._plans.put(key, plan)
-        if plan.fast is not None and not given:
-            result = plan.fast(args)
-        else:
-            result = plan.run(args, outs)
+        result = plan.fast(args) if plan.fast is not None and not given else plan.run(args, outs)
         self._planner.shape_programs.publish(key, args, outs, plan)
         self._share_tables()  # launching may have turned the hit path on
         return result

@@ -11,6 +11,7 @@ temporary directory (with a warning). docs/cache.md describes the rules.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import json
 import logging
@@ -56,10 +57,8 @@ def make_dirs(path: Path) -> None:
             break
         node = node.parent
     for node in reversed(missing):
-        try:
+        with contextlib.suppress(FileExistsError):
             os.mkdir(node, 0o755)
-        except FileExistsError:
-            pass
     if not path.is_dir():
         raise NotADirectoryError(20, "Not a directory", str(path))
 
@@ -72,9 +71,9 @@ def _usable(path: Path) -> bool:
     return os.access(path, os.W_OK | os.X_OK)
 
 
-def _overlay_candidates() -> list:
+def _overlay() -> Optional[Path]:
     env = os.environ.get("TRITONWISE_CACHE_OVERLAY")
-    return ([Path(env).expanduser()] if env else []) + ([_fallback_dir] if _fallback_dir is not None else [])
+    return Path(env).expanduser() if env else None
 
 
 def location() -> tuple:
@@ -84,7 +83,7 @@ def location() -> tuple:
 
 def search_dirs() -> list:
     """Where cached files are looked for: the configured directory, then the overlays, untrusted ones left out."""
-    return [d for d in [configured_dir(), *_overlay_candidates()] if trusted(d)]
+    return [d for d in (configured_dir(), _overlay(), _fallback_dir) if d is not None and trusted(d)]
 
 
 def trusted(directory: Path) -> bool:
@@ -95,9 +94,10 @@ def trusted(directory: Path) -> bool:
     if directory not in _warned:
         _warned.add(directory)
         instead = _overlay_dir(None)
+        kept = f" for this process {_PRIVATE_NOTE}" if instead == _fallback_dir else ""
         _warn(
             f"tritonwise: not using the cache directory {directory}: {problem}, so another user could plant "
-            f"code there that this process would run; using {instead} instead{_kept_or_removed(instead)}"
+            f"code there that this process would run; using {instead} instead{kept}"
         )
     return False
 
@@ -122,9 +122,9 @@ def cache_dir() -> Path:
 
 def _overlay_dir(problem: Optional[str]) -> Path:
     """The overlay, else the private directory, with one warning per `problem` (why the configured one failed)."""
-    for overlay in _overlay_candidates():
-        if overlay != _fallback_dir and trusted(overlay) and _usable(overlay) and trusted(overlay):  # again once made
-            return overlay
+    overlay = _overlay()
+    if overlay not in (None, _fallback_dir) and trusted(overlay) and _usable(overlay) and trusted(overlay):
+        return overlay  # (trusted again once made: another user may have made it first)
     directory = _private_dir()
     if problem is not None and problem not in _warned:
         _warned.add(problem)
@@ -149,10 +149,6 @@ def _remove_private_dir(directory: Path, owner_pid: int) -> None:
         shutil.rmtree(directory, ignore_errors=True)
         if not directory.exists():
             return
-
-
-def _kept_or_removed(directory: Path) -> str:
-    return f" for this process {_PRIVATE_NOTE}" if directory == _fallback_dir else ""
 
 
 def _warn(message: str) -> None:
@@ -271,10 +267,8 @@ def _count(directory: Path, event: str) -> None:
         return
     counts = read_stats(directory)
     counts[event] = counts.get(event, 0) + 1
-    try:
+    with contextlib.suppress(OSError):
         atomic_write(directory / STATS_FILE, json.dumps(counts))
-    except OSError:
-        pass
 
 
 def read_stats(directory: Path) -> dict:
@@ -303,13 +297,10 @@ _umask_lock = threading.Lock()
 
 def umask() -> int:
     """The process's umask, read without changing it where Linux reports it."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
+    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
     with _umask_lock:  # elsewhere: set and restore (briefly process-wide)
         mask = os.umask(0o022)
         os.umask(mask)

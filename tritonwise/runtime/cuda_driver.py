@@ -34,18 +34,9 @@ def error_text(code: int) -> str:
     return f"CUDA error {code}: {text.value.decode() if text.value else 'unknown'}"
 
 
-def param_sizes(function: int) -> Optional[list]:
+@lru_cache(maxsize=None)
+def param_sizes(function: int) -> Optional[tuple]:
     """Byte size of each kernel parameter of `function` (CUDA 12.4+), or None when this driver cannot tell."""
-    if function not in _param_sizes:
-        _param_sizes[function] = _query_param_sizes(function)
-    sizes = _param_sizes[function]
-    return None if sizes is None else list(sizes)
-
-
-_param_sizes: dict = {}  # CUfunction handle -> its parameter sizes (None: the driver cannot tell)
-
-
-def _query_param_sizes(function: int) -> Optional[tuple]:
     lib = driver()
     query = getattr(lib, "cuFuncGetParamInfo", None)
     if query is None:

@@ -92,19 +92,21 @@ class LaunchPlan:
         return dict(grid=task.grid, numel=task.numel, constexprs=tuple(tiling.block), num_warps=tiling.num_warps)
 
     def run(self, args: tuple, outs: list):
-        if self.reductions:
-            return self._run_reducing(args, outs)
         if self.split is not None and self.numel:
             return self._run_split(args, outs)
-        outputs = [self._output(k, o) for k, o in enumerate(outs)]
+        reductions = self.reductions or (None,) * len(outs)
+        buffers = self._buffers(outs, reductions)
         if self.numel:
             if self.out_extents:
-                self._check_overlap(args, outs, outputs)
-            self._launch(self._on_device(args), outputs)
+                self._check_overlap(args, outs, buffers)
+            self._launch(self._on_device(args), buffers)
+        elif any(r is not None and r.kind != "sum" for r in reductions):
+            raise RuntimeError(f"{self.name}: max/min of an empty task has no identity (numel() == 0)")
         elif self.empty_fill is not None:
-            for o in outputs:
-                o.fill_(self.empty_fill)
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+            for buffer in buffers:
+                buffer.fill_(self.empty_fill)
+        results = [b if r is None else self._finish(b, r, o) for b, r, o in zip(buffers, reductions, outs)]
+        return results[0] if len(results) == 1 else tuple(results)
 
     def kernel_values(self, args: tuple, outs: tuple) -> tuple:
         """Every argument the kernel receives for a call: what ahead-of-time compiling specializes on."""
@@ -124,18 +126,6 @@ class LaunchPlan:
         if not self.to_device:
             return args
         return [_moved(a, self.device) if i in self.to_device else a for i, a in enumerate(args)]
-
-    def _run_reducing(self, args: tuple, outs: list):
-        """Like run(), with some outputs reduced to 0-d tensors through accumulators."""
-        buffers = self._buffers(outs, self.reductions)
-        if self.numel:
-            if self.out_extents:
-                self._check_overlap(args, outs, buffers)
-            self._launch(self._on_device(args), buffers)
-        elif any(r is not None and r.kind != "sum" for r in self.reductions):
-            raise RuntimeError(f"{self.name}: max/min of an empty task has no identity (numel() == 0)")
-        results = [b if r is None else self._finish(b, r, o) for b, r, o in zip(buffers, self.reductions, outs)]
-        return results[0] if len(results) == 1 else tuple(results)
 
     def _run_split(self, args: tuple, outs: list):
         """A split reduction along dims: the kernel writes partial values, combined here."""
@@ -172,16 +162,12 @@ class LaunchPlan:
     def _launch(self, inputs, outputs) -> None:
         if self.direct is not None:
             self.direct(inputs, outputs)
-            return
-        if self.device.type == "meta":
-            return
-        operands = [*inputs, *outputs]
-        if self.interpreted:
-            operands = [o.storage_view() if isinstance(o, StridedBuffer) else o for o in operands]
+        elif self.interpreted:
+            operands = [o.storage_view() if isinstance(o, StridedBuffer) else o for o in (*inputs, *outputs)]
             index_args = int64_scalars(self.index_args) if self.spec.index_bits == 64 else self.index_args
             with INTERPRETER_LOCK, interpreting(), self._payload_errors("run"):
                 self.launch(self.grid, *operands, *index_args, *self.constexprs, self.num_warps)
-        else:
+        elif self.device.type != "meta":
             with torch.cuda.device(self.device.index), self._payload_errors("compile"):
                 direct = first_launch(self, inputs, outputs)  # runtime/kernels.py
             self.use_launcher(direct)
@@ -200,8 +186,7 @@ class LaunchPlan:
             raise
         except Exception as e:
             spec = self.spec
-            count = len(spec.outputs)
-            calls = len(spec.calls)
+            count, calls = len(spec.outputs), len(spec.calls)
             per_dtype = (
                 f"; it is called {calls} times, once per computation dtype of its outputs, and each "
                 "call must run on its inputs' dtypes"
@@ -254,39 +239,31 @@ class PlanCache:
 
     def __init__(self, capacity: int = 1024):
         self.capacity = capacity
-        self._plans: OrderedDict = OrderedDict()
-        self.by_key = self._plans  # the same dict, read by launch.c's hit() (runtime/hit_path.py)
+        self.by_key: OrderedDict = OrderedDict()  # launch.c's hit() reads it too (runtime/hit_path.py)
         self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
+        self.hits = self.misses = 0
 
     def get(self, key):
-        plan = self._plans.get(key)
+        plan = self.by_key.get(key)
         if plan is not None:
             self.hits += 1
-            try:
-                self._plans.move_to_end(key)  # atomic under the GIL; a concurrent eviction is harmless
-            except KeyError:
-                pass
+            with contextlib.suppress(KeyError):  # a concurrent eviction is harmless
+                self.by_key.move_to_end(key)  # atomic under the GIL
         return plan
 
     def put(self, key, plan) -> None:
         with self._lock:
             self.misses += 1
-            self._plans[key] = plan
-            if len(self._plans) > self.capacity:
-                self._plans.popitem(last=False)
+            self.by_key[key] = plan
+            if len(self.by_key) > self.capacity:
+                self.by_key.popitem(last=False)
 
     def __len__(self) -> int:
-        return len(self._plans)
+        return len(self.by_key)
 
     def newest_key(self):
         """The most recently used key (None when empty)."""
         try:
-            return next(reversed(self._plans))
+            return next(reversed(self.by_key))
         except (StopIteration, RuntimeError):
             return None
-
-    def clear(self) -> None:
-        with self._lock:
-            self._plans.clear()

@@ -23,30 +23,29 @@ from .arguments import INT32_RANGE, _other_key, _tensor_key
 
 MISS = object()
 entry: Optional[Callable] = None  # launch.c's hit(plans, args, MISS), once configured
-_served_classes: list = []  # (class, fallback) whose __call__ call.h's method replaces on enable()
-_python_calls: dict = {}  # class -> its own Python __call__, which the C method replaces
+# class -> (fallback, its own Python __call__) of each class whose __call__ call.h's method replaces on enable()
+_served: dict = {}
 installed_listeners: list = []  # callables run after a C __call__ is installed (tracing/hook.py)
 
 
 def serve_calls_of(cls, fallback: Callable) -> None:
     """Once the hit path is on, `cls.__call__` is call.h's C method, falling back to `fallback(fn,
     args, kwargs, key)`."""
-    _served_classes.append((cls, fallback))
-    _python_calls[cls] = cls.__dict__["__call__"]
+    _served[cls] = (fallback, cls.__dict__["__call__"])
     if entry is not None:
         _install(native.launch_module(), cls, fallback)
 
 
 def restore_python_calls() -> None:
     """Give the served classes their Python `__call__` back (for a torch.compile that cannot trace a C method)."""
-    restore_calls(_python_calls)
+    restore_calls({cls: python_call for cls, (_, python_call) in _served.items()})
 
 
 def install_c_calls() -> dict:
     """Give the served classes the C `__call__` whatever tracing chose; returns the old ones for restore_calls."""
     enable()
     module, before = native.launch_module(), {}
-    for cls, fallback in _served_classes:
+    for cls, (fallback, _) in _served.items():
         before[cls] = cls.__dict__["__call__"]
         _install(module, cls, fallback, notify=False)
     return before
@@ -67,7 +66,7 @@ def _install(module, cls, fallback: Callable, notify: bool = True) -> None:
 
 def served_classes() -> list:
     """The classes whose `__call__` the hit path replaces (their C method once installed)."""
-    return [cls for cls, _ in _served_classes]
+    return list(_served)
 
 
 def serves_new_shapes() -> bool:
@@ -83,7 +82,7 @@ def enable() -> None:
         configure(module)
         aten.start(module)  # allocation and data pointers through ATen, once built
         entry = module.hit
-        for cls, fallback in _served_classes:
+        for cls, (fallback, _) in _served.items():
             _install(module, cls, fallback)
 
 

@@ -6,8 +6,10 @@ or removed; `native/` builds stay.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,25 +21,17 @@ _STATS_KEYS = {"written", "reused"}
 
 def generated_files(directory: Path) -> list:
     """The generated files in `directory`, sorted."""
-    if not directory.is_dir():
-        return []
-    return sorted(p for p in directory.glob("*.py") if p.is_file() and cache.verifies(p))
+    return _listed(directory, "*.py", cache.verifies)
 
 
 def kernels(directory: Path) -> list:
     """The compiled-kernel entries under `directory`, sorted."""
-    store = directory / cache.KERNELS
-    if not store.is_dir():
-        return []
-    return sorted(p for p in store.glob("*.bin") if p.is_file() and kernel_store.decode(_read(p)) is not None)
+    return _listed(directory / cache.KERNELS, "*.bin", lambda path: kernel_store.read(path) is not None)
 
 
 def probes(directory: Path) -> list:
     """The remembered probe results under `directory`, sorted."""
-    remembered = directory / cache.PROBES
-    if not remembered.is_dir():
-        return []
-    return sorted(p for p in remembered.glob("*.json") if _PROBE_NAME.fullmatch(p.name) and _is_probe(p))
+    return _listed(directory / cache.PROBES, "*.json", _is_probe)
 
 
 def stats_file(directory: Path) -> list:
@@ -47,8 +41,15 @@ def stats_file(directory: Path) -> list:
     return [path] if isinstance(data, dict) and set(data) <= _STATS_KEYS else []
 
 
+def _listed(directory: Path, pattern: str, is_ours) -> list:
+    """The files in `directory` matching `pattern` that `is_ours` accepts, sorted."""
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.glob(pattern) if p.is_file() and is_ours(p))
+
+
 def _is_probe(path: Path) -> bool:
-    data = _json(path)
+    data = _json(path) if _PROBE_NAME.fullmatch(path.name) else None
     return isinstance(data, dict) and set(data) == {"inputs", "dtypes"}
 
 
@@ -57,13 +58,6 @@ def _json(path: Path):
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-
-
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return b""
 
 
 @dataclass
@@ -80,17 +74,15 @@ def clear(directory: Path) -> Cleared:
     """Remove tritonwise's files from `directory` (then its emptied `kernels/` and `probes/`); nothing else."""
     result = Cleared()
     cache._verified.clear()
-    for kind, paths in (("files", generated_files(directory)), ("kernels", kernels(directory)), ("probes", probes(directory))):
-        for path in paths:
+    for kind, listing in (("files", generated_files), ("kernels", kernels), ("probes", probes)):
+        for path in listing(directory):
             if _remove(path, result):
                 setattr(result, kind, getattr(result, kind) + 1)
     for path in stats_file(directory):
         _remove(path, result)
     for sub in (cache.KERNELS, cache.PROBES):
-        try:
+        with contextlib.suppress(OSError):  # missing, or holds something that is not ours
             (directory / sub).rmdir()
-        except OSError:
-            pass  # missing, or holds something that is not ours
     return result
 
 
@@ -122,10 +114,6 @@ def function_of(path: Path) -> str:
 def stats(directory: Path) -> dict:
     """Files, bytes, files per function, stored kernels, probe results, and file writes and reuses."""
     files = generated_files(directory)
-    per_function: dict = {}
-    for f in files:
-        name = function_of(f)
-        per_function[name] = per_function.get(name, 0) + 1
     counts = cache.read_stats(directory)
     return {
         "directory": str(directory),
@@ -135,5 +123,5 @@ def stats(directory: Path) -> dict:
         "probes": len(probes(directory)),
         "written": counts.get("written", 0),
         "reused": counts.get("reused", 0),
-        "per_function": per_function,
+        "per_function": dict(Counter(function_of(f) for f in files)),
     }

@@ -80,27 +80,26 @@ def load(identity: KernelIdentity) -> Optional[StoredKernel]:
     """The stored kernel for `identity` from the first trusted directory holding a verified entry, or None."""
     for directory in cache.search_dirs():
         path = directory / identity.entry_name
-        if not cache.trusted_entry(directory, path):
-            continue
-        try:
-            data = path.read_bytes()
-        except OSError:
-            continue
-        kernel = decode(data)
+        kernel = read(path) if cache.trusted_entry(directory, path) else None
         if kernel is not None and kernel.identity == identity:
             return kernel
     return None
 
 
+def read(path: Path) -> Optional[StoredKernel]:
+    """The entry at `path`, or None where it cannot be read or is no intact entry."""
+    try:
+        return decode(path.read_bytes())
+    except OSError:
+        return None
+
+
+_HEADER_FIELDS = ("name", "num_warps", "shared", "launch")  # StoredKernel's, after identity and binary
+
+
 def encode(kernel: StoredKernel) -> bytes:
-    header = {
-        "identity": kernel.identity.as_json(),
-        "name": kernel.name,
-        "num_warps": kernel.num_warps,
-        "shared": kernel.shared,
-        "launch": kernel.launch,
-        "binary_bytes": len(kernel.binary),
-    }
+    header = {name: getattr(kernel, name) for name in _HEADER_FIELDS}
+    header.update(identity=kernel.identity.as_json(), binary_bytes=len(kernel.binary))
     body = MAGIC + _canonical(header).encode() + b"\n" + kernel.binary
     return body + TRAILER + hashlib.sha256(body).hexdigest().encode() + b"\n"
 
@@ -115,14 +114,7 @@ def decode(data: bytes) -> Optional[StoredKernel]:
         header = json.loads(header_line)
         if header["binary_bytes"] != len(binary):
             return None
-        return StoredKernel(
-            identity=_identity(header["identity"]),
-            binary=binary,
-            name=header["name"],
-            num_warps=header["num_warps"],
-            shared=header["shared"],
-            launch=header["launch"],
-        )
+        return StoredKernel(_identity(header["identity"]), binary, *(header[name] for name in _HEADER_FIELDS))
     except (ValueError, KeyError, TypeError):
         return None
 

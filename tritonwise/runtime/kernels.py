@@ -16,10 +16,12 @@ import threading
 from types import SimpleNamespace
 from typing import Callable, Optional, Sequence
 
+import torch
+
 from . import cuda_driver, freeze, kernel_store, native
 from .arguments import describe_values
 from .kernel_store import KernelIdentity, StoredKernel
-from .launcher import direct_launcher, own_launcher
+from .launcher import LAUNCH_FIELDS, own_launcher, triton_entry_launcher
 
 logger = logging.getLogger("tritonwise")
 _loaded_lock = threading.Lock()
@@ -43,8 +45,6 @@ def parse_target(text: str) -> tuple:
 @functools.lru_cache(maxsize=None)
 def device_target(device_index: int) -> tuple:
     """The target of a CUDA device, as Triton's driver names it."""
-    import torch
-
     major, minor = torch.cuda.get_device_capability(device_index)
     return ("cuda", major * 10 + minor, 32)
 
@@ -67,11 +67,10 @@ def _parameter(param, value) -> tuple:
     """(type, divisible by 16) of one parameter for one value."""
     if param.is_constexpr:
         return "constexpr", False
-    specialized = not param.do_not_specialize
     annotation = param.annotation_type
     if not annotation:
-        return _by_value(param, value, specialized)
-    if not specialized or annotation == "u1" or annotation[:2] in ("fp", "bf"):
+        return _by_value(param, value, not param.do_not_specialize)
+    if not _value_specialized(param):
         return annotation, False
     return annotation, _by_value(param, value, True)[1]
 
@@ -185,16 +184,6 @@ def compile_and_store(kernel, ident: KernelIdentity) -> StoredKernel:
     return stored
 
 
-LAUNCH_FIELDS = (
-    "num_ctas",
-    "launch_cooperative_grid",
-    "launch_pdl",
-    "global_scratch_size",
-    "profile_scratch_size",
-    "tensordesc_meta",
-)
-
-
 def _plain(value):
     """A metadata value as JSON keeps it."""
     if isinstance(value, (list, tuple)):
@@ -252,13 +241,6 @@ def store_enabled() -> bool:
     return os.environ.get("TRITONWISE_KERNEL_STORE", "1") != "0"
 
 
-def _loadable() -> bool:
-    """Whether this process can load binaries itself (the CUDA driver), for launch.c's launcher to start."""
-    import torch
-
-    return torch.version.hip is None and cuda_driver.driver() is not None
-
-
 def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
     """Launch `plan` the first time; returns the launcher for later calls: launch.c over the stored
     binary, else Triton's (under profiler hooks, or where the driver alone cannot start it)."""
@@ -266,7 +248,9 @@ def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
     tail, device, grid = plan.index_args + plan.constexprs, plan.device.index, plan.grid
     through_triton = _through_triton(plan)
     try:
-        drivable = store_enabled() and _loadable() and hasattr(kernel, "params")  # a JITFunction, not interpreted
+        # launch.c's launcher starts binaries this process loads itself: a JITFunction (not interpreted), on CUDA
+        loadable = torch.version.hip is None and cuda_driver.driver() is not None
+        drivable = store_enabled() and loadable and hasattr(kernel, "params")
         if drivable and native.start_launch_build():  # launch.c compiles while the kernel does
             found = loaded(plan.spec.file_name, kernel, (*inputs, *outputs, *tail), plan.num_warps, device)
             launch = found and own_launcher(found, grid, tail, device, len(inputs), through_triton)
@@ -277,7 +261,10 @@ def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
     except freeze.FrozenError as e:
         raise freeze.FrozenError(f"{plan.name}({describe_values(inputs)}): {e}") from None
     compiled = through_triton(inputs, outputs)
-    return direct_launcher(compiled, grid, tail, device, len(inputs)) or through_triton
+    entry = triton_entry_launcher(compiled, grid, tail, device)  # None: this Triton cannot be driven directly
+    if entry is None:
+        return through_triton
+    return own_launcher(compiled, grid, tail, device, len(inputs), entry) or entry
 
 
 class Rebinding:
@@ -289,26 +276,22 @@ class Rebinding:
     def __init__(self, template):
         self._rebind = getattr(template.direct, "rebind", None)  # launch.c's launcher only
         self._constexprs, self._num_warps = template.constexprs, template.num_warps
-        self._specialized = _value_specialized_tail(_kernel_of(template), template)
-        if self._specialized is not None:
-            self._classes = [_parameter(param, template.index_args[k]) for k, param in self._specialized]
+        tail = _value_specialized_tail(_kernel_of(template), template) if self._rebind is not None else None
+        if tail is not None:  # each value-specialized index argument's position, parameter and class
+            tail = [(k, param, _parameter(param, template.index_args[k])) for k, param in tail]
+        self._specialized = tail
 
     def value_positions(self) -> Optional[tuple]:
         """Positions of the index arguments Triton specializes on their values; None where no plan can be rebound."""
-        if self._rebind is None or self._specialized is None:
-            return None
-        return tuple(k for k, _ in self._specialized)
+        return None if self._specialized is None else tuple(k for k, _, _ in self._specialized)
 
     def launcher(self, plan) -> Optional[Callable]:
         """`plan`'s launcher, or None (the plan then takes first_launch)."""
-        if self._rebind is None or self._specialized is None:
-            return None
-        if plan.constexprs != self._constexprs or plan.num_warps != self._num_warps:
-            return None  # another compiled kernel
+        if self._specialized is None or plan.constexprs != self._constexprs or plan.num_warps != self._num_warps:
+            return None  # not rebindable, or another compiled kernel
         values = plan.index_args
-        for (k, param), kind in zip(self._specialized, self._classes):
-            if _parameter(param, values[k]) != kind:
-                return None
+        if any(_parameter(param, values[k]) != kind for k, param, kind in self._specialized):
+            return None
         return self._rebind(plan.grid, values + plan.constexprs, _through_triton(plan))
 
 
@@ -332,13 +315,13 @@ def _value_specialized_tail(kernel, plan) -> Optional[list]:
     n_operands = n_args + len(plan.out_dtypes)
     pointers = set(plan.tensor_positions) | set(range(n_args, n_operands))
     for position, param in enumerate(kernel.params[:n_operands]):
-        if position not in pointers and not param.is_constexpr and not _never_value_specialized(param):
+        if position not in pointers and _value_specialized(param):
             return None
-    tail = kernel.params[n_operands:]
-    return [(k, p) for k, p in enumerate(tail) if not p.is_constexpr and not _never_value_specialized(p)]
+    return [(k, p) for k, p in enumerate(kernel.params[n_operands:]) if _value_specialized(p)]
 
 
-def _never_value_specialized(param) -> bool:
-    """Typed by annotation or int width (both in the signature), such a parameter specializes on nothing."""
+def _value_specialized(param) -> bool:
+    """Whether Triton may specialize `param` on its value (== 1, divisible by 16): not a constexpr, nor
+    do_not_specialize, nor annotated bool or float (the signature types those alone)."""
     annotation = param.annotation_type
-    return param.do_not_specialize or annotation == "u1" or annotation[:2] in ("fp", "bf")
+    return not (param.is_constexpr or param.do_not_specialize or annotation == "u1" or annotation[:2] in ("fp", "bf"))

@@ -17,32 +17,23 @@ import torch
 
 from . import cuda_driver, native
 
-# Triton's kernel parameter types: the C type the kernel takes, and launch.c's kind letter.
+# Triton's kernel parameter types: launch.c's kind letter, and the struct code of the value.
 _SCALARS = {
-    "i1": (ctypes.c_int8, "b"),
-    "i8": (ctypes.c_int8, "b"),
-    "i16": (ctypes.c_int16, "h"),
-    "i32": (ctypes.c_int32, "i"),
-    "i64": (ctypes.c_int64, "l"),
-    "u1": (ctypes.c_uint8, "B"),
-    "u8": (ctypes.c_uint8, "B"),
-    "u16": (ctypes.c_uint16, "H"),
-    "u32": (ctypes.c_uint32, "I"),
-    "u64": (ctypes.c_uint64, "K"),
-    "fp32": (ctypes.c_float, "f"),
-    "f32": (ctypes.c_float, "f"),
-    "fp64": (ctypes.c_double, "d"),
+    "i1": ("b", "b"),
+    "i8": ("b", "b"),
+    "i16": ("h", "h"),
+    "i32": ("i", "i"),
+    "i64": ("l", "q"),
+    "u1": ("B", "B"),
+    "u8": ("B", "B"),
+    "u16": ("H", "H"),
+    "u32": ("I", "I"),
+    "u64": ("K", "Q"),
+    "fp32": ("f", "f"),
+    "f32": ("f", "f"),
+    "fp64": ("d", "d"),
 }
-_POINTER = (ctypes.c_uint64, "p")
-
-
-def direct_launcher(compiled, grid: tuple, tail: tuple, device_index: int, n_inputs: int) -> Optional[Callable]:
-    """`launch(inputs, outputs)` running `compiled` over `grid` on the inputs, outputs then `tail`
-    (index arguments and constexprs); None where this Triton cannot be driven directly."""
-    fallback = triton_entry_launcher(compiled, grid, tail, device_index)
-    if fallback is None:
-        return None
-    return own_launcher(compiled, grid, tail, device_index, n_inputs, fallback) or fallback
+_POINTER = ("p", "Q")
 
 
 def _hooks_installed(hooks) -> bool:
@@ -67,14 +58,14 @@ class CLaunch(NamedTuple):
 
 
 class KernelParameters:
-    """The kernel's parameters in order: operand C types, fixed values (index arguments), then
+    """The kernel's parameters in order: operand kinds, fixed values (index arguments), then
     Triton's scratch pointers (NULL); worked out once per kernel, each plan packs its own tail."""
 
     def __init__(self, compiled, n_inputs: int, n_tail: int):
         self.operands, self._passed, self._slots = _layout(compiled, n_inputs, n_tail)
 
     def kinds(self) -> bytes:
-        return "".join(kind for _, kind in self.operands).encode()
+        return "".join(kind for kind, _ in self.operands).encode()
 
     def fixed_slots(self, tail: tuple) -> bytes:
         """The tail's passed values and scratch pointers, an 8-byte slot each (ValueError: one does not fit)."""
@@ -85,23 +76,10 @@ class KernelParameters:
 
 
 _layouts: dict = {}  # (id(compiled), n_inputs, n_tail) -> (compiled, layout): kept, so ids stay theirs
-# struct's code for each C type a fixed value takes, padded to its 8-byte slot
-_SLOT = {
-    ctypes.c_int8: "b7x",
-    ctypes.c_uint8: "B7x",
-    ctypes.c_int16: "h6x",
-    ctypes.c_uint16: "H6x",
-    ctypes.c_int32: "i4x",
-    ctypes.c_uint32: "I4x",
-    ctypes.c_int64: "q",
-    ctypes.c_uint64: "Q",
-    ctypes.c_float: "f4x",
-    ctypes.c_double: "d",
-}
 
 
 def _layout(compiled, n_inputs: int, n_tail: int) -> tuple:
-    """(operands' (ctype, kind), the tail positions passed, the struct packing them and the scratch slots)."""
+    """(operands' (kind, struct code), the tail positions passed, the struct packing them and the scratch slots)."""
     key = (id(compiled), n_inputs, n_tail)
     found = _layouts.get(key)
     if found is not None and found[0] is compiled:
@@ -110,16 +88,17 @@ def _layout(compiled, n_inputs: int, n_tail: int) -> tuple:
     n_operands = len(types) - n_tail
     if n_operands < n_inputs or "constexpr" in types[:n_operands]:
         raise ValueError("operands do not match the kernel signature")
-    operands = [_c_type(t) for t in types[:n_operands]]  # (ctype, kind letter)
-    fixed = [(k, _c_type(t)[0]) for k, t in enumerate(types[n_operands:]) if t != "constexpr"]
-    listed = [c for c, _ in operands] + [c for _, c in fixed]
-    sizes = cuda_driver.param_sizes(compiled.function)
-    if sizes is None:
+    operands = [_c_type(t) for t in types[:n_operands]]  # (kind letter, struct code)
+    fixed = [(k, _c_type(t)[1]) for k, t in enumerate(types[n_operands:]) if t != "constexpr"]
+    sizes = [struct.calcsize(code) for _, code in operands + fixed]
+    driver_sizes = cuda_driver.param_sizes(compiled.function)
+    if driver_sizes is None:
         raise ValueError("the driver cannot list kernel parameters")
-    n_scratch = len(sizes) - len(listed)
-    if [ctypes.sizeof(c) for c in listed] + [8] * n_scratch != sizes:
+    n_scratch = len(driver_sizes) - len(sizes)
+    if sizes + [8] * n_scratch != list(driver_sizes):
         raise ValueError("kernel parameters differ from the signature")
-    slots = struct.Struct("<" + "".join(_SLOT[c] for _, c in fixed) + "8x" * n_scratch)
+    # each fixed value padded to its 8-byte slot, then the scratch slots
+    slots = struct.Struct("<" + "".join(f"{code}{8 - struct.calcsize(code)}x" for _, code in fixed) + "8x" * n_scratch)
     layout = (operands, [k for k, _ in fixed], slots)
     _layouts[key] = (compiled, layout)
     return layout
@@ -129,17 +108,22 @@ def _c_type(t: str) -> tuple:
     return _POINTER if t.startswith("*") else _SCALARS[t]  # KeyError: not passed here (fp16)
 
 
+# Triton's launch metadata beyond warps and shared memory (a stored kernel keeps it too): cuLaunchKernel
+# alone starts a kernel as Triton would only with num_ctas 1 and the rest unset (no cluster, cooperative
+# or programmatic launch, scratch memory or tensor descriptors).
+LAUNCH_FIELDS = (
+    "num_ctas",
+    "launch_cooperative_grid",
+    "launch_pdl",
+    "global_scratch_size",
+    "profile_scratch_size",
+    "tensordesc_meta",
+)
+
+
 def _launchable(compiled) -> bool:
-    """Whether cuLaunchKernel alone starts this kernel as Triton would (no cluster, special launch or scratch)."""
     meta = compiled.metadata
-    return (
-        getattr(meta, "num_ctas", 1) == 1
-        and not getattr(meta, "launch_cooperative_grid", False)
-        and not getattr(meta, "launch_pdl", False)
-        and not getattr(meta, "global_scratch_size", 0)
-        and not getattr(meta, "profile_scratch_size", 0)
-        and not getattr(meta, "tensordesc_meta", None)
-    )
+    return getattr(meta, "num_ctas", 1) == 1 and not any(getattr(meta, name, None) for name in LAUNCH_FIELDS[1:])
 
 
 def own_launcher(compiled, grid, tail, device_index, n_inputs, hooked: Callable) -> Optional[Callable]:
@@ -172,15 +156,11 @@ def own_launcher(compiled, grid, tail, device_index, n_inputs, hooked: Callable)
                     return launch(inputs, outputs)
             if _hooks_installed(hooks):
                 return hooked(inputs, outputs)
-            stream = raw_stream(device_index)
-            code = c_launch(
-                cu_launch_kernel, function, g0, g1, g2, threads, shared, stream, kinds, fixed, inputs, outputs
-            )
+            params = (cu_launch_kernel, function, g0, g1, g2, threads, shared, raw_stream(device_index), kinds, fixed)
+            code = c_launch(*params, inputs, outputs)
             if code == cuda_driver.CUDA_ERROR_INVALID_CONTEXT:  # a thread new to CUDA
                 cuda_driver.make_primary_context_current(device_index)
-                code = c_launch(
-                    cu_launch_kernel, function, g0, g1, g2, threads, shared, stream, kinds, fixed, inputs, outputs
-                )
+                code = c_launch(*params, inputs, outputs)
             if code:
                 raise cuda_driver.CudaError(f"launching {compiled.name}: {cuda_driver.error_text(code)}")
 
@@ -194,8 +174,8 @@ def own_launcher(compiled, grid, tail, device_index, n_inputs, hooked: Callable)
 
 
 def _c_entry(run) -> Optional[tuple]:
-    """Triton 3.6's CudaLauncher's compiled C function (`.launch`); used only on that version and
-    for kernels that need no scratch memory (the Python wrapper would allocate it)."""
+    """Triton 3.6's CudaLauncher's compiled C function (`.launch`) and what it takes before the metadata;
+    used only on that version and for kernels that need no scratch memory (the Python wrapper would allocate it)."""
     import triton
 
     if not triton.__version__.startswith("3.6."):
@@ -204,7 +184,7 @@ def _c_entry(run) -> Optional[tuple]:
     entry = getattr(run, "launch", None)
     if needs_scratch or entry is None:
         return None
-    return entry, run.launch_cooperative_grid, run.launch_pdl
+    return entry, (run.launch_cooperative_grid, run.launch_pdl, None, None)  # flags, the (absent) scratch buffers
 
 
 def triton_entry_launcher(compiled, grid: tuple, tail: tuple, device_index: int) -> Optional[Callable]:
@@ -219,12 +199,7 @@ def triton_entry_launcher(compiled, grid: tuple, tail: tuple, device_index: int)
         return None
     g0, g1, g2 = (tuple(grid) + (1, 1))[:3]
     raw_stream = torch._C._cuda_getCurrentRawStream
-    entry = _c_entry(run)
-    if entry is None:
-        c_launch, head = None, ()
-    else:
-        c_launch, cooperative, pdl = entry
-        head = (cooperative, pdl, None, None)  # flags, then the two (absent) scratch buffers
+    entry, head = _c_entry(run) or (run, ())
 
     def launch(inputs, outputs) -> None:
         stream = raw_stream(device_index)
@@ -232,11 +207,6 @@ def triton_entry_launcher(compiled, grid: tuple, tail: tuple, device_index: int)
         if _hooks_installed(hooks):
             enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
             launch_metadata = compiled.launch_metadata(grid, stream, *inputs, *outputs, *tail)
-        if c_launch is None:
-            run(g0, g1, g2, stream, function, metadata, launch_metadata, enter, leave, *inputs, *outputs, *tail)
-        else:
-            c_launch(
-                g0, g1, g2, stream, function, *head, metadata, launch_metadata, enter, leave, *inputs, *outputs, *tail
-            )
+        entry(g0, g1, g2, stream, function, *head, metadata, launch_metadata, enter, leave, *inputs, *outputs, *tail)
 
     return launch

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import statistics
 import time
 import types
 from pathlib import Path
@@ -30,7 +31,7 @@ def main(namespace: dict) -> None:
     run = launcher(module.launch, layout, device)
     if interpreted:
         with INTERPRETER_LOCK, interpreting():
-            seconds = _median_seconds(run, repeats=3)
+            seconds = statistics.median(_seconds(run) for _ in range(3))
     else:
         run()
         torch.cuda.synchronize()
@@ -63,7 +64,8 @@ def launcher(launch, layout: dict, device: torch.device):
             operands[name] = torch.zeros(shape, dtype=_torch_dtype(acc), device=device)
     classes = [(n, s) for n, _, s in strided]
     index = scheme.index_values(task_shape, m_dim, block, classes, strides)
-    args = [operands.get(n, SCALARS.get(d)) for n, d, _ in layout["inputs"]] + [operands[o[0]] for o in layout["outputs"]]
+    args = [operands.get(n, SCALARS.get(d)) for n, d, _ in layout["inputs"]]
+    args += [operands[o[0]] for o in layout["outputs"]]
 
     def run():
         launch(grid, *args, *index, *block, scheme.num_warps(block, config))
@@ -111,10 +113,7 @@ def _torch_dtype(name: str) -> torch.dtype:
     return next(t for t, n in TRITON_DTYPES.items() if n == name)
 
 
-def _median_seconds(run, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return sorted(times)[len(times) // 2]
+def _seconds(run) -> float:
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start

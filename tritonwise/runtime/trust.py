@@ -9,7 +9,9 @@ path is checked as it resolves; a directory not there yet is judged by its ances
 from __future__ import annotations
 
 import functools
+import grp
 import os
+import pwd
 import stat
 from pathlib import Path
 from typing import Optional
@@ -48,7 +50,8 @@ def entry_problem(directory: Path, path: Path, uid: Optional[int] = None) -> Opt
 
 def _problem(node: Path, st: os.stat_result, uid: int, ancestor: bool) -> Optional[str]:
     if st.st_uid not in (0, uid):
-        return f"{node} is owned by user {_user_name(st.st_uid)}, neither root nor this user"
+        user = _named(st.st_uid, pwd.getpwuid, "pw_name")
+        return f"{node} is owned by user {user}, neither root nor this user"
     others = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
     if not others:
         return None
@@ -58,16 +61,14 @@ def _problem(node: Path, st: os.stat_result, uid: int, ancestor: bool) -> Option
         return f"{node} is writable by every user (mode {stat.S_IMODE(st.st_mode):o})"
     if private_group(st.st_gid, st.st_uid):
         return None
-    return f"{node} is writable by group {_group_name(st.st_gid)} (mode {stat.S_IMODE(st.st_mode):o})"
+    group = _named(st.st_gid, grp.getgrgid, "gr_name")
+    return f"{node} is writable by group {group} (mode {stat.S_IMODE(st.st_mode):o})"
 
 
 @functools.lru_cache(maxsize=None)
 def private_group(gid: int, owner: int) -> bool:
     """The group `gid` has no member but the user `owner`: none other has it as primary group
     and it lists none other (a user-private group). Unknown groups or users are not private."""
-    import grp
-    import pwd
-
     try:
         group, owner_entry = grp.getgrgid(gid), pwd.getpwuid(owner)
     except KeyError:
@@ -81,19 +82,9 @@ def private_group(gid: int, owner: int) -> bool:
     return group.gr_name == owner_entry.pw_name and (owner_entry.pw_gid == gid or bool(group.gr_mem))
 
 
-def _user_name(uid: int) -> str:
-    import pwd
-
+def _named(number: int, lookup, field: str) -> str:
+    """`name (number)` from the user or group database (`lookup`), or the number where it has none."""
     try:
-        return f"{pwd.getpwuid(uid).pw_name} ({uid})"
+        return f"{getattr(lookup(number), field)} ({number})"
     except KeyError:
-        return str(uid)
-
-
-def _group_name(gid: int) -> str:
-    import grp
-
-    try:
-        return f"{grp.getgrgid(gid).gr_name} ({gid})"
-    except KeyError:
-        return str(gid)
+        return str(number)
