@@ -1,4 +1,0 @@
-"""The names of Triton's two libdevice modules, which the interpreter's patching replaces."""
-
-STUB_MODULE = "triton.language.extra.libdevice"  # backend-neutral stubs payloads import
-BACKEND_MODULE = "triton.language.extra.cuda.libdevice"  # the CUDA builtins the stubs resolve to
