@@ -94,12 +94,11 @@ _substituted: set = set()  # ids of the C __call__ methods given a polyfill
 
 def trace_c_calls() -> None:
     """Give dynamo a traceable stand-in for each C `__call__` the hit path installed (filling its
-    substitute tables as substitute_in_graph does); elsewhere such calls stay opaque."""
-    try:
-        from torch._dynamo.trace_rules import _polyfilled_function_ids
-        from torch._dynamo.variables.functions import PolyfilledFunctionVariable
-    except ImportError:  # pragma: no cover - a torch without these tables
-        return
+    substitute tables as substitute_in_graph does); elsewhere such calls stay opaque. Called only where
+    tracing.polyfills_methods() holds, so these tables exist."""
+    from torch._dynamo.trace_rules import _polyfilled_function_ids
+    from torch._dynamo.variables.functions import PolyfilledFunctionVariable
+
     for cls in hit_path.served_classes():
         method = cls.__dict__.get("__call__")
         if method is None or inspect.isfunction(method) or id(method) in _substituted:
