@@ -54,7 +54,7 @@ def _python_name(symbol: str) -> str:
     import inspect
     import re
 
-    from .interpreter_numerics import BACKEND_MODULE
+    from .libdevice_modules import BACKEND_MODULE
 
     source = inspect.getsource(importlib.import_module(BACKEND_MODULE))
     position = source.find(f'"{symbol}"')

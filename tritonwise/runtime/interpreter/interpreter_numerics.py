@@ -14,8 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 
-STUB_MODULE = "triton.language.extra.libdevice"  # backend-neutral stubs payloads import
-BACKEND_MODULE = "triton.language.extra.cuda.libdevice"  # the CUDA builtins the stubs resolve to
+from .libdevice_modules import BACKEND_MODULE, STUB_MODULE
 
 
 @contextlib.contextmanager
