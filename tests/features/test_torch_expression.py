@@ -50,7 +50,7 @@ OPS = _pointwise_objects()
 
 def function_of(op, kinds: tuple):
     if isinstance(op, Pointwise):
-        return op._functions.get(kinds) or op._make(kinds)
+        return op.function(kinds)
     return op
 
 

@@ -54,13 +54,15 @@ class Pointwise:
         self.__name__ = payload.fn.__name__
 
     def __call__(self, *args, **outs):
-        kinds = tuple(is_tensor_like(a) for a in args)
-        fn = self._functions.get(kinds) or self._make(kinds)
-        given = {k: v for k, v in outs.items() if v is not None}
-        return fn(*args, **given)
+        fn = self.function(tuple(is_tensor_like(a) for a in args))
+        return fn(*args, **{k: v for k, v in outs.items() if v is not None})
 
-    def _make(self, kinds: tuple):
-        if not any(kinds):
-            raise TypeError(f"{self.__name__}: expected at least one tensor argument, got only python scalars")
-        fn = pointwise_dynamic(self._payload, is_tensor=list(kinds), promotion_methods=self._methods)
-        return self._functions.setdefault(kinds, fn)
+    def function(self, kinds: tuple):
+        """The pointwise function for arguments that are tensors (True) or python scalars (False), made once."""
+        fn = self._functions.get(kinds)
+        if fn is None:
+            if not any(kinds):
+                raise TypeError(f"{self.__name__}: expected at least one tensor argument, got only python scalars")
+            fn = pointwise_dynamic(self._payload, is_tensor=list(kinds), promotion_methods=self._methods)
+            self._functions[kinds] = fn
+        return fn

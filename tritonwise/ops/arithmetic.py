@@ -9,10 +9,6 @@ import triton.language as tl
 
 from ._pointwise import BOOL, FLOATING, INTEGRAL, Pointwise, is_tensor_like, require_number, result_category
 
-# ---------------------------------------------------------------------------------------------
-# Payloads
-
-
 @triton.jit
 def _add(x, y):
     return x + y
@@ -97,10 +93,6 @@ SUB_ALPHA = Pointwise(_sub_alpha, _WITH_ALPHA)
 MUL = Pointwise(_mul, _DEFAULT)
 TRUE_DIV = Pointwise(_true_div, [(0, 1, "INT_TO_FLOAT")])
 ROUNDED_DIV = {"trunc": Pointwise(_trunc_div, _DEFAULT), "floor": Pointwise(_floor_div, _DEFAULT)}
-
-# ---------------------------------------------------------------------------------------------
-# Ops
-
 
 def _check_alpha(op: str, input, other, alpha) -> int:
     """torch's rules for alpha; returns the result's category."""

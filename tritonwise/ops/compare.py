@@ -26,8 +26,6 @@ def _where(condition, x, y):
 
 # Two selections, not `(x < low) | (low != low)`: Triton 3.9's interpreter fails on `|` of a
 # block and a 0-d comparison (a scalar bound).
-
-
 @triton.jit
 def _clamp_min(x, low):
     r = tl.where(x < low, low, x)

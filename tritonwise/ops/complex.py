@@ -37,7 +37,8 @@ def _real_parts(z: torch.Tensor) -> tuple:
     return view[..., 0], view[..., 1]
 
 
-def _check_polar(abs, angle, out) -> torch.dtype:
+def polar(abs, angle, *, out=None):
+    """torch.polar: abs * (cos(angle) + i sin(angle)) for float32/float64 `abs` and `angle`."""
     require_tensor("polar", "abs", abs)
     require_tensor("polar", "angle", angle)
     if abs.dtype != angle.dtype:
@@ -49,12 +50,6 @@ def _check_polar(abs, angle, out) -> torch.dtype:
         raise NotImplementedError(f"polar: inputs must be float32 or float64 tensors, got {abs.dtype}")
     if out is not None and out.dtype != dtype:
         raise RuntimeError(f"polar: expected out to have dtype {dtype}, got {out.dtype}")
-    return dtype
-
-
-def polar(abs, angle, *, out=None):
-    """torch.polar: abs * (cos(angle) + i sin(angle)) for float32/float64 `abs` and `angle`."""
-    dtype = _check_polar(abs, angle, out)
     if out is None:
         out = torch.empty(torch.broadcast_shapes(abs.shape, angle.shape), dtype=dtype, device=abs.device)
     real, imag = _real_parts(out)

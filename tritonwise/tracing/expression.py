@@ -17,7 +17,7 @@ import torch
 from ..frontend.dtypes import resolve_types
 from ..frontend.reduction import reduction_of
 from . import language
-from .translate import Translation, UnsupportedConstruct, translate
+from .translate import UnsupportedConstruct, translate
 
 _SCALAR_TYPES = {"bool": bool, "int": int, "float": float}
 _KEPT = "_tritonwise_torch_expression"  # the attribute keeping a function's expression (or reason)
@@ -48,16 +48,12 @@ def expression_of(fn) -> TorchExpression:
     params = payload.fn.__code__.co_varnames[: payload.num_params]
     scalars = frozenset(p for i, p in enumerate(params) if i < schema.num_inputs() and not schema.is_tensor(i))
     translation = translate(payload.fn, scalars)
-    return TorchExpression(_load(translation, payload.qualname), translation.source)
-
-
-def _load(translation: Translation, qualname: str) -> Callable:
-    """The translated functions, compiled under a file name of their own (for tracebacks and torch.compile logs)."""
-    filename = f"<tritonwise torch expression of {qualname}>"
+    # compiled under a file name of its own, for tracebacks and torch.compile logs
+    filename = f"<tritonwise torch expression of {payload.qualname}>"
     linecache.cache[filename] = (len(translation.source), None, translation.source.splitlines(True), filename)
     namespace = {"tw": language.NAMESPACE, "torch": torch}
     exec(compile(translation.source, filename, "exec"), namespace)
-    return namespace[translation.name]
+    return TorchExpression(namespace[translation.name], translation.source)
 
 
 def signature(args: tuple, outs: tuple) -> Optional[tuple]:
@@ -139,9 +135,7 @@ def _finish(value, dtype: torch.dtype, reduction, shape, device):
             value = value.expand(shape).clone()
     else:
         value = torch.full(shape, value, dtype=dtype, device=device)
-    if reduction is None:
-        return value
-    return _reduce(value, reduction)
+    return value if reduction is None else _reduce(value, reduction)
 
 
 def _reduce(value: torch.Tensor, reduction):

@@ -19,13 +19,11 @@ from ..runtime import hit_path
 from . import let_dynamo_trace_c_calls, function_of
 from .expression import expression_or_reason, rule_of, run, signature
 
-NOT_TRACED = object()
-
 
 def compiled_call(fn, call, args: tuple, kwargs: dict):
     """What dynamo traces for `call(*args, **kwargs)`: the torch expression, else the call outside the graph."""
     traced = traced_call(fn, args, kwargs)
-    return _opaque(call, args, kwargs) if traced is NOT_TRACED else traced
+    return _opaque(call, args, kwargs) if traced is NotImplemented else traced
 
 
 @torch.compiler.disable(reason="tritonwise: this payload has no torch expression (see fn.explain(...))")
@@ -34,20 +32,20 @@ def _opaque(call, args: tuple, kwargs: dict):
 
 
 def traced_call(fn, args: tuple, kwargs: dict):
-    """The call as torch operations, or NOT_TRACED."""
+    """The call as torch operations, or NotImplemented (as a decomposition: Inductor keeps the op)."""
     try:
         outs = fn.outputs(kwargs)
     except TypeError:  # a keyword no output has
-        return NOT_TRACED
+        return NotImplemented
     if len(args) != fn.schema.num_inputs():
-        return NOT_TRACED
+        return NotImplemented
     call = signature(args, outs)
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
     if call is None or not tensors:
-        return NOT_TRACED
+        return NotImplemented
     name = _prepared(fn.trace_key, call, max(t.ndim for t in tensors))
     if name is None:
-        return NOT_TRACED
+        return NotImplemented
     return getattr(fn, name)(args, outs)
 
 
@@ -74,30 +72,21 @@ def kernels_under_compile() -> bool:
 
 
 def register_decompositions(ops: list) -> None:
-    """register_decomposition for each (function, "namespace::name") of an as_torch_op op and its
-    backward ops: all at once, before AOTAutograd traces the backward with Inductor's table."""
-    for fn, qualname in ops:
-        namespace, _, name = qualname.partition("::")
-        register_decomposition(fn, getattr(getattr(torch.ops, namespace), name).default)
-
-
-def register_decomposition(fn, overload) -> None:
-    """Give Inductor `fn`'s torch expression as `overload`'s decomposition, once dynamo meets
-    the op (the fake implementation calls this while compiling); nothing if it does not translate."""
-    if isinstance(expression_or_reason(fn), str) or kernels_under_compile():
-        return
+    """Give Inductor each translatable function's torch expression as the decomposition of its
+    (function, "namespace::name") op: an as_torch_op op and its backward ops, all at once when dynamo
+    meets the op (its fake implementation calls this), before AOTAutograd traces the backward."""
     from torch._inductor import decomposition
 
-    if overload not in decomposition.decompositions:
-        decomposition.decompositions[overload] = lambda *args: _decomposed(fn, args)
-        cached = getattr(decomposition, "fast_random_decomps", None)  # a copy of the table, kept
-        if hasattr(cached, "cache_clear"):  # from the process's first compile on
-            cached.cache_clear()
-
-
-def _decomposed(fn, args: tuple):
-    result = traced_call(fn, args, {})
-    return NotImplemented if result is NOT_TRACED else result  # NotImplemented: Inductor keeps the op
+    for fn, qualname in ops:
+        namespace, _, name = qualname.partition("::")
+        overload = getattr(getattr(torch.ops, namespace), name).default
+        if isinstance(expression_or_reason(fn), str) or kernels_under_compile():
+            continue
+        if overload not in decomposition.decompositions:
+            decomposition.decompositions[overload] = lambda *args, fn=fn: traced_call(fn, args, {})
+            cached = getattr(decomposition, "fast_random_decomps", None)  # a copy of the table, kept
+            if hasattr(cached, "cache_clear"):  # from the process's first compile on
+                cached.cache_clear()
 
 
 _substituted: set = set()  # ids of the C __call__ methods given a polyfill
@@ -105,12 +94,11 @@ _substituted: set = set()  # ids of the C __call__ methods given a polyfill
 
 def trace_c_calls() -> None:
     """Give dynamo a traceable stand-in for each C `__call__` the hit path installed (filling its
-    substitute tables as substitute_in_graph does); elsewhere such calls stay opaque."""
-    try:
-        from torch._dynamo.trace_rules import _polyfilled_function_ids
-        from torch._dynamo.variables.functions import PolyfilledFunctionVariable
-    except ImportError:  # pragma: no cover - a torch without these tables
-        return
+    substitute tables as substitute_in_graph does); elsewhere such calls stay opaque. Called only where
+    tracing.polyfills_methods() holds, so these tables exist."""
+    from torch._dynamo.trace_rules import _polyfilled_function_ids
+    from torch._dynamo.variables.functions import PolyfilledFunctionVariable
+
     for cls in hit_path.served_classes():
         method = cls.__dict__.get("__call__")
         if method is None or inspect.isfunction(method) or id(method) in _substituted:

@@ -162,8 +162,8 @@ def _of_tensor(torch_fn):
 
 # Float functions torch names alike.
 _SAME_UNARY = (
-    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "rsqrt", "sin", "cos", "tan", "asin",
-    "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "erfinv",
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan",
+    "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "erfinv",
     "lgamma", "sigmoid", "floor", "ceil", "trunc",
 )
 FUNCTIONS = {
@@ -173,26 +173,23 @@ FUNCTIONS = {
     **{name: _of_tensor(getattr(torch, name)) for name in ("abs", "isnan", "isinf", "isfinite", "signbit")},
     "where": where,
     "exp10": _unary(lambda x: torch.pow(10.0, x)),
-    "sqrt": _unary(torch.sqrt),
-    "sqrt_rn": _unary(torch.sqrt),
     "rint": _unary(torch.round),
-    "nearbyint": _unary(torch.round),
     "round": _round_half_away,
-    "fabs": _of_tensor(torch.abs),
     "clamp": lambda x, lo, hi, propagate_nan=None: torch.clamp(_tensor(x), lo, hi),
     "fma": lambda a, b, c: a * b + c,
     "pow": power,
-    "powf": power,
     "fmod": mod,
     "div_rn": truediv,
-    "div_rz": truediv,  # rounded toward zero: within one ulp of torch's division
     "fdiv": lambda a, b, ieee_rounding=False: truediv(a, b),
-    "isfinited": _of_tensor(torch.isfinite),
-    "finitef": _of_tensor(torch.isfinite),
     "cast": to,
     "zeros_like": torch.zeros_like,
     "full": lambda shape, value, dtype: torch.full(tuple(shape), value, dtype=dtype),
 }
+_ALIASES = {  # libdevice spellings -> the function above; div_rz is within one ulp of torch's division
+    "sqrt_rn": "sqrt", "nearbyint": "rint", "fabs": "abs", "powf": "pow", "div_rz": "div_rn",
+    "isfinited": "isfinite", "finitef": "isfinite",
+}  # fmt: skip
+FUNCTIONS.update({alias: FUNCTIONS[name] for alias, name in _ALIASES.items()})
 
 NAMESPACE = types.ModuleType("tritonwise.tracing.tw")  # `tw` for translated code
 _OPERATIONS = "dtype dtype_test bitwidth to truediv floordiv mod power logical_and logical_or logical_not"

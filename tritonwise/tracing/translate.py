@@ -16,7 +16,8 @@ import inspect
 import textwrap
 from dataclasses import dataclass
 from numbers import Number
-from typing import Optional
+
+import triton.language as tl
 
 from ..autodiff.derivative import library_name, resolve
 from ..frontend.payload import is_jit
@@ -51,7 +52,6 @@ class _Function:
         self.fn = fn
         self.globals = fn.__globals__
         self.functions = functions
-        self.where = f"payload {fn.__qualname__}"
         self.static = set(static_params)
         self.locals: set = set()
 
@@ -84,7 +84,7 @@ class _Function:
         line = getattr(node, "lineno", None)
         first = inspect.getsourcelines(self.fn)[1] if line else 0
         at = f", line {first + line - 1}" if line else ""
-        raise UnsupportedConstruct(f"{self.where}{at}: {what} has no torch equivalent")
+        raise UnsupportedConstruct(f"payload {self.fn.__qualname__}{at}: {what} has no torch equivalent")
 
     # ---- statements ----------------------------------------------------------------------
 
@@ -217,7 +217,7 @@ class _Function:
         args = [self.expr(a) for a in node.args]
         if target in (float, int, bool) and all(isinstance(a, ast.Constant) for a in args):
             return ast.Constant(value=target(*[a.value for a in args]))
-        if _is_constexpr_type(target):
+        if target is tl.constexpr:
             return args[0]
         name = library_name(target)
         if name is not None:
@@ -253,14 +253,13 @@ class _Function:
     def global_value(self, node) -> ast.expr:
         """A global the payload reads, written in as a constant (or torch's dtype)."""
         found = resolve(node, self.globals)
-        value = found.value if _is_constexpr(found) else found
+        value = found.value if isinstance(found, tl.constexpr) else found
         if isinstance(value, (Number, str)) or value is None:
             return ast.Constant(value=value)
         if isinstance(value, enum.Enum):
             return ast.Constant(value=value.name)
-        torch_dtype = _torch_dtype(value)
-        if torch_dtype is not None:
-            return _dotted(f"torch.{torch_dtype}")
+        if type(value) is tl.dtype and value.name in TRITON_DTYPES:
+            return _dotted(f"torch.{TRITON_DTYPES[value.name]}")
         self.fail(node, f"the global `{ast.unparse(node)}` ({type(value).__name__})")
 
 
@@ -284,21 +283,6 @@ def _call(dotted: str, args: list) -> ast.Call:
 
 def _dotted(text: str) -> ast.expr:
     return ast.parse(text, mode="eval").body
-
-
-
-def _is_constexpr(obj) -> bool:
-    return type(obj).__name__ == "constexpr" and type(obj).__module__.startswith("triton")
-
-
-def _is_constexpr_type(obj) -> bool:
-    return isinstance(obj, type) and obj.__name__ == "constexpr" and obj.__module__.startswith("triton")
-
-
-def _torch_dtype(obj) -> Optional[str]:
-    if type(obj).__name__ == "dtype" and type(obj).__module__.startswith("triton"):
-        return TRITON_DTYPES.get(getattr(obj, "name", ""))
-    return None
 
 
 def _first_line(node) -> str:

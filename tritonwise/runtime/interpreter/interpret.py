@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import os
 import types
 
 from .interpreter_numerics import exact_numerics, interpreter_globals
@@ -22,13 +21,9 @@ _rewritten: dict = {}
 
 def runs_interpreted(device) -> bool:
     """Whether a launch on `device` runs in the interpreter: CPU always, any device under TRITON_INTERPRET=1."""
-    if device.type == "cpu":
-        return True
-    try:
-        from triton import knobs
-    except ImportError:  # Triton before 3.4 read the variable directly
-        return os.environ.get("TRITON_INTERPRET", "0") == "1"
-    return bool(knobs.runtime.interpret)
+    from triton import knobs
+
+    return device.type == "cpu" or bool(knobs.runtime.interpret)
 
 
 def interpreted(fn):

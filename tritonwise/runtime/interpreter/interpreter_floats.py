@@ -1,6 +1,7 @@
 """Replacements for the interpreter builder's methods that compute on bf16/fp8 or convert floats
 (BUILDER_PATCHES): emulated values are decoded to float32, computed with NumPy and rounded back
-once; other handles pass through unchanged.
+once; other handles pass through unchanged. They run inside interpret.interpreting(), whose
+np.errstate silences NumPy's float warnings (masked lanes compute too).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ def _result(values: np.ndarray, fmt: FloatFormat, dtype):
     """A handle for computed values: bool stays bool (a comparison), floats round to `fmt`."""
     import triton.language as tl
 
+    values = np.asarray(values)
     if values.dtype == np.bool_:
         return _handle(values, tl.int1)
     return _handle(fmt.encode(values), dtype)
@@ -43,10 +45,8 @@ def binary_op(original):
         fmt = emulated_format(lhs) or emulated_format(rhs)
         if fmt is None:
             return original(self, lhs, rhs, op)
-        with np.errstate(all="ignore"):
-            values = op(_values(lhs), _values(rhs))
         dtype = (lhs if emulated_format(lhs) else rhs).dtype.scalar
-        return _result(np.asarray(values), fmt, dtype)
+        return _result(op(_values(lhs), _values(rhs)), fmt, dtype)
 
     return patched
 
@@ -58,9 +58,7 @@ def unary_op(original):
             return original(self, arg, op)
         if op is np.negative:  # the GPU flips the sign bit, NaN payloads included
             return _handle(arg.data ^ fmt.storage.type(1 << (fmt.width - 1)), arg.dtype.scalar)
-        with np.errstate(all="ignore"):
-            values = op(fmt.decode(arg.data))
-        return _result(np.asarray(values), fmt, arg.dtype.scalar)
+        return _result(op(fmt.decode(arg.data)), fmt, arg.dtype.scalar)
 
     return patched
 
@@ -72,9 +70,7 @@ def ternary_op(original):
         fmt = emulated_format(lhs)
         if fmt is None:
             return original(self, lhs, rhs, other, op)
-        with np.errstate(all="ignore"):
-            values = op(fmt.decode(lhs.data), _values(rhs), _values(other))
-        return _result(np.asarray(values), fmt, other.dtype.scalar)
+        return _result(op(fmt.decode(lhs.data), _values(rhs), _values(other)), fmt, other.dtype.scalar)
 
     return patched
 
@@ -101,7 +97,7 @@ def cast_impl(original):
         src_fmt = emulated_format(src)
         dst_fmt = FORMATS.get(dst_type.scalar.name)
         if dst_fmt is not None and dst_fmt.emulated:
-            return _handle(dst_fmt.encode(_float64(_values(src))), dst_type.scalar)
+            return _handle(dst_fmt.encode(_values(src).astype(np.float64)), dst_type.scalar)
         if src_fmt is None:
             return original(self, src, dst_type)
         import triton.language as tl
@@ -118,7 +114,7 @@ def create_fp_to_fp(original):
         dst = dst_type.scalar
         if dst.name not in FORMATS and dst.name != "fp64" or src.dtype.scalar.name not in (*FORMATS, "fp64"):
             return original(self, src, dst_type, rounding_mode)  # the fnuz and fp8e4b15 formats
-        values = _float64(_values(src))
+        values = _values(src).astype(np.float64)
         if dst.name == "fp64":
             return _handle(values, dst)
         toward_zero = getattr(rounding_mode, "name", None) == "RTZ"
@@ -148,11 +144,6 @@ def number_preferring(op):
         return lambda self, lhs, rhs: self.binary_op(lhs, rhs, op)
 
     return make
-
-
-def _float64(values: np.ndarray) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        return np.asarray(values).astype(np.float64)
 
 
 BUILDER_PATCHES = {

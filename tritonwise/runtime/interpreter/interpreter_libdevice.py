@@ -6,23 +6,21 @@ GPU bit for bit and transcendentals within its few ulp.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import libdevice_exact as exact
 from . import libdevice_functions as functions
 
-_SYMBOLS: dict = {}
-
-
+@functools.cache
 def _table() -> dict:
-    if not _SYMBOLS:
-        _SYMBOLS.update(functions.symbols())
-        _SYMBOLS.update(exact.symbols())
-    return _SYMBOLS
+    return {**functions.symbols(), **exact.symbols()}
 
 
 def extern_elementwise(self, lib_name, lib_path, symbol, args, ret_type, is_pure):
-    """InterpreterBuilder.create_extern_elementwise: one libdevice symbol over NumPy arrays."""
+    """InterpreterBuilder.create_extern_elementwise: one libdevice symbol over NumPy arrays (float
+    warnings are off: interpret.interpreting() runs it)."""
     from triton.runtime.interpreter import TensorHandle, _get_np_dtype
 
     implementation = _table().get(symbol)
@@ -32,8 +30,7 @@ def extern_elementwise(self, lib_name, lib_path, symbol, args, ret_type, is_pure
             "(Triton's interpreter); run it on a GPU or use a triton.language equivalent"
         )
     arrays = [a.data for a in args]
-    with np.errstate(all="ignore"):
-        result = np.asarray(implementation(*arrays))
+    result = np.asarray(implementation(*arrays))
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
     result = np.broadcast_to(result, shape).astype(_get_np_dtype(ret_type))
     return TensorHandle(result, ret_type.scalar)

@@ -12,6 +12,7 @@ global (`erf = tl_extra_shim.erf`).
 from __future__ import annotations
 
 import contextlib
+import functools
 
 from .libdevice_modules import BACKEND_MODULE, STUB_MODULE
 
@@ -109,28 +110,23 @@ def _late_bound(name: str):
     return call
 
 
-_bindings: list = []
-
-
+@functools.cache
 def _libdevice_bindings() -> list:
     """(module, name, replacement) for both libdevice modules, built once, not per launch."""
-    if not _bindings:
-        import importlib
+    import importlib
 
-        import triton.language as tl
+    import triton.language as tl
 
-        from . import interpreter_libdevice
+    from . import interpreter_libdevice
 
-        backend = importlib.import_module(BACKEND_MODULE)
-        stub = importlib.import_module(STUB_MODULE)
-        bound = {
-            name: _bound(member) for name, member in vars(backend).items() if tl.core.is_builtin(member)
-        }
-        _bindings.extend((backend, name, value) for name, value in bound.items())
-        for name, member in vars(stub).items():
-            if not name.startswith("_") and callable(member):
-                _bindings.append((stub, name, bound.get(name) or interpreter_libdevice.unavailable(name)))
-    return _bindings
+    backend = importlib.import_module(BACKEND_MODULE)
+    stub = importlib.import_module(STUB_MODULE)
+    bound = {name: _bound(member) for name, member in vars(backend).items() if tl.core.is_builtin(member)}
+    bindings = [(backend, name, value) for name, value in bound.items()]
+    for name, member in vars(stub).items():
+        if not name.startswith("_") and callable(member):
+            bindings.append((stub, name, bound.get(name) or interpreter_libdevice.unavailable(name)))
+    return bindings
 
 
 def _bound(builtin):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Optional
 
 import numpy as np
 
@@ -51,14 +50,8 @@ class FloatFormat:
         return self.storage.kind == "u"
 
     @cached_property
-    def _bits_dtype(self) -> np.dtype:
-        return np.dtype(f"uint{self.width}")
-
-    @cached_property
-    def _decode_table(self) -> Optional[np.ndarray]:
-        """float32 value of every code, for 8-bit formats."""
-        if self.width != 8:
-            return None
+    def _decode_table(self) -> np.ndarray:
+        """float32 value of every code of an 8-bit format."""
         return self._decode_bits(np.arange(256, dtype=np.uint64))
 
     def decode(self, data: np.ndarray) -> np.ndarray:
@@ -93,7 +86,8 @@ class FloatFormat:
             magnitude = self._overflow(magnitude, np.isinf(x), toward_zero)
             codes = self._magnitude_codes(magnitude)
         codes = np.where(np.signbit(x), codes | np.uint64(1 << (self.width - 1)), codes)
-        codes = np.where(np.isnan(x), np.uint64(self._nan_code), codes).astype(self._bits_dtype)
+        nan = np.uint64((1 << (self.width - 1)) - 1)  # the canonical NaN: every bit but the sign
+        codes = np.where(np.isnan(x), nan, codes).astype(f"uint{self.width}")
         return codes.view(self.storage) if not self.emulated else codes
 
     def _round(self, magnitude: np.ndarray, toward_zero: bool) -> np.ndarray:
@@ -127,10 +121,6 @@ class FloatFormat:
         ).astype(np.uint64)
         infinity = np.uint64(((1 << self.exponent_bits) - 1) << m)
         return np.where(np.isinf(magnitude), infinity, codes)
-
-    @property
-    def _nan_code(self) -> int:
-        return (1 << (self.width - 1)) - 1
 
 
 FORMATS = {
