@@ -1,6 +1,6 @@
 """Derivative rules: for one operation over atoms, the adjoint each operand receives (one Triton
 expression per operand, None for none), with ties and special points as torch's derivatives.yaml has
-them.
+them. A rule takes the operands' text, then the result `y`, its adjoint `g` and the callee's text `f`.
 """
 
 from __future__ import annotations
@@ -32,6 +32,15 @@ def _clamp_rule(x, lo, hi, y, g, f):
     ]
 
 
+def _cast_rule(x, *rest):
+    """(x, dtype, y, g, f): the gradient passes to `x` unchanged."""
+    return [rest[-2]] + [None] * (len(rest) - 3)
+
+
+def copy_rule(a, y, g, f):
+    return [g]
+
+
 # Functions of triton.language and libdevice, by name (both spell these the same way).
 FUNCTIONS = {
     "exp": lambda a, y, g, f: [f"{g} * {y}"],
@@ -59,7 +68,7 @@ FUNCTIONS = {
     "fma": lambda a, b, c, y, g, f: [f"{g} * {b}", f"{g} * {a}", g],
     "clamp": _clamp_rule,
     "where": lambda c, a, b, y, g, f: [None, f"tl.where({c}, {g}, 0.0)", f"tl.where({c}, 0.0, {g})"],
-    "cast": lambda a, *rest: [rest[-2]] + [None] * (len(rest) - 3),  # (x, dtype, y, g, f)
+    "cast": _cast_rule,
 }
 
 # Functions whose result does not depend differentiably on their operands (torch: zero gradient).
@@ -69,30 +78,16 @@ ZERO_GRADIENT = {
 }  # fmt: skip
 
 # Methods of a tensor value, as `x.to(tl.float32)`.
-METHODS = {"to": lambda a, *rest: [rest[-2]] + [None] * (len(rest) - 3)}
+METHODS = {"to": _cast_rule}
 
-
-def binop(op: ast.operator, a: str, b: str, y: str, g: str):
-    """Adjoints of `a <op> b`; None for an operator that passes no gradient (bitwise, shifts),
-    and KeyError for one that is not differentiable (floor division, modulo)."""
-    if isinstance(op, ast.Add):
-        return [g, g]
-    if isinstance(op, ast.Sub):
-        return [g, f"-{g}"]
-    if isinstance(op, ast.Mult):
-        return [f"{g} * {b}", f"{g} * {a}"]
-    if isinstance(op, ast.Div):
-        return [f"{g} / {b}", f"-{g} * {a} / ({b} * {b})"]
-    if isinstance(op, ast.Pow):
-        return [f"{g} * {b} * {a} ** ({b} - 1.0)", f"{g} * {y} * tl.log({a})"]
-    if isinstance(op, (ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)):
-        return None
-    raise KeyError(type(op).__name__)
-
-
-def unaryop(op: ast.unaryop, g: str):
-    if isinstance(op, ast.USub):
-        return [f"-{g}"]
-    if isinstance(op, ast.UAdd):
-        return [g]
-    return None  # not, ~: no gradient
+# Operators by their ast type; those missing from both tables (//, %) are not differentiable.
+OPERATORS = {
+    ast.Add: lambda a, b, y, g, f: [g, g],
+    ast.Sub: lambda a, b, y, g, f: [g, f"-{g}"],
+    ast.Mult: lambda a, b, y, g, f: [f"{g} * {b}", f"{g} * {a}"],
+    ast.Div: lambda a, b, y, g, f: [f"{g} / {b}", f"-{g} * {a} / ({b} * {b})"],
+    ast.Pow: lambda a, b, y, g, f: [f"{g} * {b} * {a} ** ({b} - 1.0)", f"{g} * {y} * tl.log({a})"],
+    ast.USub: lambda a, y, g, f: [f"-{g}"],
+    ast.UAdd: lambda a, y, g, f: [g],
+}
+NO_GRADIENT_OPERATORS = (ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift, ast.Not, ast.Invert)
