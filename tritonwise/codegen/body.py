@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Optional
 
 from ..schemes import get_scheme
-from .params import constexpr_params, index_params
 from .spec import KernelSpec
 
 
@@ -17,10 +16,6 @@ def accesses(spec: KernelSpec) -> dict:
 
     scheme = get_scheme(spec.scheme)
     return {op.name: operand_access(op.name, op.strides, scheme, spec.m_dim) for op in spec.tensors}
-
-
-def decompose_lines(spec: KernelSpec) -> list:
-    return get_scheme(spec.scheme).decompose_lines(spec.rank, spec.m_dim)
 
 
 def prologue_lines(spec: KernelSpec) -> list:
@@ -68,16 +63,12 @@ _COMBINE = {
 def _reduce(spec: KernelSpec, output) -> str:
     """Fold a tile's values into the accumulator. A rank-0 task has one 0-d value and no tile:
     it is combined as it is (`tl.sum` and friends reduce blocks; the compiler rejects a 0-d one)."""
-    value = output.name + _as_result(output)  # round as the materialized result would be
     combine, block_reduce, _ = _COMBINE[output.reduction]
-    if spec.rank and output.dtype in NARROW_SIGNED:
-        tile = f"tl.where(mask, {value}.to(tl.{_row_acc(output)}), {_float_identity(output.reduction)})"
-        value = f"{block_reduce}({tile}).to(tl.{output.acc})"
+    if spec.rank:
+        value = f"{block_reduce}({_masked(output)})"
+        value += convert_to(output.acc) if output.dtype in NARROW_SIGNED else ""
     else:
-        if output.dtype != output.acc:
-            value += f".to(tl.{output.acc})"
-        if spec.rank:
-            value = f"{block_reduce}(tl.where(mask, {value}, {output.identity}))"
+        value = output.name + _as_result(output) + (convert_to(output.acc) if output.dtype != output.acc else "")
     return f"{_acc(output)} = {combine.format(acc=_acc(output), v=value)}"
 
 
@@ -87,8 +78,26 @@ def _reduce(spec: KernelSpec, output) -> str:
 NARROW_SIGNED = ("int8", "int16")
 
 
-def _float_identity(kind: str) -> str:
-    return {"sum": "0.0", "max": 'float("-inf")', "min": 'float("inf")'}[kind]
+def _tile_acc(output) -> str:
+    """The dtype a tile's values are reduced in: the accumulator's, float for NARROW_SIGNED."""
+    if output.dtype in NARROW_SIGNED:
+        return "float64" if output.reduction == "sum" else "float32"
+    return output.acc
+
+
+def _tile_identity(output) -> str:
+    if output.dtype in NARROW_SIGNED:
+        return {"sum": "0.0", "max": 'float("-inf")', "min": 'float("inf")'}[output.reduction]
+    return output.identity
+
+
+def _masked(output) -> str:
+    """The tile's values, rounded as the materialized result would be, in _tile_acc, the identity
+    where masked off."""
+    value = output.name + _as_result(output)
+    if output.dtype != _tile_acc(output):
+        value += convert_to(_tile_acc(output))
+    return f"tl.where(mask, {value}, {_tile_identity(output)})"
 
 
 def epilogue_lines(spec: KernelSpec) -> list:
@@ -168,28 +177,13 @@ def body_text(spec: KernelSpec, payload_alias: str) -> str:
 # -- reductions along dims (row schemes): one value per tile row, stored by the row's program --
 
 
-def _row_acc(output) -> str:
-    """The accumulator dtype; 8- and 16-bit signed results are reduced in float (see NARROW_SIGNED)."""
-    if output.dtype in NARROW_SIGNED:
-        return "float64" if output.reduction == "sum" else "float32"
-    return output.acc
-
-
-def _row_identity(output) -> str:
-    return _float_identity(output.reduction) if output.dtype in NARROW_SIGNED else output.identity
-
-
 def _row_step(spec: KernelSpec, output) -> str:
     """Fold the tile's values: into the BLOCK_M x BLOCK_N accumulator (row_looped), or straight
     into one value per row (row_persistent, whose block holds the whole reduced extent)."""
-    value = output.name + _as_result(output)
-    if output.dtype != _row_acc(output):
-        value += convert_to(_row_acc(output))
-    masked = f"tl.where(mask, {value}, {_row_identity(output)})"
     combine, block_reduce, _ = _COMBINE[output.reduction]
     if get_scheme(spec.scheme).loops_columns:
-        return f"{_acc(output)} = {combine.format(acc=_acc(output), v=masked)}"
-    return f"{_acc(output)} = {block_reduce}({masked}, axis=1, keep_dims=True)"
+        return f"{_acc(output)} = {combine.format(acc=_acc(output), v=_masked(output))}"
+    return f"{_acc(output)} = {block_reduce}({_masked(output)}, axis=1, keep_dims=True)"
 
 
 def _loops_columns(spec: KernelSpec) -> bool:
@@ -200,7 +194,7 @@ def _loops_columns(spec: KernelSpec) -> bool:
 def row_init_lines(spec: KernelSpec) -> list:
     """Before a row_looped column loop: each accumulator filled with the identity."""
     return [
-        f"{_acc(o)} = tl.full([BLOCK_M, BLOCK_N], {_row_identity(o)}, tl.{_row_acc(o)})"
+        f"{_acc(o)} = tl.full([BLOCK_M, BLOCK_N], {_tile_identity(o)}, tl.{_tile_acc(o)})"
         for o in spec.row_reduced_outputs
         if _loops_columns(spec)
     ]
@@ -218,21 +212,22 @@ def row_finish_lines(spec: KernelSpec) -> list:
     for o in spec.row_reduced_outputs:
         if _loops_columns(spec):
             lines.append(f"{_acc(o)} = {_COMBINE[o.reduction][1]}({_acc(o)}, axis=1, keep_dims=True)")
-        floats = all(d.startswith(("float", "bfloat")) for d in (_row_acc(o), o.dtype))
+        floats = all(d.startswith(("float", "bfloat")) for d in (_tile_acc(o), o.dtype))
         chain = (o.dtype, o.store) if floats and o.store and not o.partial else (o.store or o.dtype,)
         access = acc[o.name]
-        value = _acc(o) + conversion_text(chain, start=_row_acc(o))
+        value = _acc(o) + conversion_text(chain, start=_tile_acc(o))
         lines.append(f"tl.store({access.pointer}, {value}, mask={access.mask})")
     return lines
 
 
-def kernel_params(spec: KernelSpec) -> list:
+def kernel_params(spec: KernelSpec, index: list, constexprs: list) -> list:
+    """The kernel's parameters: operands, outputs, then its `index` and `constexprs` parameters."""
     params = [
         f"{i.name}_ptr" if i.is_tensor else f"{i.name}: tl.{i.annotation}" if i.annotation else i.name
         for i in spec.inputs
     ]
     params += [f"{o.name}_ptr" for o in spec.outputs]
     int_type = "tl.int64" if spec.index_bits == 64 else "tl.int32"
-    params += [f"{p}: {int_type}" for p in index_params(spec)]
-    params += [f"{p}: tl.constexpr" for p in constexpr_params(spec)]
+    params += [f"{p}: {int_type}" for p in index]
+    params += [f"{p}: tl.constexpr" for p in constexprs]
     return params

@@ -1,4 +1,4 @@
-"""A kernel's integer and constexpr parameters, and their launch values. No sympy, no jinja2:
+"""A kernel's integer parameters, and their launch values. No sympy, no jinja2:
 a plan miss computes launch values here from the analysis, without generating anything."""
 
 from __future__ import annotations
@@ -15,10 +15,6 @@ def stride_classes(spec: KernelSpec) -> tuple:
 def index_params(spec: KernelSpec) -> list:
     """The integer parameters after the operands: sizes, run-time strides, tile counts."""
     return get_scheme(spec.scheme).index_params(spec.rank, spec.m_dim, stride_classes(spec))
-
-
-def constexpr_params(spec: KernelSpec) -> list:
-    return get_scheme(spec.scheme).constexpr_params(spec.rank)
 
 
 def index_arg_values(spec: KernelSpec, plan) -> tuple:

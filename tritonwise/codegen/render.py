@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..schemes import get_scheme
 from . import body
+from .params import index_params
 from .payload_names import definition_lines
 
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
@@ -65,8 +66,9 @@ def _operand_lines(spec) -> list:
 
 def render(spec) -> str:
     alias = payload_alias(spec.payload_name, spec.kernel_name)
-    index = body.index_params(spec)
-    constexprs = body.constexpr_params(spec)
+    scheme = get_scheme(spec.scheme)
+    index = index_params(spec)
+    constexprs = scheme.constexpr_params(spec.rank)
     values = {
         "version": spec.version,
         "payload_origin": spec.payload_origin,
@@ -83,12 +85,12 @@ def render(spec) -> str:
         "key": spec.key,
         "generator": spec.generator,
         "triton_version": spec.triton_version,
-        "no_specialize": ", ".join(f'"{p}"' for p in _unspecialized(spec, index)),
-        "params": body.kernel_params(spec),
+        "no_specialize": ", ".join(f'"{p}"' for p in _unspecialized(spec, scheme, index)),
+        "params": body.kernel_params(spec, index, constexprs),
         "prologue": body.prologue_lines(spec),
-        "scheme_template": get_scheme(spec.scheme).template,
-        "loop_stages": get_scheme(spec.scheme).loop_num_stages(),
-        "decompose": body.decompose_lines(spec),
+        "scheme_template": scheme.template,
+        "loop_stages": scheme.loop_num_stages(),
+        "decompose": scheme.decompose_lines(spec.rank, spec.m_dim),
         "body": body.body_text(spec, alias),
         "epilogue": body.epilogue_lines(spec),
         "row_init": body.row_init_lines(spec),
@@ -142,14 +144,13 @@ def _pointer_names(spec) -> list:
     return names + [o.name + "_ptr" for o in spec.outputs]
 
 
-def _unspecialized(spec, index: list) -> list:
+def _unspecialized(spec, scheme, index: list) -> list:
     """Parameters whose new values must never trigger a recompile: scalars, tile counts, and sizes
     and strides unless the file is for the aligned class. There every size, run-time stride and row
     count (Scheme.aligned_counts) is a multiple of 16, so Triton's divisibility specialization is
     the same for every call and gives the vectorized accesses (`tl.multiple_of` on a scalar does not
     reach the masks)."""
-    aligned_counts = get_scheme(spec.scheme).aligned_counts
-    counts = [p for p in index if not (p.startswith("size") or "_stride" in p or p in aligned_counts)]
+    counts = [p for p in index if not (p.startswith("size") or "_stride" in p or p in scheme.aligned_counts)]
     return [i.name for i in spec.inputs if not i.is_tensor] + (counts if spec.aligned else index)
 
 
