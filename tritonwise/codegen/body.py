@@ -68,7 +68,7 @@ def _reduce(spec: KernelSpec, output) -> str:
         value = f"{block_reduce}({_masked(output)})"
         value += convert_to(output.acc) if output.dtype in NARROW_SIGNED else ""
     else:
-        value = output.name + _as_result(output) + (convert_to(output.acc) if output.dtype != output.acc else "")
+        value = output.name + _as_result(output) + conversion_text((output.acc,), start=output.dtype)
     return f"{_acc(output)} = {combine.format(acc=_acc(output), v=value)}"
 
 
@@ -94,9 +94,7 @@ def _tile_identity(output) -> str:
 def _masked(output) -> str:
     """The tile's values, rounded as the materialized result would be, in _tile_acc, the identity
     where masked off."""
-    value = output.name + _as_result(output)
-    if output.dtype != _tile_acc(output):
-        value += convert_to(_tile_acc(output))
+    value = output.name + _as_result(output) + conversion_text((_tile_acc(output),), start=output.dtype)
     return f"tl.where(mask, {value}, {_tile_identity(output)})"
 
 
