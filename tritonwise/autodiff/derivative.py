@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 
 from ..errors import NotDifferentiable
 from . import rules
-from .linearize import Program, Step, jit_source, linearize, names_in, not_differentiable, root_name, step_lines
+from .linearize import Step, fresh_name, jit_source, linearize, names_in, not_differentiable, root_name, step_lines
 
 
 @dataclass(frozen=True)
@@ -43,24 +43,15 @@ def ties_source(source: str, name: str, output: int) -> tuple:
     """(name, source) of a payload returning, per element, whether output `output` equals its max/min: summed by a
     fused "sum" reduction it counts the ties torch's amax/amin backward shares the gradient among."""
     program = linearize(source, f"payload {name}")
-    extreme = _fresh(program.names, "extreme")
+    extreme = fresh_name(program.names, "extreme")
     value = ast.unparse(program.results[output])
     lines = step_lines(program.steps) + [f"return {value}.to({extreme}.dtype) == {extreme}"]
     ties_name = f"{name}_ties{output}"
     return ties_name, jit_source(ties_name, list(program.params) + [extreme], lines)
 
 
-def _fresh(taken, base: str) -> str:
-    """`base`, or `base_2`, `base_3`, ...: the first name not in `taken`."""
-    name, k = base, 1
-    while name in taken:
-        k += 1
-        name = f"{base}_{k}"
-    return name
-
-
 class _Deriver:
-    def __init__(self, program: Program, globals_: dict, where: str):
+    def __init__(self, program, globals_: dict, where: str):  # program: a linearize.Program
         self.program = program
         self.globals = globals_
         self.where = where
@@ -69,7 +60,7 @@ class _Deriver:
         self.lines: list = []
 
     def fresh(self, base: str) -> str:
-        name = _fresh(self.taken, base)
+        name = fresh_name(self.taken, base)
         self.taken.add(name)
         return name
 

@@ -46,6 +46,15 @@ def names_in(node: ast.AST) -> set:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
+def fresh_name(taken, base: str) -> str:
+    """`base`, or `base_2`, `base_3`, ...: the first name not in `taken`."""
+    name, k = base, 1
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    return name
+
+
 def root_name(node) -> Optional[str]:
     """The name an attribute chain starts from (`tl` of `tl.math.exp`); None if it starts elsewhere."""
     while isinstance(node, ast.Attribute):
@@ -70,10 +79,9 @@ def linearize(source: str, where: str) -> Program:
     body = list(func.body)
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]  # the docstring
-    for k, stmt in enumerate(body):
-        last = k == len(body) - 1
+    for stmt in body:
         if isinstance(stmt, ast.Return):
-            if not last or stmt.value is None:
+            if stmt is not body[-1] or stmt.value is None:
                 builder.fail(stmt, "a `return` before the end (or without a value)")
             return builder.finish(stmt)
         builder.statement(stmt)
@@ -91,16 +99,6 @@ class _Builder:
 
     def fail(self, node, what: str):
         raise not_differentiable(self.where, getattr(node, "lineno", "?"), what)
-
-    def claim(self, candidates) -> str:
-        """The first unused name among `candidates`, now used."""
-        name = next(n for n in candidates if n not in self.used)
-        self.used.add(name)
-        return name
-
-    def fresh(self, base: str) -> str:
-        """An unused name: `base_2`, `base_3`, ... for a name assigned again."""
-        return self.claim(f"{base}_{k}" for k in itertools.count(2))
 
     def statement(self, stmt) -> None:
         if isinstance(stmt, ast.Pass):
@@ -128,7 +126,7 @@ class _Builder:
             self.fail(stmt, f"the assignment `{_first_line(stmt)}`")
 
     def bind(self, name: str, value: ast.expr, stmt) -> None:
-        ssa = name if name not in self.current and name not in self.params else self.fresh(name)
+        ssa = name if name not in self.current else fresh_name(self.used, name)  # assigned again: name_2
         self.used.add(ssa)
         self.steps.append(Step(ssa, value, getattr(stmt, "lineno", 0)))
         self.current[name] = ssa
@@ -143,7 +141,8 @@ class _Builder:
         value = self.expression(node)
         if isinstance(value, (ast.Name, ast.Constant)) or _is_dtype_like(value):
             return value
-        temp = self.claim(f"t{k}" for k in self._temps)
+        temp = next(n for n in (f"t{k}" for k in self._temps) if n not in self.used)
+        self.used.add(temp)
         self.steps.append(Step(temp, value, getattr(node, "lineno", 0)))
         return ast.Name(id=temp, ctx=ast.Load())
 
