@@ -25,7 +25,6 @@ BOOL_ARITHMETIC_DTYPE = torch.int32
 @dataclass(frozen=True)
 class CallTypes:
     results: tuple  # torch dtype of each output
-    computes: tuple  # computation ("opmath") dtype of each output
     conversions: tuple  # per output, per input: the dtypes it is converted through, or None if not named
 
     def computed_as(self, k: int, i: int) -> Optional[torch.dtype]:
@@ -40,7 +39,7 @@ class CallTypes:
 
 def resolve_types(schema: FunctionSchema, args: Sequence, widen_bools: bool = True) -> CallTypes:
     """Torch's promotion for every output, and the conversions of each input it names."""
-    results, computes, conversions = [], [], []
+    results, conversions = [], []
     for k in range(schema.num_outputs()):
         method = schema.output_type(k)
         compute, result = promote(method, args)
@@ -52,9 +51,8 @@ def resolve_types(schema: FunctionSchema, args: Sequence, widen_bools: bool = Tr
             chains[i] = _chain(_dtype_of(args[i]), _rounds(args[i], method[-1]) and common, compute)
         _widen_alike(chains, args)
         results.append(result)
-        computes.append(compute)
         conversions.append(tuple(chains))
-    return CallTypes(tuple(results), tuple(computes), tuple(conversions))
+    return CallTypes(tuple(results), tuple(conversions))
 
 
 HALF_FLOATS = (torch.float16, torch.bfloat16)
