@@ -22,7 +22,6 @@ SMALL_TASK_TILES = 3
 class Scheme:
     name: str = ""
     column_index: Optional[str] = "offs_n"  # the index along the innermost dim; None: 1-D tiles
-    reduces_rows: bool = False  # a row scheme: each tile row reduced to one value (a reduction along dims)
     aligned_counts: tuple = ()  # count parameters that are multiples of 16 in the aligned class
     load_eviction: Optional[str] = None  # the loads' eviction_policy ("evict_first": read once, streamed)
 
@@ -35,7 +34,9 @@ class Scheme:
         return f"{self.name}.py.j2"
 
     # -- analysis -------------------------------------------------------------------------
-    def applies(self, task_shape: tuple, strides: Sequence[tuple]) -> bool:
+    def applies(self, task_shape: tuple, strides: Sequence[tuple], split: Optional[int], config: CodeGenConfig) -> bool:
+        """Whether the scheme tiles this task. `split`, the number of kept dims, is given for a
+        reduction along dims, which only the row schemes take (each tile row reduced to one value)."""
         raise NotImplementedError
 
     def tiled_dim(self, task_shape: tuple, strides: Sequence[tuple]) -> Optional[int]:

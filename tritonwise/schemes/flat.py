@@ -9,8 +9,8 @@ class Flat(Scheme):
     name = "flat"
     column_index = None
 
-    def applies(self, task_shape, strides) -> bool:
-        return len(task_shape) <= 1
+    def applies(self, task_shape, strides, split, config) -> bool:
+        return split is None and len(task_shape) <= 1
 
     def block_choices(self, rank, itemsize, aligned, config) -> tuple:
         return ((min(pow2_floor(config.max_tile_size), 4096 // itemsize),),) if rank else ((),)

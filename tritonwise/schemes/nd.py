@@ -15,8 +15,8 @@ SHORT_BLOCK_M = 16
 class Nd(Scheme):
     name = "nd"
 
-    def applies(self, task_shape, strides) -> bool:
-        return len(task_shape) >= 2
+    def applies(self, task_shape, strides, split, config) -> bool:
+        return split is None and len(task_shape) >= 2
 
     def block_choices(self, rank, itemsize, aligned, config) -> tuple:
         cap = pow2_floor(config.max_tile_size)

@@ -19,16 +19,12 @@ def max_persistent_cols(config) -> int:
 class RowPersistent(Scheme):
     name = "row_persistent"
     column_index = "cols"
-    reduces_rows = True
     loops_columns = False
     block_widths = ROW_BLOCK_N  # BLOCK_N choices; BLOCK_M makes the block 2048 elements
     aligned_counts = ("num_cols",)  # the product of the reduced extents, the last one aligned
 
-    def applies(self, task_shape, strides) -> bool:
-        return False  # chosen only for reductions along dims (applies_to_rows)
-
-    def applies_to_rows(self, task_shape, split, config, strides=()) -> bool:
-        return prod(task_shape[split:]) <= max_persistent_cols(config)
+    def applies(self, task_shape, strides, split, config) -> bool:
+        return split is not None and prod(task_shape[split:]) <= max_persistent_cols(config)
 
     def block_choices(self, rank, itemsize, aligned, config) -> tuple:
         return blocks_of_area(2048, self.block_widths, pow2_floor(config.max_tile_size))

@@ -13,8 +13,8 @@ TILE2D_BLOCK_N = (16, 64, 128)
 class Tile2d(Scheme):
     name = "tile2d"
 
-    def applies(self, task_shape, strides) -> bool:
-        return self.tiled_dim(task_shape, strides) is not None
+    def applies(self, task_shape, strides, split, config) -> bool:
+        return split is None and self.tiled_dim(task_shape, strides) is not None
 
     def tiled_dim(self, task_shape, strides):
         """The last dim an operand strided along the innermost dim walks with unit stride."""
