@@ -102,9 +102,8 @@ def build_spec(
     payload: Payload, call: CallSummary, types: CallTypes, plan: TaskPlan, reductions: tuple, deterministic: bool, probe
 ) -> KernelSpec:
     """`call` summarizes the arguments (frontend/summary.py); `reductions` holds a Reduction or None
-    per output. A given output of another dtype receives the result rounded, then
-    converted as torch converts; `probe` tells the dtypes the payload returns, so agreeing ones are
-    not cast."""
+    per output. A given output of another dtype receives the result rounded, then converted as
+    torch converts; `probe` tells the dtypes the payload returns, so agreeing ones are not cast."""
     params = list(_param_names(payload, len(call.inputs)))
     classes = iter(plan.stride_classes)
     inputs = []

@@ -1,5 +1,5 @@
-"""A kernel's integer parameters, and their launch values. No sympy, no jinja2:
-a plan miss computes launch values here from the analysis, without generating anything."""
+"""A kernel's integer parameters, and their launch values: a plan miss computes launch values here
+from the analysis, without importing jinja2 or generating anything."""
 
 from __future__ import annotations
 

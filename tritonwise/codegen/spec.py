@@ -80,13 +80,8 @@ class OutputSpec:
 
 @dataclass(frozen=True)
 class KernelSpec:
-    """Exactly what changes a generated file's text; `key` hashes all of it and names the file.
-
-    It holds the payload (name, module, source hash), per operand its dtype, kind, conversions,
-    stride classes ('0', '1', 's'), store dtype and reduction, the task's rank, scheme, tiled dim,
-    index width, alignment and `blocks`, and `version`, `generator` (a hash of the templates and the
-    code that writes the text) and `triton_version`. Never exact shapes, strides or the block a call
-    picks: those are launch arguments."""
+    """Exactly what changes a generated file's text; `key` hashes all of it and names the file. Never
+    exact shapes, strides or the block a call picks: those are launch arguments."""
 
     payload_name: str
     payload_origin: str
@@ -101,7 +96,7 @@ class KernelSpec:
     index_bits: int
     aligned: bool
     version: str
-    generator: str
+    generator: str  # a hash of the templates and the code that writes the text (codegen/key.py)
     triton_version: str
     deterministic: bool = False  # reductions: one partial per program instead of atomics
     # what the payload's copy needs when the file runs alone: imports, constants, helpers

@@ -2,8 +2,7 @@
 
 A scheme says whether it applies, its blocks, a task's block, warps and tile count, and for codegen
 the index parameters, index names and template; launch values too (`index_values`), so a plan miss
-never re-runs codegen. Adding one: a module here, a template, a line in registry.py. Nothing here
-imports sympy or jinja2.
+never re-runs codegen. Adding one: a module here, a template, a line in registry.py.
 """
 
 from __future__ import annotations

@@ -11,11 +11,6 @@ from .nd import decompose
 ROW_BLOCK_N = (16, 64, 128, 256, 512, 1024)  # BLOCK_M * BLOCK_N = 2048; the narrowest covering the row
 
 
-def max_persistent_cols(config) -> int:
-    """The longest reduced extent row_persistent takes (one block covers it); row_looped beyond."""
-    return min(ROW_BLOCK_N[-1], pow2_floor(config.max_tile_size))
-
-
 class RowPersistent(Scheme):
     name = "row_persistent"
     column_index = "cols"
@@ -24,7 +19,8 @@ class RowPersistent(Scheme):
     aligned_counts = ("num_cols",)  # the product of the reduced extents, the last one aligned
 
     def applies(self, task_shape, strides, split, config) -> bool:
-        return split is not None and prod(task_shape[split:]) <= max_persistent_cols(config)
+        """A reduced extent one block covers; row_looped takes longer ones."""
+        return split is not None and prod(task_shape[split:]) <= min(ROW_BLOCK_N[-1], pow2_floor(config.max_tile_size))
 
     def block_choices(self, rank, itemsize, aligned, config) -> tuple:
         return blocks_of_area(2048, self.block_widths, pow2_floor(config.max_tile_size))
