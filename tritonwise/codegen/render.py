@@ -10,7 +10,6 @@ from pathlib import Path
 
 from ..schemes import get_scheme
 from . import body
-from .params import index_params
 from .payload_names import definition_lines
 
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
@@ -67,7 +66,7 @@ def _operand_lines(spec) -> list:
 def render(spec) -> str:
     alias = payload_alias(spec.payload_name, spec.kernel_name)
     scheme = get_scheme(spec.scheme)
-    index = index_params(spec)
+    index = spec.index_params()
     constexprs = scheme.constexpr_params(spec.rank)
     values = {
         "version": spec.version,

@@ -9,6 +9,8 @@ from typing import Optional
 
 import torch
 
+from ..schemes import get_scheme
+
 _SAME_NAMES = "int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 bfloat16 float32 float64".split()
 TRITON_DTYPES = {  # torch dtype -> triton dtype name, for the dtypes this torch has
     getattr(torch, name): tl
@@ -142,3 +144,19 @@ class KernelSpec:
     def row_reduced_outputs(self) -> tuple:
         """Reductions along dims: strided over the task (0 along the reduced dims), one value a row."""
         return tuple(o for o in self.outputs if o.reduction is not None and o.strides)
+
+    @property
+    def stride_classes(self) -> tuple:
+        """(operand name, stride classes) per strided operand, in kernel order."""
+        return tuple((op.name, op.strides) for op in self.tensors)
+
+    def index_params(self) -> list:
+        """The integer parameters after the operands: sizes, run-time strides, tile counts."""
+        return get_scheme(self.scheme).index_params(self.rank, self.m_dim, self.stride_classes)
+
+    def index_values(self, plan) -> tuple:
+        """Values of index_params() for one TaskPlan, in order: what a plan miss computes to launch a
+        known file, without importing jinja2 or generating anything."""
+        tiling = plan.tiling
+        scheme = get_scheme(self.scheme)
+        return scheme.index_values(plan.task_shape, tiling.m_dim, tiling.block, self.stride_classes, plan.strides)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import struct
 from typing import Optional
 
-from ..codegen.params import index_arg_values
 from ..frontend import validation
 from ..runtime import hit_path, native
 from ..runtime.arguments import dense_extent
@@ -93,7 +92,7 @@ def trace(planner, tensors: list, args: tuple, outs: tuple, plan, positions: tup
     task = planner.traced_task(args, outs, operands[:n_inputs], layouts)
     if task is None or task.split is not None:
         return None
-    values = index_arg_values(plan.spec, task)
+    values = plan.spec.index_values(task)
     out_shape, out_strides = output_layout(task, planner.traced_reductions(args, outs, task.shape), planner.along_dims)
     out_strides = [s for s in out_strides if s is not None]
     grid = task.grid[0]
