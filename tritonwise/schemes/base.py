@@ -23,6 +23,7 @@ class Scheme:
     column_index: Optional[str] = "offs_n"  # the index along the innermost dim; None: 1-D tiles
     aligned_counts: tuple = ()  # count parameters that are multiples of 16 in the aligned class
     load_eviction: Optional[str] = None  # the loads' eviction_policy ("evict_first": read once, streamed)
+    count_names: tuple = ()  # the tile-count parameters, in kernel order (`counts` gives their values)
 
     def aligned_dims(self, rank: int, m_dim: Optional[int]) -> list:
         """Task dims whose extents must be multiples of 16 for the aligned class: those the masks run along."""
@@ -71,7 +72,7 @@ class Scheme:
         raise NotImplementedError
 
     def count_params(self, rank: int) -> list:
-        raise NotImplementedError
+        return list(self.count_names) if rank else []
 
     def constexpr_params(self, rank: int) -> list:
         return ["BLOCK_M", "BLOCK_N"]

@@ -8,6 +8,7 @@ from .base import Scheme, ceil_div, pow2_floor
 class Flat(Scheme):
     name = "flat"
     column_index = None
+    count_names = ("num_tiles",)
 
     def applies(self, task_shape, strides, split, config) -> bool:
         return split is None and len(task_shape) <= 1
@@ -26,9 +27,6 @@ class Flat(Scheme):
 
     def size_dims(self, rank, m_dim) -> list:
         return [0] if rank else []
-
-    def count_params(self, rank) -> list:
-        return ["num_tiles"] if rank else []
 
     def constexpr_params(self, rank) -> list:
         return ["BLOCK"] if rank else []

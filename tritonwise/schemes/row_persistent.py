@@ -14,6 +14,7 @@ ROW_BLOCK_N = (16, 64, 128, 256, 512, 1024)  # BLOCK_M * BLOCK_N = 2048; the nar
 class RowPersistent(Scheme):
     name = "row_persistent"
     column_index = "cols"
+    count_names = ("num_rows", "num_cols", "num_tiles")
     loops_columns = False
     block_widths = ROW_BLOCK_N  # BLOCK_N choices; BLOCK_M makes the block 2048 elements
     aligned_counts = ("num_cols",)  # the product of the reduced extents, the last one aligned
@@ -35,9 +36,6 @@ class RowPersistent(Scheme):
 
     def size_dims(self, rank, m_dim) -> list:
         return list(range(1, m_dim)) + list(range(m_dim + 1, rank))
-
-    def count_params(self, rank) -> list:
-        return ["num_rows", "num_cols", "num_tiles"]
 
     def index_names(self, rank, m_dim) -> list:
         return [f"i{d}" for d in range(m_dim)] + [f"j{d}" for d in range(m_dim, rank)]
