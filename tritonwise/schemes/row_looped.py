@@ -55,6 +55,3 @@ class RowLooped(RowPersistent):
         if self.pipelined_width is None:
             return str(self.loop_stages)
         return f"{self.loop_stages} if BLOCK_N >= {self.pipelined_width} else 1"
-
-    def decompose_lines(self, rank, m_dim) -> list:
-        return self.row_lines(rank, m_dim)  # the column lines go inside the column loop

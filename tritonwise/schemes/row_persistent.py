@@ -46,11 +46,10 @@ class RowPersistent(Scheme):
     def column_names(self, rank, m_dim) -> set:
         return {f"j{d}" for d in range(m_dim, rank)}
 
-    def row_lines(self, rank, m_dim) -> list:
-        return decompose(list(range(m_dim)), "rows")
-
     def column_lines(self, rank, m_dim) -> list:
         return decompose(list(range(m_dim, rank)), "cols", prefix="j", temp="cols_rest")
 
     def decompose_lines(self, rank, m_dim) -> list:
-        return self.row_lines(rank, m_dim) + self.column_lines(rank, m_dim)
+        """The rows' indices, then the columns' unless they go inside a column loop (loops_columns)."""
+        rows = decompose(list(range(m_dim)), "rows")
+        return rows if self.loops_columns else rows + self.column_lines(rank, m_dim)
