@@ -1,19 +1,16 @@
-"""The lines of a kernel body and its parameter list, derived from a KernelSpec (the index
-expressions, indexing.py, only when a body is written).
-"""
+"""The lines of a kernel body and its parameter list, derived from a KernelSpec."""
 
 from __future__ import annotations
 
 from typing import Optional
 
 from ..schemes import get_scheme
+from .indexing import operand_access
 from .spec import KernelSpec
 
 
 def accesses(spec: KernelSpec) -> dict:
     """Name -> Access for every tensor operand."""
-    from .indexing import operand_access
-
     scheme = get_scheme(spec.scheme)
     return {op.name: operand_access(op.name, op.strides, scheme, spec.m_dim) for op in spec.tensors}
 

@@ -8,6 +8,7 @@ import functools
 import re
 from pathlib import Path
 
+from ..autodiff.variants import variant_source
 from ..schemes import get_scheme
 from . import body
 from .payload_names import definition_lines
@@ -107,8 +108,6 @@ def render(spec) -> str:
 
 def _variant_definitions(spec, alias: str) -> list:
     """(name, source) of each payload variant the calls run (codegen/build.py variant_of)."""
-    from ..autodiff.variants import variant_source
-
     names = [(c.variant_alias(alias), tuple(int(o[3:]) for o in c.outputs)) for c in spec.calls if c.variant]
     return [(name, variant_source(spec.payload_source, name, outputs).rstrip()) for name, outputs in names]
 
