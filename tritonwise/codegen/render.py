@@ -33,11 +33,7 @@ def _environment():
 
 def payload_alias(payload_name: str, kernel_name: str) -> str:
     """The name the payload is bound under in the generated module."""
-    clash = (
-        payload_name in RESERVED
-        or payload_name == kernel_name
-        or re.fullmatch(KERNEL_NAMES, payload_name)
-    )
+    clash = payload_name in RESERVED or payload_name == kernel_name or re.fullmatch(KERNEL_NAMES, payload_name)
     return f"payload_{payload_name}" if clash else payload_name
 
 

@@ -127,9 +127,8 @@ class KernelSpec:
     @property
     def tensors(self) -> tuple:
         """Strided operands in kernel order: tensor inputs, then elementwise outputs."""
-        return tuple(i for i in self.inputs if i.is_tensor) + tuple(
-            o for o in self.outputs if o.reduction is None or o.strides
-        )
+        inputs = tuple(i for i in self.inputs if i.is_tensor)
+        return inputs + tuple(o for o in self.outputs if o.reduction is None or o.strides)
 
     @property
     def elementwise_outputs(self) -> tuple:
