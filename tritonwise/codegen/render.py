@@ -65,6 +65,8 @@ def render(spec) -> str:
     scheme = get_scheme(spec.scheme)
     index = spec.index_params()
     constexprs = scheme.constexpr_params(spec.rank)
+    pointers = [i.name + "_ptr" if i.is_tensor else i.name for i in spec.inputs]
+    pointers += [o.name + "_ptr" for o in spec.outputs]
     values = {
         "version": spec.version,
         "payload_origin": spec.payload_origin,
@@ -95,7 +97,7 @@ def render(spec) -> str:
         "payload_definition": payload_definition(spec, alias),
         "variant_definitions": _variant_definitions(spec, alias),
         "layout_lines": layout_lines(spec, alias),
-        "launch_args": ", ".join(_pointer_names(spec) + index),
+        "launch_args": ", ".join(pointers + index),
         "block_params": "".join(f"{k}, " for k in constexprs),
         "constexpr_args": "".join(f"{k}={k}, " for k in constexprs),
     }
@@ -131,11 +133,6 @@ def layout_lines(spec, alias: str) -> list:
         "outputs": outputs,
     }
     return [f"{k}={v!r}," for k, v in fields.items()]
-
-
-def _pointer_names(spec) -> list:
-    names = [i.name + "_ptr" if i.is_tensor else i.name for i in spec.inputs]
-    return names + [o.name + "_ptr" for o in spec.outputs]
 
 
 def _unspecialized(spec, scheme, index: list) -> list:

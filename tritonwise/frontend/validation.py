@@ -163,7 +163,7 @@ def result_subclass(name: str, operands: Sequence) -> Optional[type]:
     """The subclass torch's default __torch_function__ gives the results on `operands` (None: none);
     a TypeError where no operand subclass derives from all the others."""
     types = {type(a) for a in operands if isinstance(a, Tensor) and type(a) is not Tensor}
-    types = {t for t in types if _default_function(t)}
+    types = {t for t in types if getattr(t.__torch_function__, "__func__", None) is _TENSOR_FUNCTION}
     if not types:
         return None
     for cls in types:
@@ -175,11 +175,7 @@ def result_subclass(name: str, operands: Sequence) -> Optional[type]:
     )
 
 
-_TENSOR_FUNCTION = Tensor.__torch_function__.__func__
-
-
-def _default_function(cls: type) -> bool:
-    return getattr(cls.__torch_function__, "__func__", None) is _TENSOR_FUNCTION
+_TENSOR_FUNCTION = Tensor.__torch_function__.__func__  # a subclass that keeps it is torch's default
 
 
 def plain(operands: Sequence) -> tuple:

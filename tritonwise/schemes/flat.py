@@ -16,9 +16,6 @@ class Flat(Scheme):
     def block_choices(self, rank, itemsize, aligned, config) -> tuple:
         return ((min(pow2_floor(config.max_tile_size), 4096 // itemsize),),) if rank else ((),)
 
-    def pick_block(self, task_shape, m_dim, choices) -> tuple:
-        return choices[0]
-
     def warps(self, block) -> int:
         return max(1, min(8, block[0] // 128)) if block else 1  # 16 bytes a thread on 8 warps
 
