@@ -41,7 +41,7 @@ def copy_rule(a, y, g, f):
     return [g]
 
 
-# Functions of triton.language and libdevice, by name (both spell these the same way).
+# Functions of triton.language and libdevice, by name (libdevice's other spellings added below).
 FUNCTIONS = {
     "exp": lambda a, y, g, f: [f"{g} * {y}"],
     "exp2": lambda a, y, g, f: [f"{g} * {y} * {LN2}"],
@@ -51,7 +51,6 @@ FUNCTIONS = {
     "log10": lambda a, y, g, f: [f"{g} / ({a} * {LN10})"],
     "log1p": lambda a, y, g, f: [f"{g} / ({a} + 1.0)"],
     "sqrt": lambda a, y, g, f: [f"{g} / (2.0 * {y})"],
-    "sqrt_rn": lambda a, y, g, f: [f"{g} / (2.0 * {y})"],
     "rsqrt": lambda a, y, g, f: [f"-0.5 * {g} * {y} * {y} * {y}"],
     "sin": lambda a, y, g, f: [f"{g} * tl.cos({a})"],
     "cos": lambda a, y, g, f: [f"-({g} * tl.sin({a}))"],
@@ -59,17 +58,16 @@ FUNCTIONS = {
     "tanh": lambda a, y, g, f: [f"{g} * (1.0 - {y} * {y})"],
     "erf": lambda a, y, g, f: [f"{g} * {TWO_OVER_SQRT_PI} * tl.exp(-({a} * {a}))"],
     "abs": lambda a, y, g, f: [f"tl.where({a} > 0, {g}, tl.where({a} < 0, -{g}, 0.0))"],
-    "fabs": lambda a, y, g, f: [f"tl.where({a} > 0, {g}, tl.where({a} < 0, -{g}, 0.0))"],
     "maximum": _extremum_rule(">"),
-    "fmax": _extremum_rule(">"),
     "minimum": _extremum_rule("<"),
-    "fmin": _extremum_rule("<"),
     "pow": _pow_rule,
     "fma": lambda a, b, c, y, g, f: [f"{g} * {b}", f"{g} * {a}", g],
     "clamp": _clamp_rule,
     "where": lambda c, a, b, y, g, f: [None, f"tl.where({c}, {g}, 0.0)", f"tl.where({c}, 0.0, {g})"],
     "cast": _cast_rule,
 }
+LIBDEVICE_SPELLINGS = {"sqrt_rn": "sqrt", "fabs": "abs", "fmax": "maximum", "fmin": "minimum"}
+FUNCTIONS.update({alias: FUNCTIONS[name] for alias, name in LIBDEVICE_SPELLINGS.items()})
 
 # Functions whose result does not depend differentiably on their operands (torch: zero gradient).
 ZERO_GRADIENT = {
