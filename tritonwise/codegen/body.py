@@ -34,16 +34,15 @@ def _scalar_value(inp, chain: tuple) -> str:
 
 
 def _conversions(spec: KernelSpec, inp) -> list:
-    """(name, chain) of each converted copy of input `inp` the payload calls take: the input's own
-    name when there is one call, `in0_for_out1` (as out1's call needs it) when there are several."""
-    i = spec.inputs.index(inp)
-    if len(spec.calls) == 1:
-        return [(inp.name, spec.calls[0].converts[i])]
-    return [(_argument(inp.name, call), call.converts[i]) for call in spec.calls]
+    """(name, chain) of each converted copy of input `inp` the payload calls take."""
+    return [(_argument(spec, inp, call), call.converts[spec.inputs.index(inp)]) for call in spec.calls]
 
 
-def _argument(name: str, call) -> str:
-    return f"{name}_for_{call.outputs[0]}" if call.converts[int(name[2:])] else name
+def _argument(spec: KernelSpec, inp, call) -> str:
+    """Input `inp` as `call` takes it: its own name, or `in0_for_out1` (as out1's call needs it) where
+    several calls convert it."""
+    converted = len(spec.calls) > 1 and call.converts[spec.inputs.index(inp)]
+    return f"{inp.name}_for_{call.outputs[0]}" if converted else inp.name
 
 
 def _acc(output) -> str:
@@ -157,7 +156,7 @@ def body_text(spec: KernelSpec, payload_alias: str) -> str:
         lines = [_load(i.name, acc[i.name], (), eviction) for i in tensors]
         lines += [f"{n} = {i.name}{conversion_text(c)}" for i in tensors for n, c in _conversions(spec, i) if c]
     for call in spec.calls:
-        args = ", ".join(_argument(i.name, call) if len(spec.calls) > 1 else i.name for i in spec.inputs)
+        args = ", ".join(_argument(spec, i, call) for i in spec.inputs)
         if call.variant:  # computes only its outputs (autodiff/variants.py)
             lines.append(f"{', '.join(call.outputs)} = {call.variant_alias(payload_alias)}({args})")
         else:
