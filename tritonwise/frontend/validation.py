@@ -55,7 +55,7 @@ def check_kinds(name: str, schema, args: Sequence) -> None:
         elif is_tensor_like(arg) or not isinstance(arg, Number):
             raise TypeError(
                 f"{name}: argument {i} must be a python scalar (bool, int, float), got {type_name(arg)}"
-                f"{_scalar_hint(schema, i, arg)}"
+                f"{_scalar_hint(i, arg)}"
             )
         elif type(arg) is int and not -(2**63) <= arg < 2**64:
             raise OverflowError(
@@ -92,7 +92,7 @@ def _tensor_hint(schema, i: int, arg) -> str:
     )
 
 
-def _scalar_hint(schema, i: int, arg) -> str:
+def _scalar_hint(i: int, arg) -> str:
     """How to fix a non-scalar where the schema declares a python scalar."""
     if is_tensor_like(arg):
         return f"; pass a python scalar (x.item() of a 0-d tensor x), or declare argument {i} a tensor in is_tensor"
