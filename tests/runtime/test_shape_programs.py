@@ -451,8 +451,8 @@ class _WideRows(Nd):
     def template(self) -> str:
         return "nd.py.j2"
 
-    def applies(self, task_shape, strides) -> bool:
-        return len(task_shape) >= 3 and super().applies(task_shape, strides)
+    def applies(self, task_shape, strides, split, config) -> bool:
+        return len(task_shape) >= 3 and super().applies(task_shape, strides, split, config)
 
     def block_choices(self, rank, itemsize, aligned, config) -> tuple:
         return ((4, 512), (16, 128), (64, 32))

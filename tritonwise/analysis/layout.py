@@ -7,7 +7,7 @@ task is returned outer to inner.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Sequence
 
 
 def _compare(a: int, b: int, shape: tuple, operands: Sequence[tuple]) -> int:
@@ -46,17 +46,6 @@ def dense_strides(shape: tuple, inner_to_outer: Sequence[int]) -> tuple:
         strides[d] = step
         step *= max(shape[d], 1)
     return tuple(strides)
-
-
-def c_strides(shape) -> Optional[tuple]:
-    """Strides of a C-contiguous tensor of `shape`, or None when an extent is 0 (its strides say nothing)."""
-    strides, step = [], 1
-    for size in reversed(shape):
-        if size < 1:
-            return None
-        strides.append(step)
-        step *= size
-    return tuple(reversed(strides))
 
 
 def collapse(shape: tuple, operands: Sequence[tuple], inner_to_outer: Sequence[int]) -> tuple:

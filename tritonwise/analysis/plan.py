@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 
 from ..config import CodeGenConfig
 from .broadcast import broadcast_shapes, broadcast_strides
-from .layout import c_strides, collapse, dense_strides, dim_order
+from .layout import collapse, dense_strides, dim_order
 from .tiling import Tiling, choose_tiling, index_bits, num_tiles, operand_classes
 
 
@@ -136,8 +136,8 @@ def _contiguous_task(inputs: Sequence[tuple], outputs: Sequence[Optional[tuple]]
     if not inputs or any(o is not None for o in outputs):
         return None
     shape = inputs[0][0]
-    strides, numel = c_strides(shape), math.prod(shape)
-    if strides is None or numel < 2 or any(s != shape or st != strides for s, st in inputs):
+    strides, numel = dense_strides(shape, reversed(range(len(shape)))), math.prod(shape)  # C-contiguous
+    if numel < 2 or any(s != shape or st != strides for s, st in inputs):
         return None
     unit = ((1,),) * (len(inputs) + len(outputs))
     return tuple(shape), (strides,) * len(outputs), (numel,), unit

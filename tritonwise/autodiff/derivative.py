@@ -17,15 +17,13 @@ from typing import Optional, Sequence
 
 from ..errors import NotDifferentiable
 from . import rules
-from .linearize import Program, Step, linearize, not_differentiable
+from .linearize import Step, fresh_name, jit_source, linearize, names_in, not_differentiable, root_name, step_lines
 
 
 @dataclass(frozen=True)
 class BackwardSource:
     name: str  # the backward payload's function name
     source: str  # its text, starting with the @triton.jit line
-    grads: tuple  # parameter names of the output gradients
-    extremes: tuple  # parameter names of the reduced values of max/min outputs (None elsewhere)
     returns: tuple  # per requested input: whether any output depends on it differentiably
 
 
@@ -45,33 +43,15 @@ def ties_source(source: str, name: str, output: int) -> tuple:
     """(name, source) of a payload returning, per element, whether output `output` equals its max/min: summed by a
     fused "sum" reduction it counts the ties torch's amax/amin backward shares the gradient among."""
     program = linearize(source, f"payload {name}")
-    extreme = _fresh(program.names, "extreme")
+    extreme = fresh_name(program.names, "extreme")
     value = ast.unparse(program.results[output])
-    lines = _primal_lines(program) + [f"return {value}.to({extreme}.dtype) == {extreme}"]
+    lines = step_lines(program.steps) + [f"return {value}.to({extreme}.dtype) == {extreme}"]
     ties_name = f"{name}_ties{output}"
-    return ties_name, _function(ties_name, list(program.params) + [extreme], lines)
-
-
-def _primal_lines(program: Program) -> list:
-    return [f"{s.target} = {ast.unparse(s.value)}" for s in program.steps]
-
-
-def _function(name: str, params: list, lines: list) -> str:
-    body = "".join(f"    {line}\n" for line in lines)
-    return f"@triton.jit\ndef {name}({', '.join(params)}):\n{body}"
-
-
-def _fresh(taken, base: str) -> str:
-    """`base`, or `base_2`, `base_3`, ...: the first name not in `taken`."""
-    name, k = base, 1
-    while name in taken:
-        k += 1
-        name = f"{base}_{k}"
-    return name
+    return ties_name, jit_source(ties_name, list(program.params) + [extreme], lines)
 
 
 class _Deriver:
-    def __init__(self, program: Program, globals_: dict, where: str):
+    def __init__(self, program, globals_: dict, where: str):  # program: a linearize.Program
         self.program = program
         self.globals = globals_
         self.where = where
@@ -80,7 +60,7 @@ class _Deriver:
         self.lines: list = []
 
     def fresh(self, base: str) -> str:
-        name = _fresh(self.taken, base)
+        name = fresh_name(self.taken, base)
         self.taken.add(name)
         return name
 
@@ -98,15 +78,18 @@ class _Deriver:
         for step in reversed(self.program.steps):
             if step.target in adjoints and step.target in active:
                 g = self.total(step.target, adjoints.pop(step.target))
-                for operand, contribution in self.contributions(step, g, active):
-                    adjoints.setdefault(operand, []).append(contribution)
+                operands, rule, callee = self.rule(step)
+                texts = [ast.unparse(o) for o in operands]
+                for operand, adjoint in zip(operands, rule(*texts, step.target, g, callee)):
+                    if adjoint is not None and isinstance(operand, ast.Name) and operand.id in active:
+                        adjoints.setdefault(operand.id, []).append(adjoint)
         returned = [self.total(params[i], adjoints.get(params[i], []), zero_like=params[i]) for i in wrt]
         reached = tuple(bool(adjoints.get(params[i])) for i in wrt)
-        lines = ["# the forward, recomputed"] + _primal_lines(self.program)
+        lines = ["# the forward, recomputed"] + step_lines(self.program.steps)
         lines += ["# the adjoints, last operation first"] + self.lines + [f"return {', '.join(returned)}"]
         all_params = list(params) + list(grads) + [e for e in extremes if e]
         backward_name = f"{name}_backward"
-        return BackwardSource(backward_name, _function(backward_name, all_params, lines), grads, extremes, reached)
+        return BackwardSource(backward_name, jit_source(backward_name, all_params, lines), reached)
 
     def seed(self, value: str, grad: str, extreme: Optional[str]) -> str:
         if extreme is None:
@@ -127,45 +110,25 @@ class _Deriver:
         """Names that depend differentiably on the `seeds`, in one forward pass."""
         active = set(seeds)
         for step in self.program.steps:
-            if any(o in active for o in _operand_names(step.value)) and self.rule(step) is not None:
+            if any(o in active for o in names_in(step.value)) and self.rule(step) is not None:
                 active.add(step.target)
         return active
 
-    def contributions(self, step: Step, g: str, active: set):
-        operands, adjoints = self.apply(step, g)
-        for operand, adjoint in zip(operands, adjoints):
-            if adjoint is not None and isinstance(operand, ast.Name) and operand.id in active:
-                yield operand.id, adjoint
-
-    def apply(self, step: Step, g: str) -> tuple:
-        """(operand atoms, their adjoints) for `step` with result adjoint `g`."""
-        value, y = step.value, step.target
-        if isinstance(value, (ast.Name, ast.Constant)):
-            return [value], [g]
-        if isinstance(value, ast.BinOp):
-            a, b = ast.unparse(value.left), ast.unparse(value.right)
-            return [value.left, value.right], rules.binop(value.op, a, b, y, g)
-        if isinstance(value, ast.UnaryOp):
-            return [value.operand], rules.unaryop(value.op, g)
-        kind, function, operands = self.rule(step)
-        texts = [ast.unparse(o) for o in operands]
-        return operands, function(*texts, y, g, ast.unparse(value.func) if kind != "method" else "")
-
     def rule(self, step: Step):
-        """What apply() needs, None for an operation passing no gradient; NotDifferentiable where there is no rule."""
+        """(operand atoms, their rule from autodiff/rules.py, the callee's text) for `step`; None for an
+        operation passing no gradient; NotDifferentiable where there is no rule."""
         value = step.value
         if isinstance(value, (ast.Compare, ast.BoolOp)):
             return None
         if isinstance(value, (ast.Name, ast.Constant)):
-            return "copy", None, [value]
-        if isinstance(value, ast.UnaryOp):
-            return None if rules.unaryop(value.op, "g") is None else ("unary", None, [value.operand])
-        if isinstance(value, ast.BinOp):
-            try:
-                passes = rules.binop(value.op, "a", "b", "y", "g")
-            except KeyError:
+            return [value], rules.copy_rule, ""
+        if isinstance(value, (ast.BinOp, ast.UnaryOp)):
+            if isinstance(value.op, rules.NO_GRADIENT_OPERATORS):
+                return None
+            if type(value.op) not in rules.OPERATORS:
                 self.fail(step, f"the operator in `{ast.unparse(value)}`")
-            return None if passes is None else ("binop", None, [value.left, value.right])
+            operands = [value.left, value.right] if isinstance(value, ast.BinOp) else [value.operand]
+            return operands, rules.OPERATORS[type(value.op)], ""
         if isinstance(value, ast.Call):
             return self.call_rule(step, value)
         self.fail(step, f"`{ast.unparse(value)}`")
@@ -173,38 +136,28 @@ class _Deriver:
     def call_rule(self, step: Step, call: ast.Call):
         if call.keywords:
             self.fail(step, f"keyword arguments in `{ast.unparse(call)}`")
-        if isinstance(call.func, ast.Attribute) and _root(call.func.value) in self.locals:
+        if isinstance(call.func, ast.Attribute) and root_name(call.func.value) in self.locals:
             method = rules.METHODS.get(call.func.attr)
             if method is None:
                 self.fail(step, f"the method `.{call.func.attr}` in `{ast.unparse(call)}`")
-            return "method", method, [call.func.value] + list(call.args)
+            return [call.func.value] + list(call.args), method, ""
         name = self.callee_name(call.func)
         if name in rules.ZERO_GRADIENT:
             return None
         function = rules.FUNCTIONS.get(name)
         if function is None:
             self.fail(step, f"the call `{ast.unparse(call)}` (no derivative rule for `{ast.unparse(call.func)}`)")
-        return "function", function, list(call.args)
+        return list(call.args), function, ast.unparse(call.func)
 
     def callee_name(self, func: ast.expr) -> Optional[str]:
         """The name of a triton.language or libdevice function called as `func`, else None."""
         obj = resolve(func, self.globals)
-        if obj is None and _root(func) in ("tl", "libdevice"):
+        if obj is None and root_name(func) in ("tl", "libdevice"):
             return func.attr if isinstance(func, ast.Attribute) else None
         return library_name(obj)
 
     def fail(self, step: Step, what: str):
         raise not_differentiable(self.where, step.line, what)
-
-
-def _operand_names(value: ast.expr) -> set:
-    return {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
-
-
-def _root(node) -> Optional[str]:
-    while isinstance(node, ast.Attribute):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
 
 
 def library_name(obj) -> Optional[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import itertools
 from dataclasses import dataclass
+from typing import Optional
 
 from ..errors import NotDifferentiable
 
@@ -31,6 +32,36 @@ class Program:
     names: frozenset  # every name the program uses, to draw fresh names from
 
 
+def jit_source(name: str, params, lines: list) -> str:
+    """The source of `@triton.jit def name(params)` whose body is `lines`."""
+    body = "".join(f"    {line}\n" for line in lines)
+    return f"@triton.jit\ndef {name}({', '.join(params)}):\n{body}"
+
+
+def step_lines(steps) -> list:
+    return [f"{s.target} = {ast.unparse(s.value)}" for s in steps]
+
+
+def names_in(node: ast.AST) -> set:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def fresh_name(taken, base: str) -> str:
+    """`base`, or `base_2`, `base_3`, ...: the first name not in `taken`."""
+    name, k = base, 1
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    return name
+
+
+def root_name(node) -> Optional[str]:
+    """The name an attribute chain starts from (`tl` of `tl.math.exp`); None if it starts elsewhere."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
 def not_differentiable(where: str, line, what: str) -> NotDifferentiable:
     return NotDifferentiable(
         f"{where}, line {line} of the payload: {what} cannot be differentiated automatically; "
@@ -40,29 +71,21 @@ def not_differentiable(where: str, line, what: str) -> NotDifferentiable:
 
 def linearize(source: str, where: str) -> Program:
     """The straight-line program of the payload whose source is `source` (`where` names it in errors)."""
-    func = _function_def(source, where)
+    func = next((n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)), None)
+    if func is None:
+        raise NotDifferentiable(f"{where}: no function definition found in its source")
     params = tuple(a.arg for a in func.args.posonlyargs + func.args.args)
-    used = {n.id for n in ast.walk(func) if isinstance(n, ast.Name)} | set(params)
-    builder = _Builder(where, params, used)
+    builder = _Builder(where, params, names_in(func) | set(params))
     body = list(func.body)
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]  # the docstring
-    for k, stmt in enumerate(body):
-        last = k == len(body) - 1
+    for stmt in body:
         if isinstance(stmt, ast.Return):
-            if not last or stmt.value is None:
+            if stmt is not body[-1] or stmt.value is None:
                 builder.fail(stmt, "a `return` before the end (or without a value)")
             return builder.finish(stmt)
         builder.statement(stmt)
     builder.fail(func, "no `return` at the end of the payload")
-
-
-def _function_def(source: str, where: str) -> ast.FunctionDef:
-    tree = ast.parse(source)
-    funcs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
-    if not funcs:
-        raise NotDifferentiable(f"{where}: no function definition found in its source")
-    return funcs[0]
 
 
 class _Builder:
@@ -76,16 +99,6 @@ class _Builder:
 
     def fail(self, node, what: str):
         raise not_differentiable(self.where, getattr(node, "lineno", "?"), what)
-
-    def claim(self, candidates) -> str:
-        """The first unused name among `candidates`, now used."""
-        name = next(n for n in candidates if n not in self.used)
-        self.used.add(name)
-        return name
-
-    def fresh(self, base: str) -> str:
-        """An unused name: `base_2`, `base_3`, ... for a name assigned again."""
-        return self.claim(f"{base}_{k}" for k in itertools.count(2))
 
     def statement(self, stmt) -> None:
         if isinstance(stmt, ast.Pass):
@@ -113,7 +126,7 @@ class _Builder:
             self.fail(stmt, f"the assignment `{_first_line(stmt)}`")
 
     def bind(self, name: str, value: ast.expr, stmt) -> None:
-        ssa = name if name not in self.current and name not in self.params else self.fresh(name)
+        ssa = name if name not in self.current else fresh_name(self.used, name)  # assigned again: name_2
         self.used.add(ssa)
         self.steps.append(Step(ssa, value, getattr(stmt, "lineno", 0)))
         self.current[name] = ssa
@@ -128,7 +141,8 @@ class _Builder:
         value = self.expression(node)
         if isinstance(value, (ast.Name, ast.Constant)) or _is_dtype_like(value):
             return value
-        temp = self.claim(f"t{k}" for k in self._temps)
+        temp = next(n for n in (f"t{k}" for k in self._temps) if n not in self.used)
+        self.used.add(temp)
         self.steps.append(Step(temp, value, getattr(node, "lineno", 0)))
         return ast.Name(id=temp, ctx=ast.Load())
 
@@ -166,7 +180,7 @@ class _Builder:
         func = node.func
         if isinstance(func, ast.Attribute) and not _is_dtype_like(func.value):
             func = ast.Attribute(value=self.atom(func.value), attr=func.attr, ctx=ast.Load())  # x.to(...)
-        elif _is_dotted(func):
+        elif root_name(func) is not None:  # tl.exp, libdevice.tanh, tl.math.exp
             func = self.rename_root(func)
         else:
             self.fail(node, f"the call `{ast.unparse(node)}`")
@@ -175,16 +189,9 @@ class _Builder:
         return ast.Call(func=func, args=args, keywords=keywords)
 
 
-def _is_dotted(node) -> bool:
-    """A name or attribute chain such as `tl.exp`, `libdevice.tanh`, `tl.math.exp`."""
-    while isinstance(node, ast.Attribute):
-        node = node.value
-    return isinstance(node, ast.Name)
-
-
 def _is_dtype_like(node) -> bool:
     """An attribute chain of globals (`tl.float32`, `tl.constexpr`): kept as written."""
-    return isinstance(node, ast.Attribute) and _is_dotted(node)
+    return isinstance(node, ast.Attribute) and root_name(node) is not None
 
 
 def _first_line(node) -> str:

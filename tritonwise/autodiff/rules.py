@@ -1,6 +1,6 @@
 """Derivative rules: for one operation over atoms, the adjoint each operand receives (one Triton
 expression per operand, None for none), with ties and special points as torch's derivatives.yaml has
-them.
+them. A rule takes the operands' text, then the result `y`, its adjoint `g` and the callee's text `f`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,16 @@ def _clamp_rule(x, lo, hi, y, g, f):
     ]
 
 
-# Functions of triton.language and libdevice, by name (both spell these the same way).
+def _cast_rule(x, *rest):
+    """(x, dtype, y, g, f): the gradient passes to `x` unchanged."""
+    return [rest[-2]] + [None] * (len(rest) - 3)
+
+
+def copy_rule(a, y, g, f):
+    return [g]
+
+
+# Functions of triton.language and libdevice, by name (libdevice's other spellings added below).
 FUNCTIONS = {
     "exp": lambda a, y, g, f: [f"{g} * {y}"],
     "exp2": lambda a, y, g, f: [f"{g} * {y} * {LN2}"],
@@ -42,7 +51,6 @@ FUNCTIONS = {
     "log10": lambda a, y, g, f: [f"{g} / ({a} * {LN10})"],
     "log1p": lambda a, y, g, f: [f"{g} / ({a} + 1.0)"],
     "sqrt": lambda a, y, g, f: [f"{g} / (2.0 * {y})"],
-    "sqrt_rn": lambda a, y, g, f: [f"{g} / (2.0 * {y})"],
     "rsqrt": lambda a, y, g, f: [f"-0.5 * {g} * {y} * {y} * {y}"],
     "sin": lambda a, y, g, f: [f"{g} * tl.cos({a})"],
     "cos": lambda a, y, g, f: [f"-({g} * tl.sin({a}))"],
@@ -50,17 +58,16 @@ FUNCTIONS = {
     "tanh": lambda a, y, g, f: [f"{g} * (1.0 - {y} * {y})"],
     "erf": lambda a, y, g, f: [f"{g} * {TWO_OVER_SQRT_PI} * tl.exp(-({a} * {a}))"],
     "abs": lambda a, y, g, f: [f"tl.where({a} > 0, {g}, tl.where({a} < 0, -{g}, 0.0))"],
-    "fabs": lambda a, y, g, f: [f"tl.where({a} > 0, {g}, tl.where({a} < 0, -{g}, 0.0))"],
     "maximum": _extremum_rule(">"),
-    "fmax": _extremum_rule(">"),
     "minimum": _extremum_rule("<"),
-    "fmin": _extremum_rule("<"),
     "pow": _pow_rule,
     "fma": lambda a, b, c, y, g, f: [f"{g} * {b}", f"{g} * {a}", g],
     "clamp": _clamp_rule,
     "where": lambda c, a, b, y, g, f: [None, f"tl.where({c}, {g}, 0.0)", f"tl.where({c}, 0.0, {g})"],
-    "cast": lambda a, *rest: [rest[-2]] + [None] * (len(rest) - 3),  # (x, dtype, y, g, f)
+    "cast": _cast_rule,
 }
+LIBDEVICE_SPELLINGS = {"sqrt_rn": "sqrt", "fabs": "abs", "fmax": "maximum", "fmin": "minimum"}
+FUNCTIONS.update({alias: FUNCTIONS[name] for alias, name in LIBDEVICE_SPELLINGS.items()})
 
 # Functions whose result does not depend differentiably on their operands (torch: zero gradient).
 ZERO_GRADIENT = {
@@ -69,30 +76,16 @@ ZERO_GRADIENT = {
 }  # fmt: skip
 
 # Methods of a tensor value, as `x.to(tl.float32)`.
-METHODS = {"to": lambda a, *rest: [rest[-2]] + [None] * (len(rest) - 3)}
+METHODS = {"to": _cast_rule}
 
-
-def binop(op: ast.operator, a: str, b: str, y: str, g: str):
-    """Adjoints of `a <op> b`; None for an operator that passes no gradient (bitwise, shifts),
-    and KeyError for one that is not differentiable (floor division, modulo)."""
-    if isinstance(op, ast.Add):
-        return [g, g]
-    if isinstance(op, ast.Sub):
-        return [g, f"-{g}"]
-    if isinstance(op, ast.Mult):
-        return [f"{g} * {b}", f"{g} * {a}"]
-    if isinstance(op, ast.Div):
-        return [f"{g} / {b}", f"-{g} * {a} / ({b} * {b})"]
-    if isinstance(op, ast.Pow):
-        return [f"{g} * {b} * {a} ** ({b} - 1.0)", f"{g} * {y} * tl.log({a})"]
-    if isinstance(op, (ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)):
-        return None
-    raise KeyError(type(op).__name__)
-
-
-def unaryop(op: ast.unaryop, g: str):
-    if isinstance(op, ast.USub):
-        return [f"-{g}"]
-    if isinstance(op, ast.UAdd):
-        return [g]
-    return None  # not, ~: no gradient
+# Operators by their ast type; those missing from both tables (//, %) are not differentiable.
+OPERATORS = {
+    ast.Add: lambda a, b, y, g, f: [g, g],
+    ast.Sub: lambda a, b, y, g, f: [g, f"-{g}"],
+    ast.Mult: lambda a, b, y, g, f: [f"{g} * {b}", f"{g} * {a}"],
+    ast.Div: lambda a, b, y, g, f: [f"{g} / {b}", f"-{g} * {a} / ({b} * {b})"],
+    ast.Pow: lambda a, b, y, g, f: [f"{g} * {b} * {a} ** ({b} - 1.0)", f"{g} * {y} * tl.log({a})"],
+    ast.USub: lambda a, y, g, f: [f"-{g}"],
+    ast.UAdd: lambda a, y, g, f: [g],
+}
+NO_GRADIENT_OPERATORS = (ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift, ast.Not, ast.Invert)

@@ -13,7 +13,7 @@ import functools
 from typing import Optional
 
 from ..errors import NotDifferentiable
-from .linearize import Program, linearize
+from .linearize import Program, jit_source, linearize, names_in, step_lines
 
 
 @functools.lru_cache(maxsize=256)
@@ -27,22 +27,16 @@ def variant_source(source: str, name: str, outputs: tuple) -> Optional[str]:
     if not outputs or max(outputs) >= len(program.results):
         return None
     kept = [program.results[k] for k in outputs]
-    lines = [f"{s.target} = {ast.unparse(s.value)}" for s in _needed_steps(program, kept)]
-    lines.append(f"return {', '.join(ast.unparse(v) for v in kept)}")
-    body = "".join(f"    {line}\n" for line in lines)
-    return f"@triton.jit\ndef {name}({', '.join(program.params)}):\n{body}"
+    lines = step_lines(_needed_steps(program, kept)) + [f"return {', '.join(ast.unparse(v) for v in kept)}"]
+    return jit_source(name, program.params, lines)
 
 
 def _needed_steps(program: Program, results: list) -> list:
     """The steps the `results` depend on, in program order (the program is in SSA form)."""
-    needed = set().union(*(_names(v) for v in results))
+    needed = set().union(*(names_in(v) for v in results))
     kept = []
     for step in reversed(program.steps):
         if step.target in needed:
             kept.append(step)
-            needed |= _names(step.value)
+            needed |= names_in(step.value)
     return kept[::-1]
-
-
-def _names(node: ast.expr) -> set:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}

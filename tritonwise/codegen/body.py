@@ -1,26 +1,18 @@
-"""The lines of a kernel body and its parameter list, derived from a KernelSpec (the index
-expressions, indexing.py, only when a body is written).
-"""
+"""The lines of a kernel body and its parameter list, derived from a KernelSpec."""
 
 from __future__ import annotations
 
 from typing import Optional
 
 from ..schemes import get_scheme
-from .params import constexpr_params, index_params
+from .indexing import operand_access
 from .spec import KernelSpec
 
 
 def accesses(spec: KernelSpec) -> dict:
     """Name -> Access for every tensor operand."""
-    from .indexing import operand_access
-
     scheme = get_scheme(spec.scheme)
     return {op.name: operand_access(op.name, op.strides, scheme, spec.m_dim) for op in spec.tensors}
-
-
-def decompose_lines(spec: KernelSpec) -> list:
-    return get_scheme(spec.scheme).decompose_lines(spec.rank, spec.m_dim)
 
 
 def prologue_lines(spec: KernelSpec) -> list:
@@ -42,16 +34,15 @@ def _scalar_value(inp, chain: tuple) -> str:
 
 
 def _conversions(spec: KernelSpec, inp) -> list:
-    """(name, chain) of each converted copy of input `inp` the payload calls take: the input's own
-    name when there is one call, `in0_for_out1` (as out1's call needs it) when there are several."""
-    i = spec.inputs.index(inp)
-    if len(spec.calls) == 1:
-        return [(inp.name, spec.calls[0].converts[i])]
-    return [(_argument(inp.name, call), call.converts[i]) for call in spec.calls]
+    """(name, chain) of each converted copy of input `inp` the payload calls take."""
+    return [(_argument(spec, inp, call), call.converts[spec.inputs.index(inp)]) for call in spec.calls]
 
 
-def _argument(name: str, call) -> str:
-    return f"{name}_for_{call.outputs[0]}" if call.converts[int(name[2:])] else name
+def _argument(spec: KernelSpec, inp, call) -> str:
+    """Input `inp` as `call` takes it: its own name, or `in0_for_out1` (as out1's call needs it) where
+    several calls convert it."""
+    converted = len(spec.calls) > 1 and call.converts[spec.inputs.index(inp)]
+    return f"{inp.name}_for_{call.outputs[0]}" if converted else inp.name
 
 
 def _acc(output) -> str:
@@ -68,16 +59,12 @@ _COMBINE = {
 def _reduce(spec: KernelSpec, output) -> str:
     """Fold a tile's values into the accumulator. A rank-0 task has one 0-d value and no tile:
     it is combined as it is (`tl.sum` and friends reduce blocks; the compiler rejects a 0-d one)."""
-    value = output.name + _as_result(output)  # round as the materialized result would be
     combine, block_reduce, _ = _COMBINE[output.reduction]
-    if spec.rank and output.dtype in NARROW_SIGNED:
-        tile = f"tl.where(mask, {value}.to(tl.{_row_acc(output)}), {_float_identity(output.reduction)})"
-        value = f"{block_reduce}({tile}).to(tl.{output.acc})"
+    if spec.rank:
+        value = f"{block_reduce}({_masked(output)})"
+        value += convert_to(output.acc) if output.dtype in NARROW_SIGNED else ""
     else:
-        if output.dtype != output.acc:
-            value += f".to(tl.{output.acc})"
-        if spec.rank:
-            value = f"{block_reduce}(tl.where(mask, {value}, {output.identity}))"
+        value = output.name + _as_result(output) + conversion_text((output.acc,), start=output.dtype)
     return f"{_acc(output)} = {combine.format(acc=_acc(output), v=value)}"
 
 
@@ -87,8 +74,24 @@ def _reduce(spec: KernelSpec, output) -> str:
 NARROW_SIGNED = ("int8", "int16")
 
 
-def _float_identity(kind: str) -> str:
-    return {"sum": "0.0", "max": 'float("-inf")', "min": 'float("inf")'}[kind]
+def _tile_acc(output) -> str:
+    """The dtype a tile's values are reduced in: the accumulator's, float for NARROW_SIGNED."""
+    if output.dtype in NARROW_SIGNED:
+        return "float64" if output.reduction == "sum" else "float32"
+    return output.acc
+
+
+def _tile_identity(output) -> str:
+    if output.dtype in NARROW_SIGNED:
+        return {"sum": "0.0", "max": 'float("-inf")', "min": 'float("inf")'}[output.reduction]
+    return output.identity
+
+
+def _masked(output) -> str:
+    """The tile's values, rounded as the materialized result would be, in _tile_acc, the identity
+    where masked off."""
+    value = output.name + _as_result(output) + conversion_text((_tile_acc(output),), start=output.dtype)
+    return f"tl.where(mask, {value}, {_tile_identity(output)})"
 
 
 def epilogue_lines(spec: KernelSpec) -> list:
@@ -153,7 +156,7 @@ def body_text(spec: KernelSpec, payload_alias: str) -> str:
         lines = [_load(i.name, acc[i.name], (), eviction) for i in tensors]
         lines += [f"{n} = {i.name}{conversion_text(c)}" for i in tensors for n, c in _conversions(spec, i) if c]
     for call in spec.calls:
-        args = ", ".join(_argument(i.name, call) if len(spec.calls) > 1 else i.name for i in spec.inputs)
+        args = ", ".join(_argument(spec, i, call) for i in spec.inputs)
         if call.variant:  # computes only its outputs (autodiff/variants.py)
             lines.append(f"{', '.join(call.outputs)} = {call.variant_alias(payload_alias)}({args})")
         else:
@@ -168,28 +171,13 @@ def body_text(spec: KernelSpec, payload_alias: str) -> str:
 # -- reductions along dims (row schemes): one value per tile row, stored by the row's program --
 
 
-def _row_acc(output) -> str:
-    """The accumulator dtype; 8- and 16-bit signed results are reduced in float (see NARROW_SIGNED)."""
-    if output.dtype in NARROW_SIGNED:
-        return "float64" if output.reduction == "sum" else "float32"
-    return output.acc
-
-
-def _row_identity(output) -> str:
-    return _float_identity(output.reduction) if output.dtype in NARROW_SIGNED else output.identity
-
-
 def _row_step(spec: KernelSpec, output) -> str:
     """Fold the tile's values: into the BLOCK_M x BLOCK_N accumulator (row_looped), or straight
     into one value per row (row_persistent, whose block holds the whole reduced extent)."""
-    value = output.name + _as_result(output)
-    if output.dtype != _row_acc(output):
-        value += convert_to(_row_acc(output))
-    masked = f"tl.where(mask, {value}, {_row_identity(output)})"
     combine, block_reduce, _ = _COMBINE[output.reduction]
     if get_scheme(spec.scheme).loops_columns:
-        return f"{_acc(output)} = {combine.format(acc=_acc(output), v=masked)}"
-    return f"{_acc(output)} = {block_reduce}({masked}, axis=1, keep_dims=True)"
+        return f"{_acc(output)} = {combine.format(acc=_acc(output), v=_masked(output))}"
+    return f"{_acc(output)} = {block_reduce}({_masked(output)}, axis=1, keep_dims=True)"
 
 
 def _loops_columns(spec: KernelSpec) -> bool:
@@ -200,7 +188,7 @@ def _loops_columns(spec: KernelSpec) -> bool:
 def row_init_lines(spec: KernelSpec) -> list:
     """Before a row_looped column loop: each accumulator filled with the identity."""
     return [
-        f"{_acc(o)} = tl.full([BLOCK_M, BLOCK_N], {_row_identity(o)}, tl.{_row_acc(o)})"
+        f"{_acc(o)} = tl.full([BLOCK_M, BLOCK_N], {_tile_identity(o)}, tl.{_tile_acc(o)})"
         for o in spec.row_reduced_outputs
         if _loops_columns(spec)
     ]
@@ -218,21 +206,22 @@ def row_finish_lines(spec: KernelSpec) -> list:
     for o in spec.row_reduced_outputs:
         if _loops_columns(spec):
             lines.append(f"{_acc(o)} = {_COMBINE[o.reduction][1]}({_acc(o)}, axis=1, keep_dims=True)")
-        floats = all(d.startswith(("float", "bfloat")) for d in (_row_acc(o), o.dtype))
+        floats = all(d.startswith(("float", "bfloat")) for d in (_tile_acc(o), o.dtype))
         chain = (o.dtype, o.store) if floats and o.store and not o.partial else (o.store or o.dtype,)
         access = acc[o.name]
-        value = _acc(o) + conversion_text(chain, start=_row_acc(o))
+        value = _acc(o) + conversion_text(chain, start=_tile_acc(o))
         lines.append(f"tl.store({access.pointer}, {value}, mask={access.mask})")
     return lines
 
 
-def kernel_params(spec: KernelSpec) -> list:
+def kernel_params(spec: KernelSpec, index: list, constexprs: list) -> list:
+    """The kernel's parameters: operands, outputs, then its `index` and `constexprs` parameters."""
     params = [
         f"{i.name}_ptr" if i.is_tensor else f"{i.name}: tl.{i.annotation}" if i.annotation else i.name
         for i in spec.inputs
     ]
     params += [f"{o.name}_ptr" for o in spec.outputs]
     int_type = "tl.int64" if spec.index_bits == 64 else "tl.int32"
-    params += [f"{p}: {int_type}" for p in index_params(spec)]
-    params += [f"{p}: tl.constexpr" for p in constexpr_params(spec)]
+    params += [f"{p}: {int_type}" for p in index]
+    params += [f"{p}: tl.constexpr" for p in constexprs]
     return params

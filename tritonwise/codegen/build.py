@@ -21,13 +21,11 @@ from .spec import TRITON_DTYPES, InputSpec, KernelSpec, OutputSpec, PayloadCall,
 def _scalar_spec(name: str, param: str, operand: OperandSummary, chains: list) -> InputSpec:
     """A scalar parameter; typed when some output converts it (float64 when one computes in it;
     uint64 for an int of 2**63 or more, which int64 would wrap to a negative number)."""
-    kind = operand.kind
-    if not chains:
-        return InputSpec(name, param, False, kind.__name__)
-    if kind is float:
+    kind, annotation = operand.kind, None
+    if chains and kind is float:
         annotation = "float64" if any(torch.float64 in chain for chain in chains) else "float32"
-    else:
-        annotation = ("uint64" if operand.unsigned else "int64") if kind is int else None
+    elif chains and kind is int:
+        annotation = "uint64" if operand.unsigned else "int64"
     return InputSpec(name, param, False, kind.__name__, annotation)
 
 
@@ -102,9 +100,8 @@ def build_spec(
     payload: Payload, call: CallSummary, types: CallTypes, plan: TaskPlan, reductions: tuple, deterministic: bool, probe
 ) -> KernelSpec:
     """`call` summarizes the arguments (frontend/summary.py); `reductions` holds a Reduction or None
-    per output. A given output of another dtype receives the result rounded, then
-    converted as torch converts; `probe` tells the dtypes the payload returns, so agreeing ones are
-    not cast."""
+    per output. A given output of another dtype receives the result rounded, then converted as
+    torch converts; `probe` tells the dtypes the payload returns, so agreeing ones are not cast."""
     params = list(_param_names(payload, len(call.inputs)))
     classes = iter(plan.stride_classes)
     inputs = []

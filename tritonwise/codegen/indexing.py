@@ -3,8 +3,7 @@
 An operand's offset is sum(index_d * stride_d); strides of class '1' and '0' enter as numbers, so
 unit-stride terms are the bare index and broadcast terms vanish. The expression is split into a row
 part (per tile row, or per program) and a column part (the innermost dim). Each term is a product of
-one or two names with coefficient 1, so no algebra is needed: a term is the sorted tuple of its
-names, printed in a fixed order (as sympy printed them), and nothing is imported.
+one or two names with coefficient 1, so no algebra is needed: a term is the sorted tuple of its names.
 """
 
 from __future__ import annotations

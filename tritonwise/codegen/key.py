@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import hashlib
 from pathlib import Path
-from typing import Iterable
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 GENERATOR_SOURCES = ("templates/*.py.j2", "codegen/*.py", "analysis/*.py", "schemes/*.py")
@@ -20,17 +19,13 @@ def generator_files() -> list:
     return sorted(p for pattern in GENERATOR_SOURCES for p in PACKAGE_DIR.glob(pattern))
 
 
-def digest_of(files: Iterable[Path]) -> str:
-    """A short hash of the files' names (relative to the package) and contents."""
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(str(Path(path).relative_to(PACKAGE_DIR)).encode() + b"\0" + Path(path).read_bytes() + b"\0")
-    return digest.hexdigest()[:12]
-
-
 @functools.lru_cache(maxsize=1)
 def generator_digest() -> str:
-    return digest_of(generator_files())
+    """A short hash of the generator files' names (relative to the package) and contents."""
+    digest = hashlib.sha256()
+    for path in generator_files():
+        digest.update(str(path.relative_to(PACKAGE_DIR)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
 
 
 @functools.lru_cache(maxsize=1)

@@ -46,12 +46,14 @@ def _collect(fn, imports: dict, rest: dict, seen: set) -> None:
             seen.add(value.fn)
             _collect(value.fn, imports, rest, seen)  # what the helper reads comes first
             rest[name] = (*definition_lines(textwrap.dedent(inspect.getsource(value.fn)), name), "")
-        elif isinstance(value, tl.constexpr) and not _is_literal(value.value):  # a @tl.constexpr helper
-            line = _import_line(name, value.value)
+        elif isinstance(value, tl.constexpr) and not isinstance(value.value, (type(None), bool, int, float, str)):
+            line = _import_line(name, value.value)  # a @tl.constexpr helper
             if line is not None:  # a script's helper has no import: `python FILE` names it missing
                 imports[name] = line
-        elif isinstance(value, (tl.constexpr, bool, int, float)):
-            rest[name] = (_constant_line(name, value),)
+        elif isinstance(value, tl.constexpr):
+            rest[name] = (f"{name} = tl.constexpr({value.value!r})",)
+        elif isinstance(value, (bool, int, float)):
+            rest[name] = (f"{name} = {value!r}",)
 
 
 def _global_names(fn) -> list:
@@ -74,16 +76,6 @@ def _import_line(name: str, value):
     if not (inspect.isfunction(target) or inspect.isclass(target) or is_jit(value)):
         return None
     return f"from {module} import {qualname}" + ("" if qualname == name else f" as {name}")
-
-
-def _is_literal(value) -> bool:
-    return value is None or isinstance(value, (bool, int, float, str))
-
-
-def _constant_line(name: str, value) -> str:
-    if isinstance(value, tl.constexpr):
-        return f"{name} = tl.constexpr({value.value!r})"
-    return f"{name} = {value!r}"
 
 
 def definition_lines(source: str, alias: str) -> tuple:

@@ -8,6 +8,7 @@ import functools
 import re
 from pathlib import Path
 
+from ..autodiff.variants import variant_source
 from ..schemes import get_scheme
 from . import body
 from .payload_names import definition_lines
@@ -32,11 +33,7 @@ def _environment():
 
 def payload_alias(payload_name: str, kernel_name: str) -> str:
     """The name the payload is bound under in the generated module."""
-    clash = (
-        payload_name in RESERVED
-        or payload_name == kernel_name
-        or re.fullmatch(KERNEL_NAMES, payload_name)
-    )
+    clash = payload_name in RESERVED or payload_name == kernel_name or re.fullmatch(KERNEL_NAMES, payload_name)
     return f"payload_{payload_name}" if clash else payload_name
 
 
@@ -65,8 +62,11 @@ def _operand_lines(spec) -> list:
 
 def render(spec) -> str:
     alias = payload_alias(spec.payload_name, spec.kernel_name)
-    index = body.index_params(spec)
-    constexprs = body.constexpr_params(spec)
+    scheme = get_scheme(spec.scheme)
+    index = spec.index_params()
+    constexprs = scheme.constexpr_params(spec.rank)
+    pointers = [i.name + "_ptr" if i.is_tensor else i.name for i in spec.inputs]
+    pointers += [o.name + "_ptr" for o in spec.outputs]
     values = {
         "version": spec.version,
         "payload_origin": spec.payload_origin,
@@ -83,12 +83,12 @@ def render(spec) -> str:
         "key": spec.key,
         "generator": spec.generator,
         "triton_version": spec.triton_version,
-        "no_specialize": ", ".join(f'"{p}"' for p in _unspecialized(spec, index)),
-        "params": body.kernel_params(spec),
+        "no_specialize": ", ".join(f'"{p}"' for p in _unspecialized(spec, scheme, index)),
+        "params": body.kernel_params(spec, index, constexprs),
         "prologue": body.prologue_lines(spec),
-        "scheme_template": get_scheme(spec.scheme).template,
-        "loop_stages": get_scheme(spec.scheme).loop_num_stages(),
-        "decompose": body.decompose_lines(spec),
+        "scheme_template": scheme.template,
+        "loop_stages": scheme.loop_num_stages(),
+        "decompose": scheme.decompose_lines(spec.rank, spec.m_dim),
         "body": body.body_text(spec, alias),
         "epilogue": body.epilogue_lines(spec),
         "row_init": body.row_init_lines(spec),
@@ -97,7 +97,7 @@ def render(spec) -> str:
         "payload_definition": payload_definition(spec, alias),
         "variant_definitions": _variant_definitions(spec, alias),
         "layout_lines": layout_lines(spec, alias),
-        "launch_args": ", ".join(_pointer_names(spec) + index),
+        "launch_args": ", ".join(pointers + index),
         "block_params": "".join(f"{k}, " for k in constexprs),
         "constexpr_args": "".join(f"{k}={k}, " for k in constexprs),
     }
@@ -106,8 +106,6 @@ def render(spec) -> str:
 
 def _variant_definitions(spec, alias: str) -> list:
     """(name, source) of each payload variant the calls run (codegen/build.py variant_of)."""
-    from ..autodiff.variants import variant_source
-
     names = [(c.variant_alias(alias), tuple(int(o[3:]) for o in c.outputs)) for c in spec.calls if c.variant]
     return [(name, variant_source(spec.payload_source, name, outputs).rstrip()) for name, outputs in names]
 
@@ -137,19 +135,13 @@ def layout_lines(spec, alias: str) -> list:
     return [f"{k}={v!r}," for k, v in fields.items()]
 
 
-def _pointer_names(spec) -> list:
-    names = [i.name + "_ptr" if i.is_tensor else i.name for i in spec.inputs]
-    return names + [o.name + "_ptr" for o in spec.outputs]
-
-
-def _unspecialized(spec, index: list) -> list:
+def _unspecialized(spec, scheme, index: list) -> list:
     """Parameters whose new values must never trigger a recompile: scalars, tile counts, and sizes
     and strides unless the file is for the aligned class. There every size, run-time stride and row
     count (Scheme.aligned_counts) is a multiple of 16, so Triton's divisibility specialization is
     the same for every call and gives the vectorized accesses (`tl.multiple_of` on a scalar does not
     reach the masks)."""
-    aligned_counts = get_scheme(spec.scheme).aligned_counts
-    counts = [p for p in index if not (p.startswith("size") or "_stride" in p or p in aligned_counts)]
+    counts = [p for p in index if not (p.startswith("size") or "_stride" in p or p in scheme.aligned_counts)]
     return [i.name for i in spec.inputs if not i.is_tensor] + (counts if spec.aligned else index)
 
 

@@ -9,6 +9,8 @@ from typing import Optional
 
 import torch
 
+from ..schemes import get_scheme
+
 _SAME_NAMES = "int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 bfloat16 float32 float64".split()
 TRITON_DTYPES = {  # torch dtype -> triton dtype name, for the dtypes this torch has
     getattr(torch, name): tl
@@ -80,13 +82,8 @@ class OutputSpec:
 
 @dataclass(frozen=True)
 class KernelSpec:
-    """Exactly what changes a generated file's text; `key` hashes all of it and names the file.
-
-    It holds the payload (name, module, source hash), per operand its dtype, kind, conversions,
-    stride classes ('0', '1', 's'), store dtype and reduction, the task's rank, scheme, tiled dim,
-    index width, alignment and `blocks`, and `version`, `generator` (a hash of the templates and the
-    code that writes the text) and `triton_version`. Never exact shapes, strides or the block a call
-    picks: those are launch arguments."""
+    """Exactly what changes a generated file's text; `key` hashes all of it and names the file. Never
+    exact shapes, strides or the block a call picks: those are launch arguments."""
 
     payload_name: str
     payload_origin: str
@@ -101,7 +98,7 @@ class KernelSpec:
     index_bits: int
     aligned: bool
     version: str
-    generator: str
+    generator: str  # a hash of the templates and the code that writes the text (codegen/key.py)
     triton_version: str
     deterministic: bool = False  # reductions: one partial per program instead of atomics
     # what the payload's copy needs when the file runs alone: imports, constants, helpers
@@ -130,9 +127,8 @@ class KernelSpec:
     @property
     def tensors(self) -> tuple:
         """Strided operands in kernel order: tensor inputs, then elementwise outputs."""
-        return tuple(i for i in self.inputs if i.is_tensor) + tuple(
-            o for o in self.outputs if o.reduction is None or o.strides
-        )
+        inputs = tuple(i for i in self.inputs if i.is_tensor)
+        return inputs + tuple(o for o in self.outputs if o.reduction is None or o.strides)
 
     @property
     def elementwise_outputs(self) -> tuple:
@@ -147,3 +143,19 @@ class KernelSpec:
     def row_reduced_outputs(self) -> tuple:
         """Reductions along dims: strided over the task (0 along the reduced dims), one value a row."""
         return tuple(o for o in self.outputs if o.reduction is not None and o.strides)
+
+    @property
+    def stride_classes(self) -> tuple:
+        """(operand name, stride classes) per strided operand, in kernel order."""
+        return tuple((op.name, op.strides) for op in self.tensors)
+
+    def index_params(self) -> list:
+        """The integer parameters after the operands: sizes, run-time strides, tile counts."""
+        return get_scheme(self.scheme).index_params(self.rank, self.m_dim, self.stride_classes)
+
+    def index_values(self, plan) -> tuple:
+        """Values of index_params() for one TaskPlan, in order: what a plan miss computes to launch a
+        known file, without importing jinja2 or generating anything."""
+        tiling = plan.tiling
+        scheme = get_scheme(self.scheme)
+        return scheme.index_values(plan.task_shape, tiling.m_dim, tiling.block, self.stride_classes, plan.strides)

@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 
 import torch
 
-from .promotion import ELEMENTWISE_TYPE_PROMOTION_KIND, promote
+from .promotion import KIND, promote
 from .schema import FunctionSchema
 
 BOOL_ARITHMETIC_DTYPE = torch.int32
@@ -25,7 +25,6 @@ BOOL_ARITHMETIC_DTYPE = torch.int32
 @dataclass(frozen=True)
 class CallTypes:
     results: tuple  # torch dtype of each output
-    computes: tuple  # computation ("opmath") dtype of each output
     conversions: tuple  # per output, per input: the dtypes it is converted through, or None if not named
 
     def computed_as(self, k: int, i: int) -> Optional[torch.dtype]:
@@ -40,11 +39,12 @@ class CallTypes:
 
 def resolve_types(schema: FunctionSchema, args: Sequence, widen_bools: bool = True) -> CallTypes:
     """Torch's promotion for every output, and the conversions of each input it names."""
-    results, computes, conversions = [], [], []
+    results, conversions = [], []
     for k in range(schema.num_outputs()):
         method = schema.output_type(k)
         compute, result = promote(method, args)
-        common = _common_dtype(method, args, result)
+        # the dtype operands round to first: the result's, or for a comparison DEFAULT promotion's
+        common = promote((*method[:-1], KIND.DEFAULT), args)[1] if method[-1] == KIND.ALWAYS_BOOL else result
         if widen_bools and compute == torch.bool:
             compute = BOOL_ARITHMETIC_DTYPE
         chains = [None] * schema.num_inputs()
@@ -52,9 +52,8 @@ def resolve_types(schema: FunctionSchema, args: Sequence, widen_bools: bool = Tr
             chains[i] = _chain(_dtype_of(args[i]), _rounds(args[i], method[-1]) and common, compute)
         _widen_alike(chains, args)
         results.append(result)
-        computes.append(compute)
         conversions.append(tuple(chains))
-    return CallTypes(tuple(results), tuple(computes), tuple(conversions))
+    return CallTypes(tuple(results), tuple(conversions))
 
 
 HALF_FLOATS = (torch.float16, torch.bfloat16)
@@ -69,16 +68,10 @@ def _widen_alike(chains: list, args: Sequence) -> None:
             chains[i] = (torch.float32,)
 
 
-def _common_dtype(method: tuple, args: Sequence, result: torch.dtype) -> torch.dtype:
-    if method[-1] == ELEMENTWISE_TYPE_PROMOTION_KIND.ALWAYS_BOOL:
-        return promote((*method[:-1], ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT), args)[1]
-    return result
-
-
 def _rounds(arg, kind) -> bool:
     """Whether the operand is cast to the common dtype before the computation (see the module doc)."""
     scalar_like = not isinstance(getattr(arg, "dtype", None), torch.dtype) or arg.ndim == 0
-    return not scalar_like or kind == ELEMENTWISE_TYPE_PROMOTION_KIND.ALWAYS_BOOL
+    return not scalar_like or kind == KIND.ALWAYS_BOOL
 
 
 def _dtype_of(arg) -> Optional[torch.dtype]:
@@ -104,7 +97,7 @@ def check_unsigned_scalars(name: str, schema: FunctionSchema, args: Sequence) ->
     promote) decides a common dtype; beside numeric operands it wraps as in torch."""
     for k in range(schema.num_outputs()):
         indices = schema.output_type(k)[:-1]
-        common = (*indices, ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)  # torch checks before applying the kind
+        common = (*indices, KIND.DEFAULT)  # torch checks before applying the kind
         for i in indices:
             value = args[i]
             if type(value) is not int or value < 2**63:

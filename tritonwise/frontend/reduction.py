@@ -63,20 +63,20 @@ class Reduction:
         return tuple(n for d, n in enumerate(shape) if d not in self.dims)
 
     @property
-    def identity(self) -> str:
-        """The neutral element, as Triton source."""
+    def identity_value(self):
+        """The neutral element."""
         if self.kind == "sum":
-            return "0"
+            return 0
         if self.acc.is_floating_point:
-            return 'float("-inf")' if self.kind == "max" else 'float("inf")'
+            return float("-inf") if self.kind == "max" else float("inf")
         info = torch.iinfo(self.acc)
-        return str(info.min if self.kind == "max" else info.max)
+        return info.min if self.kind == "max" else info.max
 
     @property
-    def identity_value(self):
-        return {"0": 0, 'float("-inf")': float("-inf"), 'float("inf")': float("inf")}.get(self.identity) or int(
-            self.identity
-        )
+    def identity(self) -> str:
+        """The neutral element, as Triton source."""
+        value = self.identity_value
+        return f'float("{value}")' if isinstance(value, float) else str(value)
 
 
 def parse_reductions(reductions: Optional[Sequence], num_outputs: int) -> tuple:

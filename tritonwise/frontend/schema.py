@@ -11,9 +11,6 @@ class SchemaError(ValueError, AssertionError):
     """An invalid schema. Both a ValueError and an AssertionError: FlagGems code catches either."""
 
 
-_SCALAR_TYPES = (bool, int, float, complex)
-
-
 def _check(condition: bool, message: str) -> None:
     if not condition:
         raise SchemaError(message)
@@ -82,7 +79,8 @@ class FunctionSchema:
         return self._input_index[i]
 
     def signature(self, outputs_in_arg: bool = False) -> str:
-        ins = ["StridedBuffer" if t else "scalar" if d is None else d.__name__ for t, d in zip(self._is_tensor, self._dtypes)]
+        kinds = zip(self._is_tensor, self._dtypes)
+        ins = ["StridedBuffer" if t else "scalar" if d is None else d.__name__ for t, d in kinds]
         if outputs_in_arg:
             ins += [f"StridedBuffer(a{i}!)" for i in range(self._num_outputs)]
         outs = ["StridedBuffer"] * self._num_outputs

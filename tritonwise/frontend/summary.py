@@ -29,11 +29,11 @@ class CallSummary:
 
 def summarize(schema, args: Sequence, outs: Sequence) -> CallSummary:
     """The summary of a call whose kinds the frontend has checked (frontend/validation.py)."""
-    inputs = tuple(_operand(i, a, schema.is_tensor(i)) for i, a in enumerate(args))
+    inputs = tuple(_operand(a, schema.is_tensor(i)) for i, a in enumerate(args))
     return CallSummary(inputs, tuple(None if o is None else o.dtype for o in outs))
 
 
-def _operand(i: int, arg, is_tensor: bool) -> OperandSummary:
+def _operand(arg, is_tensor: bool) -> OperandSummary:
     if is_tensor:
         return OperandSummary(True, dtype=arg.dtype)
     kind = type(arg)  # one of bool, int, float: validation.check_kinds said so

@@ -55,7 +55,7 @@ def check_kinds(name: str, schema, args: Sequence) -> None:
         elif is_tensor_like(arg) or not isinstance(arg, Number):
             raise TypeError(
                 f"{name}: argument {i} must be a python scalar (bool, int, float), got {type_name(arg)}"
-                f"{_scalar_hint(schema, i, arg)}"
+                f"{_scalar_hint(i, arg)}"
             )
         elif type(arg) is int and not -(2**63) <= arg < 2**64:
             raise OverflowError(
@@ -92,7 +92,7 @@ def _tensor_hint(schema, i: int, arg) -> str:
     )
 
 
-def _scalar_hint(schema, i: int, arg) -> str:
+def _scalar_hint(i: int, arg) -> str:
     """How to fix a non-scalar where the schema declares a python scalar."""
     if is_tensor_like(arg):
         return f"; pass a python scalar (x.item() of a 0-d tensor x), or declare argument {i} a tensor in is_tensor"
@@ -163,7 +163,7 @@ def result_subclass(name: str, operands: Sequence) -> Optional[type]:
     """The subclass torch's default __torch_function__ gives the results on `operands` (None: none);
     a TypeError where no operand subclass derives from all the others."""
     types = {type(a) for a in operands if isinstance(a, Tensor) and type(a) is not Tensor}
-    types = {t for t in types if _default_function(t)}
+    types = {t for t in types if getattr(t.__torch_function__, "__func__", None) is _TENSOR_FUNCTION}
     if not types:
         return None
     for cls in types:
@@ -175,11 +175,7 @@ def result_subclass(name: str, operands: Sequence) -> Optional[type]:
     )
 
 
-_TENSOR_FUNCTION = Tensor.__torch_function__.__func__
-
-
-def _default_function(cls: type) -> bool:
-    return getattr(cls.__torch_function__, "__func__", None) is _TENSOR_FUNCTION
+_TENSOR_FUNCTION = Tensor.__torch_function__.__func__  # a subclass that keeps it is torch's default
 
 
 def plain(operands: Sequence) -> tuple:

@@ -14,7 +14,6 @@ import torch
 from ..analysis.plan import TaskPlan
 from ..codegen.build import build_spec
 from ..codegen.key import generator_digest
-from ..codegen.params import index_arg_values
 from ..codegen.render import identity_marks, payload_alias, render
 from ..frontend.summary import summarize
 from ..runtime import arguments as argcheck
@@ -125,7 +124,7 @@ class Binder:
         return LaunchPlan(
             name=self.name,
             launch=kernel.launch,
-            index_args=index_arg_values(kernel.spec, task),
+            index_args=kernel.spec.index_values(task),
             tensor_positions=positions,
             out_shape=out_shape,
             out_strides=out_strides,

@@ -13,7 +13,6 @@ from __future__ import annotations
 import struct
 from typing import Optional
 
-from ..codegen.params import index_arg_values
 from ..frontend import validation
 from ..runtime import hit_path, native
 from ..runtime.arguments import dense_extent
@@ -94,7 +93,7 @@ def trace(planner, tensors: list, args: tuple, outs: tuple, plan, positions: tup
     if traced is None or traced[1].split is not None:
         return None
     reductions, task = traced
-    values = index_arg_values(plan.spec, task)
+    values = plan.spec.index_values(task)
     out_shape, out_strides = output_layout(task, reductions, planner.along_dims)
     out_strides = [s for s in out_strides if s is not None]
     grid = task.grid[0]

@@ -2,8 +2,7 @@
 
 A scheme says whether it applies, its blocks, a task's block, warps and tile count, and for codegen
 the index parameters, index names and template; launch values too (`index_values`), so a plan miss
-never re-runs codegen. Adding one: a module here, a template, a line in registry.py. Nothing here
-imports sympy or jinja2.
+never re-runs codegen. Adding one: a module here, a template, a line in registry.py.
 """
 
 from __future__ import annotations
@@ -22,9 +21,9 @@ SMALL_TASK_TILES = 3
 class Scheme:
     name: str = ""
     column_index: Optional[str] = "offs_n"  # the index along the innermost dim; None: 1-D tiles
-    reduces_rows: bool = False  # a row scheme: each tile row reduced to one value (a reduction along dims)
     aligned_counts: tuple = ()  # count parameters that are multiples of 16 in the aligned class
     load_eviction: Optional[str] = None  # the loads' eviction_policy ("evict_first": read once, streamed)
+    count_names: tuple = ()  # the tile-count parameters, in kernel order (`counts` gives their values)
 
     def aligned_dims(self, rank: int, m_dim: Optional[int]) -> list:
         """Task dims whose extents must be multiples of 16 for the aligned class: those the masks run along."""
@@ -35,7 +34,9 @@ class Scheme:
         return f"{self.name}.py.j2"
 
     # -- analysis -------------------------------------------------------------------------
-    def applies(self, task_shape: tuple, strides: Sequence[tuple]) -> bool:
+    def applies(self, task_shape: tuple, strides: Sequence[tuple], split: Optional[int], config: CodeGenConfig) -> bool:
+        """Whether the scheme tiles this task. `split`, the number of kept dims, is given for a
+        reduction along dims, which only the row schemes take (each tile row reduced to one value)."""
         raise NotImplementedError
 
     def tiled_dim(self, task_shape: tuple, strides: Sequence[tuple]) -> Optional[int]:
@@ -46,7 +47,8 @@ class Scheme:
         raise NotImplementedError
 
     def pick_block(self, task_shape: tuple, m_dim: Optional[int], choices: tuple) -> tuple:
-        raise NotImplementedError
+        """The block this task launches with, one of `choices`."""
+        return choices[0]
 
     def warps(self, block: tuple) -> int:
         return max(1, min(8, prod(block) // 256))  # 8 elements a thread, at most 8 warps
@@ -71,7 +73,7 @@ class Scheme:
         raise NotImplementedError
 
     def count_params(self, rank: int) -> list:
-        raise NotImplementedError
+        return list(self.count_names) if rank else []
 
     def constexpr_params(self, rank: int) -> list:
         return ["BLOCK_M", "BLOCK_N"]

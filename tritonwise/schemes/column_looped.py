@@ -27,8 +27,8 @@ class ColumnLooped(RowLooped):
     def template(self) -> str:
         return "row_looped.py.j2"  # the same loop; only the tile's shape differs
 
-    def applies_to_rows(self, task_shape, split, config, strides=()) -> bool:
-        if not strides or split == 0 or split == len(task_shape):
+    def applies(self, task_shape, strides, split, config) -> bool:
+        if split is None or not strides or split == 0 or split == len(task_shape):
             return False
         first = strides[0]
         return first[split - 1] == 1 and first[-1] != 1

@@ -8,15 +8,13 @@ from .base import Scheme, ceil_div, pow2_floor
 class Flat(Scheme):
     name = "flat"
     column_index = None
+    count_names = ("num_tiles",)
 
-    def applies(self, task_shape, strides) -> bool:
-        return len(task_shape) <= 1
+    def applies(self, task_shape, strides, split, config) -> bool:
+        return split is None and len(task_shape) <= 1
 
     def block_choices(self, rank, itemsize, aligned, config) -> tuple:
         return ((min(pow2_floor(config.max_tile_size), 4096 // itemsize),),) if rank else ((),)
-
-    def pick_block(self, task_shape, m_dim, choices) -> tuple:
-        return choices[0]
 
     def warps(self, block) -> int:
         return max(1, min(8, block[0] // 128)) if block else 1  # 16 bytes a thread on 8 warps
@@ -26,9 +24,6 @@ class Flat(Scheme):
 
     def size_dims(self, rank, m_dim) -> list:
         return [0] if rank else []
-
-    def count_params(self, rank) -> list:
-        return ["num_tiles"] if rank else []
 
     def constexpr_params(self, rank) -> list:
         return ["BLOCK"] if rank else []

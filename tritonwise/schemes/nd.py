@@ -14,9 +14,10 @@ SHORT_BLOCK_M = 16
 
 class Nd(Scheme):
     name = "nd"
+    count_names = ("num_rows", "tiles_n", "num_tiles")
 
-    def applies(self, task_shape, strides) -> bool:
-        return len(task_shape) >= 2
+    def applies(self, task_shape, strides, split, config) -> bool:
+        return split is None and len(task_shape) >= 2
 
     def block_choices(self, rank, itemsize, aligned, config) -> tuple:
         cap = pow2_floor(config.max_tile_size)
@@ -37,9 +38,6 @@ class Nd(Scheme):
 
     def size_dims(self, rank, m_dim) -> list:
         return list(range(1, rank))
-
-    def count_params(self, rank) -> list:
-        return ["num_rows", "tiles_n", "num_tiles"]
 
     def index_names(self, rank, m_dim) -> list:
         return [f"i{d}" for d in range(rank - 1)] + ["offs_n"]

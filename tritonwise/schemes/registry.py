@@ -22,8 +22,4 @@ def get_scheme(name: str) -> Scheme:
 
 def choose_scheme(task_shape: tuple, strides, split=None, config=None) -> Scheme:
     """`split` (the number of kept dims) is given for a reduction along dims: a row scheme then."""
-    if split is not None:
-        return next(
-            s for s in SCHEMES.values() if s.reduces_rows and s.applies_to_rows(task_shape, split, config, strides)
-        )
-    return next(s for s in SCHEMES.values() if not s.reduces_rows and s.applies(task_shape, strides))
+    return next(s for s in SCHEMES.values() if s.applies(task_shape, strides, split, config))

@@ -31,8 +31,8 @@ class RowLooped(RowPersistent):
     pipelined_width = PIPELINED_WIDTH  # blocks at least this wide pipeline; None: every block does
     load_eviction = LOAD_EVICTION
 
-    def applies_to_rows(self, task_shape, split, config, strides=()) -> bool:
-        return True
+    def applies(self, task_shape, strides, split, config) -> bool:
+        return split is not None
 
     def block_choices(self, rank, itemsize, aligned, config) -> tuple:
         widths = dict.fromkeys(width for _, _, width in PIPELINED_BLOCKS if width <= config.max_tile_size)
@@ -55,6 +55,3 @@ class RowLooped(RowPersistent):
         if self.pipelined_width is None:
             return str(self.loop_stages)
         return f"{self.loop_stages} if BLOCK_N >= {self.pipelined_width} else 1"
-
-    def decompose_lines(self, rank, m_dim) -> list:
-        return self.row_lines(rank, m_dim)  # the column lines go inside the column loop

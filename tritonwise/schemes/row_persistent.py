@@ -11,24 +11,17 @@ from .nd import decompose
 ROW_BLOCK_N = (16, 64, 128, 256, 512, 1024)  # BLOCK_M * BLOCK_N = 2048; the narrowest covering the row
 
 
-def max_persistent_cols(config) -> int:
-    """The longest reduced extent row_persistent takes (one block covers it); row_looped beyond."""
-    return min(ROW_BLOCK_N[-1], pow2_floor(config.max_tile_size))
-
-
 class RowPersistent(Scheme):
     name = "row_persistent"
     column_index = "cols"
-    reduces_rows = True
+    count_names = ("num_rows", "num_cols", "num_tiles")
     loops_columns = False
     block_widths = ROW_BLOCK_N  # BLOCK_N choices; BLOCK_M makes the block 2048 elements
     aligned_counts = ("num_cols",)  # the product of the reduced extents, the last one aligned
 
-    def applies(self, task_shape, strides) -> bool:
-        return False  # chosen only for reductions along dims (applies_to_rows)
-
-    def applies_to_rows(self, task_shape, split, config, strides=()) -> bool:
-        return prod(task_shape[split:]) <= max_persistent_cols(config)
+    def applies(self, task_shape, strides, split, config) -> bool:
+        """A reduced extent one block covers; row_looped takes longer ones."""
+        return split is not None and prod(task_shape[split:]) <= min(ROW_BLOCK_N[-1], pow2_floor(config.max_tile_size))
 
     def block_choices(self, rank, itemsize, aligned, config) -> tuple:
         return blocks_of_area(2048, self.block_widths, pow2_floor(config.max_tile_size))
@@ -44,9 +37,6 @@ class RowPersistent(Scheme):
     def size_dims(self, rank, m_dim) -> list:
         return list(range(1, m_dim)) + list(range(m_dim + 1, rank))
 
-    def count_params(self, rank) -> list:
-        return ["num_rows", "num_cols", "num_tiles"]
-
     def index_names(self, rank, m_dim) -> list:
         return [f"i{d}" for d in range(m_dim)] + [f"j{d}" for d in range(m_dim, rank)]
 
@@ -56,11 +46,10 @@ class RowPersistent(Scheme):
     def column_names(self, rank, m_dim) -> set:
         return {f"j{d}" for d in range(m_dim, rank)}
 
-    def row_lines(self, rank, m_dim) -> list:
-        return decompose(list(range(m_dim)), "rows")
-
     def column_lines(self, rank, m_dim) -> list:
         return decompose(list(range(m_dim, rank)), "cols", prefix="j", temp="cols_rest")
 
     def decompose_lines(self, rank, m_dim) -> list:
-        return self.row_lines(rank, m_dim) + self.column_lines(rank, m_dim)
+        """The rows' indices, then the columns' unless they go inside a column loop (loops_columns)."""
+        rows = decompose(list(range(m_dim)), "rows")
+        return rows if self.loops_columns else rows + self.column_lines(rank, m_dim)

@@ -12,9 +12,10 @@ TILE2D_BLOCK_N = (16, 64, 128)
 
 class Tile2d(Scheme):
     name = "tile2d"
+    count_names = ("tiles_m", "tiles_n", "num_tiles")
 
-    def applies(self, task_shape, strides) -> bool:
-        return self.tiled_dim(task_shape, strides) is not None
+    def applies(self, task_shape, strides, split, config) -> bool:
+        return split is None and self.tiled_dim(task_shape, strides) is not None
 
     def tiled_dim(self, task_shape, strides):
         """The last dim an operand strided along the innermost dim walks with unit stride."""
@@ -59,9 +60,6 @@ class Tile2d(Scheme):
 
     def size_dims(self, rank, m_dim) -> list:
         return sorted(_batch_dims(rank, m_dim)[1:] + [m_dim, rank - 1])
-
-    def count_params(self, rank) -> list:
-        return ["tiles_m", "tiles_n", "num_tiles"]
 
     def index_names(self, rank, m_dim) -> list:
         names = [f"i{d}" for d in range(rank)]
