@@ -94,19 +94,23 @@ class LaunchPlan:
     def run(self, args: tuple, outs: list):
         if self.split is not None and self.numel:
             return self._run_split(args, outs)
-        reductions = self.reductions or (None,) * len(outs)
-        buffers = self._buffers(outs, reductions)
+        reductions = self.reductions
+        if reductions:
+            buffers = self._buffers(outs, reductions)
+        else:  # the common call: no accumulators to build or finish
+            buffers = [self._output(k, o) for k, o in enumerate(outs)]
         if self.numel:
             if self.out_extents:
                 self._check_overlap(args, outs, buffers)
             self._launch(self._on_device(args), buffers)
-        elif any(r is not None and r.kind != "sum" for r in reductions):
+        elif reductions and any(r is not None and r.kind != "sum" for r in reductions):
             raise RuntimeError(f"{self.name}: max/min of an empty task has no identity (numel() == 0)")
         elif self.empty_fill is not None:
             for buffer in buffers:
                 buffer.fill_(self.empty_fill)
-        results = [b if r is None else self._finish(b, r, o) for b, r, o in zip(buffers, reductions, outs)]
-        return results[0] if len(results) == 1 else tuple(results)
+        if reductions:
+            buffers = [b if r is None else self._finish(b, r, o) for b, r, o in zip(buffers, reductions, outs)]
+        return buffers[0] if len(buffers) == 1 else tuple(buffers)
 
     def kernel_values(self, args: tuple, outs: tuple) -> tuple:
         """Every argument the kernel receives for a call: what ahead-of-time compiling specializes on."""
@@ -247,8 +251,10 @@ class PlanCache:
         plan = self.by_key.get(key)
         if plan is not None:
             self.hits += 1
-            with contextlib.suppress(KeyError):  # a concurrent eviction is harmless
-                self.by_key.move_to_end(key)  # atomic under the GIL
+            try:  # atomic under the GIL
+                self.by_key.move_to_end(key)
+            except KeyError:  # a concurrent eviction is harmless
+                pass
         return plan
 
     def put(self, key, plan) -> None:
