@@ -82,8 +82,13 @@ class OutputSpec:
 
 @dataclass(frozen=True)
 class KernelSpec:
-    """Exactly what changes a generated file's text; `key` hashes all of it and names the file. Never
-    exact shapes, strides or the block a call picks: those are launch arguments."""
+    """Exactly what changes a generated file's text; `key` hashes all of it and names the file.
+
+    Per operand: dtype, kind, conversions and stride classes ('0' broadcast, '1' contiguous, 's' any
+    other, passed at run time); the task's rank, scheme, tiled dim, index width, alignment (every
+    run-time size and stride a multiple of 16: Triton then vectorizes) and `blocks`. Never exact
+    shapes, strides or the block a call picks: those are launch arguments, so one file serves every
+    shape of its layout class."""
 
     payload_name: str
     payload_origin: str

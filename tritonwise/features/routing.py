@@ -17,9 +17,9 @@ from . import foreign_buffers, own_ops
 NO_ROUTE = object()  # route(): an ordinary call, for the plan path
 
 
-def route(fn, args: tuple, outs: tuple, rules: tuple = ()):
+def route(fn, args: tuple, outs: tuple, rules: Optional[tuple] = None):
     """The result of a call that one of the features (`rules`, default RULES) serves, else NO_ROUTE."""
-    for _, applies, run in rules or RULES:
+    for _, applies, run in RULES if rules is None else rules:
         found = applies(fn, args, outs)
         if found:
             return run(fn, args, outs, found)

@@ -64,5 +64,5 @@ class Pointwise:
             if not any(kinds):
                 raise TypeError(f"{self.__name__}: expected at least one tensor argument, got only python scalars")
             fn = pointwise_dynamic(self._payload, is_tensor=list(kinds), promotion_methods=self._methods)
-            self._functions[kinds] = fn
+            fn = self._functions.setdefault(kinds, fn)  # a racing first call keeps one function
         return fn

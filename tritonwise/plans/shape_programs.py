@@ -90,9 +90,11 @@ def trace(planner, tensors: list, args: tuple, outs: tuple, plan, positions: tup
     given = iter(operands[n_inputs:])
     layouts = [None if o is None else next(given) for o in outs]
     traced = planner.traced_task(args, outs, operands[:n_inputs], layouts)
-    if traced is None or traced[1].split is not None:
+    if traced is None:
         return None
     reductions, task = traced
+    if task.split is not None:
+        return None
     values = plan.spec.index_values(task)
     out_shape, out_strides = output_layout(task, reductions, planner.along_dims)
     out_strides = [s for s in out_strides if s is not None]

@@ -114,7 +114,8 @@ def decode(data: bytes) -> Optional[StoredKernel]:
         header = json.loads(header_line)
         if header["binary_bytes"] != len(binary):
             return None
-        return StoredKernel(_identity(header["identity"]), binary, *(header[name] for name in _HEADER_FIELDS))
+        fields = {name: header[name] for name in _HEADER_FIELDS}
+        return StoredKernel(identity=_identity(header["identity"]), binary=binary, **fields)
     except (ValueError, KeyError, TypeError):
         return None
 

@@ -111,7 +111,7 @@ def _c_type(t: str) -> tuple:
 # Triton's launch metadata beyond warps and shared memory (a stored kernel keeps it too): cuLaunchKernel
 # alone starts a kernel as Triton would only with num_ctas 1 and the rest unset (no cluster, cooperative
 # or programmatic launch, scratch memory or tensor descriptors).
-LAUNCH_FIELDS = (
+LAUNCH_FIELDS = (  # num_ctas first: _launchable reads the others as flags
     "num_ctas",
     "launch_cooperative_grid",
     "launch_pdl",
@@ -122,6 +122,7 @@ LAUNCH_FIELDS = (
 
 
 def _launchable(compiled) -> bool:
+    """launch.c launches one CTA per program and none of the other launch features."""
     meta = compiled.metadata
     return getattr(meta, "num_ctas", 1) == 1 and not any(getattr(meta, name, None) for name in LAUNCH_FIELDS[1:])
 
