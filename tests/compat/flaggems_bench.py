@@ -20,6 +20,7 @@ import json
 import math
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -153,6 +154,7 @@ def main(argv=None) -> int:
     out = options.out or work
     out.mkdir(parents=True, exist_ok=True)
     site, root = unpack_wheel(options.wheel, work), fetch_folder(options.tests.resolve(), options.rev, work, "benchmark")
+    root = private_copy(root, work)
     files, extra = options.files.split(","), options.bench_args or DEFAULT_ARGS
     if options.records:
         folders = [Path(folder) for folder in options.records.split(",")]
@@ -171,6 +173,20 @@ def main(argv=None) -> int:
     rows, mean = compare(results["native"], results["tritonwise"], kept.__contains__)
     print(table(rows, mean))
     return 0
+
+
+def private_copy(root: Path, work: Path) -> Path:
+    """`root`'s benchmark folder under `work`: FlagGems' harness writes its records into the folder
+    it runs in, under a name taken from the command line, so two runs sharing one (an engine on
+    each GPU) would mix their records."""
+    if root.is_relative_to(work):
+        return root
+    copy = work / "flaggems"
+    shutil.copytree(root / "benchmark", copy / "benchmark", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pytest.ini", "conftest.py"):
+        if (root / name).is_file():
+            shutil.copy(root / name, copy / name)
+    return copy
 
 
 def pointwise_ops(root: Path, site: Path, ops: list) -> set:
