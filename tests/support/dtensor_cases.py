@@ -126,6 +126,27 @@ def case_given_output_in_place(c: Case):
     check(out, x + 2.0 * y, [Shard(0)])
 
 
+def case_repeated_calls_decide_per_signature(c: Case):
+    """dtensor.call keeps what it decides per operand signature: a repeat, and a signature that
+    differs only in placements or in a scalar's type, each get their own answer."""
+    x, y = c.full(8, 6), c.full(8, 6)
+    for placement, alpha in ((Shard(0), 0.5), (Shard(1), 0.5), (Shard(0), 0.5), (Shard(0), 2)):
+        for _ in range(2):
+            z = no_collectives(axpy, c.dt(x, placement), c.dt(y, placement), alpha)
+            check(z, axpy(x, y, alpha), [placement])
+    dx, dy = c.dt(x, Shard(0)), c.dt(y, Shard(0))
+    for out_placement in (Shard(0), Shard(0), Shard(1), Shard(1)):  # a given output decides first
+        out = c.dt(torch.zeros(8, 6, device=c.device), out_placement)
+        assert axpy(dx, dy, 1.0, out0=out) is out
+        check(out, x + y, [out_placement])
+    try:
+        axpy(dx, dy, 1.0, out0=c.dt(torch.zeros(8, 6, device=c.device), Replicate()))
+    except RuntimeError as e:
+        assert "out0 has placements" in str(e), e
+    else:
+        raise AssertionError("a replicated output of a sharded result was accepted")
+
+
 def case_fused_reductions_are_partial(c: Case):
     x, y = c.full(7, 5), c.full(7, 5)
     results = no_collectives(diff_stats, c.dt(x, Shard(0)), c.dt(y, Shard(0)))
