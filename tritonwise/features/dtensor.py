@@ -70,8 +70,33 @@ class Layout:
     shard_dims: tuple  # choose_shard_dims'
     targets: tuple  # per argument: the placements it is computed in (None: not a DTensor)
     expected: tuple  # per output: the placements a given one must have (None: not given)
-    results: Optional[tuple] = None  # per output: (placements, global size, strides), None where given;
-    # None until the first call with this signature has run
+    results: Optional[tuple] = None  # per output: a Result, None where given; None until a call has run
+
+
+class Result:
+    """An output call() allocates for a signature: its placements, global size and strides, and
+    the DTensorSpec the first DTensor.from_local built of them, which the next results share."""
+
+    __slots__ = ("placements", "size", "strides", "spec")
+
+    def __init__(self, placements: tuple, size: torch.Size, strides: tuple):
+        self.placements, self.size, self.strides, self.spec = placements, size, strides, None
+
+    def wrap(self, local: torch.Tensor, mesh) -> DTensor:
+        """DTensor.from_local(local, mesh, placements, run_check=False, shape=size, stride=strides).
+        Once it has run, what it ends with, DTensor(local.view_as(local), spec), with its spec: not its
+        DTensorSpec construction (about 20 µs, the most of its cost) and autograd Function, which
+        adds nothing where `local` needs no grad. from_local again where anything differs."""
+        spec = self.spec
+        if (
+            spec is not None and spec.mesh is mesh and spec.tensor_meta.dtype == local.dtype
+            and not local.requires_grad and local.device.type == mesh.device_type
+        ):
+            return DTensor(local.view_as(local), spec, requires_grad=False)
+        result = DTensor.from_local(local, mesh, self.placements, run_check=False, shape=self.size, stride=self.strides)
+        if mesh.get_coordinate() is not None:  # else from_local gave the result an empty local tensor
+            self.spec = result._spec
+        return result
 
 
 _LAYOUTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # function -> {signature: Layout}
@@ -102,8 +127,7 @@ def call(fn, args: tuple, outs: tuple):
     wrapped = list(outs)  # given outputs come back as given
     for k, (local, result) in enumerate(zip(results, layout.results)):
         if result is not None:
-            placements, size, strides = result
-            wrapped[k] = DTensor.from_local(local, mesh, placements, run_check=False, shape=size, stride=strides)
+            wrapped[k] = result.wrap(local, mesh)
     return wrapped[0] if len(wrapped) == 1 else tuple(wrapped)
 
 
@@ -129,11 +153,11 @@ def _layout(fn, args: tuple, outs: tuple) -> Layout:
 
 
 def _results(fn, args: tuple, outs: tuple, layout: Layout) -> tuple:
-    """(placements, global size, strides) of each output the call allocates (None where given)."""
+    """The Result of each output the call allocates (None where given)."""
     metas = fn.output_meta(*[_meta(a) for a in args])
     rank, shard_dims = layout.rank, layout.shard_dims
     return tuple(
-        None if o is not None else (placements_for(shape, rank, shard_dims, r), torch.Size(shape), strides)
+        None if o is not None else Result(placements_for(shape, rank, shard_dims, r), torch.Size(shape), strides)
         for o, (shape, strides, _), r in zip(outs, metas, fn.reduction_kinds)
     )
 
