@@ -112,7 +112,9 @@ def call(fn, args: tuple, outs: tuple):
     layout = memo.get(key)
     if layout is None:
         layout = _layout(fn, args, outs)
-    local_args = [a if target is None else _local(a, target) for a, target in zip(args, layout.targets)]
+    placed = [a if target is None else _placed(a, target) for a, target in zip(args, layout.targets)]
+    with torch.no_grad():  # to_local without its autograd Function: no input needs grad (autograd's route takes those)
+        local_args = [a.to_local() if isinstance(a, DTensor) else a for a in placed]
     local_outs = {
         f"out{k}": _local_output(name, k, o, expected)
         for k, (o, expected) in enumerate(zip(outs, layout.expected))
@@ -184,10 +186,8 @@ def _operand_key(a):
     return argcheck.int_class(a) if type(a) is int else type(a)
 
 
-def _local(a, target: tuple) -> torch.Tensor:
-    if tuple(a.placements) != target:
-        a = a.redistribute(a.device_mesh, target)
-    return a.to_local()
+def _placed(a, target: tuple) -> DTensor:
+    return a if tuple(a.placements) == target else a.redistribute(a.device_mesh, target)
 
 
 def _local_output(name: str, k: int, out, expected: Optional[tuple]):
