@@ -31,6 +31,12 @@ def axpy(x, y, alpha):
     return x + y * alpha
 
 
+@pointwise_dynamic(is_tensor=[True, False], promotion_methods=[(0, 1, "DEFAULT")])
+@triton.jit
+def scale(x, alpha):
+    return x * alpha
+
+
 @pointwise_dynamic(promotion_methods=[((0, 1), "DEFAULT"), ((0, 1), "DEFAULT")])
 @triton.jit
 def polar(r, theta):
@@ -62,6 +68,12 @@ def check(result, expected, placements=None, atol=1e-5):
     torch.testing.assert_close(full, expected, atol=atol, rtol=1e-5)
     if placements is not None:
         assert tuple(result.placements) == tuple(placements), (result.placements, placements)
+
+
+def built_as_from_local(z) -> bool:
+    """Whether z's DTensorSpec (mesh, placements, global shape, strides, dtype) is the one from_local builds."""
+    local, shape, stride = z.to_local(), z.shape, z.stride()
+    return z._spec == DTensor.from_local(local, z.device_mesh, z.placements, shape=shape, stride=stride)._spec
 
 
 def no_collectives(fn, *args, **kwargs):
@@ -124,6 +136,38 @@ def case_given_output_in_place(c: Case):
     out = no_collectives(axpy, dx, c.dt(y, Shard(0)), 2.0, out0=dx)
     assert out is dx
     check(out, x + 2.0 * y, [Shard(0)])
+
+
+def case_repeated_calls_decide_per_signature(c: Case):
+    """dtensor.call keeps what it decides per operand signature: a repeat, and a signature that
+    differs only in placements or in a scalar's type, each get their own answer."""
+    x, y = c.full(8, 6), c.full(8, 6)
+    for placement, alpha in ((Shard(0), 0.5), (Shard(1), 0.5), (Shard(0), 0.5), (Shard(0), 2)):
+        results = [no_collectives(axpy, c.dt(x, placement), c.dt(y, placement), alpha) for _ in range(2)]
+        for z in results:
+            check(z, axpy(x, y, alpha), [placement])
+        assert all(map(built_as_from_local, results)), [z._spec for z in results]
+    n = torch.arange(48, device=c.device).reshape(8, 6)
+    for default in (torch.float32, torch.float64, torch.float32):  # the result's dtype: not the signature's
+        previous = torch.get_default_dtype()
+        torch.set_default_dtype(default)
+        try:
+            z = no_collectives(scale, c.dt(n, Shard(0)), 0.5)
+        finally:
+            torch.set_default_dtype(previous)
+        assert z.dtype == z.to_local().dtype == default and built_as_from_local(z), (z._spec, default)
+        check(z, n * torch.tensor(0.5, dtype=default), [Shard(0)])
+    dx, dy = c.dt(x, Shard(0)), c.dt(y, Shard(0))
+    for out_placement in (Shard(0), Shard(0), Shard(1), Shard(1)):  # a given output decides first
+        out = c.dt(torch.zeros(8, 6, device=c.device), out_placement)
+        assert axpy(dx, dy, 1.0, out0=out) is out
+        check(out, x + y, [out_placement])
+    try:
+        axpy(dx, dy, 1.0, out0=c.dt(torch.zeros(8, 6, device=c.device), Replicate()))
+    except RuntimeError as e:
+        assert "out0 has placements" in str(e), e
+    else:
+        raise AssertionError("a replicated output of a sharded result was accepted")
 
 
 def case_fused_reductions_are_partial(c: Case):

@@ -11,12 +11,16 @@ as DTensor does for aten's pointwise ops. `sharding_strategies` states the same 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import weakref
+from dataclasses import dataclass, replace
 from numbers import Number
 from typing import Optional, Sequence
 
 import torch
 from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
+
+from ..plans.memo import remember
+from ..runtime import arguments as argcheck
 
 
 @dataclass(frozen=True)
@@ -57,10 +61,81 @@ def placements_for(shape: tuple, rank: int, shard_dims: Sequence, reduction: Opt
     return tuple(Replicate() if own is None else Shard(own) for own in owns)
 
 
+@dataclass(frozen=True)
+class Layout:
+    """What a call decides from its operands' signature alone (shapes, strides, dtypes, placements,
+    mesh), kept per function and signature so that a repeated call decides nothing again."""
+
+    rank: int  # the task's
+    shard_dims: tuple  # choose_shard_dims'
+    targets: tuple  # per argument: the placements it is computed in (None: not a DTensor)
+    expected: tuple  # per output: the placements a given one must have (None: not given)
+    results: Optional[tuple] = None  # per output: a Result, None where given; None until a call has run
+
+
+class Result:
+    """An output call() allocates for a signature: its placements, global size and strides, and
+    the DTensorSpec the first DTensor.from_local built of them, which the next results share."""
+
+    __slots__ = ("placements", "size", "strides", "spec")
+
+    def __init__(self, placements: tuple, size: torch.Size, strides: tuple):
+        self.placements, self.size, self.strides, self.spec = placements, size, strides, None
+
+    def wrap(self, local: torch.Tensor, mesh) -> DTensor:
+        """DTensor.from_local(local, mesh, placements, run_check=False, shape=size, stride=strides).
+        Once it has run, what it ends with, DTensor(local.view_as(local), spec), with its spec: not its
+        DTensorSpec construction (about 20 µs, the most of its cost) and autograd Function, which
+        adds nothing where `local` needs no grad. from_local again where anything differs."""
+        spec = self.spec
+        if (
+            spec is not None and spec.mesh is mesh and spec.tensor_meta.dtype == local.dtype
+            and not local.requires_grad and local.device.type == mesh.device_type
+        ):
+            return DTensor(local.view_as(local), spec, requires_grad=False)
+        result = DTensor.from_local(local, mesh, self.placements, run_check=False, shape=self.size, stride=self.strides)
+        if mesh.get_coordinate() is not None:  # else from_local gave the result an empty local tensor
+            self.spec = result._spec
+        return result
+
+
+_LAYOUTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # function -> {signature: Layout}
+
+
 def call(fn, args: tuple, outs: tuple):
     """fn(*args, out0=..., ...) with DTensor operands: DTensor results, computed shard-local."""
     name = fn.__name__
-    mesh = _common_mesh(name, args, outs)
+    memo = _LAYOUTS.get(fn)
+    if memo is None:
+        memo = _LAYOUTS[fn] = {}
+    key = (tuple(map(_operand_key, args)), tuple(map(_operand_key, outs)))
+    layout = memo.get(key)
+    if layout is None:
+        layout = _layout(fn, args, outs)
+    placed = [a if target is None else _placed(a, target) for a, target in zip(args, layout.targets)]
+    with torch.no_grad():  # to_local without its autograd Function: no input needs grad (autograd's route takes those)
+        local_args = [a.to_local() if isinstance(a, DTensor) else a for a in placed]
+    local_outs = {
+        f"out{k}": _local_output(name, k, o, expected)
+        for k, (o, expected) in enumerate(zip(outs, layout.expected))
+        if o is not None
+    }
+    results = fn(*local_args, **local_outs)
+    results = results if isinstance(results, tuple) else (results,)
+    if layout.results is None:
+        layout = replace(layout, results=_results(fn, args, outs, layout))
+        remember(memo, key, layout)
+    mesh = next(a.device_mesh for a in (*args, *outs) if isinstance(a, DTensor))  # _common_mesh's
+    wrapped = list(outs)  # given outputs come back as given
+    for k, (local, result) in enumerate(zip(results, layout.results)):
+        if result is not None:
+            wrapped[k] = result.wrap(local, mesh)
+    return wrapped[0] if len(wrapped) == 1 else tuple(wrapped)
+
+
+def _layout(fn, args: tuple, outs: tuple) -> Layout:
+    """The rule applied to a call's operands, results aside; raises for a call it can't serve."""
+    mesh = _common_mesh(fn.__name__, args, outs)
     task_shape = torch.broadcast_shapes(*[tuple(a.shape) for a in args if isinstance(a, torch.Tensor)])
     rank = len(task_shape)
     reductions = fn.reduction_kinds
@@ -71,21 +146,22 @@ def call(fn, args: tuple, outs: tuple):
         [Operand(tuple(o.shape), o.placements) for o in given],
         mesh.ndim,
     )
-    local_args = [_local(a, rank, shard_dims) if isinstance(a, DTensor) else a for a in args]
-    local_outs = {
-        f"out{k}": _local_output(name, k, o, rank, shard_dims, r)
-        for k, (o, r) in enumerate(zip(outs, reductions))
-        if o is not None
-    }
-    results = fn(*local_args, **local_outs)
-    results = results if isinstance(results, tuple) else (results,)
+    targets = tuple(placements_for(tuple(a.shape), rank, shard_dims) if isinstance(a, DTensor) else None for a in args)
+    expected = tuple(
+        None if not isinstance(o, DTensor) else placements_for(tuple(o.shape), rank, shard_dims, r)
+        for o, r in zip(outs, reductions)
+    )
+    return Layout(rank, tuple(shard_dims), targets, expected)
+
+
+def _results(fn, args: tuple, outs: tuple, layout: Layout) -> tuple:
+    """The Result of each output the call allocates (None where given)."""
     metas = fn.output_meta(*[_meta(a) for a in args])
-    wrapped = list(outs)  # given outputs come back as given
-    for k, (local, (shape, strides, _), r) in enumerate(zip(results, metas, reductions)):
-        if outs[k] is None:
-            placements, size = placements_for(shape, rank, shard_dims, r), torch.Size(shape)
-            wrapped[k] = DTensor.from_local(local, mesh, placements, run_check=False, shape=size, stride=strides)
-    return wrapped[0] if len(wrapped) == 1 else tuple(wrapped)
+    rank, shard_dims = layout.rank, layout.shard_dims
+    return tuple(
+        None if o is not None else Result(placements_for(shape, rank, shard_dims, r), torch.Size(shape), strides)
+        for o, (shape, strides, _), r in zip(outs, metas, fn.reduction_kinds)
+    )
 
 
 def _common_mesh(name: str, args: tuple, outs: tuple):
@@ -101,17 +177,22 @@ def _common_mesh(name: str, args: tuple, outs: tuple):
     return meshes.pop()
 
 
-def _local(a, rank: int, shard_dims: Sequence) -> torch.Tensor:
-    target = placements_for(tuple(a.shape), rank, shard_dims)
-    if tuple(a.placements) != target:
-        a = a.redistribute(a.device_mesh, target)
-    return a.to_local()
+def _operand_key(a):
+    """What the layout of a call reads of an operand (a scalar: its type; the local call checks its value)."""
+    if isinstance(a, DTensor):
+        return type(a), a.shape, a.stride(), a.dtype, a.placements, a.device_mesh
+    if isinstance(a, torch.Tensor):
+        return type(a), a.shape, a.stride(), a.dtype, a.device
+    return argcheck.int_class(a) if type(a) is int else type(a)
 
 
-def _local_output(name: str, k: int, out, rank: int, shard_dims: Sequence, reduction):
+def _placed(a, target: tuple) -> DTensor:
+    return a if tuple(a.placements) == target else a.redistribute(a.device_mesh, target)
+
+
+def _local_output(name: str, k: int, out, expected: Optional[tuple]):
     if not isinstance(out, DTensor):
         raise TypeError(f"{name}: out{k} must be a DTensor when the operands are DTensors, got {type(out).__name__}")
-    expected = placements_for(tuple(out.shape), rank, shard_dims, reduction)
     if tuple(out.placements) != expected:
         raise RuntimeError(
             f"{name}: out{k} has placements {tuple(out.placements)}, but the result is computed as {expected}; "
