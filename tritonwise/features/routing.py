@@ -12,7 +12,7 @@ from typing import Optional
 import torch
 
 from ..frontend import validation
-from . import foreign_buffers, own_ops
+from . import autograd, foreign_buffers, own_ops
 
 NO_ROUTE = object()  # route(): an ordinary call, for the plan path
 
@@ -32,8 +32,6 @@ def feature(fn, args: tuple, outs: tuple) -> Optional[str]:
 
 
 def _autograd(fn, args, outs, _):
-    from . import autograd
-
     return autograd.call(fn, args, outs)
 
 
@@ -85,11 +83,15 @@ _PYTHON_SCALARS = (int, float, bool)
 
 def _recorded_plain_call(args: tuple) -> bool:
     """Whether every argument is a plain tensor or scalar and a tensor requires grad: no route
-    applies before autograd's then, so the other checks are skipped."""
-    tensors = [a for a in args if type(a) is torch.Tensor]
-    if not any(t.requires_grad for t in tensors):
-        return False
-    return len(tensors) + sum(type(a) in _PYTHON_SCALARS for a in args) == len(args)
+    applies before autograd's then, so the other checks are skipped. One pass: it runs first on every
+    call routing sees, recorded ones included."""
+    grad = False
+    for a in args:
+        if type(a) is torch.Tensor:
+            grad = grad or a.requires_grad
+        elif type(a) not in _PYTHON_SCALARS:
+            return False
+    return grad
 
 
 def _check_plain_call(fn, args: tuple, outs: tuple) -> None:
