@@ -21,6 +21,7 @@ from ..frontend.payload import inspect_payload
 from ..frontend.schema import FunctionSchema
 from ..frontend.validation import output_keywords
 from ..plans.derived_payloads import derived_payload
+from ..plans.memo import remember
 
 DOUBLE_BACKWARD = (
     "tritonwise: double backward is not supported: the backward of a pointwise function (its "
@@ -40,6 +41,14 @@ class BackwardFunction:
     path: Optional[str]
 
 
+@dataclass(frozen=True)
+class Recording:
+    """Calls of one kind of arguments, checked once (`Backward.recording`: the refusals, the backward
+    function built); what their forward needs to know."""
+
+    scalars: bool  # whether any argument is not a tensor (save_operands keeps their values)
+
+
 class Backward:
     """Backward functions of one PointwiseDynamicFunction, one per set of inputs needing grad."""
 
@@ -53,6 +62,7 @@ class Backward:
             self.given.check_arity(count, what + (", then each max/min result)" if extremes else ")"))
         self._functions: dict = {}
         self._ties: dict = {}
+        self._recordings: dict = {}  # Recording per argument kinds (`recording`)
         self._lock = threading.RLock()  # _build asks again for a smaller set of inputs
 
     def for_inputs(self, wrt: tuple) -> BackwardFunction:
@@ -62,6 +72,29 @@ class Backward:
                 found = self._functions.get(wrt) or self._build(wrt)
                 self._functions[wrt] = found
         return found
+
+    def recording(self, args: tuple, outs: tuple) -> Recording:
+        """The Recording of a call under grad, kept per its arguments' kinds (what the refusals and
+        the backward depend on); a call giving outputs is refused each time."""
+        kinds = tuple((a.dtype, a.requires_grad) if isinstance(a, torch.Tensor) else None for a in args)
+        found = self._recordings.get(kinds)
+        if found is None or any(o is not None for o in outs):
+            found = self._recording(args, outs)
+            remember(self._recordings, kinds, found)
+        return found
+
+    def _recording(self, args: tuple, outs: tuple) -> Recording:
+        name = self.forward.__name__
+        if any(isinstance(a, torch.Tensor) and a.is_complex() and a.requires_grad for a in args):
+            raise RuntimeError(f"{name}: autograd of complex inputs is not supported (an argument requires grad)")
+        if any(o is not None for o in outs):
+            raise RuntimeError(
+                f"{name}: given outputs (out0=...) do not support automatic differentiation, "
+                "but an argument requires grad; drop the output arguments or call under torch.no_grad()"
+            )
+        needs = tuple(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+        self.for_inputs(wanted_inputs(self.forward, args, needs))  # a construct it cannot derive fails here
+        return Recording(not all(isinstance(a, torch.Tensor) for a in args))
 
     def _build(self, wrt: tuple) -> BackwardFunction:
         fn = self.forward
@@ -113,16 +146,8 @@ def call(fn, args: tuple, outs: tuple):
     plain = tuple(a.detach() if isinstance(a, torch.Tensor) else a for a in args)
     if not torch.is_grad_enabled():
         return fn(*plain, **output_keywords(outs))
-    if any(isinstance(a, torch.Tensor) and a.is_complex() and a.requires_grad for a in args):
-        raise RuntimeError(f"{fn.__name__}: autograd of complex inputs is not supported (an argument requires grad)")
-    if any(o is not None for o in outs):
-        raise RuntimeError(
-            f"{fn.__name__}: given outputs (out0=...) do not support automatic differentiation, "
-            "but an argument requires grad; drop the output arguments or call under torch.no_grad()"
-        )
-    needs = tuple(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
-    fn.backward_functions().for_inputs(wanted_inputs(fn, args, needs))  # a construct it cannot derive fails here
-    results = _Record.apply(fn, plain, *args)
+    recording = fn.backward_functions().recording(args, outs)
+    results = _Record.apply(fn, recording, plain, *args)
     return results[0] if len(results) == 1 else results
 
 
@@ -139,20 +164,22 @@ class _Record(torch.autograd.Function):
     """One recorded call: forward runs the kernel; backward runs the backward function."""
 
     @staticmethod
-    def forward(ctx, fn, plain, *args):
+    def forward(ctx, fn, recording, plain, *args):
         results = fn(*plain)
         results = results if isinstance(results, tuple) else (results,)
-        ctx.mark_non_differentiable(*[r for r in results if not r.is_floating_point()])
+        integral = [r for r in results if not r.is_floating_point()]
+        if integral:
+            ctx.mark_non_differentiable(*integral)
         ctx.set_materialize_grads(False)
         ctx.fn = fn
-        save_operands(ctx, plain, results, fn.reduction_kinds)
+        save_operands(ctx, plain, results, fn.reduction_kinds, recording.scalars)
         return results
 
     @staticmethod
     def backward(ctx, *grads):
         fn, functions = ctx.fn, ctx.fn.backward_functions()
         args, extremes = saved_operands(ctx)
-        wanted = wanted_inputs(fn, args, ctx.needs_input_grad[2:])
+        wanted = wanted_inputs(fn, args, ctx.needs_input_grad[3:])
         with torch.no_grad():
             backward = functions.for_inputs(wanted)
             result = gradients(
@@ -160,13 +187,18 @@ class _Record(torch.autograd.Function):
             )
         if torch.is_grad_enabled():  # create_graph=True: differentiating this would be wrong
             result = _double_backward_error(result)
-        return (None, None, *result)
+        return (None, None, None, *result)
 
 
-def save_operands(ctx, args: tuple, results: tuple, reductions: tuple) -> None:
-    """Keep a call's arguments (python scalars as they are) and its max/min results for the backward."""
-    ctx.scalars = tuple(None if isinstance(a, torch.Tensor) else a for a in args)
+def save_operands(ctx, args: tuple, results: tuple, reductions: tuple, scalars: bool = True) -> None:
+    """Keep a call's arguments (python scalars as they are; `scalars` False: every argument is a
+    tensor, nothing to sort) and its max/min results for the backward."""
     extremes = [r for r, kind in zip(results, reductions) if kind in ("max", "min")]
+    if not scalars:
+        ctx.scalars = (None,) * len(args)
+        ctx.save_for_backward(*args, *extremes)
+        return
+    ctx.scalars = tuple(None if isinstance(a, torch.Tensor) else a for a in args)
     ctx.save_for_backward(*[a for a in args if isinstance(a, torch.Tensor)], *extremes)
 
 
