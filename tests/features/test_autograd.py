@@ -285,6 +285,17 @@ def test_given_outputs_with_grad_are_an_error():
         FUNCTIONS["arith"](x, y, out0=torch.empty(3, 4, **F64))
 
 
+def test_given_outputs_are_refused_after_the_same_arguments_recorded():
+    """The checks a recorded call passed are kept per its arguments' kinds; given outputs are still refused."""
+    fn = _binary(arith)
+    x, y = _leaves(LAYOUTS["same"]())
+    assert fn(x, y).grad_fn is not None
+    with pytest.raises(RuntimeError, match="out0=.*automatic differentiation"):
+        fn(x, y, out0=torch.empty(3, 4, **F64))
+    (gx,) = torch.autograd.grad(fn(x, y).sum(), x)
+    assert gx.shape == x.shape
+
+
 def test_double_backward_is_a_clear_error():
     x, y = _leaves(LAYOUTS["same"]())
     (gx,) = torch.autograd.grad(FUNCTIONS["trig"](x, y).sum(), x, create_graph=True)
