@@ -66,6 +66,7 @@ class Layout:
     """What a call decides from its operands' signature alone (shapes, strides, dtypes, placements,
     mesh), kept per function and signature so that a repeated call decides nothing again."""
 
+    mesh: object  # the operands' one device mesh (part of the signature)
     rank: int  # the task's
     shard_dims: tuple  # choose_shard_dims'
     targets: tuple  # per argument: the placements it is computed in (None: not a DTensor)
@@ -125,11 +126,10 @@ def call(fn, args: tuple, outs: tuple):
     if layout.results is None:
         layout = replace(layout, results=_results(fn, args, outs, layout))
         remember(memo, key, layout)
-    mesh = next(a.device_mesh for a in (*args, *outs) if isinstance(a, DTensor))  # _common_mesh's
     wrapped = list(outs)  # given outputs come back as given
     for k, (local, result) in enumerate(zip(results, layout.results)):
         if result is not None:
-            wrapped[k] = result.wrap(local, mesh)
+            wrapped[k] = result.wrap(local, layout.mesh)
     return wrapped[0] if len(wrapped) == 1 else tuple(wrapped)
 
 
@@ -151,7 +151,7 @@ def _layout(fn, args: tuple, outs: tuple) -> Layout:
         None if not isinstance(o, DTensor) else placements_for(tuple(o.shape), rank, shard_dims, r)
         for o, r in zip(outs, reductions)
     )
-    return Layout(rank, tuple(shard_dims), targets, expected)
+    return Layout(mesh, rank, tuple(shard_dims), targets, expected)
 
 
 def _results(fn, args: tuple, outs: tuple, layout: Layout) -> tuple:
