@@ -116,14 +116,15 @@ def reduction_case(name: str, fn, x, expr) -> Case:
 ROTATED_BYTES = 2**28  # copies of an input fill 256 MiB, five times the H100's 50 MiB of L2
 
 
-def back_to_back_gbps(nbytes: int, call, x) -> float:
-    """GB/s of `call` launched back to back in a CUDA graph on copies of `x` that together fill
-    ROTATED_BYTES (at least two), each copy at least four times and 2 GiB read in all."""
+def back_to_back_gbps(moved: int, call, x) -> float:
+    """GB/s of `call` (counting `moved` bytes a call) launched back to back in a CUDA graph on
+    copies of `x` that together fill ROTATED_BYTES (at least two), each copy at least four times
+    and 2 GiB read in all."""
     size = nbytes(x)
     copies = max(2, math.ceil(ROTATED_BYTES / size))
     inputs = [x] + [x.clone() for _ in range(copies - 1)]
     launches = copies * max(4, math.ceil(2**31 / (copies * size)))
-    return nbytes / us_back_to_back(call, inputs, launches) / 1e3
+    return moved / us_back_to_back(call, inputs, launches) / 1e3
 
 
 # Each timer as rate(nbytes, call, x): GB/s of call(x) counting nbytes.
