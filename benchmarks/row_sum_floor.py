@@ -1,0 +1,140 @@
+"""The floor of the two 4 MiB bf16 row sums: the fastest plain-Triton row sums we can write.
+
+    python -m benchmarks.row_sum_floor
+
+The cases are axis_reductions.py's `sum(x, -1)` of bf16 16384x128 and 128x16384. Two families
+of plain-Triton kernels, each over a sweep of tiles and warps, bound what a row sum of these
+bytes can reach:
+- one pass: a program reduces whole rows (a tile of BR rows, looping over BC columns at a
+  time) into fp32 and stores bf16 sums, as tritonwise's row schemes do;
+- split with atomics: a program reduces one tile and adds it into an fp32 row sum with
+  `tl.atomic_add`; programs over the columns too, so short row counts fill the GPU, at the
+  price of an fp32 result that must be zeroed first and rounded after (neither is timed here,
+  and the order of additions varies from run to run, which torch's sum does not allow).
+Each variant is checked against torch before it is timed. Every variant is timed under do_bench,
+and the three best again after a clean L2 flush and back to back in a CUDA graph (the timers of
+axis_reductions.py), beside the plain read of the same bytes (harness.read_ceiling) and
+tritonwise's own `sum(x, -1)` under the same timer.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+from benchmarks.axis_reductions import TIMERS, sum_last
+from benchmarks.harness import check_against, header, mismatch, nbytes, read_ceiling, report
+
+SHAPES = ((16384, 128), (128, 16384))
+ROWS_PER_TILE = (1, 2, 4, 8, 16, 32, 64)
+COLS_PER_TILE = (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+WARPS = (4, 8, 16)
+MAX_TILE = 16384  # elements a program holds at once
+RETIMED = 3  # variants timed again under the other timers
+
+
+@triton.jit
+def _one_pass(x_ptr, out_ptr, rows, cols, BR: tl.constexpr, BC: tl.constexpr):
+    r = tl.program_id(0) * BR + tl.arange(0, BR)
+    acc = tl.zeros((BR, BC), tl.float32)
+    for start in range(0, cols, BC):
+        c = start + tl.arange(0, BC)
+        mask = (r[:, None] < rows) & (c[None, :] < cols)
+        acc += tl.load(x_ptr + r[:, None] * cols + c[None, :], mask=mask, other=0).to(tl.float32)
+    tl.store(out_ptr + r, tl.sum(acc, 1).to(out_ptr.dtype.element_ty), mask=r < rows)
+
+
+@triton.jit
+def _split_atomic(x_ptr, acc_ptr, rows, cols, BR: tl.constexpr, BC: tl.constexpr):
+    r = tl.program_id(0) * BR + tl.arange(0, BR)
+    c = tl.program_id(1) * BC + tl.arange(0, BC)
+    mask = (r[:, None] < rows) & (c[None, :] < cols)
+    tile = tl.load(x_ptr + r[:, None] * cols + c[None, :], mask=mask, other=0).to(tl.float32)
+    tl.atomic_add(acc_ptr + r, tl.sum(tile, 1), mask=r < rows)
+
+
+def variants(x: torch.Tensor) -> list:
+    """(family, tile, warps, call(t), result of a checked run) of each kernel configuration for x."""
+    rows, cols = x.shape
+    out = torch.empty(rows, device=x.device, dtype=x.dtype)
+    acc = torch.empty(rows, device=x.device, dtype=torch.float32)
+    found = []
+    for br, bc, warps in itertools.product(ROWS_PER_TILE, COLS_PER_TILE, WARPS):
+        if br * bc > MAX_TILE or bc > cols or br > rows:
+            continue
+
+        def one_pass(t, br=br, bc=bc, warps=warps):
+            _one_pass[(triton.cdiv(rows, br),)](t, out, rows, cols, BR=br, BC=bc, num_warps=warps)
+
+        def split(t, br=br, bc=bc, warps=warps):
+            _split_atomic[(triton.cdiv(rows, br), triton.cdiv(cols, bc))](t, acc, rows, cols, BR=br, BC=bc,
+                                                                           num_warps=warps)
+
+        found.append(("one pass", (br, bc), warps, one_pass, out))
+        if bc < cols:  # a split needs more than one tile along the row
+            found.append(("split, atomics", (br, bc), warps, split, acc))
+    return found
+
+
+def checked(x: torch.Tensor, variant: tuple) -> bool:
+    _, tile, warps, call, result = variant
+    result.fill_(float("nan"))
+    if result.dtype == torch.float32:
+        result.zero_()
+    call(x)
+    expected = x.float().sum(-1)
+    return mismatch(expected, result.float(), f"{variant[0]} {tile} {warps} warps", 2e-2, 2e-1) is None
+
+
+def floor_rows(x: torch.Tensor) -> list:
+    """Table rows for x: per timer, the best of each family, the plain read and tritonwise."""
+    moved = nbytes(x)
+    check_against(x.sum(-1).float(), sum_last(x).float(), "tritonwise sum(x, -1)", 2e-2, 2e-1)
+    timed = []
+    for variant in variants(x):
+        if checked(x, variant):
+            timed.append((TIMERS["do_bench"](moved, variant[3], x), variant))
+        else:
+            print(f"wrong answer, not timed: {variant[0]} tile {variant[1]}, {variant[2]} warps", flush=True)
+    name = "x".join(map(str, x.shape))
+    rows = []
+    for family in ("one pass", "split, atomics"):
+        best = sorted((t for t in timed if t[1][0] == family), key=lambda t: -t[0])[:RETIMED]
+        if not best:  # a split needs more than one tile along the row: none for rows this short
+            continue
+        for timer, rate in TIMERS.items():
+            rates = [(rate(moved, v[3], x), v) for _, v in best]
+            gb, (_, tile, warps, _, _) = max(rates, key=lambda r: r[0])
+            rows.append((name, timer, f"{family}, tile {tile}, {warps} warps", gb))
+    for timer, rate in TIMERS.items():
+        plain, ours = read_ceiling(x, rate), rate(moved, lambda t: sum_last(t), x)
+        rows.append((name, timer, "plain read of the same bytes", plain))
+        rows.append((name, timer, "tritonwise sum(x, -1)", ours))
+    return rows
+
+
+def table(rows: list) -> str:
+    plain = {(r[0], r[1]): r[3] for r in rows if r[2].startswith("plain read")}
+    lines = ["| case | timer | kernel | GB/s | / plain read |", "|---|---|---|---|---|"]
+    for name, timer, what, gb in sorted(rows, key=lambda r: (r[0], r[1])):
+        lines.append(f"| {name} bf16 | {timer.split(',')[0]} | {what} | {gb:.0f} | {gb / plain[name, timer]:.2f} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    if not torch.cuda.is_available():
+        print("row_sum_floor needs a CUDA GPU", file=sys.stderr)
+        return 2
+    rows = []
+    for shape in SHAPES:
+        rows += floor_rows(torch.randn(shape, device="cuda", dtype=torch.bfloat16))
+    report(header() + "\n" + table(rows) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
