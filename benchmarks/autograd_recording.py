@@ -1,6 +1,6 @@
 """The host cost of a forward call that autograd records: tritonwise against torch, with floors.
 
-    python -m benchmarks.autograd_recording [--profile N]
+    python -m benchmarks.autograd_recording [--profile N] [--layers]
 
 Each row times back-to-back calls on a 1024-element fp32 tensor that requires grad (the GPU work
 is about 2 µs, so the host dominates), the median of 9 interleaved rounds:
@@ -11,7 +11,9 @@ is about 2 µs, so the host dominates), the median of 9 interleaved rounds:
 - two floors of any library that records through a Python `torch.autograd.Function`: its
   `apply` around tritonwise's cached call on the detached tensor, and around torch's own silu.
 Every row is checked against torch first. `--profile N` prints cProfile's heaviest functions
-over N tritonwise calls.
+over N tritonwise calls. `--layers` times the recorded call one layer at a time, from an
+`autograd.Function` whose forward only runs the cached call up to the whole call, each row
+adding one step of tritonwise's path (features/autograd.py, features/routing.py, function.py).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import triton.language as tl
 
 from benchmarks.harness import check_against, median_us, report
 from tritonwise import ops, pointwise_dynamic
+from tritonwise.features import autograd, routing
 
 
 @pointwise_dynamic(promotion_methods=[(0, "DEFAULT")])
@@ -68,10 +71,51 @@ def rows(x) -> list:
     ]
 
 
+def _function_of(forward):
+    """An autograd.Function of tritonwise's signature (fn, recording, plain arguments, *arguments)
+    whose forward is `forward`."""
+
+    class Layer(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, fn, recording, plain, *args):
+            return forward(ctx, fn, plain)
+
+        @staticmethod
+        def backward(ctx, *grads):
+            return (None, None, None, *grads)
+
+    return Layer
+
+
+def _saving(ctx, fn, plain):
+    result = fn(*plain)
+    ctx.save_for_backward(*plain)
+    return result
+
+
+def layers(x) -> list:
+    """(step, call) from the bare autograd.Function to the whole recorded call."""
+    plain = (x.detach(),)
+    recording = silu.backward_functions().recording((x,), ())
+    bare, saving = _function_of(lambda ctx, fn, p: fn(*p)), _function_of(_saving)
+    return [
+        ("torch F.silu(x)", lambda: F.silu(x)),
+        ("the cached call, no grad", lambda: silu(plain[0])),
+        ("autograd.Function whose forward is the cached call", lambda: bare.apply(silu, recording, plain, x)),
+        ("  + save_for_backward", lambda: saving.apply(silu, recording, plain, x)),
+        ("tritonwise's autograd.Function (autograd._Record)", lambda: autograd._Record.apply(silu, recording, plain, x)),
+        ("  + autograd.call: detach, grad mode, the recording's lookup", lambda: autograd.call(silu, (x,), ())),
+        ("  + routing.route", lambda: routing.route(silu, (x,), ())),
+        ("  + the Python path of a missed call (function._call_missed)", lambda: silu._call_missed((x,), {}, None)),
+        ("silu(x): the whole call, the C path's miss first", lambda: silu(x)),
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--profile", type=int, default=0)
     parser.add_argument("--out")
+    parser.add_argument("--layers", action="store_true")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("autograd_recording needs a CUDA GPU", file=sys.stderr)
@@ -89,6 +133,10 @@ def main() -> int:
     anchor = times[0]
     lines = ["| forward call, 1024 fp32, requires grad | µs/call | / torch |", "|---|---|---|"]
     lines += [f"| {name} | {t:.1f} | {t / anchor:.2f}x |" for (name, _), t in zip(chosen, times)]
+    if args.layers:
+        steps = layers(x)
+        lines += ["", "| layer | µs/call |", "|---|---|"]
+        lines += [f"| {name} | {t:.2f} |" for (name, _), t in zip(steps, median_us([call for _, call in steps]))]
     report("\n".join(lines) + "\n", args.out)
     if args.profile:
         profiler = cProfile.Profile()
