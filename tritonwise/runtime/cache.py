@@ -49,16 +49,10 @@ def configured_dir() -> Path:
 
 def make_dirs(path: Path) -> None:
     """Create `path` and its missing parents, none writable by every user whatever the umask (else untrusted)."""
-    missing = []
-    node = path
-    while not node.exists():
-        missing.append(node)
-        if node.parent == node:
-            break
-        node = node.parent
-    for node in reversed(missing):
+    if not path.exists():
+        make_dirs(path.parent)
         with contextlib.suppress(FileExistsError):
-            os.mkdir(node, 0o755)
+            os.mkdir(path, 0o755)
     if not path.is_dir():
         raise NotADirectoryError(20, "Not a directory", str(path))
 
