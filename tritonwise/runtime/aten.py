@@ -35,17 +35,11 @@ def helpers():
     torch_dir = Path(torch.__file__).parent
     include, lib = torch_dir / "include", torch_dir / "lib"
     flags = [
-        CXX_STANDARD,
-        "-w",  # torch's headers warn under this standard and compiler; nothing of ours is hidden
+        CXX_STANDARD, "-w",  # -w: torch's headers warn under this standard and compiler; nothing of ours is hidden
         f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
-        f"-I{include}",
-        f"-I{include / 'torch' / 'csrc' / 'api' / 'include'}",
-        f"-L{lib}",
-        f"-Wl,-rpath,{lib}",
-        "-lc10",
-        "-ltorch_cpu",
-        "-ltorch_python",
-    ]
+        f"-I{include}", f"-I{include / 'torch' / 'csrc' / 'api' / 'include'}",
+        f"-L{lib}", f"-Wl,-rpath,{lib}", "-lc10", "-ltorch_cpu", "-ltorch_python",
+    ]  # fmt: skip
     depends_on = f"{torch.__version__} {torch_dir}".encode()
     return native.built_module(MODULE_NAME, [SOURCE], lambda: native.compiler("CXX", "c++", "g++"), flags, depends_on)
 

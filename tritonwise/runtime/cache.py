@@ -49,26 +49,21 @@ def configured_dir() -> Path:
 
 def make_dirs(path: Path) -> None:
     """Create `path` and its missing parents, none writable by every user whatever the umask (else untrusted)."""
-    missing = []
-    node = path
-    while not node.exists():
-        missing.append(node)
-        if node.parent == node:
-            break
-        node = node.parent
-    for node in reversed(missing):
+    if not path.exists():
+        make_dirs(path.parent)
         with contextlib.suppress(FileExistsError):
-            os.mkdir(node, 0o755)
+            os.mkdir(path, 0o755)
     if not path.is_dir():
         raise NotADirectoryError(20, "Not a directory", str(path))
 
 
 def _usable(path: Path) -> bool:
+    """Whether `path` is made and writable, and trusted still once made (another user may have made it first)."""
     try:
         make_dirs(path)
     except OSError:
         return False
-    return os.access(path, os.W_OK | os.X_OK)
+    return os.access(path, os.W_OK | os.X_OK) and trusted(path)
 
 
 def _overlay() -> Optional[Path]:
@@ -115,7 +110,7 @@ def cache_dir() -> Path:
     path = configured_dir()
     if not trusted(path):
         return _overlay_dir(None)
-    if _usable(path) and trusted(path):  # again once made: another user may have made it first
+    if _usable(path):
         return path
     return _overlay_dir(f"cache directory {path} is not writable")
 
@@ -123,8 +118,8 @@ def cache_dir() -> Path:
 def _overlay_dir(problem: Optional[str]) -> Path:
     """The overlay, else the private directory, with one warning per `problem` (why the configured one failed)."""
     overlay = _overlay()
-    if overlay not in (None, _fallback_dir) and trusted(overlay) and _usable(overlay) and trusted(overlay):
-        return overlay  # (trusted again once made: another user may have made it first)
+    if overlay not in (None, _fallback_dir) and trusted(overlay) and _usable(overlay):
+        return overlay
     directory = _private_dir()
     if problem is not None and problem not in _warned:
         _warned.add(problem)

@@ -53,8 +53,7 @@ def param_sizes(function: int) -> Optional[tuple]:
 
 
 def load_function(binary: bytes, name: str, device_index: int) -> int:
-    """The CUfunction `name` of the cubin `binary`, loaded for the process into `device_index`'s
-    primary context; kernels needing over 48 KB of shared memory are left to Triton."""
+    """The CUfunction `name` of the cubin `binary`, loaded for the process into `device_index`'s primary context."""
     lib, module, function = driver(), ctypes.c_void_p(), ctypes.c_void_p()
     make_primary_context_current(device_index)
     image = ctypes.create_string_buffer(binary, len(binary))

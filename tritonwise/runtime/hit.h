@@ -129,7 +129,7 @@ static int intern_names(void) {
 
 /* configure(tensor_type, tensor_key, other_key, empty_strided, raw_stream, hooks, current_device,
  * int_range): tensor_key and other_key are arguments._tensor_key and _other_key;
- * hooks is Triton's knobs.runtime, or None where this Triton has no launch hooks; current_device
+ * hooks is Triton's knobs.runtime, or None for none (tests); current_device
  * is torch's current-device query, or None where one device is visible (it is then always the
  * plan's); int_range the (lowest, highest) int whose key is `int` (arguments.INT32_RANGE). */
 static PyObject *configure(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {

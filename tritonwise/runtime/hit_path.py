@@ -92,15 +92,12 @@ _DEFAULT = object()
 def configure(
     module, raw_stream: Optional[Callable] = None, hooks=_DEFAULT, current_device: Optional[Callable] = _DEFAULT
 ) -> None:
-    """What hit() calls: torch's current-stream query, Triton's launch hooks (None where Triton has
-    none) and torch's current-device query (None with one visible GPU); tests give fakes."""
+    """What hit() calls: torch's current-stream query, Triton's launch hooks and torch's
+    current-device query (None with one visible GPU); tests give fakes."""
     if hooks is _DEFAULT:
-        try:
-            from triton import knobs
+        from triton import knobs
 
-            hooks = knobs.runtime
-        except (ImportError, AttributeError):
-            hooks = None
+        hooks = knobs.runtime
     if current_device is _DEFAULT:
         several = torch.cuda.is_available() and torch.cuda.device_count() > 1
         current_device = torch._C._cuda_getDevice if several else None

@@ -34,13 +34,6 @@ def probes(directory: Path) -> list:
     return _listed(directory / cache.PROBES, "*.json", _is_probe)
 
 
-def stats_file(directory: Path) -> list:
-    """`[.stats.json]` when `directory` holds tritonwise's counters file, else []."""
-    path = directory / cache.STATS_FILE
-    data = _json(path)
-    return [path] if isinstance(data, dict) and set(data) <= _STATS_KEYS else []
-
-
 def _listed(directory: Path, pattern: str, is_ours) -> list:
     """The files in `directory` matching `pattern` that `is_ours` accepts, sorted."""
     if not directory.is_dir():
@@ -78,8 +71,9 @@ def clear(directory: Path) -> Cleared:
         for path in listing(directory):
             if _remove(path, result):
                 setattr(result, kind, getattr(result, kind) + 1)
-    for path in stats_file(directory):
-        _remove(path, result)
+    counters = _json(directory / cache.STATS_FILE)
+    if isinstance(counters, dict) and set(counters) <= _STATS_KEYS:  # ours, not another file of that name
+        _remove(directory / cache.STATS_FILE, result)
     for sub in (cache.KERNELS, cache.PROBES):
         with contextlib.suppress(OSError):  # missing, or holds something that is not ours
             (directory / sub).rmdir()

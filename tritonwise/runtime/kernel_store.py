@@ -1,11 +1,8 @@
 """The compiled-kernel store: binaries beside the generated files, read back without Triton.
 
-An entry holds one cubin and what launching it needs, named and checked by a KernelIdentity:
-everything that changes the binary (the generated file, Triton's hash of the kernel and what it
-calls, the Triton version, target, specialization, options and compile environment). As for
-generated files: atomic writes, a sha256 checked before loading, the configured directory searched
-first, then the overlay, never where others can write (runtime/trust.py); an entry that fails its
-checksum or names another identity is never served.
+An entry holds one cubin and what launching it needs, named and checked by a KernelIdentity (all
+that changes the binary). It is written and found where generated files are (runtime/cache.py), and
+one that fails its sha256 or names another identity is never served.
 
 File layout: a magic line, one line of JSON (identity and launch metadata), the binary, then a
 trailer line with the sha256 of everything before it.

@@ -216,7 +216,7 @@ def loaded(file_name: str, kernel, values: Sequence, num_warps: int, device_inde
     found = _loaded.get(key)
     if found is None:
         stored = stored_or_compiled(kernel, ident)
-        if stored.shared > 48 * 1024:
+        if stored.shared > 48 * 1024:  # more than a launch may take without opting in: left to Triton
             return None
         found = LoadedKernel(stored, cuda_driver.load_function(stored.binary, stored.name, device_index))
         with _loaded_lock:

@@ -19,20 +19,10 @@ from . import cuda_driver, native
 
 # Triton's kernel parameter types: launch.c's kind letter, and the struct code of the value.
 _SCALARS = {
-    "i1": ("b", "b"),
-    "i8": ("b", "b"),
-    "i16": ("h", "h"),
-    "i32": ("i", "i"),
-    "i64": ("l", "q"),
-    "u1": ("B", "B"),
-    "u8": ("B", "B"),
-    "u16": ("H", "H"),
-    "u32": ("I", "I"),
-    "u64": ("K", "Q"),
-    "fp32": ("f", "f"),
-    "f32": ("f", "f"),
-    "fp64": ("d", "d"),
-}
+    "i1": ("b", "b"), "i8": ("b", "b"), "i16": ("h", "h"), "i32": ("i", "i"), "i64": ("l", "q"),
+    "u1": ("B", "B"), "u8": ("B", "B"), "u16": ("H", "H"), "u32": ("I", "I"), "u64": ("K", "Q"),
+    "fp32": ("f", "f"), "f32": ("f", "f"), "fp64": ("d", "d"),
+}  # fmt: skip
 _POINTER = ("p", "Q")
 
 
@@ -112,13 +102,9 @@ def _c_type(t: str) -> tuple:
 # alone starts a kernel as Triton would only with num_ctas 1 and the rest unset (no cluster, cooperative
 # or programmatic launch, scratch memory or tensor descriptors).
 LAUNCH_FIELDS = (  # num_ctas first: _launchable reads the others as flags
-    "num_ctas",
-    "launch_cooperative_grid",
-    "launch_pdl",
-    "global_scratch_size",
-    "profile_scratch_size",
+    "num_ctas", "launch_cooperative_grid", "launch_pdl", "global_scratch_size", "profile_scratch_size",
     "tensordesc_meta",
-)
+)  # fmt: skip
 
 
 def _launchable(compiled) -> bool:

@@ -18,14 +18,10 @@ _modules: dict = {}
 def load(path: Path, kernel_name: str, alias: str, payload, backend: str, variants=None) -> types.ModuleType:
     """The module of the file at `path`, the payload bound as `alias` and each variant under its own alias."""
     key = (str(path), backend)
-    module = _modules.get(key)
-    if module is None:
-        with _lock:
-            module = _modules.get(key)
-            if module is None:
-                module = _exec(path, {alias: payload.jit, **(variants or {})}, backend, kernel_name)
-                _modules[key] = module
-    return module
+    with _lock:
+        if key not in _modules:
+            _modules[key] = _exec(path, {alias: payload.jit, **(variants or {})}, backend, kernel_name)
+        return _modules[key]
 
 
 def _exec(path: Path, bound: dict, backend: str, kernel_name: str) -> types.ModuleType:

@@ -10,7 +10,7 @@ is None and kernels launch through Triton; a warning names the cause once per pr
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
+import fcntl
 import functools
 import hashlib
 import importlib.machinery
@@ -116,7 +116,10 @@ def build(name: str, sources: list, compiler, flags: list, depends_on: bytes = b
         return found
     target = cache_dir() / file_name
     cache.make_dirs(target.parent)  # never writable by others, whatever the umask (runtime/trust.py)
-    with _only_one_builder(target):  # the ranks of a job started together compile it once
+    with open(target.with_name(f"{target.name}.lock"), "a") as lock:
+        # processes building it at once (the ranks of a job started together) wait for the first;
+        # the lock goes when the file closes
+        fcntl.flock(lock, fcntl.LOCK_EX)
         if target.exists() and cache.trusted_entry(cache_dir(), target):
             return target  # another process built it (one others could replace is built over)
         partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
@@ -138,23 +141,6 @@ def _file_name(name: str, sources: list, flags: list, depends_on: bytes = b"") -
     content = b"".join(path.read_bytes() for path in sources) + b" ".join(f.encode() for f in flags) + depends_on
     tag = hashlib.sha256(content + sys.version.encode() + sysconfig.get_platform().encode()).hexdigest()[:16]
     return f"native/{name}_{tag}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
-
-
-@contextlib.contextmanager
-def _only_one_builder(target: Path):
-    """Hold an exclusive lock on `target`.lock while building it, so processes building the same
-    file at once (a distributed job's ranks) wait for the first; without locking, each builds."""
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
-    with open(target.with_name(f"{target.name}.lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def compiler(variable: str, *names: str) -> str:
