@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 
-from .libdevice_modules import BACKEND_MODULE, STUB_MODULE
+from .interpreter_libdevice import BACKEND_MODULE, STUB_MODULE, extern_elementwise, unavailable
 
 
 @contextlib.contextmanager
@@ -23,7 +24,7 @@ def exact_numerics():
     exit, with whatever the caller sets through the PatchScope this yields."""
     from triton.runtime import interpreter
 
-    from . import interpreter_floats, interpreter_libdevice
+    from . import interpreter_floats
 
     scope, builder = PatchScope(), interpreter.InterpreterBuilder
     try:
@@ -33,7 +34,7 @@ def exact_numerics():
             scope.set_attr(builder, name, make(builder.__dict__.get(name)))
         for module, name, value in _libdevice_bindings():  # backend builtins with the interpreter's semantic
             scope.set_attr(module, name, value)
-        scope.set_attr(builder, "create_extern_elementwise", interpreter_libdevice.extern_elementwise)
+        scope.set_attr(builder, "create_extern_elementwise", extern_elementwise)
         yield scope
     finally:
         scope.restore()
@@ -58,7 +59,12 @@ class PatchScope:
 
     def restore(self) -> None:
         for obj, before in reversed(self._kept):
-            _restore_namespace(obj, before)
+            now = vars(obj)
+            for name in [name for name in now if name not in before]:
+                delattr(obj, name)
+            for name, value in before.items():
+                if now.get(name, self._MISSING) is not value:
+                    setattr(obj, name, value)
         self._kept.clear()
         while self._changes:
             obj, name, original = self._changes.pop()
@@ -66,15 +72,6 @@ class PatchScope:
                 delattr(obj, name)
             else:
                 setattr(obj, name, original)
-
-
-def _restore_namespace(obj: object, before: dict) -> None:
-    now = vars(obj)
-    for name in [name for name in now if name not in before]:
-        delattr(obj, name)
-    for name, value in before.items():
-        if now.get(name, PatchScope._MISSING) is not value:
-            setattr(obj, name, value)
 
 
 def _undo_lang_patching_on_exit(scope: PatchScope) -> None:
@@ -99,10 +96,6 @@ def interpreter_globals(module_globals: dict) -> dict:
 
 def _late_bound(name: str):
     def call(*args, **kwargs):
-        import importlib
-
-        from .interpreter_libdevice import unavailable
-
         backend = importlib.import_module(BACKEND_MODULE)
         return (getattr(backend, name, None) or unavailable(name))(*args, **kwargs)
 
@@ -113,11 +106,7 @@ def _late_bound(name: str):
 @functools.cache
 def _libdevice_bindings() -> list:
     """(module, name, replacement) for both libdevice modules, built once, not per launch."""
-    import importlib
-
     import triton.language as tl
-
-    from . import interpreter_libdevice
 
     backend = importlib.import_module(BACKEND_MODULE)
     stub = importlib.import_module(STUB_MODULE)
@@ -125,7 +114,7 @@ def _libdevice_bindings() -> list:
     bindings = [(backend, name, value) for name, value in bound.items()]
     for name, member in vars(stub).items():
         if not name.startswith("_") and callable(member):
-            bindings.append((stub, name, bound.get(name) or interpreter_libdevice.unavailable(name)))
+            bindings.append((stub, name, bound.get(name) or unavailable(name)))
     return bindings
 
 

@@ -116,15 +116,10 @@ def _hilo(hi, lo):
 
 
 def symbols() -> dict:
+    counts = {"clz": _clz, "popc": _popc, "brev": _brev, "ffs": _ffs}  # __nv_<name> on 32 bits, __nv_<name>ll on 64
     return {
-        "__nv_clz": _clz(32),
-        "__nv_clzll": _clz(64),
-        "__nv_popc": _popc(32),
-        "__nv_popcll": _popc(64),
-        "__nv_brev": _brev(32),
-        "__nv_brevll": _brev(64),
-        "__nv_ffs": _ffs(32),
-        "__nv_ffsll": _ffs(64),
+        **{f"__nv_{name}": make(32) for name, make in counts.items()},
+        **{f"__nv_{name}ll": make(64) for name, make in counts.items()},
         "__nv_abs": np.abs,
         "__nv_llabs": np.abs,
         "__nv_mulhi": lambda a, b: (np.asarray(a, np.int64) * np.asarray(b, np.int64)) >> 32,
@@ -137,8 +132,7 @@ def symbols() -> dict:
         "__nv_uhadd": lambda a, b: (np.asarray(a, np.uint64) + b) >> np.uint64(1),
         "__nv_rhadd": lambda a, b: (np.asarray(a, np.int64) + b + 1) >> 1,
         "__nv_urhadd": lambda a, b: (np.asarray(a, np.uint64) + b + np.uint64(1)) >> np.uint64(1),
-        "__nv_sad": lambda a, b, c: _wrap32(np.abs(np.asarray(a, np.int64) - b) + np.asarray(c, np.int64)),
-        "__nv_usad": lambda a, b, c: _wrap32(np.abs(np.asarray(a, np.int64) - b) + np.asarray(c, np.int64)),
+        **dict.fromkeys(("__nv_sad", "__nv_usad"), lambda a, b, c: _wrap32(np.abs(np.asarray(a, np.int64) - b) + c)),
         "__nv_byte_perm": _byte_perm,
         "__nv_float_as_int": _bits_as(np.int32),
         "__nv_float_as_uint": _bits_as(np.uint32),

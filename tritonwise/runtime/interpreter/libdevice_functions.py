@@ -155,7 +155,7 @@ def _float_symbols() -> dict:
     table["__nv_nextafterf"] = table["__nv_nextafter"] = np.nextafter  # in the argument dtype
     for name in ("ldexp", "scalbn"):
         table[f"__nv_{name}f"] = table[f"__nv_{name}"] = lambda x, n: np.ldexp(_wide(x), np.asarray(n, np.int64))
-    for suffix, count in (("3d", 3), ("4d", 4)):
+    for suffix in ("3d", "4d"):
         table[f"__nv_norm{suffix}f"] = table[f"__nv_norm{suffix}"] = _hypot
         table[f"__nv_rnorm{suffix}f"] = table[f"__nv_rnorm{suffix}"] = lambda *a: 1.0 / _hypot(*a)
     table["__nv_frsqrt_rn"] = lambda x: 1.0 / np.sqrt(_wide(x))

@@ -38,8 +38,9 @@ def value_dtypes(fn, inputs: Sequence[tuple]) -> Optional[tuple]:
 
 
 def _operand(tl, value, dtype):
+    """A 0-d probe value: 1 in a tensor input's dtype, else the scalar in `dtype` or as the kernel types it."""
     if isinstance(value, torch.dtype):
-        return tl.full([], 1, getattr(tl, TRITON_DTYPES[value]))
+        value, dtype = 1, value
     if dtype is not None:
         return tl.full([], value, getattr(tl, TRITON_DTYPES[dtype]))
     if isinstance(value, bool):
