@@ -38,7 +38,7 @@ class Translation:
     source: str  # every translated function, helpers first
 
 
-def translate(fn, static_params: frozenset = frozenset()) -> Translation:
+def translate(fn, static_params: frozenset) -> Translation:
     """The torch translation of the function under a @triton.jit payload; `static_params` are python scalars."""
     functions: dict = {}
     name = _Function(fn, functions, static_params).translate()
@@ -74,7 +74,7 @@ class _Function:
             kwarg=None,
             defaults=[self.expr(d) for d in args.defaults],
         )
-        body = self.block(func.body) or [ast.Pass()]  # a docstring translates to nothing
+        body = self.block(func.body)  # a docstring alone translates to `pass`
         tree = ast.FunctionDef(name=name, args=new_args, body=body, decorator_list=[], returns=None, type_params=[])
         self.functions.pop(name)
         self.functions[name] = ast.unparse(ast.fix_missing_locations(tree))
