@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 
+from . import libdevice_bits as bits
 from . import libdevice_exact as exact
 from . import libdevice_functions as functions
 
@@ -22,7 +23,7 @@ BACKEND_MODULE = "triton.language.extra.cuda.libdevice"  # the CUDA builtins the
 
 @functools.cache
 def _table() -> dict:
-    return {**functions.symbols(), **exact.symbols()}
+    return {**functions.symbols(), **bits.symbols(), **exact.symbols()}
 
 
 def extern_elementwise(self, lib_name, lib_path, symbol, args, ret_type, is_pure):

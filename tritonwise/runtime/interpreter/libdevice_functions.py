@@ -1,4 +1,4 @@
-"""libdevice's math, classification, bit and integer functions over NumPy arrays, by symbol: float
+"""libdevice's math and classification functions over NumPy arrays, by symbol: float
 functions register as `__nv_<name>f` and `__nv_<name>`, computed in float64; edge cases follow the
 CUDA math API.
 """
@@ -179,15 +179,10 @@ _CLASSIFICATION = (
 )
 
 
-def _classification_symbols() -> dict:
-    table = {f"__nv_{name}": fn for names, fn in _CLASSIFICATION for name in names}
+def symbols() -> dict:
+    table = _float_symbols()
+    table.update({f"__nv_{name}": fn for names, fn in _CLASSIFICATION for name in names})
     for suffix in ("f", ""):
         table[f"__nv_llrint{suffix}"] = to_int(np.int64, "rn")
         table[f"__nv_llround{suffix}"] = lambda x: to_int(np.int64, "rz")(_round_half_away(_wide(x)))
     return table
-
-
-def symbols() -> dict:
-    from .libdevice_bits import symbols as bit_symbols
-
-    return {**_float_symbols(), **_classification_symbols(), **bit_symbols()}
