@@ -15,6 +15,10 @@ import contextlib
 import functools
 import types
 
+import numpy as np
+import triton.language as tl
+from triton.runtime.jit import JITFunction
+
 from .interpreter_numerics import exact_numerics, interpreter_globals
 
 
@@ -44,8 +48,6 @@ def _calls_interpreted(original):
 def int64_scalars(values) -> tuple:
     """Ints as the interpreter's int64 scalars for an int64 kernel's index arguments (it types ints
     by value and ignores `tl.int64`, so `row * stride` would wrap)."""
-    import numpy as np
-    import triton.language as tl
     from triton.runtime.interpreter import TensorHandle
 
     return tuple(tl.tensor(TensorHandle(np.array([v], dtype=np.int64), tl.int64), tl.int64) for v in values)
@@ -74,8 +76,6 @@ def _with_bool_scalars(convert):
 
     def patched(arg):
         if isinstance(arg, bool):
-            import numpy as np
-            import triton.language as tl
             from triton.runtime.interpreter import TensorHandle
 
             return tl.tensor(TensorHandle(np.array([arg], dtype=np.bool_), tl.int1), tl.int1)
@@ -110,10 +110,7 @@ def _not_transformer(original):
 @contextlib.contextmanager
 def interpreting():
     """The one entry point of every CPU launch; NumPy's float warnings off (masked lanes compute too)."""
-    import numpy as np
-    import triton.language as tl
     from triton.runtime import interpreter
-    from triton.runtime.jit import JITFunction
 
     with exact_numerics() as scope:
         for obj, name, replacement in (

@@ -15,6 +15,8 @@ import contextlib
 import functools
 import importlib
 
+import triton.language as tl
+
 from .interpreter_libdevice import BACKEND_MODULE, STUB_MODULE, extern_elementwise, unavailable
 
 
@@ -77,8 +79,6 @@ class PatchScope:
 def _undo_lang_patching_on_exit(scope: PatchScope) -> None:
     """Triton before 3.6 patches triton.language for good: record what it patches, so `scope` puts
     it back as 3.6 does (else autograd's rules and GPU launches would see the wrappers)."""
-    import triton.language as tl
-
     namespaces = [tl, tl.core, tl.math, tl.tensor, tl.dtype, getattr(tl.core, "tensor_descriptor_base", None)]
     for namespace in filter(None, namespaces):
         scope.keep(namespace)
@@ -106,8 +106,6 @@ def _late_bound(name: str):
 @functools.cache
 def _libdevice_bindings() -> list:
     """(module, name, replacement) for both libdevice modules, built once, not per launch."""
-    import triton.language as tl
-
     backend = importlib.import_module(BACKEND_MODULE)
     stub = importlib.import_module(STUB_MODULE)
     bound = {name: _bound(member) for name, member in vars(backend).items() if tl.core.is_builtin(member)}
