@@ -60,7 +60,8 @@ class _Function:
         if name in self.functions:
             return name
         self.functions[name] = ""  # claimed: a recursive helper is refused where it is called
-        func = _function_def(self.fn)
+        parsed = ast.parse(textwrap.dedent(inspect.getsource(self.fn)))
+        func = next(n for n in parsed.body if isinstance(n, ast.FunctionDef))
         args = func.args
         params = args.posonlyargs + args.args
         self.locals = {a.arg for a in params}
@@ -264,11 +265,6 @@ class _Function:
 
 
 # ---- helpers ---------------------------------------------------------------------------------
-
-
-def _function_def(fn) -> ast.FunctionDef:
-    source = textwrap.dedent(inspect.getsource(fn))
-    return next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef))
 
 
 def _mangle(fn) -> str:

@@ -140,9 +140,17 @@ _FLOAT_BINARY = {
 
 _FAST_FLOAT32 = ("sin", "cos", "tan", "log2", "log", "exp", "exp10", "log10")  # __nv_fast_<name>f
 
+_CLASSIFICATION = (
+    (("isnanf", "isnand"), np.isnan),
+    (("isinff", "isinfd"), np.isinf),
+    (("finitef", "isfinited"), np.isfinite),
+    (("signbitf", "signbitd"), np.signbit),
+    (("ilogbf", "ilogb"), _ilogb),
+)
 
-def _float_symbols() -> dict:
-    table = {}
+
+def symbols() -> dict:
+    table = {f"__nv_{name}": fn for names, fn in _CLASSIFICATION for name in names}
     for name, fn in _FLOAT_UNARY.items():
         table[f"__nv_{name}f"] = table[f"__nv_{name}"] = lambda x, fn=fn: fn(_wide(x))
     for name, fn in _FLOAT_BINARY.items():
@@ -167,21 +175,6 @@ def _float_symbols() -> dict:
         for order in (0, 1):
             bessel = _mpmath(name)
             table[f"__nv_{kind}{order}f"] = table[f"__nv_{kind}{order}"] = lambda x, b=bessel, n=order: b(n, x)
-    return table
-
-
-_CLASSIFICATION = (
-    (("isnanf", "isnand"), np.isnan),
-    (("isinff", "isinfd"), np.isinf),
-    (("finitef", "isfinited"), np.isfinite),
-    (("signbitf", "signbitd"), np.signbit),
-    (("ilogbf", "ilogb"), _ilogb),
-)
-
-
-def symbols() -> dict:
-    table = _float_symbols()
-    table.update({f"__nv_{name}": fn for names, fn in _CLASSIFICATION for name in names})
     for suffix in ("f", ""):
         table[f"__nv_llrint{suffix}"] = to_int(np.int64, "rn")
         table[f"__nv_llround{suffix}"] = lambda x: to_int(np.int64, "rz")(_round_half_away(_wide(x)))
