@@ -16,9 +16,7 @@ from .narrow_floats import FORMATS, FloatFormat
 def emulated_format(handle):
     """The FloatFormat of a handle holding raw bf16/fp8 bits, else None (comparisons give bool data)."""
     fmt = FORMATS.get(getattr(handle.dtype.scalar, "name", None))
-    if fmt is None or not fmt.emulated or handle.data.dtype != fmt.storage:
-        return None
-    return fmt
+    return fmt if fmt is not None and fmt.emulated and handle.data.dtype == fmt.storage else None
 
 
 def _values(handle) -> np.ndarray:

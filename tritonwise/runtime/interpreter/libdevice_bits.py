@@ -102,12 +102,8 @@ def _bits_as(dtype):
     return lambda x: np.ascontiguousarray(x).view(dtype)
 
 
-def _double_word(high: bool):
-    def word(x):
-        bits = np.ascontiguousarray(x, dtype=np.float64).view(np.uint64)
-        return ((bits >> np.uint64(32)) if high else bits & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-
-    return word
+def _double_bits(x) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype=np.float64).view(np.uint64)
 
 
 def _hilo(hi, lo):
@@ -140,7 +136,7 @@ def symbols() -> dict:
         "__nv_uint_as_float": _bits_as(np.float32),
         "__nv_double_as_longlong": _bits_as(np.int64),
         "__nv_longlong_as_double": _bits_as(np.float64),
-        "__nv_double2loint": _double_word(high=False),
-        "__nv_double2hiint": _double_word(high=True),
+        "__nv_double2loint": lambda x: (_double_bits(x) & np.uint64(0xFFFFFFFF)).astype(np.uint32),
+        "__nv_double2hiint": lambda x: (_double_bits(x) >> np.uint64(32)).astype(np.uint32),
         "__nv_hiloint2double": _hilo,
     }
