@@ -17,6 +17,7 @@ import types
 
 import numpy as np
 import triton.language as tl
+from triton import knobs
 from triton.runtime.jit import JITFunction
 
 from .interpreter_numerics import exact_numerics, interpreter_globals
@@ -24,8 +25,6 @@ from .interpreter_numerics import exact_numerics, interpreter_globals
 
 def runs_interpreted(device) -> bool:
     """Whether a launch on `device` runs in the interpreter: CPU always, any device under TRITON_INTERPRET=1."""
-    from triton import knobs
-
     return device.type == "cpu" or bool(knobs.runtime.interpret)
 
 
