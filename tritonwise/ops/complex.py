@@ -33,8 +33,8 @@ _COMPLEX_OF = {torch.float32: torch.complex64, torch.float64: torch.complex128}
 
 
 def _real_parts(z: torch.Tensor) -> tuple:
-    view = torch.view_as_real(z)
-    return view[..., 0], view[..., 1]
+    """Views of the real and imaginary parts of a complex tensor."""
+    return torch.view_as_real(z).unbind(-1)
 
 
 def polar(abs, angle, *, out=None):

@@ -24,9 +24,7 @@ COPY = pointwise_dynamic(_copy, promotion_methods=[(0, "NO_OPMATH")])
 
 def _real(t: torch.Tensor) -> torch.Tensor:
     """The tensor itself, or for a complex one its (..., 2) real view."""
-    if not t.dtype.is_complex:
-        return t
-    return torch.view_as_real(t.resolve_conj())
+    return torch.view_as_real(t.resolve_conj()) if t.dtype.is_complex else t
 
 
 def _wrap_dims(dims, ndim: int) -> list:

@@ -140,14 +140,11 @@ def _finish(value, dtype: torch.dtype, reduction, shape, device):
 
 def _reduce(value: torch.Tensor, reduction):
     acc = value.to(reduction.acc)
-    dims = reduction.dims if reduction.dims is not None else tuple(range(value.ndim))
-    keepdim = reduction.keepdim
-    if reduction.kind == "sum":
-        return torch.sum(acc, dim=dims, keepdim=keepdim).to(reduction.result)
-    if acc.is_floating_point():  # the kernels' max/min skip NaN (Triton's tl.max), torch's do not
+    if reduction.kind != "sum" and acc.is_floating_point():  # the kernels' max/min skip NaN (tl.max), torch's do not
         acc = torch.where(torch.isnan(acc), reduction.identity_value, acc)
-    reduce = torch.amax if reduction.kind == "max" else torch.amin
-    return reduce(acc, dim=dims, keepdim=keepdim).to(reduction.result)
+    reduce = {"sum": torch.sum, "max": torch.amax, "min": torch.amin}[reduction.kind]
+    dims = reduction.dims if reduction.dims is not None else tuple(range(value.ndim))
+    return reduce(acc, dim=dims, keepdim=reduction.keepdim).to(reduction.result)
 
 
 def expression_or_reason(fn):

@@ -54,9 +54,9 @@ def _prepared(key: int, call: tuple, rank: int):
     """The name of the attribute of the function `key` names that holds (args, outs) -> the call's
     values, or None where the payload does not translate; a name, so dynamo can guard the read."""
     fn = function_of(key)
-    expression = expression_or_reason(fn)
-    if isinstance(expression, str) or kernels_under_compile():
+    if not _traced(fn):
         return None
+    expression = expression_or_reason(fn)
     names = fn.__dict__.setdefault("_tritonwise_traced_names", {})  # (call, rank) -> attribute name
     if (call, rank) not in names:
         name = f"_tritonwise_traced_{len(names)}"
@@ -66,9 +66,10 @@ def _prepared(key: int, call: tuple, rank: int):
     return names[(call, rank)]
 
 
-def kernels_under_compile() -> bool:
-    """TRITONWISE_OPAQUE_UNDER_COMPILE=1 keeps our kernels (opaque calls) under torch.compile, to compare the two."""
-    return os.environ.get("TRITONWISE_OPAQUE_UNDER_COMPILE") == "1"
+def _traced(fn) -> bool:
+    """Whether torch.compile traces `fn`'s torch expression: it has one, and TRITONWISE_OPAQUE_UNDER_COMPILE=1
+    (which keeps our kernels as opaque calls, to compare the two) is not set."""
+    return not isinstance(expression_or_reason(fn), str) and os.environ.get("TRITONWISE_OPAQUE_UNDER_COMPILE") != "1"
 
 
 def register_decompositions(ops: list) -> None:
@@ -80,9 +81,7 @@ def register_decompositions(ops: list) -> None:
     for fn, qualname in ops:
         namespace, _, name = qualname.partition("::")
         overload = getattr(getattr(torch.ops, namespace), name).default
-        if isinstance(expression_or_reason(fn), str) or kernels_under_compile():
-            continue
-        if overload not in decomposition.decompositions:
+        if _traced(fn) and overload not in decomposition.decompositions:
             decomposition.decompositions[overload] = lambda *args, fn=fn: traced_call(fn, args, {})
             cached = getattr(decomposition, "fast_random_decomps", None)  # a copy of the table, kept
             if hasattr(cached, "cache_clear"):  # from the process's first compile on

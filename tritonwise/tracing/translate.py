@@ -38,7 +38,7 @@ class Translation:
     source: str  # every translated function, helpers first
 
 
-def translate(fn, static_params: frozenset = frozenset()) -> Translation:
+def translate(fn, static_params: frozenset) -> Translation:
     """The torch translation of the function under a @triton.jit payload; `static_params` are python scalars."""
     functions: dict = {}
     name = _Function(fn, functions, static_params).translate()
@@ -60,7 +60,8 @@ class _Function:
         if name in self.functions:
             return name
         self.functions[name] = ""  # claimed: a recursive helper is refused where it is called
-        func = _function_def(self.fn)
+        parsed = ast.parse(textwrap.dedent(inspect.getsource(self.fn)))
+        func = next(n for n in parsed.body if isinstance(n, ast.FunctionDef))
         args = func.args
         params = args.posonlyargs + args.args
         self.locals = {a.arg for a in params}
@@ -74,7 +75,7 @@ class _Function:
             kwarg=None,
             defaults=[self.expr(d) for d in args.defaults],
         )
-        body = self.block(func.body) or [ast.Pass()]  # a docstring translates to nothing
+        body = self.block(func.body)  # a docstring alone translates to `pass`
         tree = ast.FunctionDef(name=name, args=new_args, body=body, decorator_list=[], returns=None, type_params=[])
         self.functions.pop(name)
         self.functions[name] = ast.unparse(ast.fix_missing_locations(tree))
@@ -264,11 +265,6 @@ class _Function:
 
 
 # ---- helpers ---------------------------------------------------------------------------------
-
-
-def _function_def(fn) -> ast.FunctionDef:
-    source = textwrap.dedent(inspect.getsource(fn))
-    return next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef))
 
 
 def _mangle(fn) -> str:

@@ -12,31 +12,31 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import types
 
-from .interpreter_numerics import exact_numerics, interpreter_globals
+import numpy as np
+import triton.language as tl
+from triton import knobs
+from triton.runtime.jit import JITFunction
 
-_rewritten: dict = {}
+from .interpreter_numerics import exact_numerics, interpreter_globals
 
 
 def runs_interpreted(device) -> bool:
     """Whether a launch on `device` runs in the interpreter: CPU always, any device under TRITON_INTERPRET=1."""
-    from triton import knobs
-
     return device.type == "cpu" or bool(knobs.runtime.interpret)
 
 
+@functools.cache
 def interpreted(fn):
-    """An interpreter-rewritten copy of the plain Python function `fn`."""
-    copy = _rewritten.get(fn)
-    if copy is None:
-        from triton.runtime.interpreter import InterpretedFunction
+    """An interpreter-rewritten copy of the plain Python function `fn`, made once."""
+    from triton.runtime.interpreter import InterpretedFunction
 
-        namespace = interpreter_globals(fn.__globals__)  # captured libdevice functions made callable
-        clone = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__, fn.__closure__)
-        clone.__qualname__, clone.__module__ = fn.__qualname__, fn.__module__
-        copy = _rewritten[fn] = InterpretedFunction(clone).rewrite()
-    return copy
+    namespace = interpreter_globals(fn.__globals__)  # captured libdevice functions made callable
+    clone = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__, fn.__closure__)
+    clone.__qualname__, clone.__module__ = fn.__qualname__, fn.__module__
+    return InterpretedFunction(clone).rewrite()
 
 
 def _calls_interpreted(original):
@@ -47,8 +47,6 @@ def _calls_interpreted(original):
 def int64_scalars(values) -> tuple:
     """Ints as the interpreter's int64 scalars for an int64 kernel's index arguments (it types ints
     by value and ignores `tl.int64`, so `row * stride` would wrap)."""
-    import numpy as np
-    import triton.language as tl
     from triton.runtime.interpreter import TensorHandle
 
     return tuple(tl.tensor(TensorHandle(np.array([v], dtype=np.int64), tl.int64), tl.int64) for v in values)
@@ -77,8 +75,6 @@ def _with_bool_scalars(convert):
 
     def patched(arg):
         if isinstance(arg, bool):
-            import numpy as np
-            import triton.language as tl
             from triton.runtime.interpreter import TensorHandle
 
             return tl.tensor(TensorHandle(np.array([arg], dtype=np.bool_), tl.int1), tl.int1)
@@ -89,37 +85,31 @@ def _with_bool_scalars(convert):
 
 # `not value` without a `not`: elementwise on a Triton tensor (its __not__), Python's on the rest
 _NOT = "(lambda value: value.__not__() if hasattr(value, '__not__') else (False if value else True))"
-_not_transformers: dict = {}
 
 
+@functools.cache
 def _not_transformer(original):
-    """The interpreter's AST rewriter (`original`), also turning `not x` into the elementwise `_NOT(x)`."""
-    base = type(original)
-    if base not in _not_transformers:
+    """The interpreter's AST rewriter (`original`), also turning `not x` into the elementwise `_NOT(x)`; made once."""
 
-        class ElementwiseNot(base):
-            def visit_UnaryOp(self, node):
-                node = self.generic_visit(node)
-                if not isinstance(node.op, ast.Not):
-                    return node
-                call = ast.Call(func=ast.parse(_NOT, mode="eval").body, args=[node.operand], keywords=[])
-                return ast.copy_location(call, node)
+    class ElementwiseNot(type(original)):
+        def visit_UnaryOp(self, node):
+            node = self.generic_visit(node)
+            if not isinstance(node.op, ast.Not):
+                return node
+            call = ast.Call(func=ast.parse(_NOT, mode="eval").body, args=[node.operand], keywords=[])
+            return ast.copy_location(call, node)
 
-            def visit_Assign(self, node):  # Triton 3.6's rewriter does not visit assigned values
-                node.value = self.visit(node.value)
-                return super().visit_Assign(node)
+        def visit_Assign(self, node):  # Triton 3.6's rewriter does not visit assigned values
+            node.value = self.visit(node.value)
+            return super().visit_Assign(node)
 
-        _not_transformers[base] = ElementwiseNot()
-    return _not_transformers[base]
+    return ElementwiseNot()
 
 
 @contextlib.contextmanager
 def interpreting():
     """The one entry point of every CPU launch; NumPy's float warnings off (masked lanes compute too)."""
-    import numpy as np
-    import triton.language as tl
     from triton.runtime import interpreter
-    from triton.runtime.jit import JITFunction
 
     with exact_numerics() as scope:
         for obj, name, replacement in (

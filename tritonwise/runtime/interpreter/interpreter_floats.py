@@ -7,22 +7,16 @@ np.errstate silences NumPy's float warnings (masked lanes compute too).
 from __future__ import annotations
 
 import numpy as np
+import triton.language as tl
+from triton.runtime.interpreter import TensorHandle
 
 from .narrow_floats import FORMATS, FloatFormat
-
-
-def _handle(data, dtype):
-    from triton.runtime.interpreter import TensorHandle
-
-    return TensorHandle(data, dtype)
 
 
 def emulated_format(handle):
     """The FloatFormat of a handle holding raw bf16/fp8 bits, else None (comparisons give bool data)."""
     fmt = FORMATS.get(getattr(handle.dtype.scalar, "name", None))
-    if fmt is None or not fmt.emulated or handle.data.dtype != fmt.storage:
-        return None
-    return fmt
+    return fmt if fmt is not None and fmt.emulated and handle.data.dtype == fmt.storage else None
 
 
 def _values(handle) -> np.ndarray:
@@ -32,12 +26,10 @@ def _values(handle) -> np.ndarray:
 
 def _result(values: np.ndarray, fmt: FloatFormat, dtype):
     """A handle for computed values: bool stays bool (a comparison), floats round to `fmt`."""
-    import triton.language as tl
-
     values = np.asarray(values)
     if values.dtype == np.bool_:
-        return _handle(values, tl.int1)
-    return _handle(fmt.encode(values), dtype)
+        return TensorHandle(values, tl.int1)
+    return TensorHandle(fmt.encode(values), dtype)
 
 
 def binary_op(original):
@@ -57,7 +49,7 @@ def unary_op(original):
         if fmt is None:
             return original(self, arg, op)
         if op is np.negative:  # the GPU flips the sign bit, NaN payloads included
-            return _handle(arg.data ^ fmt.storage.type(1 << (fmt.width - 1)), arg.dtype.scalar)
+            return TensorHandle(arg.data ^ fmt.storage.type(1 << (fmt.width - 1)), arg.dtype.scalar)
         return _result(op(fmt.decode(arg.data)), fmt, arg.dtype.scalar)
 
     return patched
@@ -84,7 +76,7 @@ def create_fma(original):
         if fmt is None:
             return original(self, x, y, z)
         product = _values(x).astype(np.float64) * _values(y).astype(np.float64)
-        return _handle(fmt.encode(product + _values(z)), z.dtype.scalar)
+        return TensorHandle(fmt.encode(product + _values(z)), z.dtype.scalar)
 
     return patched
 
@@ -97,12 +89,10 @@ def cast_impl(original):
         src_fmt = emulated_format(src)
         dst_fmt = FORMATS.get(dst_type.scalar.name)
         if dst_fmt is not None and dst_fmt.emulated:
-            return _handle(dst_fmt.encode(_values(src).astype(np.float64)), dst_type.scalar)
+            return TensorHandle(dst_fmt.encode(_values(src).astype(np.float64)), dst_type.scalar)
         if src_fmt is None:
             return original(self, src, dst_type)
-        import triton.language as tl
-
-        return original(self, _handle(src_fmt.decode(src.data), tl.float32), dst_type)
+        return original(self, TensorHandle(src_fmt.decode(src.data), tl.float32), dst_type)
 
     return patched
 
@@ -116,9 +106,9 @@ def create_fp_to_fp(original):
             return original(self, src, dst_type, rounding_mode)  # the fnuz and fp8e4b15 formats
         values = _values(src).astype(np.float64)
         if dst.name == "fp64":
-            return _handle(values, dst)
+            return TensorHandle(values, dst)
         toward_zero = getattr(rounding_mode, "name", None) == "RTZ"
-        return _handle(FORMATS[dst.name].encode(values, toward_zero), dst)
+        return TensorHandle(FORMATS[dst.name].encode(values, toward_zero), dst)
 
     return patched
 
@@ -128,9 +118,7 @@ def constant(name: str):
 
     def make(original):
         def patched(self, value):
-            import triton.language as tl
-
-            return _handle(FORMATS[name].encode(np.array([value], dtype=np.float64)), tl.dtype(name))
+            return TensorHandle(FORMATS[name].encode(np.array([value], dtype=np.float64)), tl.dtype(name))
 
         return patched
 

@@ -7,15 +7,23 @@ GPU bit for bit and transcendentals within its few ulp.
 from __future__ import annotations
 
 import functools
+import importlib
+import inspect
+import re
 
 import numpy as np
 
+from . import libdevice_bits as bits
 from . import libdevice_exact as exact
 from . import libdevice_functions as functions
 
+STUB_MODULE = "triton.language.extra.libdevice"  # backend-neutral stubs payloads import
+BACKEND_MODULE = "triton.language.extra.cuda.libdevice"  # the CUDA builtins the stubs resolve to
+
+
 @functools.cache
 def _table() -> dict:
-    return {**functions.symbols(), **exact.symbols()}
+    return {**functions.symbols(), **bits.symbols(), **exact.symbols()}
 
 
 def extern_elementwise(self, lib_name, lib_path, symbol, args, ret_type, is_pure):
@@ -50,12 +58,6 @@ def unavailable(name: str):
 
 def _python_name(symbol: str) -> str:
     """The triton.language.extra.libdevice function that dispatches to `symbol` (error messages)."""
-    import importlib
-    import inspect
-    import re
-
-    from .libdevice_modules import BACKEND_MODULE
-
     source = inspect.getsource(importlib.import_module(BACKEND_MODULE))
     position = source.find(f'"{symbol}"')
     names = re.findall(r"^def (\w+)\(", source[: max(position, 0)], flags=re.M)

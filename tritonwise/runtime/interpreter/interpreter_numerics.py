@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 
-from .libdevice_modules import BACKEND_MODULE, STUB_MODULE
+import triton.language as tl
+
+from .interpreter_libdevice import BACKEND_MODULE, STUB_MODULE, extern_elementwise, unavailable
 
 
 @contextlib.contextmanager
@@ -23,7 +26,7 @@ def exact_numerics():
     exit, with whatever the caller sets through the PatchScope this yields."""
     from triton.runtime import interpreter
 
-    from . import interpreter_floats, interpreter_libdevice
+    from . import interpreter_floats
 
     scope, builder = PatchScope(), interpreter.InterpreterBuilder
     try:
@@ -33,7 +36,7 @@ def exact_numerics():
             scope.set_attr(builder, name, make(builder.__dict__.get(name)))
         for module, name, value in _libdevice_bindings():  # backend builtins with the interpreter's semantic
             scope.set_attr(module, name, value)
-        scope.set_attr(builder, "create_extern_elementwise", interpreter_libdevice.extern_elementwise)
+        scope.set_attr(builder, "create_extern_elementwise", extern_elementwise)
         yield scope
     finally:
         scope.restore()
@@ -58,7 +61,12 @@ class PatchScope:
 
     def restore(self) -> None:
         for obj, before in reversed(self._kept):
-            _restore_namespace(obj, before)
+            now = vars(obj)
+            for name in [name for name in now if name not in before]:
+                delattr(obj, name)
+            for name, value in before.items():
+                if now.get(name, self._MISSING) is not value:
+                    setattr(obj, name, value)
         self._kept.clear()
         while self._changes:
             obj, name, original = self._changes.pop()
@@ -68,20 +76,9 @@ class PatchScope:
                 setattr(obj, name, original)
 
 
-def _restore_namespace(obj: object, before: dict) -> None:
-    now = vars(obj)
-    for name in [name for name in now if name not in before]:
-        delattr(obj, name)
-    for name, value in before.items():
-        if now.get(name, PatchScope._MISSING) is not value:
-            setattr(obj, name, value)
-
-
 def _undo_lang_patching_on_exit(scope: PatchScope) -> None:
     """Triton before 3.6 patches triton.language for good: record what it patches, so `scope` puts
     it back as 3.6 does (else autograd's rules and GPU launches would see the wrappers)."""
-    import triton.language as tl
-
     namespaces = [tl, tl.core, tl.math, tl.tensor, tl.dtype, getattr(tl.core, "tensor_descriptor_base", None)]
     for namespace in filter(None, namespaces):
         scope.keep(namespace)
@@ -99,10 +96,6 @@ def interpreter_globals(module_globals: dict) -> dict:
 
 def _late_bound(name: str):
     def call(*args, **kwargs):
-        import importlib
-
-        from .interpreter_libdevice import unavailable
-
         backend = importlib.import_module(BACKEND_MODULE)
         return (getattr(backend, name, None) or unavailable(name))(*args, **kwargs)
 
@@ -113,19 +106,13 @@ def _late_bound(name: str):
 @functools.cache
 def _libdevice_bindings() -> list:
     """(module, name, replacement) for both libdevice modules, built once, not per launch."""
-    import importlib
-
-    import triton.language as tl
-
-    from . import interpreter_libdevice
-
     backend = importlib.import_module(BACKEND_MODULE)
     stub = importlib.import_module(STUB_MODULE)
     bound = {name: _bound(member) for name, member in vars(backend).items() if tl.core.is_builtin(member)}
     bindings = [(backend, name, value) for name, value in bound.items()]
     for name, member in vars(stub).items():
         if not name.startswith("_") and callable(member):
-            bindings.append((stub, name, bound.get(name) or interpreter_libdevice.unavailable(name)))
+            bindings.append((stub, name, bound.get(name) or unavailable(name)))
     return bindings
 
 

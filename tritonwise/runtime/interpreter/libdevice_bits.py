@@ -102,12 +102,8 @@ def _bits_as(dtype):
     return lambda x: np.ascontiguousarray(x).view(dtype)
 
 
-def _double_word(high: bool):
-    def word(x):
-        bits = np.ascontiguousarray(x, dtype=np.float64).view(np.uint64)
-        return ((bits >> np.uint64(32)) if high else bits & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-
-    return word
+def _double_bits(x) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype=np.float64).view(np.uint64)
 
 
 def _hilo(hi, lo):
@@ -116,15 +112,10 @@ def _hilo(hi, lo):
 
 
 def symbols() -> dict:
+    counts = {"clz": _clz, "popc": _popc, "brev": _brev, "ffs": _ffs}  # __nv_<name> on 32 bits, __nv_<name>ll on 64
     return {
-        "__nv_clz": _clz(32),
-        "__nv_clzll": _clz(64),
-        "__nv_popc": _popc(32),
-        "__nv_popcll": _popc(64),
-        "__nv_brev": _brev(32),
-        "__nv_brevll": _brev(64),
-        "__nv_ffs": _ffs(32),
-        "__nv_ffsll": _ffs(64),
+        **{f"__nv_{name}": make(32) for name, make in counts.items()},
+        **{f"__nv_{name}ll": make(64) for name, make in counts.items()},
         "__nv_abs": np.abs,
         "__nv_llabs": np.abs,
         "__nv_mulhi": lambda a, b: (np.asarray(a, np.int64) * np.asarray(b, np.int64)) >> 32,
@@ -137,8 +128,7 @@ def symbols() -> dict:
         "__nv_uhadd": lambda a, b: (np.asarray(a, np.uint64) + b) >> np.uint64(1),
         "__nv_rhadd": lambda a, b: (np.asarray(a, np.int64) + b + 1) >> 1,
         "__nv_urhadd": lambda a, b: (np.asarray(a, np.uint64) + b + np.uint64(1)) >> np.uint64(1),
-        "__nv_sad": lambda a, b, c: _wrap32(np.abs(np.asarray(a, np.int64) - b) + np.asarray(c, np.int64)),
-        "__nv_usad": lambda a, b, c: _wrap32(np.abs(np.asarray(a, np.int64) - b) + np.asarray(c, np.int64)),
+        **dict.fromkeys(("__nv_sad", "__nv_usad"), lambda a, b, c: _wrap32(np.abs(np.asarray(a, np.int64) - b) + c)),
         "__nv_byte_perm": _byte_perm,
         "__nv_float_as_int": _bits_as(np.int32),
         "__nv_float_as_uint": _bits_as(np.uint32),
@@ -146,7 +136,7 @@ def symbols() -> dict:
         "__nv_uint_as_float": _bits_as(np.float32),
         "__nv_double_as_longlong": _bits_as(np.int64),
         "__nv_longlong_as_double": _bits_as(np.float64),
-        "__nv_double2loint": _double_word(high=False),
-        "__nv_double2hiint": _double_word(high=True),
+        "__nv_double2loint": lambda x: (_double_bits(x) & np.uint64(0xFFFFFFFF)).astype(np.uint32),
+        "__nv_double2hiint": lambda x: (_double_bits(x) >> np.uint64(32)).astype(np.uint32),
         "__nv_hiloint2double": _hilo,
     }

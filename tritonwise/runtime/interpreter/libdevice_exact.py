@@ -97,10 +97,6 @@ def _arithmetic(op: str, mode: str):
     return lambda a, b: directed(numpy_op(a, b), _rational(exact), (a, b), mode)
 
 
-def _reciprocal(mode: str):
-    return lambda x: directed(np.divide(x.dtype.type(1), x), _rational(lambda v: 1 / v if v else None), (x,), mode)
-
-
 def _sqrt(mode: str):
     return lambda x: directed(np.sqrt(x), _sqrt_sign, (x,), mode)
 
@@ -139,7 +135,8 @@ def symbols() -> dict:
     for mode in MODES:
         for op in _ARITHMETIC:
             table[f"__nv_f{op}_{mode}"] = table[f"__nv_d{op}_{mode}"] = _arithmetic(op, mode)
-        table[f"__nv_frcp_{mode}"] = table[f"__nv_drcp_{mode}"] = _reciprocal(mode)
+        divide = _arithmetic("div", mode)  # a reciprocal is 1 / x, rounded alike
+        table[f"__nv_frcp_{mode}"] = table[f"__nv_drcp_{mode}"] = lambda x, divide=divide: divide(x.dtype.type(1), x)
         table[f"__nv_fsqrt_{mode}"] = table[f"__nv_dsqrt_{mode}"] = _sqrt(mode)
         table[f"__nv_fmaf_{mode}"] = table[f"__nv_fma_{mode}"] = _fma(mode)
         table[f"__nv_double2float_{mode}"] = to_float(np.float32, mode)

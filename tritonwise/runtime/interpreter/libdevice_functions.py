@@ -1,4 +1,4 @@
-"""libdevice's math, classification, bit and integer functions over NumPy arrays, by symbol: float
+"""libdevice's math and classification functions over NumPy arrays, by symbol: float
 functions register as `__nv_<name>f` and `__nv_<name>`, computed in float64; edge cases follow the
 CUDA math API.
 """
@@ -140,9 +140,17 @@ _FLOAT_BINARY = {
 
 _FAST_FLOAT32 = ("sin", "cos", "tan", "log2", "log", "exp", "exp10", "log10")  # __nv_fast_<name>f
 
+_CLASSIFICATION = (
+    (("isnanf", "isnand"), np.isnan),
+    (("isinff", "isinfd"), np.isinf),
+    (("finitef", "isfinited"), np.isfinite),
+    (("signbitf", "signbitd"), np.signbit),
+    (("ilogbf", "ilogb"), _ilogb),
+)
 
-def _float_symbols() -> dict:
-    table = {}
+
+def symbols() -> dict:
+    table = {f"__nv_{name}": fn for names, fn in _CLASSIFICATION for name in names}
     for name, fn in _FLOAT_UNARY.items():
         table[f"__nv_{name}f"] = table[f"__nv_{name}"] = lambda x, fn=fn: fn(_wide(x))
     for name, fn in _FLOAT_BINARY.items():
@@ -155,7 +163,7 @@ def _float_symbols() -> dict:
     table["__nv_nextafterf"] = table["__nv_nextafter"] = np.nextafter  # in the argument dtype
     for name in ("ldexp", "scalbn"):
         table[f"__nv_{name}f"] = table[f"__nv_{name}"] = lambda x, n: np.ldexp(_wide(x), np.asarray(n, np.int64))
-    for suffix, count in (("3d", 3), ("4d", 4)):
+    for suffix in ("3d", "4d"):
         table[f"__nv_norm{suffix}f"] = table[f"__nv_norm{suffix}"] = _hypot
         table[f"__nv_rnorm{suffix}f"] = table[f"__nv_rnorm{suffix}"] = lambda *a: 1.0 / _hypot(*a)
     table["__nv_frsqrt_rn"] = lambda x: 1.0 / np.sqrt(_wide(x))
@@ -167,27 +175,7 @@ def _float_symbols() -> dict:
         for order in (0, 1):
             bessel = _mpmath(name)
             table[f"__nv_{kind}{order}f"] = table[f"__nv_{kind}{order}"] = lambda x, b=bessel, n=order: b(n, x)
-    return table
-
-
-_CLASSIFICATION = (
-    (("isnanf", "isnand"), np.isnan),
-    (("isinff", "isinfd"), np.isinf),
-    (("finitef", "isfinited"), np.isfinite),
-    (("signbitf", "signbitd"), np.signbit),
-    (("ilogbf", "ilogb"), _ilogb),
-)
-
-
-def _classification_symbols() -> dict:
-    table = {f"__nv_{name}": fn for names, fn in _CLASSIFICATION for name in names}
     for suffix in ("f", ""):
         table[f"__nv_llrint{suffix}"] = to_int(np.int64, "rn")
         table[f"__nv_llround{suffix}"] = lambda x: to_int(np.int64, "rz")(_round_half_away(_wide(x)))
     return table
-
-
-def symbols() -> dict:
-    from .libdevice_bits import symbols as bit_symbols
-
-    return {**_float_symbols(), **_classification_symbols(), **bit_symbols()}

@@ -49,11 +49,6 @@ class FloatFormat:
         """True where NumPy has no such float type (the interpreter stores raw bits)."""
         return self.storage.kind == "u"
 
-    @cached_property
-    def _decode_table(self) -> np.ndarray:
-        """float32 value of every code of an 8-bit format."""
-        return self._decode_bits(np.arange(256, dtype=np.uint64))
-
     def decode(self, data: np.ndarray) -> np.ndarray:
         """The values of stored data, as float32 (float64 for float64 data)."""
         if not self.emulated:
@@ -62,7 +57,10 @@ class FloatFormat:
             return (np.asarray(data, dtype=np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
         return self._decode_table[np.asarray(data, dtype=np.uint8)]
 
-    def _decode_bits(self, bits: np.ndarray) -> np.ndarray:
+    @cached_property
+    def _decode_table(self) -> np.ndarray:
+        """float32 value of every code of an 8-bit format."""
+        bits = np.arange(256, dtype=np.uint64)
         m = self.mantissa_bits
         sign = np.where((bits >> (self.width - 1)) & 1, -1.0, 1.0)
         field = ((bits >> m) & ((1 << self.exponent_bits) - 1)).astype(np.int64)

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 import torch
+import triton
+import triton.language as tl
 
 from ..._version import __version__
 from ...codegen.spec import TRITON_DTYPES
@@ -23,11 +25,9 @@ from .interpret import interpreted, interpreting
 
 def value_dtypes(fn, inputs: Sequence[tuple]) -> Optional[tuple]:
     """The torch dtype of each value `fn` returns (None: cannot tell), for `inputs` as probe's callers give them."""
-    import triton.language as tl
-
     try:
         with INTERPRETER_LOCK, interpreting():
-            args = [_operand(tl, value, dtype) for value, dtype in inputs]
+            args = [_operand(value, dtype) for value, dtype in inputs]
             results = interpreted(fn)(*args)
     except Exception:
         return None
@@ -37,9 +37,10 @@ def value_dtypes(fn, inputs: Sequence[tuple]) -> Optional[tuple]:
     return None if None in dtypes else dtypes
 
 
-def _operand(tl, value, dtype):
+def _operand(value, dtype):
+    """A 0-d probe value: 1 in a tensor input's dtype, else the scalar in `dtype` or as the kernel types it."""
     if isinstance(value, torch.dtype):
-        return tl.full([], 1, getattr(tl, TRITON_DTYPES[value]))
+        value, dtype = 1, value
     if dtype is not None:
         return tl.full([], value, getattr(tl, TRITON_DTYPES[dtype]))
     if isinstance(value, bool):
@@ -54,8 +55,6 @@ _UNKNOWN = object()
 
 def remembered_value_dtypes(payload, inputs: tuple) -> Optional[tuple]:
     """value_dtypes(payload.fn, inputs), kept on disk per payload, inputs and versions (not frozen or interpreted)."""
-    import triton
-
     source_key = getattr(payload.jit, "cache_key", None)
     if source_key is None:
         return value_dtypes(payload.fn, inputs)
