@@ -173,9 +173,7 @@ class PointwiseDynamicFunction:
         plan = self._plans.get(key)
         if plan is not None and plan.fast is not None and not outs:
             return plan.fast(args)  # the steady state: allocate and launch, nothing else
-        if plan is not None and not plan.serves_default_dtype():
-            plan = None  # built under another default dtype, which decided its result dtype
-        if plan is None:
+        if plan is None or not plan.serves_default_dtype():  # another default dtype decided its result dtype
             return self._miss(key, args, outs)
         return plan.run(args, outs or self._no_outputs)
 

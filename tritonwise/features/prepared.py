@@ -13,7 +13,6 @@ import torch
 
 from ..analysis.broadcast import broadcast_strides
 from ..frontend import validation
-from ..plans.binder import KernelInfo  # noqa: F401 (FlagGems' name, exported here too)
 from ..runtime.arguments import dense_extent
 from ..strided_buffer import StridedBuffer
 
