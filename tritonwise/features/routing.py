@@ -79,9 +79,8 @@ def _converted(converted: tuple, args: tuple):
 
 
 def _recorded_plain_call(args: tuple) -> bool:
-    """Whether every argument is a plain tensor or scalar and a tensor requires grad: no route
-    applies before autograd's then, so the other checks are skipped. One pass: it runs first on every
-    call routing sees, recorded ones included."""
+    """Whether every argument is a plain tensor or scalar and a tensor requires grad: then no route
+    applies before autograd's. One pass, as it runs first on every call routing sees."""
     grad = False
     for a in args:
         if type(a) is torch.Tensor:
