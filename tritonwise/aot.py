@@ -90,7 +90,9 @@ def _variants(fn, shape: tuple, dtype: torch.dtype) -> Iterator[tuple]:
         )
 
     dense = args(lambda i: torch.empty(shape, dtype=dtype))
-    yield dense, False, _given_outputs(fn, args(lambda i: torch.empty(shape, dtype=dtype, device="meta")))
+    results = fn(*args(lambda i: torch.empty(shape, dtype=dtype, device="meta")))  # the outputs' shapes and dtypes
+    results = results if isinstance(results, tuple) else (results,)
+    yield dense, False, {f"out{k}": torch.empty(r.shape, dtype=r.dtype) for k, r in enumerate(results)}
     yield dense, True, {}
     if len(shape) >= 2:
         yield args(lambda i: torch.empty(shape[-1:] if i else shape, dtype=dtype)), True, {}
@@ -99,13 +101,6 @@ def _variants(fn, shape: tuple, dtype: torch.dtype) -> Iterator[tuple]:
             lambda i: torch.empty(swapped, dtype=dtype).transpose(-1, -2) if i == 0 else torch.empty(shape, dtype=dtype)
         )
         yield transposed, True, {}
-
-
-def _given_outputs(fn, meta_args: tuple) -> dict:
-    """Contiguous outputs for the instantiate variant, shaped and typed by a call on meta tensors."""
-    results = fn(*meta_args)
-    results = results if isinstance(results, tuple) else (results,)
-    return {f"out{k}": torch.empty(r.shape, dtype=r.dtype) for k, r in enumerate(results)}
 
 
 def generate(target: str, shapes: list, dtypes: list, targets: Sequence = ()) -> int:

@@ -30,22 +30,17 @@ def pointwise_dynamic(
     the backward: PointwiseDynamicFunction.register_backward)."""
     def decorate(payload):
         info = inspect_payload(payload)
-        described = _described(num_inputs, is_tensor, dtypes)
+        given = {"num_inputs": num_inputs, "is_tensor": is_tensor, "dtypes": dtypes}  # what fixes the input count
+        described = ", ".join(f"{k}={v!r}" for k, v in given.items() if v is not None)  # as the user wrote it
         schema = FunctionSchema(
-            num_inputs=info.num_params if described is None else num_inputs,
+            num_inputs=num_inputs if described else info.num_params,
             is_tensor=is_tensor,
             dtypes=dtypes,
             num_outputs=num_outputs,
             promotion_methods=promotion_methods,
         )
-        if described is not None:
+        if described:
             info.check_arity(schema.num_inputs(), described)
         return PointwiseDynamicFunction(payload, schema, config, reductions, deterministic, backward)
 
     return decorate if f is None else decorate(f)
-
-
-def _described(num_inputs, is_tensor, dtypes) -> Optional[str]:
-    """The decorator arguments that fix the number of inputs, as the user wrote them."""
-    given = {"num_inputs": num_inputs, "is_tensor": is_tensor, "dtypes": dtypes}
-    return ", ".join(f"{k}={v!r}" for k, v in given.items() if v is not None) or None

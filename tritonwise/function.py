@@ -13,7 +13,8 @@ from typing import Optional, Sequence
 import torch
 
 from .config import CodeGenConfig
-from .features import own_ops
+from .features import autograd, own_ops, torch_op
+from .features.complex import complex_handler
 from .features.instantiate import InstantiatedFunction
 from .features.prepared import prepare_args, use_fast_path
 from .features.routing import NO_ROUTE, feature, route
@@ -70,10 +71,7 @@ class PointwiseDynamicFunction:
     def schema(self) -> FunctionSchema:
         return self._schema
 
-    @property
-    def fx(self) -> FunctionSchema:
-        """The schema, by the name FlagGems' PointwiseDynamicFunction gives it."""
-        return self._schema
+    fx = schema  # the schema, by the name FlagGems' PointwiseDynamicFunction gives it
 
     @property
     def payload(self):
@@ -173,9 +171,7 @@ class PointwiseDynamicFunction:
         plan = self._plans.get(key)
         if plan is not None and plan.fast is not None and not outs:
             return plan.fast(args)  # the steady state: allocate and launch, nothing else
-        if plan is not None and not plan.serves_default_dtype():
-            plan = None  # built under another default dtype, which decided its result dtype
-        if plan is None:
+        if plan is None or not plan.serves_default_dtype():  # another default dtype decided its result dtype
             return self._miss(key, args, outs)
         return plan.run(args, outs or self._no_outputs)
 
@@ -206,8 +202,6 @@ class PointwiseDynamicFunction:
 
     def register_complex(self, mode, cross_kernel=None, tensorize_scalars: bool = False, fallback_target=None):
         """Handle complex arguments by running real kernels on view_as_real data (features/complex.py)."""
-        from .features.complex import complex_handler
-
         self._complex = complex_handler(self, mode, cross_kernel, tensorize_scalars, fallback_target)
         return self
 
@@ -220,16 +214,12 @@ class PointwiseDynamicFunction:
     def backward_functions(self):
         """The autograd.Backward holding this function's backward functions (built once)."""
         if self._backward is None:
-            from .features.autograd import Backward
-
-            self._backward = Backward(self, self._backward_payload)
+            self._backward = autograd.Backward(self, self._backward_payload)
         return self._backward
 
     def explain_backward(self, *args, wrt=None):
         """What the backward of a call runs, without launching (autograd.BackwardExplanation), for
         the inputs at `wrt` (default: every floating tensor input)."""
-        from .features import autograd
-
         return autograd.explain(self, args, wrt)
 
     def instantiate(self, rank: int) -> "InstantiatedFunction":
@@ -243,10 +233,8 @@ class PointwiseDynamicFunction:
 
     def as_torch_op(self, qualname: str):
         """Register this function as the custom op `qualname` ("namespace::name") and return it."""
-        from .features.torch_op import register
-
         self._refuse_along_dims("as_torch_op")
-        return register(self, qualname)
+        return torch_op.register(self, qualname)
 
     def _refuse_along_dims(self, what: str) -> None:
         if self.along_dims:

@@ -8,9 +8,6 @@ backend's by module name.
 
 import sys
 
-try:
-    from triton.language.extra import libdevice as _libdevice
-except ImportError:  # pragma: no cover - Triton < 3.0 kept libdevice in triton.language.math
-    from triton.language import math as _libdevice
+from triton.language.extra import libdevice as _libdevice
 
 sys.modules[__name__] = _libdevice

@@ -34,15 +34,10 @@ class StridedBuffer:
         self.device = base.device
         self.ndim = len(self.shape)
         self.offset = self._base_offset() + offset
-        self._check_bounds()
-
-    def _check_bounds(self) -> None:
-        if self.numel() == 0:
-            return
         lo = self.offset + sum((n - 1) * s for n, s in zip(self.shape, self._strides) if s < 0)
         hi = self.offset + sum((n - 1) * s for n, s in zip(self.shape, self._strides) if s > 0)
-        capacity = self._base.untyped_storage().nbytes() // self.element_size()
-        if lo < 0 or hi >= capacity:
+        capacity = base.untyped_storage().nbytes() // self.element_size()
+        if self.numel() and (lo < 0 or hi >= capacity):
             raise ValueError(
                 f"StridedBuffer: shape {self.shape}, strides {self._strides}, offset {self.offset} reach elements "
                 f"[{lo}, {hi}] outside the storage of {capacity} {self.dtype} elements"

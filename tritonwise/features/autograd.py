@@ -41,14 +41,6 @@ class BackwardFunction:
     path: Optional[str]
 
 
-@dataclass(frozen=True)
-class Recording:
-    """Calls of one kind of arguments, checked once (`Backward.recording`: the refusals, the backward
-    function built); what their forward needs to know."""
-
-    scalars: bool  # whether any argument is not a tensor (save_operands keeps their values)
-
-
 class Backward:
     """Backward functions of one PointwiseDynamicFunction, one per set of inputs needing grad."""
 
@@ -62,7 +54,7 @@ class Backward:
             self.given.check_arity(count, what + (", then each max/min result)" if extremes else ")"))
         self._functions: dict = {}
         self._ties: dict = {}
-        self._recordings: dict = {}  # Recording per argument kinds (`recording`)
+        self._recorded: dict = {}  # argument kinds -> `recorded`'s answer
         self._lock = threading.RLock()  # _build asks again for a smaller set of inputs
 
     def for_inputs(self, wrt: tuple) -> BackwardFunction:
@@ -73,17 +65,17 @@ class Backward:
                 self._functions[wrt] = found
         return found
 
-    def recording(self, args: tuple, outs: tuple) -> Recording:
-        """The Recording of a call under grad, kept per its arguments' kinds (what the refusals and
-        the backward depend on); a call giving outputs is refused each time."""
+    def recorded(self, args: tuple, outs: tuple) -> bool:
+        """Check a call under grad (the refusals, the backward function built) once per its arguments'
+        kinds, and say whether any argument is not a tensor; a call giving outputs is refused each time."""
         kinds = tuple((a.dtype, a.requires_grad) if isinstance(a, torch.Tensor) else None for a in args)
-        found = self._recordings.get(kinds)
+        found = self._recorded.get(kinds)
         if found is None or any(o is not None for o in outs):
-            found = self._recording(args, outs)
-            remember(self._recordings, kinds, found)
+            found = self._check_recorded(args, outs)
+            remember(self._recorded, kinds, found)
         return found
 
-    def _recording(self, args: tuple, outs: tuple) -> Recording:
+    def _check_recorded(self, args: tuple, outs: tuple) -> bool:
         name = self.forward.__name__
         if any(isinstance(a, torch.Tensor) and a.is_complex() and a.requires_grad for a in args):
             raise RuntimeError(f"{name}: autograd of complex inputs is not supported (an argument requires grad)")
@@ -93,8 +85,8 @@ class Backward:
                 "but an argument requires grad; drop the output arguments or call under torch.no_grad()"
             )
         needs = tuple(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
-        self.for_inputs(wanted_inputs(self.forward, args, needs))  # a construct it cannot derive fails here
-        return Recording(not all(isinstance(a, torch.Tensor) for a in args))
+        self.for_inputs(wanted_inputs(args, needs))  # a construct it cannot derive fails here
+        return not all(isinstance(a, torch.Tensor) for a in args)
 
     def _build(self, wrt: tuple) -> BackwardFunction:
         fn = self.forward
@@ -146,12 +138,12 @@ def call(fn, args: tuple, outs: tuple):
     plain = tuple(a.detach() if isinstance(a, torch.Tensor) else a for a in args)
     if not torch.is_grad_enabled():
         return fn(*plain, **output_keywords(outs))
-    recording = fn.backward_functions().recording(args, outs)
-    results = _Record.apply(fn, recording, plain, *args)
+    scalars = fn.backward_functions().recorded(args, outs)
+    results = _Record.apply(fn, scalars, plain, *args)
     return results[0] if len(results) == 1 else results
 
 
-def wanted_inputs(fn, args: tuple, needs: tuple) -> tuple:
+def wanted_inputs(args: tuple, needs: tuple) -> tuple:
     """Payload positions of the floating tensor inputs whose gradient is asked for."""
     return tuple(
         i
@@ -164,7 +156,7 @@ class _Record(torch.autograd.Function):
     """One recorded call: forward runs the kernel; backward runs the backward function."""
 
     @staticmethod
-    def forward(ctx, fn, recording, plain, *args):
+    def forward(ctx, fn, scalars, plain, *args):
         results = fn(*plain)
         results = results if isinstance(results, tuple) else (results,)
         integral = [r for r in results if not r.is_floating_point()]
@@ -172,14 +164,14 @@ class _Record(torch.autograd.Function):
             ctx.mark_non_differentiable(*integral)
         ctx.set_materialize_grads(False)
         ctx.fn = fn
-        save_operands(ctx, plain, results, fn.reduction_kinds, recording.scalars)
+        save_operands(ctx, plain, results, fn.reduction_kinds, scalars)
         return results
 
     @staticmethod
     def backward(ctx, *grads):
         fn, functions = ctx.fn, ctx.fn.backward_functions()
         args, extremes = saved_operands(ctx)
-        wanted = wanted_inputs(fn, args, ctx.needs_input_grad[3:])
+        wanted = wanted_inputs(args, ctx.needs_input_grad[3:])
         with torch.no_grad():
             backward = functions.for_inputs(wanted)
             result = gradients(
@@ -221,16 +213,10 @@ def gradients(reductions, args, grads, extremes, wanted, run, computed: tuple, t
     values = run(*args, *grads, *extremes)
     values = values if isinstance(values, tuple) else (values,)
     for i, g in zip(computed, values):
-        if i in wanted:
-            result[i] = reduce_to(g, args[i])
+        if i in wanted:  # computed over the broadcast shape: summed to the input's shape, in its dtype
+            g = g if g.shape == args[i].shape else g.sum_to_size(args[i].shape)
+            result[i] = g if g.dtype == args[i].dtype else g.to(args[i].dtype)
     return result
-
-
-def reduce_to(grad: torch.Tensor, arg: torch.Tensor) -> torch.Tensor:
-    """`grad`, computed over the broadcast shape, summed to `arg`'s shape and cast to its dtype."""
-    if grad.shape != arg.shape:
-        grad = grad.sum_to_size(arg.shape)
-    return grad if grad.dtype == arg.dtype else grad.to(arg.dtype)
 
 
 def _double_backward_error(gradients: list) -> list:
@@ -258,7 +244,7 @@ class BackwardExplanation:
 def explain(fn, args: tuple, wrt: Optional[tuple]) -> BackwardExplanation:
     """`fn.explain_backward(*args)`: the backward for `args`, with gradients like the outputs."""
     if wrt is None:
-        wrt = wanted_inputs(fn, args, (True,) * len(args))
+        wrt = wanted_inputs(args, (True,) * len(args))
     backward = fn.backward_functions().for_inputs(tuple(wrt))
     if backward.function is None:
         return BackwardExplanation(backward.wrt, backward.path, None)

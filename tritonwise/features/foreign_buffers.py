@@ -32,6 +32,4 @@ def _own(obj):
 def call(function, args: tuple, outs: tuple):
     """`function(*args, out0=..., ...)` on tritonwise's own buffers; given outputs come back as the objects given."""
     result = function(*map(_own, args), **validation.output_keywords(tuple(map(_own, outs))))
-    results = result if isinstance(result, tuple) else (result,)
-    given = tuple(o if is_foreign(o) else r for o, r in zip(outs, results)) + results[len(outs) :]
-    return given if isinstance(result, tuple) else given[0]
+    return validation.given_or(result, outs)

@@ -55,19 +55,15 @@ def resolved(a):
     if not (isinstance(a, torch.Tensor) and (a.is_neg() or a.is_conj())):
         return a
     out = torch.empty(a.shape, dtype=a.dtype, device=a.device)
+    # the kernels read the memory of `a` (of its real or imaginary parts) through StridedBuffers: bits ignored
     if not a.dtype.is_complex:
-        return _kernel("negated")(_raw(a, a.dtype, a.stride(), 0), out0=out)
+        return _kernel("negated")(StridedBuffer(a, a.shape, a.stride()), out0=out)
     pairs = torch.view_as_real(out)
-    real = a.dtype.to_real()
     strides = tuple(2 * s for s in a.stride())
     for part, negated in ((0, a.is_neg()), (1, a.is_neg() != a.is_conj())):
-        _kernel("negated" if negated else "same")(_raw(a, real, strides, part), out0=pairs[..., part])
+        raw = StridedBuffer(a, a.shape, strides, dtype=a.dtype.to_real(), offset=part)
+        _kernel("negated" if negated else "same")(raw, out0=pairs[..., part])
     return out
-
-
-def _raw(a: torch.Tensor, dtype, strides: tuple, part: int) -> StridedBuffer:
-    """The memory of `a` (of its real or imaginary parts: `part`), as it is, bits ignored."""
-    return StridedBuffer(a, a.shape, strides, dtype=dtype, offset=part)
 
 
 def has_negative_views(name: str, args: tuple, outs: tuple) -> bool:

@@ -13,7 +13,6 @@ import torch
 
 from ..analysis.broadcast import broadcast_strides
 from ..frontend import validation
-from ..plans.binder import KernelInfo  # noqa: F401 (FlagGems' name, exported here too)
 from ..runtime.arguments import dense_extent
 from ..strided_buffer import StridedBuffer
 
@@ -60,15 +59,12 @@ def prepare_args(fn, args: tuple, kwargs: dict, skip_tensor_check: bool = False)
         task_shape = tuple(torch.broadcast_shapes(*[t.shape for t in inputs])) if inputs else ()
         model = next((t for t in tensors if tuple(t.shape) == task_shape), None)
         wrap = lambda t: StridedBuffer(t, task_shape, broadcast_strides(t.shape, t.stride(), task_shape))  # noqa: E731
-    for k in missing:
-        outs[k] = _allocated(model, task_shape, dtypes[k], tensors)
+    for k in missing:  # like `model` (its strides, torch.empty_like), else C-contiguous
+        if isinstance(model, torch.Tensor):
+            outs[k] = torch.empty_like(model, dtype=dtypes[k])
+        else:
+            shape = task_shape if model is None else model.shape
+            outs[k] = torch.empty(shape, dtype=dtypes[k], device=tensors[0].device)
     wrapped = tuple(wrap(a) if schema.is_tensor(i) else a for i, a in enumerate(args))
     return len(task_shape), wrapped, {f"out{k}": wrap(t) for k, t in enumerate(outs)}
-
-
-def _allocated(model, task_shape: tuple, dtype, tensors: list) -> torch.Tensor:
-    """An output like `model` (its strides, `torch.empty_like`), else C-contiguous."""
-    if model is not None and isinstance(model, torch.Tensor):
-        return torch.empty_like(model, dtype=dtype)
-    return torch.empty(task_shape if model is None else model.shape, dtype=dtype, device=tensors[0].device)
 

@@ -78,18 +78,14 @@ def _converted(converted: tuple, args: tuple):
     return converted if converted is not args else None
 
 
-_PYTHON_SCALARS = (int, float, bool)
-
-
 def _recorded_plain_call(args: tuple) -> bool:
-    """Whether every argument is a plain tensor or scalar and a tensor requires grad: no route
-    applies before autograd's then, so the other checks are skipped. One pass: it runs first on every
-    call routing sees, recorded ones included."""
+    """Whether every argument is a plain tensor or scalar and a tensor requires grad: then no route
+    applies before autograd's. One pass, as it runs first on every call routing sees."""
     grad = False
     for a in args:
         if type(a) is torch.Tensor:
             grad = grad or a.requires_grad
-        elif type(a) not in _PYTHON_SCALARS:
+        elif type(a) not in (int, float, bool):
             return False
     return grad
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import torch
 
+from ..errors import NotDifferentiable
+from .autograd import DOUBLE_BACKWARD, gradients, save_operands, saved_operands
+
 _SCALAR_SCHEMA = {float: "float", int: "int", bool: "bool", None: "Scalar"}
 _libraries: dict = {}  # keeps each torch.library.Library alive
 _decomposable: dict = {}  # qualname -> (function, qualname) of the op and its backward ops (tracing/hook.py)
@@ -78,9 +81,6 @@ def _register_sharding(fn, overload) -> None:
 
 
 def _register_autograd(fn, qualname: str, library) -> None:
-    from .autograd import gradients, save_operands, saved_operands
-    from ..errors import NotDifferentiable
-
     schema, reductions = fn.schema, fn.reduction_kinds
     tensors = tuple(i for i in range(schema.num_inputs()) if schema.is_tensor(i))
     try:
@@ -111,6 +111,4 @@ def _register_autograd(fn, qualname: str, library) -> None:
 
 
 def _no_double_backward(ctx, *grads):
-    from .autograd import DOUBLE_BACKWARD
-
     raise RuntimeError(DOUBLE_BACKWARD)

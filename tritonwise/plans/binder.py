@@ -58,10 +58,9 @@ class Binder:
         self.kernel_infos: dict = {}  # task rank -> KernelInfo of the newest file generated for it
         self._kernels: dict = {}  # (call class, layout class, ...) -> Kernel
         self._probed: dict = {}  # payload value dtypes per probe inputs (codegen elides agreeing casts)
-        self._no_outputs = (None,) * schema.num_outputs()
 
     def spec(self, args, outs, types, reductions, task: TaskPlan):
-        call = summarize(self.schema, args, outs or self._no_outputs)
+        call = summarize(self.schema, args, outs)
         return build_spec(self.payload, call, types, task, reductions, self.deterministic, self.probe)
 
     def probe(self, inputs: tuple):

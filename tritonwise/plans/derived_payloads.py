@@ -55,8 +55,6 @@ def _load(path, globals_: dict):
 class PayloadVariants:
     """The variants of one payload (autodiff/variants.py) its kernels call, each derived once into its own file."""
 
-    HOW = "keeping the statements those outputs need (tritonwise/autodiff/variants.py)"
-
     def __init__(self, payload):
         self._payload = payload
         self._jits: dict = {}  # output names -> @triton.jit variant
@@ -70,5 +68,6 @@ class PayloadVariants:
         if found is None:
             name, source = variant_of(self._payload, tuple(int(o[3:]) for o in outputs))
             role = f"computes only {', '.join(outputs)}"
-            found = self._jits[outputs] = derived_payload(name, source, role, self._payload, self.HOW)[0]
+            how = "keeping the statements those outputs need (tritonwise/autodiff/variants.py)"
+            found = self._jits[outputs] = derived_payload(name, source, role, self._payload, how)[0]
         return found

@@ -142,7 +142,12 @@ class Planner:
         except RuntimeError as e:
             raise RuntimeError(f"{self.name}: {e}") from None
         reductions = self.reductions_for(front, shape)
-        self._check_outputs(outs, reductions, shape, front)
+        for k, (out, r) in enumerate(zip(outs, reductions)):
+            if out is not None:
+                dtype, expected = (front.types.results[k], shape) if r is None else (r.result, r.result_shape(shape))
+                if r is None and self.payload.copies_input(k):
+                    dtype = out.dtype  # a copy converts to any given dtype
+                validation.check_output(self.name, k, out, expected, dtype, front.device)
         if self.along_dims and not inputs:
             raise TypeError(f"{self.name}: a reduction along dims needs at least one tensor input")
         return self._layout_task(inputs, layouts, shape, reductions, _itemsize(tensors, front.types), collapse)
@@ -178,14 +183,6 @@ class Planner:
             return analyze_rows(inputs, layouts, r.dims, r.keepdim, itemsize, self.config, splittable(reductions))
         elementwise = [o for o, r in zip(layouts, self.reductions) if r is None]
         return analyze(inputs, elementwise, itemsize, self.config, collapse)
-
-    def _check_outputs(self, outs: tuple, reductions: tuple, shape: tuple, front: Frontend) -> None:
-        for k, (out, r) in enumerate(zip(outs, reductions)):
-            if out is not None:
-                dtype, expected = (front.types.results[k], shape) if r is None else (r.result, r.result_shape(shape))
-                if r is None and self.payload.copies_input(k):
-                    dtype = out.dtype  # a copy converts to any given dtype
-                validation.check_output(self.name, k, out, expected, dtype, front.device)
 
     def reductions_for(self, front: Frontend, shape: tuple) -> tuple:
         """The call's Reductions, those along dims resolved against the task's rank."""

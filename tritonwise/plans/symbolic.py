@@ -61,17 +61,15 @@ class Tracer:
             raise TypeError(f"a traced integer met {type(value).__name__} {value!r}")
         return self._node(CONST, int(value), 0)
 
-    def guard(self, op: int, a: int, b: int) -> None:
-        if (op, a, b) not in self._guarded:
-            self._guarded.add((op, a, b))
-            self.guards.append((op, a, b))
-
     def compare(self, how, left, right) -> bool:
         """`how(left, right)` on the concrete values, its answer recorded as a guard."""
         answer = how(value_of(left), value_of(right))
         op, swap = _GUARDS[how][0 if answer else 1]
         a, b = self.node_of(left), self.node_of(right)
-        self.guard(op, *((b, a) if swap else (a, b)))
+        guard = (op, b, a) if swap else (op, a, b)
+        if guard not in self._guarded:
+            self._guarded.add(guard)
+            self.guards.append(guard)
         return answer
 
     def arithmetic(self, op: int, left, right):
