@@ -72,12 +72,12 @@ def rows(x) -> list:
 
 
 def _function_of(forward):
-    """An autograd.Function of tritonwise's signature (fn, recording, plain arguments, *arguments)
-    whose forward is `forward`."""
+    """An autograd.Function of tritonwise's signature (fn, whether any argument is a scalar, plain
+    arguments, *arguments) whose forward is `forward`."""
 
     class Layer(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, fn, recording, plain, *args):
+        def forward(ctx, fn, scalars, plain, *args):
             return forward(ctx, fn, plain)
 
         @staticmethod
@@ -96,14 +96,14 @@ def _saving(ctx, fn, plain):
 def layers(x) -> list:
     """(step, call) from the bare autograd.Function to the whole recorded call."""
     plain = (x.detach(),)
-    recording = silu.backward_functions().recording((x,), ())
+    scalars = silu.backward_functions().recorded((x,), ())
     bare, saving = _function_of(lambda ctx, fn, p: fn(*p)), _function_of(_saving)
     return [
         ("torch F.silu(x)", lambda: F.silu(x)),
         ("the cached call, no grad", lambda: silu(plain[0])),
-        ("autograd.Function whose forward is the cached call", lambda: bare.apply(silu, recording, plain, x)),
-        ("  + save_for_backward", lambda: saving.apply(silu, recording, plain, x)),
-        ("tritonwise's autograd.Function (autograd._Record)", lambda: autograd._Record.apply(silu, recording, plain, x)),
+        ("autograd.Function whose forward is the cached call", lambda: bare.apply(silu, scalars, plain, x)),
+        ("  + save_for_backward", lambda: saving.apply(silu, scalars, plain, x)),
+        ("tritonwise's autograd.Function (autograd._Record)", lambda: autograd._Record.apply(silu, scalars, plain, x)),
         ("  + autograd.call: detach, grad mode, the recording's lookup", lambda: autograd.call(silu, (x,), ())),
         ("  + routing.route", lambda: routing.route(silu, (x,), ())),
         ("  + the Python path of a missed call (function._call_missed)", lambda: silu._call_missed((x,), {}, None)),
