@@ -104,17 +104,12 @@ def analyze(
     collapse_dims: bool = True,
 ) -> TaskPlan:
     """Plan a task over tensor `inputs` and `outputs` ((shape, strides) each; an output None when
-    allocated). `collapse_dims=False` (instantiate) keeps dims' order and number."""
+    allocated); a RuntimeError naming the shapes when they do not broadcast. `collapse_dims=False`
+    (instantiate) keeps dims' order and number."""
     if collapse_dims:
         contiguous = _contiguous_task(inputs, outputs)
         if contiguous is not None:
             return tile(*contiguous, itemsize, config)
-    return tile(*geometry(inputs, outputs, collapse_dims), itemsize, config)
-
-
-def geometry(inputs: Sequence[tuple], outputs: Sequence[Optional[tuple]], collapse_dims: bool = True) -> tuple:
-    """(broadcast shape, outputs' strides over it, collapsed task shape, each operand's strides over
-    it): analyze() before tiling; a RuntimeError naming the shapes when they do not broadcast."""
     given = [o for o in outputs if o is not None]
     shape = broadcast_shapes([s for s, _ in inputs] + [s for s, _ in given])
     in_strides = [broadcast_strides(s, st, shape) for s, st in inputs]
@@ -122,12 +117,9 @@ def geometry(inputs: Sequence[tuple], outputs: Sequence[Optional[tuple]], collap
     order = dim_order(shape, given_strides + in_strides) if collapse_dims else list(range(len(shape) - 1, -1, -1))
     allocated = dense_strides(shape, order)
     out_strides = tuple(tuple(o[1]) if o is not None else allocated for o in outputs)
-    operands = in_strides + [broadcast_strides(shape, st, shape) for st in out_strides]
-    if collapse_dims:
-        task_shape, strides = collapse(shape, operands, order)
-    else:
-        task_shape, strides = shape, tuple(operands)
-    return shape, out_strides, task_shape, strides
+    operands = in_strides + list(out_strides)
+    task_shape, strides = collapse(shape, operands, order) if collapse_dims else (shape, tuple(operands))
+    return tile(shape, out_strides, task_shape, strides, itemsize, config)
 
 
 def _contiguous_task(inputs: Sequence[tuple], outputs: Sequence[Optional[tuple]]) -> Optional[tuple]:

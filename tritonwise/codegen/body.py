@@ -62,7 +62,7 @@ def _reduce(spec: KernelSpec, output) -> str:
     combine, block_reduce, _ = _COMBINE[output.reduction]
     if spec.rank:
         value = f"{block_reduce}({_masked(output)})"
-        value += convert_to(output.acc) if output.dtype in NARROW_SIGNED else ""
+        value += conversion_text((output.acc,)) if output.dtype in NARROW_SIGNED else ""
     else:
         value = output.name + _as_result(output) + conversion_text((output.acc,), start=output.dtype)
     return f"{_acc(output)} = {combine.format(acc=_acc(output), v=value)}"
@@ -123,10 +123,6 @@ def conversion_text(chain: tuple, start=None) -> str:
     return text
 
 
-def convert_to(dtype: str) -> str:
-    return conversion_text((dtype,))
-
-
 def _load(name: str, access, chain: tuple, eviction: Optional[str]) -> str:
     mask = f", mask={access.mask}" if access.mask else ""
     policy = f", eviction_policy={eviction!r}" if eviction else ""
@@ -142,7 +138,7 @@ def _store(output, access) -> str:
 
 def _as_result(output) -> str:
     """The payload's value converted to the result dtype, unless it already has it."""
-    return "" if output.value == output.dtype else convert_to(output.dtype)
+    return "" if output.value == output.dtype else conversion_text((output.dtype,))
 
 
 def body_text(spec: KernelSpec, payload_alias: str) -> str:
