@@ -166,11 +166,12 @@ def analyze_rows(
     kept task dims. An output is (shape, strides) of the reduced result, or None when allocated."""
     shape = broadcast_shapes([s for s, _ in inputs])
     in_strides = [broadcast_strides(s, st, shape) for s, st in inputs]
-    kept = [d for d in range(len(shape)) if d not in dims]
     given = [_over_task(o[1], shape, dims, keepdim) for o in outputs if o is not None]
     order = dim_order(shape, given + in_strides)
     kept_order, reduced_order = [d for d in order if d not in dims], [d for d in order if d in dims]
-    allocated = _allocated(shape, dims, keepdim, kept_order, kept)
+    # a new result is dense, its kept dims in the task's order
+    full = dense_strides(tuple(1 if d in dims else n for d, n in enumerate(shape)), kept_order + list(dims))
+    allocated = full if keepdim else tuple(s for d, s in enumerate(full) if d not in dims)
     out_strides = tuple(tuple(o[1]) if o is not None else allocated for o in outputs)
     operands = in_strides + [_over_task(st, shape, dims, keepdim) for st in out_strides]
     rows, row_strides = _collapsed_group(shape, operands, kept_order, fill=1)
@@ -206,12 +207,6 @@ def _over_task(strides: tuple, shape: tuple, dims: tuple, keepdim: bool) -> tupl
         return tuple(0 if d in dims else s for d, s in enumerate(strides))
     kept = iter(strides)
     return tuple(0 if d in dims else next(kept) for d in range(len(shape)))
-
-
-def _allocated(shape, dims, keepdim, kept_order, kept) -> tuple:
-    """Dense strides of a new reduced result, its kept dims in the task's order."""
-    full = dense_strides(tuple(1 if d in dims else n for d, n in enumerate(shape)), kept_order + list(dims))
-    return full if keepdim else tuple(full[d] for d in kept)
 
 
 def _collapsed_group(shape: tuple, operands: Sequence[tuple], inner_to_outer: list, fill: int) -> tuple:
