@@ -85,7 +85,7 @@ class _Deriver:
                 for operand, adjoint in zip(operands, rule(*texts, step.target, g, callee)):
                     if adjoint is not None and isinstance(operand, ast.Name) and operand.id in active:
                         adjoints.setdefault(operand.id, []).append(adjoint)
-        returned = [self.total(params[i], adjoints.get(params[i], []), zero_like=params[i]) for i in wrt]
+        returned = [self.total(params[i], adjoints.get(params[i], [])) for i in wrt]
         reached = tuple(bool(adjoints.get(params[i])) for i in wrt)
         lines = ["# the forward, recomputed"] + step_lines(self.program.steps)
         lines += ["# the adjoints, last operation first"] + self.lines + [f"return {', '.join(returned)}"]
@@ -93,10 +93,10 @@ class _Deriver:
         backward_name = f"{name}_backward"
         return BackwardSource(backward_name, jit_source(backward_name, all_params, lines), reached)
 
-    def total(self, target: str, contributions: list, zero_like: Optional[str] = None) -> str:
-        """A name holding the sum of `contributions` (a line is emitted unless it is one name)."""
+    def total(self, target: str, contributions: list) -> str:
+        """A name for the sum of `contributions` (a new line unless it is one name; zeros like `target` for none)."""
         if not contributions:
-            return f"tl.zeros_like({zero_like})"
+            return f"tl.zeros_like({target})"
         if len(contributions) == 1 and contributions[0].isidentifier():
             return contributions[0]
         name = self.fresh(f"grad_{target}")

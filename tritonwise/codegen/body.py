@@ -173,23 +173,12 @@ def _row_step(spec: KernelSpec, output) -> str:
     return f"{_acc(output)} = {block_reduce}({_masked(output)}, axis=1, keep_dims=True)"
 
 
-def _loops_columns(spec: KernelSpec) -> bool:
-    """Whether the kernel reduces rows in a column loop (row_looped, column_looped)."""
-    return bool(spec.row_reduced_outputs) and get_scheme(spec.scheme).loops_columns
-
-
 def row_init_lines(spec: KernelSpec) -> list:
     """Before a row_looped column loop: each accumulator filled with the identity."""
     return [
         f"{_acc(o)} = tl.full([BLOCK_M, BLOCK_N], {_tile_identity(o)}, tl.{_tile_acc(o)})"
         for o in spec.row_reduced_outputs
-        if _loops_columns(spec)
     ]
-
-
-def column_lines(spec: KernelSpec) -> list:
-    """Inside a row_looped column loop: the reduced dims' indices from `cols`."""
-    return get_scheme(spec.scheme).column_lines(spec.rank, spec.m_dim) if _loops_columns(spec) else []
 
 
 def row_finish_lines(spec: KernelSpec) -> list:
@@ -197,7 +186,7 @@ def row_finish_lines(spec: KernelSpec) -> list:
     rounded to the elementwise result first when both are floats (as torch's result then copy)."""
     lines, acc = [], accesses(spec)
     for o in spec.row_reduced_outputs:
-        if _loops_columns(spec):
+        if get_scheme(spec.scheme).loops_columns:
             lines.append(f"{_acc(o)} = {_COMBINE[o.reduction][1]}({_acc(o)}, axis=1, keep_dims=True)")
         floats = all(d.startswith(("float", "bfloat")) for d in (_tile_acc(o), o.dtype))
         chain = (o.dtype, o.store) if floats and o.store and not o.partial else (o.store or o.dtype,)

@@ -92,7 +92,7 @@ def render(spec) -> str:
         "body": body.body_text(spec, alias),
         "epilogue": body.epilogue_lines(spec),
         "row_init": body.row_init_lines(spec),
-        "column_decompose": body.column_lines(spec),
+        "column_decompose": scheme.column_lines(spec.rank, spec.m_dim) if scheme.loops_columns else [],
         "row_finish": body.row_finish_lines(spec),
         # the payload's source under `@triton.jit`, bound as `alias`, after what it needs to run alone
         "payload_definition": "\n".join((*spec.payload_preamble, *definition_lines(spec.payload_source, alias))),

@@ -24,6 +24,7 @@ class Scheme:
     aligned_counts: tuple = ()  # count parameters that are multiples of 16 in the aligned class
     load_eviction: Optional[str] = None  # the loads' eviction_policy ("evict_first": read once, streamed)
     count_names: tuple = ()  # the tile-count parameters, in kernel order (`counts` gives their values)
+    loops_columns: bool = False  # row schemes: a column loop walks the reduced extent (column_lines inside it)
 
     def aligned_dims(self, rank: int, m_dim: Optional[int]) -> list:
         """Task dims whose extents must be multiples of 16 for the aligned class: those the masks run along."""

@@ -15,7 +15,6 @@ class RowPersistent(Scheme):
     name = "row_persistent"
     column_index = "cols"
     count_names = ("num_rows", "num_cols", "num_tiles")
-    loops_columns = False
     block_widths = ROW_BLOCK_N  # BLOCK_N choices; BLOCK_M makes the block 2048 elements
     aligned_counts = ("num_cols",)  # the product of the reduced extents, the last one aligned
 
