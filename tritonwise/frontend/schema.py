@@ -39,7 +39,6 @@ class FunctionSchema:
             f"num_outputs={num_outputs} but {len(self._promotion_methods)} promotion_methods were given",
         )
         self._num_outputs = num_outputs
-        self._input_index = [self._is_tensor[:i].count(t) for i, t in enumerate(self._is_tensor)]
 
     @staticmethod
     def canonicalize_promotion_methods(promotion_methods) -> list:
@@ -76,7 +75,7 @@ class FunctionSchema:
 
     def input_index(self, i: int) -> int:
         """Position of argument `i` among the tensors, or among the scalars ([T,F,T] -> 0,0,1)."""
-        return self._input_index[i]
+        return self._is_tensor[:i].count(self._is_tensor[i])
 
     def signature(self, outputs_in_arg: bool = False) -> str:
         kinds = zip(self._is_tensor, self._dtypes)
