@@ -9,6 +9,8 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from .schema import SchemaError
+
 
 @dataclass(frozen=True)
 class Payload:
@@ -38,8 +40,6 @@ class Payload:
         """Report at decoration, not at first compile, a payload that cannot take `num_inputs` arguments."""
         if self.min_params <= num_inputs and (num_inputs <= self.num_params or self.variadic):
             return
-        from .schema import SchemaError
-
         takes = f"{self.min_params} to {self.num_params}" if self.min_params < self.num_params else str(self.num_params)
         raise SchemaError(
             f"pointwise_dynamic: payload {self.qualname} takes {takes} positional argument"
