@@ -8,9 +8,10 @@ from functools import cached_property
 from typing import Optional, Sequence
 
 from ..config import CodeGenConfig
+from ..schemes import get_scheme
 from .broadcast import broadcast_shapes, broadcast_strides
 from .layout import collapse, dense_strides, dim_order
-from .tiling import Tiling, choose_tiling, index_bits, num_tiles, operand_classes
+from .tiling import Tiling, choose_tiling, index_bits, operand_classes
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,8 @@ def _contiguous_task(inputs: Sequence[tuple], outputs: Sequence[Optional[tuple]]
 def tile(shape, out_strides, task_shape, strides, itemsize, config, split=None, work=None) -> TaskPlan:
     """The TaskPlan of a collapsed task; no tiles when `work` (default: the broadcast shape) is empty."""
     tiling = choose_tiling(task_shape, strides, itemsize, config, split=split)
-    tiles = num_tiles(task_shape, tiling) if math.prod(shape if work is None else work) else 0
+    empty = not math.prod(shape if work is None else work)
+    tiles = 0 if empty else get_scheme(tiling.scheme).num_tiles(task_shape, tiling.m_dim, tiling.block)
     return TaskPlan(
         shape=shape,
         output_strides=out_strides,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from ..config import CodeGenConfig
-from ..schemes import choose_scheme, get_scheme
+from ..schemes import choose_scheme
 
 INT32_LIMIT = 2**31 - 1
 ALIGNMENT = 16  # elements; divisibility that lets Triton use 16-byte vector accesses
@@ -73,7 +73,3 @@ def is_aligned(task_shape: tuple, strides: Sequence[tuple], masked_dims: Sequenc
     extents = [task_shape[d] for d in masked_dims]
     run_time = [s for op in strides for s in op if stride_class(s) == "s"]
     return all(v % ALIGNMENT == 0 for v in extents + run_time)
-
-
-def num_tiles(task_shape: tuple, tiling: Tiling) -> int:
-    return get_scheme(tiling.scheme).num_tiles(task_shape, tiling.m_dim, tiling.block)
