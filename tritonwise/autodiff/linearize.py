@@ -167,7 +167,7 @@ class _Builder:
         self.fail(node, f"the expression `{ast.unparse(node)}`")
 
     def rename_root(self, chain: ast.expr) -> ast.expr:
-        """A name or attribute chain (`tl.float32`, `x.dtype`) with its root name in SSA form (a global's as it is)."""
+        """A name or attribute chain (`x`, `tl.float32`, `x.dtype`) with a local root in SSA form."""
         if isinstance(chain, ast.Name):
             return ast.Name(id=self.current.get(chain.id, chain.id), ctx=ast.Load())
         return ast.Attribute(value=self.rename_root(chain.value), attr=chain.attr, ctx=ast.Load())

@@ -129,7 +129,8 @@ def _load(name: str, access, chain: tuple, eviction: Optional[str]) -> str:
 
 def _store(output, access) -> str:
     mask = f", mask={access.mask}" if access.mask else ""
-    return f"tl.store({access.pointer}, {_result(output, (output.store,) if output.store else ())}{mask})"
+    value = _result(output, (output.store,) if output.store else ())
+    return f"tl.store({access.pointer}, {value}{mask})"
 
 
 def _result(output, then: tuple) -> str:
@@ -174,7 +175,7 @@ def _row_step(spec: KernelSpec, output) -> str:
 
 
 def row_init_lines(spec: KernelSpec) -> list:
-    """Before a row_looped column loop: each accumulator filled with the identity."""
+    """Before a column loop (row_looped.py.j2 alone reads them): each accumulator filled with the identity."""
     return [
         f"{_acc(o)} = tl.full([BLOCK_M, BLOCK_N], {_tile_identity(o)}, tl.{_tile_acc(o)})"
         for o in spec.row_reduced_outputs
