@@ -8,9 +8,10 @@ from functools import cached_property
 from typing import Optional, Sequence
 
 from ..config import CodeGenConfig
+from ..schemes import get_scheme
 from .broadcast import broadcast_shapes, broadcast_strides
 from .layout import collapse, dense_strides, dim_order
-from .tiling import Tiling, choose_tiling, index_bits, num_tiles, operand_classes
+from .tiling import Tiling, choose_tiling, index_bits, operand_classes
 
 
 @dataclass(frozen=True)
@@ -104,17 +105,12 @@ def analyze(
     collapse_dims: bool = True,
 ) -> TaskPlan:
     """Plan a task over tensor `inputs` and `outputs` ((shape, strides) each; an output None when
-    allocated). `collapse_dims=False` (instantiate) keeps dims' order and number."""
+    allocated); a RuntimeError naming the shapes when they do not broadcast. `collapse_dims=False`
+    (instantiate) keeps dims' order and number."""
     if collapse_dims:
         contiguous = _contiguous_task(inputs, outputs)
         if contiguous is not None:
             return tile(*contiguous, itemsize, config)
-    return tile(*geometry(inputs, outputs, collapse_dims), itemsize, config)
-
-
-def geometry(inputs: Sequence[tuple], outputs: Sequence[Optional[tuple]], collapse_dims: bool = True) -> tuple:
-    """(broadcast shape, outputs' strides over it, collapsed task shape, each operand's strides over
-    it): analyze() before tiling; a RuntimeError naming the shapes when they do not broadcast."""
     given = [o for o in outputs if o is not None]
     shape = broadcast_shapes([s for s, _ in inputs] + [s for s, _ in given])
     in_strides = [broadcast_strides(s, st, shape) for s, st in inputs]
@@ -122,12 +118,9 @@ def geometry(inputs: Sequence[tuple], outputs: Sequence[Optional[tuple]], collap
     order = dim_order(shape, given_strides + in_strides) if collapse_dims else list(range(len(shape) - 1, -1, -1))
     allocated = dense_strides(shape, order)
     out_strides = tuple(tuple(o[1]) if o is not None else allocated for o in outputs)
-    operands = in_strides + [broadcast_strides(shape, st, shape) for st in out_strides]
-    if collapse_dims:
-        task_shape, strides = collapse(shape, operands, order)
-    else:
-        task_shape, strides = shape, tuple(operands)
-    return shape, out_strides, task_shape, strides
+    operands = in_strides + list(out_strides)
+    task_shape, strides = collapse(shape, operands, order) if collapse_dims else (shape, tuple(operands))
+    return tile(shape, out_strides, task_shape, strides, itemsize, config)
 
 
 def _contiguous_task(inputs: Sequence[tuple], outputs: Sequence[Optional[tuple]]) -> Optional[tuple]:
@@ -146,7 +139,8 @@ def _contiguous_task(inputs: Sequence[tuple], outputs: Sequence[Optional[tuple]]
 def tile(shape, out_strides, task_shape, strides, itemsize, config, split=None, work=None) -> TaskPlan:
     """The TaskPlan of a collapsed task; no tiles when `work` (default: the broadcast shape) is empty."""
     tiling = choose_tiling(task_shape, strides, itemsize, config, split=split)
-    tiles = num_tiles(task_shape, tiling) if math.prod(shape if work is None else work) else 0
+    empty = not math.prod(shape if work is None else work)
+    tiles = 0 if empty else get_scheme(tiling.scheme).num_tiles(task_shape, tiling.m_dim, tiling.block)
     return TaskPlan(
         shape=shape,
         output_strides=out_strides,
@@ -174,11 +168,12 @@ def analyze_rows(
     kept task dims. An output is (shape, strides) of the reduced result, or None when allocated."""
     shape = broadcast_shapes([s for s, _ in inputs])
     in_strides = [broadcast_strides(s, st, shape) for s, st in inputs]
-    kept = [d for d in range(len(shape)) if d not in dims]
     given = [_over_task(o[1], shape, dims, keepdim) for o in outputs if o is not None]
     order = dim_order(shape, given + in_strides)
     kept_order, reduced_order = [d for d in order if d not in dims], [d for d in order if d in dims]
-    allocated = _allocated(shape, dims, keepdim, kept_order, kept)
+    # a new result is dense, its kept dims in the task's order
+    full = dense_strides(tuple(1 if d in dims else n for d, n in enumerate(shape)), kept_order + list(dims))
+    allocated = full if keepdim else tuple(s for d, s in enumerate(full) if d not in dims)
     out_strides = tuple(tuple(o[1]) if o is not None else allocated for o in outputs)
     operands = in_strides + [_over_task(st, shape, dims, keepdim) for st in out_strides]
     rows, row_strides = _collapsed_group(shape, operands, kept_order, fill=1)
@@ -214,12 +209,6 @@ def _over_task(strides: tuple, shape: tuple, dims: tuple, keepdim: bool) -> tupl
         return tuple(0 if d in dims else s for d, s in enumerate(strides))
     kept = iter(strides)
     return tuple(0 if d in dims else next(kept) for d in range(len(shape)))
-
-
-def _allocated(shape, dims, keepdim, kept_order, kept) -> tuple:
-    """Dense strides of a new reduced result, its kept dims in the task's order."""
-    full = dense_strides(tuple(1 if d in dims else n for d, n in enumerate(shape)), kept_order + list(dims))
-    return full if keepdim else tuple(full[d] for d in kept)
 
 
 def _collapsed_group(shape: tuple, operands: Sequence[tuple], inner_to_outer: list, fill: int) -> tuple:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from ..config import CodeGenConfig
-from ..schemes import choose_scheme, get_scheme
+from ..schemes import choose_scheme
 
 INT32_LIMIT = 2**31 - 1
 ALIGNMENT = 16  # elements; divisibility that lets Triton use 16-byte vector accesses
@@ -47,7 +47,7 @@ def choose_tiling(
     the number of kept (row) dims before the reduced ones, a row scheme's m_dim."""
     scheme = choose_scheme(task_shape, strides, split, config)
     m_dim = split if split is not None else scheme.tiled_dim(task_shape, strides)
-    aligned = is_aligned(task_shape, strides, scheme.aligned_dims(len(task_shape), m_dim) if task_shape else [])
+    aligned = bool(task_shape) and is_aligned(task_shape, strides, scheme.aligned_dims(len(task_shape), m_dim))
     choices = _block_choices(scheme, len(task_shape), itemsize, aligned, config)
     block = scheme.pick_block(task_shape, m_dim, choices)
     return Tiling(scheme.name, m_dim, block, scheme.num_warps(block, config), choices, aligned)
@@ -70,12 +70,6 @@ def index_bits(task_shape: tuple, strides: Sequence[tuple], block: tuple) -> int
 
 def is_aligned(task_shape: tuple, strides: Sequence[tuple], masked_dims: Sequence[int]) -> bool:
     """Whether the masked extents (of `masked_dims`) and every run-time stride are multiples of ALIGNMENT."""
-    if not task_shape:
-        return False
     extents = [task_shape[d] for d in masked_dims]
     run_time = [s for op in strides for s in op if stride_class(s) == "s"]
     return all(v % ALIGNMENT == 0 for v in extents + run_time)
-
-
-def num_tiles(task_shape: tuple, tiling: Tiling) -> int:
-    return get_scheme(tiling.scheme).num_tiles(task_shape, tiling.m_dim, tiling.block)

@@ -72,9 +72,11 @@ class _Deriver:
             self.fresh(f"extreme_out{k}") if r in ("max", "min") else None for k, r in enumerate(reductions)
         )
         adjoints: dict = {}
-        for k, result in enumerate(self.program.results):
+        for result, grad, extreme in zip(self.program.results, grads, extremes):
             if isinstance(result, ast.Name) and result.id in active:
-                adjoints.setdefault(result.id, []).append(self.seed(result.id, grads[k], extremes[k]))
+                if extreme is not None:  # a max/min output: the gradient goes to the elements equal to it
+                    grad = f"tl.where({result.id}.to({extreme}.dtype) == {extreme}, {grad}, 0.0)"
+                adjoints.setdefault(result.id, []).append(grad)
         for step in reversed(self.program.steps):
             if step.target in adjoints and step.target in active:
                 g = self.total(step.target, adjoints.pop(step.target))
@@ -83,7 +85,7 @@ class _Deriver:
                 for operand, adjoint in zip(operands, rule(*texts, step.target, g, callee)):
                     if adjoint is not None and isinstance(operand, ast.Name) and operand.id in active:
                         adjoints.setdefault(operand.id, []).append(adjoint)
-        returned = [self.total(params[i], adjoints.get(params[i], []), zero_like=params[i]) for i in wrt]
+        returned = [self.total(params[i], adjoints.get(params[i], [])) for i in wrt]
         reached = tuple(bool(adjoints.get(params[i])) for i in wrt)
         lines = ["# the forward, recomputed"] + step_lines(self.program.steps)
         lines += ["# the adjoints, last operation first"] + self.lines + [f"return {', '.join(returned)}"]
@@ -91,15 +93,10 @@ class _Deriver:
         backward_name = f"{name}_backward"
         return BackwardSource(backward_name, jit_source(backward_name, all_params, lines), reached)
 
-    def seed(self, value: str, grad: str, extreme: Optional[str]) -> str:
-        if extreme is None:
-            return grad
-        return f"tl.where({value}.to({extreme}.dtype) == {extreme}, {grad}, 0.0)"
-
-    def total(self, target: str, contributions: list, zero_like: Optional[str] = None) -> str:
-        """A name holding the sum of `contributions` (a line is emitted unless it is one name)."""
+    def total(self, target: str, contributions: list) -> str:
+        """A name for the sum of `contributions` (a new line unless it is one name; zeros like `target` for none)."""
         if not contributions:
-            return f"tl.zeros_like({zero_like})"
+            return f"tl.zeros_like({target})"
         if len(contributions) == 1 and contributions[0].isidentifier():
             return contributions[0]
         name = self.fresh(f"grad_{target}")
@@ -141,20 +138,17 @@ class _Deriver:
             if method is None:
                 self.fail(step, f"the method `.{call.func.attr}` in `{ast.unparse(call)}`")
             return [call.func.value] + list(call.args), method, ""
-        name = self.callee_name(call.func)
+        obj = resolve(call.func, self.globals)
+        if obj is None and root_name(call.func) in ("tl", "libdevice"):  # not resolved: taken by its spelling
+            name = call.func.attr if isinstance(call.func, ast.Attribute) else None
+        else:
+            name = library_name(obj)
         if name in rules.ZERO_GRADIENT:
             return None
         function = rules.FUNCTIONS.get(name)
         if function is None:
             self.fail(step, f"the call `{ast.unparse(call)}` (no derivative rule for `{ast.unparse(call.func)}`)")
         return list(call.args), function, ast.unparse(call.func)
-
-    def callee_name(self, func: ast.expr) -> Optional[str]:
-        """The name of a triton.language or libdevice function called as `func`, else None."""
-        obj = resolve(func, self.globals)
-        if obj is None and root_name(func) in ("tl", "libdevice"):
-            return func.attr if isinstance(func, ast.Attribute) else None
-        return library_name(obj)
 
     def fail(self, step: Step, what: str):
         raise not_differentiable(self.where, step.line, what)

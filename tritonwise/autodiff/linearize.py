@@ -148,13 +148,9 @@ class _Builder:
 
     def expression(self, node) -> ast.expr:
         """`node` with its operands made atoms: one operation over atoms (or an atom)."""
-        if isinstance(node, ast.Name):
-            if node.id in self.current:
-                return ast.Name(id=self.current[node.id], ctx=ast.Load())
-            return node  # a global: a constant, a dtype, a module
         if isinstance(node, ast.Constant):
             return node
-        if _is_dtype_like(node):
+        if isinstance(node, ast.Name) or _is_dtype_like(node):
             return self.rename_root(node)
         if isinstance(node, ast.BinOp):
             return ast.BinOp(left=self.atom(node.left), op=node.op, right=self.atom(node.right))
@@ -171,7 +167,7 @@ class _Builder:
         self.fail(node, f"the expression `{ast.unparse(node)}`")
 
     def rename_root(self, chain: ast.expr) -> ast.expr:
-        """An attribute chain (`tl.float32`, `x.dtype`) with its root name in SSA form."""
+        """A name or attribute chain (`x`, `tl.float32`, `x.dtype`) with a local root in SSA form."""
         if isinstance(chain, ast.Name):
             return ast.Name(id=self.current.get(chain.id, chain.id), ctx=ast.Load())
         return ast.Attribute(value=self.rename_root(chain.value), attr=chain.attr, ctx=ast.Load())

@@ -20,18 +20,6 @@ def _extremum_rule(wins: str):
     ]
 
 
-def _pow_rule(a, b, y, g, f):
-    return [f"{g} * {b} * {f}({a}, {b} - 1.0)", f"{g} * {y} * tl.log({a})"]
-
-
-def _clamp_rule(x, lo, hi, y, g, f):
-    return [
-        f"tl.where(({x} >= {lo}) & ({x} <= {hi}), {g}, 0.0)",
-        f"tl.where({x} < {lo}, {g}, 0.0)",
-        f"tl.where({x} > {hi}, {g}, 0.0)",
-    ]
-
-
 def _cast_rule(x, *rest):
     """(x, dtype, y, g, f): the gradient passes to `x` unchanged."""
     return [rest[-2]] + [None] * (len(rest) - 3)
@@ -60,9 +48,13 @@ FUNCTIONS = {
     "abs": lambda a, y, g, f: [f"tl.where({a} > 0, {g}, tl.where({a} < 0, -{g}, 0.0))"],
     "maximum": _extremum_rule(">"),
     "minimum": _extremum_rule("<"),
-    "pow": _pow_rule,
+    "pow": lambda a, b, y, g, f: [f"{g} * {b} * {f}({a}, {b} - 1.0)", f"{g} * {y} * tl.log({a})"],
     "fma": lambda a, b, c, y, g, f: [f"{g} * {b}", f"{g} * {a}", g],
-    "clamp": _clamp_rule,
+    "clamp": lambda x, lo, hi, y, g, f: [
+        f"tl.where(({x} >= {lo}) & ({x} <= {hi}), {g}, 0.0)",
+        f"tl.where({x} < {lo}, {g}, 0.0)",
+        f"tl.where({x} > {hi}, {g}, 0.0)",
+    ],
     "where": lambda c, a, b, y, g, f: [None, f"tl.where({c}, {g}, 0.0)", f"tl.where({c}, 0.0, {g})"],
     "cast": _cast_rule,
 }

@@ -62,9 +62,9 @@ def _reduce(spec: KernelSpec, output) -> str:
     combine, block_reduce, _ = _COMBINE[output.reduction]
     if spec.rank:
         value = f"{block_reduce}({_masked(output)})"
-        value += convert_to(output.acc) if output.dtype in NARROW_SIGNED else ""
+        value += conversion_text((output.acc,)) if output.dtype in NARROW_SIGNED else ""
     else:
-        value = output.name + _as_result(output) + conversion_text((output.acc,), start=output.dtype)
+        value = _result(output, (output.acc,))
     return f"{_acc(output)} = {combine.format(acc=_acc(output), v=value)}"
 
 
@@ -88,10 +88,8 @@ def _tile_identity(output) -> str:
 
 
 def _masked(output) -> str:
-    """The tile's values, rounded as the materialized result would be, in _tile_acc, the identity
-    where masked off."""
-    value = output.name + _as_result(output) + conversion_text((_tile_acc(output),), start=output.dtype)
-    return f"tl.where(mask, {value}, {_tile_identity(output)})"
+    """The tile's values rounded as the result would be, in _tile_acc; the identity where masked off."""
+    return f"tl.where(mask, {_result(output, (_tile_acc(output),))}, {_tile_identity(output)})"
 
 
 def epilogue_lines(spec: KernelSpec) -> list:
@@ -123,10 +121,6 @@ def conversion_text(chain: tuple, start=None) -> str:
     return text
 
 
-def convert_to(dtype: str) -> str:
-    return conversion_text((dtype,))
-
-
 def _load(name: str, access, chain: tuple, eviction: Optional[str]) -> str:
     mask = f", mask={access.mask}" if access.mask else ""
     policy = f", eviction_policy={eviction!r}" if eviction else ""
@@ -135,14 +129,14 @@ def _load(name: str, access, chain: tuple, eviction: Optional[str]) -> str:
 
 def _store(output, access) -> str:
     mask = f", mask={access.mask}" if access.mask else ""
-    stored = conversion_text((output.store,), start=output.dtype) if output.store else ""
-    value = output.name + _as_result(output) + stored
+    value = _result(output, (output.store,) if output.store else ())
     return f"tl.store({access.pointer}, {value}{mask})"
 
 
-def _as_result(output) -> str:
-    """The payload's value converted to the result dtype, unless it already has it."""
-    return "" if output.value == output.dtype else convert_to(output.dtype)
+def _result(output, then: tuple) -> str:
+    """The payload's value converted to the result dtype (unless it already has it), then along `then`."""
+    as_result = "" if output.value == output.dtype else conversion_text((output.dtype,))
+    return output.name + as_result + conversion_text(then, start=output.dtype)
 
 
 def body_text(spec: KernelSpec, payload_alias: str) -> str:
@@ -180,37 +174,25 @@ def _row_step(spec: KernelSpec, output) -> str:
     return f"{_acc(output)} = {block_reduce}({_masked(output)}, axis=1, keep_dims=True)"
 
 
-def _loops_columns(spec: KernelSpec) -> bool:
-    """Whether the kernel reduces rows in a column loop (row_looped, column_looped)."""
-    return bool(spec.row_reduced_outputs) and get_scheme(spec.scheme).loops_columns
-
-
 def row_init_lines(spec: KernelSpec) -> list:
-    """Before a row_looped column loop: each accumulator filled with the identity."""
+    """Before a column loop (row_looped.py.j2 alone reads them): each accumulator filled with the identity."""
     return [
         f"{_acc(o)} = tl.full([BLOCK_M, BLOCK_N], {_tile_identity(o)}, tl.{_tile_acc(o)})"
         for o in spec.row_reduced_outputs
-        if _loops_columns(spec)
     ]
-
-
-def column_lines(spec: KernelSpec) -> list:
-    """Inside a row_looped column loop: the reduced dims' indices from `cols`."""
-    return get_scheme(spec.scheme).column_lines(spec.rank, spec.m_dim) if _loops_columns(spec) else []
 
 
 def row_finish_lines(spec: KernelSpec) -> list:
     """After a row's columns: reduce the accumulator (row_looped) and store one value per row,
     rounded to the elementwise result first when both are floats (as torch's result then copy)."""
-    lines, acc = [], accesses(spec) if spec.row_reduced_outputs else {}
+    lines, acc = [], accesses(spec)
     for o in spec.row_reduced_outputs:
-        if _loops_columns(spec):
+        if get_scheme(spec.scheme).loops_columns:
             lines.append(f"{_acc(o)} = {_COMBINE[o.reduction][1]}({_acc(o)}, axis=1, keep_dims=True)")
         floats = all(d.startswith(("float", "bfloat")) for d in (_tile_acc(o), o.dtype))
         chain = (o.dtype, o.store) if floats and o.store and not o.partial else (o.store or o.dtype,)
-        access = acc[o.name]
         value = _acc(o) + conversion_text(chain, start=_tile_acc(o))
-        lines.append(f"tl.store({access.pointer}, {value}, mask={access.mask})")
+        lines.append(f"tl.store({acc[o.name].pointer}, {value}, mask={acc[o.name].mask})")
     return lines
 
 

@@ -102,7 +102,8 @@ def build_spec(
     """`call` summarizes the arguments (frontend/summary.py); `reductions` holds a Reduction or None
     per output. A given output of another dtype receives the result rounded, then converted as
     torch converts; `probe` tells the dtypes the payload returns, so agreeing ones are not cast."""
-    params = list(_param_names(payload, len(call.inputs)))
+    params = list(inspect.signature(payload.fn).parameters)
+    params += [f"arg{i}" for i in range(len(params), len(call.inputs))]  # inputs past them: *args
     classes = iter(plan.stride_classes)
     inputs = []
     for i, operand in enumerate(call.inputs):
@@ -110,7 +111,8 @@ def build_spec(
         if operand.is_tensor:
             inputs.append(InputSpec(name, params[i], True, triton_dtype(operand.dtype, name), None, next(classes)))
         else:
-            inputs.append(_scalar_spec(name, params[i], operand, types.input_conversions(i)))
+            chains = [c[i] for c in types.conversions if c[i] is not None]  # over the outputs that name it
+            inputs.append(_scalar_spec(name, params[i], operand, chains))
     values = payload_values(call, types, probe)
     partial = plan.split is not None
     outputs = [
@@ -147,8 +149,3 @@ def _store_dtype(given, result, reduction):
             return None
         given = reduction.result if given is None else given
     return None if given is None or given == result else given
-
-
-def _param_names(payload: Payload, count: int):
-    names = list(inspect.signature(payload.fn).parameters)
-    return (names + [f"arg{i}" for i in range(len(names), count)])[:count]

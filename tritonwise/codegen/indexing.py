@@ -12,15 +12,6 @@ from dataclasses import dataclass
 from typing import Optional
 
 
-def offset_terms(operand: str, classes: str, index_names: list) -> list:
-    """The terms of sum(index_d * stride_d): the bare index for unit stride ('1'), none for broadcast ('0')."""
-    return [
-        (index,) if cls == "1" else tuple(sorted((index, f"{operand}_stride{dim}")))
-        for dim, (index, cls) in enumerate(zip(index_names, classes))
-        if cls != "0"
-    ]
-
-
 def print_sum(terms: list) -> str:
     """The terms as Python source: `a*b + c`, greatest exponent vector first."""
     names = sorted({name for term in terms for name in term})
@@ -40,7 +31,11 @@ class Access:
 def operand_access(name: str, classes: str, scheme, m_dim: Optional[int]) -> Access:
     """`scheme` (a schemes.Scheme) names the index along each dim and which are tile rows."""
     rank = len(classes)
-    terms = offset_terms(name, classes, scheme.index_names(rank, m_dim))
+    terms = [  # the bare index for unit stride ('1'), none for broadcast ('0')
+        (index,) if cls == "1" else tuple(sorted((index, f"{name}_stride{dim}")))
+        for dim, (index, cls) in enumerate(zip(scheme.index_names(rank, m_dim), classes))
+        if cls != "0"
+    ]
     ptr = f"{name}_ptr"
     if scheme.column_index is None:  # 1-D tiles: one pointer vector
         return Access(f"{ptr} + {print_sum(terms)}" if terms else ptr, "mask" if terms else None)

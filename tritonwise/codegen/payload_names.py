@@ -71,9 +71,8 @@ def _import_line(name: str, value):
         return f"import {value.__name__}" if value.__name__ == name else f"import {value.__name__} as {name}"
     target = value.fn if is_jit(value) else value
     module, qualname = getattr(target, "__module__", None), getattr(target, "__qualname__", "")
-    if not module or module == "__main__" or "." in qualname or "<" in qualname:
-        return None
-    if not (inspect.isfunction(target) or inspect.isclass(target) or is_jit(value)):
+    importable = inspect.isfunction(target) or inspect.isclass(target) or is_jit(value)
+    if not importable or not module or module == "__main__" or "." in qualname or "<" in qualname:
         return None
     return f"from {module} import {qualname}" + ("" if qualname == name else f" as {name}")
 

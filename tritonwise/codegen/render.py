@@ -92,9 +92,10 @@ def render(spec) -> str:
         "body": body.body_text(spec, alias),
         "epilogue": body.epilogue_lines(spec),
         "row_init": body.row_init_lines(spec),
-        "column_decompose": body.column_lines(spec),
+        "column_decompose": scheme.column_lines(spec.rank, spec.m_dim) if scheme.loops_columns else [],
         "row_finish": body.row_finish_lines(spec),
-        "payload_definition": payload_definition(spec, alias),
+        # the payload's source under `@triton.jit`, bound as `alias`, after what it needs to run alone
+        "payload_definition": "\n".join((*spec.payload_preamble, *definition_lines(spec.payload_source, alias))),
         "variant_definitions": _variant_definitions(spec, alias),
         "layout_lines": layout_lines(spec, alias),
         "launch_args": ", ".join(pointers + index),
@@ -108,12 +109,6 @@ def _variant_definitions(spec, alias: str) -> list:
     """(name, source) of each payload variant the calls run (codegen/build.py variant_of)."""
     names = [(c.variant_alias(alias), tuple(int(o[3:]) for o in c.outputs)) for c in spec.calls if c.variant]
     return [(name, variant_source(spec.payload_source, name, outputs).rstrip()) for name, outputs in names]
-
-
-def payload_definition(spec, alias: str) -> str:
-    """The payload's own source without its decorators, under `@triton.jit`, bound as `alias`,
-    after what it needs to run in a file of its own (codegen/payload_names.py)."""
-    return "\n".join((*spec.payload_preamble, *definition_lines(spec.payload_source, alias)))
 
 
 def layout_lines(spec, alias: str) -> list:

@@ -56,8 +56,7 @@ class PayloadCall:
     outputs: tuple  # output names
     converts: tuple  # per input: a tuple of triton dtype names
     # runs the payload's variant computing only these outputs (autodiff/variants.py), bound as
-    # `<payload alias>_<outputs>`; out of the key like payload_source: the payload's source and
-    # `outputs` decide it
+    # `<payload alias>_<outputs>`; out of the key: the payload's source and `outputs` decide it
     variant: bool = field(default=False, repr=False, compare=False)
 
     def variant_alias(self, payload_alias: str) -> str:

@@ -32,10 +32,6 @@ class CallTypes:
         chain = self.conversions[k][i]
         return chain[-1] if chain else None
 
-    def input_conversions(self, i: int) -> list:
-        """Every chain input `i` is converted through, over the outputs that name it."""
-        return [c[i] for c in self.conversions if c[i] is not None]
-
 
 def resolve_types(schema: FunctionSchema, args: Sequence, widen_bools: bool = True) -> CallTypes:
     """Torch's promotion for every output, and the conversions of each input it names."""

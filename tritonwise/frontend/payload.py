@@ -9,6 +9,8 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from .schema import SchemaError
+
 
 @dataclass(frozen=True)
 class Payload:
@@ -38,8 +40,6 @@ class Payload:
         """Report at decoration, not at first compile, a payload that cannot take `num_inputs` arguments."""
         if self.min_params <= num_inputs and (num_inputs <= self.num_params or self.variadic):
             return
-        from .schema import SchemaError
-
         takes = f"{self.min_params} to {self.num_params}" if self.min_params < self.num_params else str(self.num_params)
         raise SchemaError(
             f"pointwise_dynamic: payload {self.qualname} takes {takes} positional argument"
@@ -55,7 +55,7 @@ class Payload:
 def inspect_payload(obj) -> Payload:
     """Validate `obj` as a `@triton.jit` function and describe it."""
     fn = getattr(obj, "fn", None)
-    if not _is_triton_jit(obj) or not inspect.isfunction(fn):
+    if not is_jit(obj) or not inspect.isfunction(fn):
         raise TypeError(
             f"pointwise_dynamic expects a @triton.jit function as its payload, got {obj!r}; "
             "decorate the payload with @triton.jit first"
@@ -106,11 +106,7 @@ def _parsed(source: str) -> Optional[ast.Module]:
 
 
 def is_jit(obj) -> bool:
-    """Whether `obj` looks like a @triton.jit function (a JITFunction or an InterpretedFunction)."""
-    return inspect.isfunction(getattr(obj, "fn", None)) and hasattr(obj, "run")
-
-
-def _is_triton_jit(obj) -> bool:
+    """Whether `obj` is a @triton.jit function (a JITFunction, or an InterpretedFunction under TRITON_INTERPRET=1)."""
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 

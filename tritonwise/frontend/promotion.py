@@ -24,17 +24,8 @@ from torch._prims_common import (
     is_integer_dtype,
 )
 
-__all__ = ["ELEMENTWISE_TYPE_PROMOTION_KIND", "elementwise_dtypes", "parse_kind", "promote"]
+__all__ = ["ELEMENTWISE_TYPE_PROMOTION_KIND", "elementwise_dtypes", "promote"]
 KIND = ELEMENTWISE_TYPE_PROMOTION_KIND
-
-
-def parse_kind(kind) -> ELEMENTWISE_TYPE_PROMOTION_KIND:
-    """A promotion kind from its enum member or its name ("DEFAULT", "int_to_float", ...)."""
-    if isinstance(kind, ELEMENTWISE_TYPE_PROMOTION_KIND):
-        return kind
-    if isinstance(kind, str):
-        return ELEMENTWISE_TYPE_PROMOTION_KIND[kind.upper()]
-    raise TypeError(f"expected a promotion kind name or member, got {kind!r}")
 
 
 def promote(method: tuple, args: Sequence) -> tuple:

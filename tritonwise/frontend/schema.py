@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from .promotion import ELEMENTWISE_TYPE_PROMOTION_KIND, parse_kind
+from .promotion import ELEMENTWISE_TYPE_PROMOTION_KIND
 
 
 class SchemaError(ValueError, AssertionError):
@@ -39,7 +39,6 @@ class FunctionSchema:
             f"num_outputs={num_outputs} but {len(self._promotion_methods)} promotion_methods were given",
         )
         self._num_outputs = num_outputs
-        self._input_index = [self._is_tensor[:i].count(t) for i, t in enumerate(self._is_tensor)]
 
     @staticmethod
     def canonicalize_promotion_methods(promotion_methods) -> list:
@@ -76,7 +75,7 @@ class FunctionSchema:
 
     def input_index(self, i: int) -> int:
         """Position of argument `i` among the tensors, or among the scalars ([T,F,T] -> 0,0,1)."""
-        return self._input_index[i]
+        return self._is_tensor[:i].count(self._is_tensor[i])
 
     def signature(self, outputs_in_arg: bool = False) -> str:
         kinds = zip(self._is_tensor, self._dtypes)
@@ -128,10 +127,12 @@ def _canonical_method(method, num_inputs: Optional[int] = None) -> tuple:
             isinstance(i, int) and 0 <= i and (num_inputs is None or i < num_inputs),
             f"promotion method {method!r}: argument index {i!r} out of range for {num_inputs} inputs",
         )
-    try:
-        kind = parse_kind(kind)
-    except (KeyError, TypeError) as e:
-        names = ", ".join(k.name for k in ELEMENTWISE_TYPE_PROMOTION_KIND)
-        raise SchemaError(f"promotion method {method!r}: unknown kind {kind!r} (expected one of {names})") from e
+    names = [k.name for k in ELEMENTWISE_TYPE_PROMOTION_KIND]
+    if isinstance(kind, str) and kind.upper() in names:  # a kind by name: "DEFAULT", "int_to_float", ...
+        kind = ELEMENTWISE_TYPE_PROMOTION_KIND[kind.upper()]
+    _check(
+        isinstance(kind, ELEMENTWISE_TYPE_PROMOTION_KIND),
+        f"promotion method {method!r}: unknown kind {kind!r} (expected one of {', '.join(names)})",
+    )
     return (*indices, kind)
 

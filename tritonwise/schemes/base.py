@@ -20,18 +20,16 @@ SMALL_TASK_TILES = 3
 
 class Scheme:
     name: str = ""
+    template: str = ""  # its kernel loop, in tritonwise/templates/
     column_index: Optional[str] = "offs_n"  # the index along the innermost dim; None: 1-D tiles
     aligned_counts: tuple = ()  # count parameters that are multiples of 16 in the aligned class
     load_eviction: Optional[str] = None  # the loads' eviction_policy ("evict_first": read once, streamed)
     count_names: tuple = ()  # the tile-count parameters, in kernel order (`counts` gives their values)
+    loops_columns: bool = False  # row schemes: a column loop walks the reduced extent (column_lines inside it)
 
     def aligned_dims(self, rank: int, m_dim: Optional[int]) -> list:
         """Task dims whose extents must be multiples of 16 for the aligned class: those the masks run along."""
         return [rank - 1] + ([m_dim] if m_dim is not None else [])
-
-    @property
-    def template(self) -> str:
-        return f"{self.name}.py.j2"
 
     # -- analysis -------------------------------------------------------------------------
     def applies(self, task_shape: tuple, strides: Sequence[tuple], split: Optional[int], config: CodeGenConfig) -> bool:
@@ -61,7 +59,7 @@ class Scheme:
         return None
 
     def counts(self, task_shape: tuple, m_dim: Optional[int], block: tuple) -> dict:
-        """Tile-count parameter name -> value, in kernel parameter order; `num_tiles` among them."""
+        """Tile-count parameter name -> value (`count_names`, `num_tiles` among them)."""
         raise NotImplementedError
 
     def num_tiles(self, task_shape: tuple, m_dim: Optional[int], block: tuple) -> int:
@@ -71,9 +69,6 @@ class Scheme:
     def size_dims(self, rank: int, m_dim: Optional[int]) -> list:
         """Task dims whose extents are kernel parameters (`size{d}`)."""
         raise NotImplementedError
-
-    def count_params(self, rank: int) -> list:
-        return list(self.count_names) if rank else []
 
     def constexpr_params(self, rank: int) -> list:
         return ["BLOCK_M", "BLOCK_N"]
@@ -97,15 +92,17 @@ class Scheme:
         """Integer parameters after the operands: sizes, run-time strides, tile counts.
         `stride_classes` holds (operand name, classes) per strided operand, in kernel order."""
         sizes = [f"size{d}" for d in self.size_dims(rank, m_dim)]
-        return sizes + runtime_stride_params(stride_classes) + self.count_params(rank)
+        return sizes + runtime_stride_params(stride_classes) + (list(self.count_names) if rank else [])
 
     def index_values(self, task_shape: tuple, m_dim, block, stride_classes: Sequence[tuple], strides) -> tuple:
         """Values of index_params for one task, in order (`strides`: per operand, as classed)."""
         values = [task_shape[d] for d in self.size_dims(len(task_shape), m_dim)]
         for (name, classes), op in zip(stride_classes, strides):
             values += [op[d] for d in _runtime_dims(classes)]
-        counts = self.counts(task_shape, m_dim, block) if task_shape else {}
-        return tuple(values) + tuple(counts[c] for c in self.count_params(len(task_shape)))
+        if task_shape:
+            counts = self.counts(task_shape, m_dim, block)
+            values += [counts[c] for c in self.count_names]
+        return tuple(values)
 
 
 def runtime_stride_params(stride_classes: Sequence[tuple]) -> list:

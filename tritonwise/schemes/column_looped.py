@@ -23,10 +23,6 @@ class ColumnLooped(RowLooped):
     def aligned_dims(self, rank, m_dim) -> list:
         return super().aligned_dims(rank, m_dim) + [m_dim - 1]  # the kept dim the loads run along
 
-    @property
-    def template(self) -> str:
-        return "row_looped.py.j2"  # the same loop; only the tile's shape differs
-
     def applies(self, task_shape, strides, split, config) -> bool:
         if split is None or not strides or split == 0 or split == len(task_shape):
             return False
