@@ -400,6 +400,27 @@ def test_the_helpers_are_handed_over_once_as_tritonwise_aten_says(monkeypatch, a
     assert handed == ([] if setting == "0" else [aten_helpers.addresses()])
 
 
+def test_a_process_ending_before_the_helpers_build_waits_for_it(tmp_path):
+    """The helpers build on a background thread; a process that ends first must let the build
+    finish (and hand its result over), else no short process would ever leave them built."""
+    marker = tmp_path / "handed over"
+    code = f"""
+import time
+from types import SimpleNamespace
+from tritonwise.runtime import aten
+def slow_build():
+    time.sleep(1.0)  # a compile still running when the script below ends
+    return SimpleNamespace(addresses=lambda: (1, 2, 3))
+aten.helpers = slow_build
+aten.start(SimpleNamespace(use_aten=lambda *addresses: open({str(marker)!r}, "w").write(str(addresses))))
+"""
+    env = {**os.environ, "TRITONWISE_ATEN": "1", "TRITONWISE_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert marker.read_text() == "(1, 2, 3)"
+    assert "finishing the build of its ATen helpers" in done.stderr
+
+
 def test_launch_c_builds_wherever_a_c_compiler_is():
     """The stand-in tests above skip without launch.c; that must not hide a launcher that no
     longer compiles."""

@@ -3,13 +3,17 @@ pointers taken on the C++ tensor, not through torch's Python API; launch.c falls
 API wherever they decline (a torch function mode, another argument type).
 
 They are built once per torch version, on a background thread while calls go on through the Python
-API. `TRITONWISE_ATEN=0`: do without them; `TRITONWISE_ATEN=wait`: build before the first launch
+API; a process that ends before the build does waits for it at exit, so that the next one finds
+them built (else every short process would start the compile again and none would finish it).
+`TRITONWISE_ATEN=0`: do without them; `TRITONWISE_ATEN=wait`: build before the first launch
 (benchmarks do).
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
+import logging
 import os
 import threading
 from pathlib import Path
@@ -19,6 +23,7 @@ import torch
 
 from . import native
 
+logger = logging.getLogger("tritonwise")
 SOURCE = Path(__file__).with_name("aten.cpp")
 MODULE_NAME = "_tritonwise_aten"
 # What torch.utils.cpp_extension compiles with since torch 2.10; torch 2.14's headers need it
@@ -62,6 +67,16 @@ def start(launch_module) -> None:
             _started.run()
         else:
             _started.start()
+            atexit.register(_finish_build, _started)
+
+
+def _finish_build(builder: threading.Thread) -> None:
+    if builder.is_alive():
+        logger.warning(
+            "tritonwise: finishing the build of its ATen helpers before exiting (once per torch version; "
+            "TRITONWISE_ATEN=0 does without them)"
+        )
+        builder.join()
 
 
 def _build_and_use(launch_module) -> None:
