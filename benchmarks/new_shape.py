@@ -8,14 +8,17 @@ median microseconds per call. On CUDA (the default when present) a call is the w
 launch included (the clock stops before synchronizing). Elsewhere it measures the host part
 only: `--device meta` times whole calls on meta tensors (allocation, no launch); `--device cpu`
 times `fn.plan` (the miss without the interpreter's launch). The breakdown times the layers
-of `_prepare` on the same shapes (when this tritonwise has them). "served without a plan-cache
+of a planner's miss on the same shapes (`fn.planner`: frontend, task analysis, binding). "served without a plan-cache
 miss" is the share of timed calls the C hit path launched with no plan (a shape program, on a
-GPU, once a plan of the class has launched); the rest took a plan in Python.
+GPU, once a plan of the class has launched); the rest took a plan in Python. The ATen helpers
+are built before the first call (TRITONWISE_ATEN=wait unless set: `=1` times whatever the
+background build has reached, `=0` the C path without them).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -100,17 +103,19 @@ def prepare_only(fn, args) -> float:
 def layers(fn, operands: list) -> list:
     """Median microseconds of each layer of a miss: frontend (memoized per call class), task
     analysis (broadcast, collapse, tiling), and binding (kernel memo, launch values, the plan)."""
-    if not hasattr(fn, "_frontend"):
+    planner = getattr(fn, "planner", None)  # InPlace wraps a function: no breakdown
+    if planner is None:
         return []
     times: dict = {"frontend": [], "task analysis": [], "bind (kernel, launch values, plan)": []}
     for args in operands:
         outs = (None,)
         t0 = time.perf_counter()
-        front = fn.planner.frontend(args, outs)
+        front = planner.frontend(args, outs)
         t1 = time.perf_counter()
-        task = fn.planner.task(args, outs, front, True)
+        task = planner.task(args, outs, front, True)
+        reductions = planner.reductions_for(front, task.shape)
         t2 = time.perf_counter()
-        fn.planner.binder.bind(args, outs, front.types, front.reductions, task, front.device, front.key)
+        planner.binder.bind(args, outs, front.types, reductions, task, front.device, front.key)
         t3 = time.perf_counter()
         for key, value in zip(times, (t1 - t0, t2 - t1, t3 - t2)):
             times[key].append(value * 1e6)
@@ -123,6 +128,8 @@ def main(argv=None) -> int:
     parser.add_argument("--device", choices=["cuda", "cpu", "meta"])
     args = parser.parse_args(argv)
     device = args.device or ("cuda" if torch.cuda.is_available() else "meta")
+    if device == "cuda":
+        os.environ.setdefault("TRITONWISE_ATEN", "wait")  # read at the first launch
     check_cases(device)
     timer = prepare_only if device == "cpu" else whole_call_us
     what = "fn.plan (host, no launch)" if device == "cpu" else f"whole call on {device} tensors"
