@@ -58,12 +58,11 @@ def make_dirs(path: Path) -> None:
 
 
 def _usable(path: Path) -> bool:
-    """Whether `path` is made and writable, and trusted still once made (another user may have made it first)."""
     try:
         make_dirs(path)
     except OSError:
         return False
-    return os.access(path, os.W_OK | os.X_OK) and trusted(path)
+    return os.access(path, os.W_OK | os.X_OK)
 
 
 def _overlay() -> Optional[Path]:
@@ -110,7 +109,7 @@ def cache_dir() -> Path:
     path = configured_dir()
     if not trusted(path):
         return _overlay_dir(None)
-    if _usable(path):
+    if _usable(path) and trusted(path):  # again once made: another user may have made it first
         return path
     return _overlay_dir(f"cache directory {path} is not writable")
 
@@ -118,8 +117,8 @@ def cache_dir() -> Path:
 def _overlay_dir(problem: Optional[str]) -> Path:
     """The overlay, else the private directory, with one warning per `problem` (why the configured one failed)."""
     overlay = _overlay()
-    if overlay not in (None, _fallback_dir) and trusted(overlay) and _usable(overlay):
-        return overlay
+    if overlay not in (None, _fallback_dir) and trusted(overlay) and _usable(overlay) and trusted(overlay):
+        return overlay  # (trusted again once made: another user may have made it first)
     directory = _private_dir()
     if problem is not None and problem not in _warned:
         _warned.add(problem)
