@@ -117,23 +117,28 @@ def build(name: str, sources: list, compiler, flags: list, depends_on: bytes = b
     target = cache_dir() / file_name
     cache.make_dirs(target.parent)  # never writable by others, whatever the umask (runtime/trust.py)
     with open(target.with_name(f"{target.name}.lock"), "a") as lock:
-        # processes building it at once (the ranks of a job started together) wait for the first;
-        # the lock goes when the file closes
+        # processes building it at once (the ranks of a job started together) wait for the first
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if target.exists() and cache.trusted_entry(cache_dir(), target):
-            return target  # another process built it (one others could replace is built over)
-        partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
-        command = [compiler(), "-O2", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", str(sources[0])]
-        command += flags
-        result = subprocess.run(
-            [*command, "-o", str(partial)], capture_output=True, text=True, timeout=300, check=False
-        )
-        if result.returncode != 0:
-            partial.unlink(missing_ok=True)
-            raise BuildFailed(command, result.stderr.strip())
-        os.chmod(partial, 0o755 & ~cache.umask())
-        os.replace(partial, target)
+        try:
+            if not (target.exists() and cache.trusted_entry(cache_dir(), target)):
+                _compile(target, sources, compiler, flags)  # else another process built it
+        finally:  # not left to the file's closing: a process forked meanwhile shares the open file
+            fcntl.flock(lock, fcntl.LOCK_UN)
     return target
+
+
+def _compile(target: Path, sources: list, compiler, flags: list) -> None:
+    """Compile `sources` (the first; the rest are included) to `target`, under a temporary name
+    renamed into place (one others could replace is built over)."""
+    partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
+    command = [compiler(), "-O2", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", str(sources[0])]
+    command += flags
+    result = subprocess.run([*command, "-o", str(partial)], capture_output=True, text=True, timeout=300, check=False)
+    if result.returncode != 0:
+        partial.unlink(missing_ok=True)
+        raise BuildFailed(command, result.stderr.strip())
+    os.chmod(partial, 0o755 & ~cache.umask())
+    os.replace(partial, target)
 
 
 def _file_name(name: str, sources: list, flags: list, depends_on: bytes = b"") -> str:
