@@ -400,10 +400,16 @@ def test_the_helpers_are_handed_over_once_as_tritonwise_aten_says(monkeypatch, a
     assert handed == ([] if setting == "0" else [aten_helpers.addresses()])
 
 
-def test_a_process_ending_before_the_helpers_build_waits_for_it(tmp_path):
+@pytest.mark.parametrize("cache", ["configured", "private"])
+def test_a_process_ending_before_the_helpers_build_waits_for_it(tmp_path, cache):
     """The helpers build on a background thread; a process that ends first must let the build
-    finish (and hand its result over), else no short process would ever leave them built."""
-    marker = tmp_path / "handed over"
+    finish (and hand its result over), else no short process would ever leave them built. Not
+    where the cache is the process's private directory (a configured one others can write to):
+    that directory goes at exit, build and all."""
+    marker, directory = tmp_path / "handed over", tmp_path / "cache"
+    directory.mkdir(mode=0o700)
+    if cache == "private":
+        directory.chmod(0o777)  # writable by every user: not trusted, so the process works in its own
     code = f"""
 import time
 from types import SimpleNamespace
@@ -414,11 +420,13 @@ def slow_build():
 aten.helpers = slow_build
 aten.start(SimpleNamespace(use_aten=lambda *addresses: open({str(marker)!r}, "w").write(str(addresses))))
 """
-    env = {**os.environ, "TRITONWISE_ATEN": "1", "TRITONWISE_CACHE_DIR": str(tmp_path / "cache")}
+    env = {**os.environ, "TRITONWISE_ATEN": "1", "TRITONWISE_CACHE_DIR": str(directory)}
+    env.pop("TRITONWISE_CACHE_OVERLAY", None)
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert marker.read_text() == "(1, 2, 3)"
-    assert "finishing the build of its ATen helpers" in done.stderr
+    waited = cache == "configured"
+    assert marker.exists() == waited
+    assert ("finishing the build of its ATen helpers" in done.stderr) == waited
 
 
 def test_launch_c_builds_wherever_a_c_compiler_is():

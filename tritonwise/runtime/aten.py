@@ -3,8 +3,9 @@ pointers taken on the C++ tensor, not through torch's Python API; launch.c falls
 API wherever they decline (a torch function mode, another argument type).
 
 They are built once per torch version, on a background thread while calls go on through the Python
-API; a process that ends before the build does waits for it at exit, so that the next one finds
-them built (else every short process would start the compile again and none would finish it).
+API; a process that ends before the build does waits for it at exit (up to EXIT_WAIT_S), so that
+the next one finds them built (else every short process would start the compile again and none
+would finish it).
 `TRITONWISE_ATEN=0`: do without them; `TRITONWISE_ATEN=wait`: build before the first launch
 (benchmarks do).
 """
@@ -21,7 +22,7 @@ from typing import Optional
 
 import torch
 
-from . import native
+from . import cache, native
 
 logger = logging.getLogger("tritonwise")
 SOURCE = Path(__file__).with_name("aten.cpp")
@@ -29,6 +30,7 @@ MODULE_NAME = "_tritonwise_aten"
 # What torch.utils.cpp_extension compiles with since torch 2.10; torch 2.14's headers need it
 # (std::strong_ordering), and older ones compile under it too.
 CXX_STANDARD = "-std=c++20"
+EXIT_WAIT_S = 120  # the compile takes 11-19 s on the machines measured (docs/performance.md)
 
 _lock = threading.Lock()
 _started: Optional[threading.Thread] = None
@@ -71,12 +73,16 @@ def start(launch_module) -> None:
 
 
 def _finish_build(builder: threading.Thread) -> None:
-    if builder.is_alive():
-        logger.warning(
-            "tritonwise: finishing the build of its ATen helpers before exiting (once per torch version; "
-            "TRITONWISE_ATEN=0 does without them)"
-        )
-        builder.join()
+    """At exit: wait up to EXIT_WAIT_S for a build still running, unless its directory is this
+    process's private one, which goes at exit with what it holds."""
+    if not builder.is_alive() or cache.is_private(cache.cache_dir()):
+        return
+    logger.warning(
+        "tritonwise: finishing the build of its ATen helpers before exiting (once per torch version, at most "
+        "%d s; TRITONWISE_ATEN=0 does without them)",
+        EXIT_WAIT_S,
+    )
+    builder.join(timeout=EXIT_WAIT_S)  # the compile may wait on another process's lock: not forever
 
 
 def _build_and_use(launch_module) -> None:

@@ -136,6 +136,11 @@ def _private_dir() -> Path:
         return _fallback_dir
 
 
+def is_private(directory: Path) -> bool:
+    """Whether `directory` is this process's private directory (removed at exit)."""
+    return _fallback_dir is not None and directory == _fallback_dir
+
+
 def _remove_private_dir(directory: Path, owner_pid: int) -> None:
     if os.getpid() != owner_pid:
         return
