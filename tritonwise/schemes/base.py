@@ -20,7 +20,6 @@ SMALL_TASK_TILES = 3
 
 class Scheme:
     name: str = ""
-    template: str = ""  # its kernel loop, in tritonwise/templates/
     column_index: Optional[str] = "offs_n"  # the index along the innermost dim; None: 1-D tiles
     aligned_counts: tuple = ()  # count parameters that are multiples of 16 in the aligned class
     load_eviction: Optional[str] = None  # the loads' eviction_policy ("evict_first": read once, streamed)
@@ -30,6 +29,11 @@ class Scheme:
     def aligned_dims(self, rank: int, m_dim: Optional[int]) -> list:
         """Task dims whose extents must be multiples of 16 for the aligned class: those the masks run along."""
         return [rank - 1] + ([m_dim] if m_dim is not None else [])
+
+    @property
+    def template(self) -> str:
+        """Its kernel loop in tritonwise/templates/: `<name>.py.j2` unless the scheme names another."""
+        return f"{self.name}.py.j2"
 
     # -- analysis -------------------------------------------------------------------------
     def applies(self, task_shape: tuple, strides: Sequence[tuple], split: Optional[int], config: CodeGenConfig) -> bool:

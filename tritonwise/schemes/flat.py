@@ -7,7 +7,6 @@ from .base import Scheme, ceil_div, pow2_floor
 
 class Flat(Scheme):
     name = "flat"
-    template = "flat.py.j2"
     column_index = None
     count_names = ("num_tiles",)
 

@@ -14,7 +14,6 @@ SHORT_BLOCK_M = 16
 
 class Nd(Scheme):
     name = "nd"
-    template = "nd.py.j2"
     count_names = ("num_rows", "tiles_n", "num_tiles")
 
     def applies(self, task_shape, strides, split, config) -> bool:

@@ -25,7 +25,7 @@ LOAD_EVICTION = "evict_first"
 
 class RowLooped(RowPersistent):
     name = "row_looped"
-    template = "row_looped.py.j2"
+    template = "row_looped.py.j2"  # by name: column_looped inherits the loop
     loops_columns = True
     block_widths = LOOP_BLOCK_NS
     loop_stages = LOOP_STAGES  # software pipelining of the column loop (tl.range's num_stages)

@@ -13,7 +13,6 @@ ROW_BLOCK_N = (16, 64, 128, 256, 512, 1024)  # BLOCK_M * BLOCK_N = 2048; the nar
 
 class RowPersistent(Scheme):
     name = "row_persistent"
-    template = "row_persistent.py.j2"
     column_index = "cols"
     count_names = ("num_rows", "num_cols", "num_tiles")
     block_widths = ROW_BLOCK_N  # BLOCK_N choices; BLOCK_M makes the block 2048 elements

@@ -12,7 +12,6 @@ TILE2D_BLOCK_N = (16, 64, 128)
 
 class Tile2d(Scheme):
     name = "tile2d"
-    template = "tile2d.py.j2"
     count_names = ("tiles_m", "tiles_n", "num_tiles")
 
     def applies(self, task_shape, strides, split, config) -> bool:
