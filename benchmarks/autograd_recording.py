@@ -96,7 +96,7 @@ def _saving(ctx, fn, plain):
 def layers(x) -> list:
     """(step, call) from the bare autograd.Function to the whole recorded call."""
     plain = (x.detach(),)
-    scalars = silu.backward_functions().recorded((x,), ())
+    scalars = silu.backward_functions().check_call((x,), ())
     bare, saving = _function_of(lambda ctx, fn, p: fn(*p)), _function_of(_saving)
     return [
         ("torch F.silu(x)", lambda: F.silu(x)),

@@ -54,7 +54,7 @@ class Backward:
             self.given.check_arity(count, what + (", then each max/min result)" if extremes else ")"))
         self._functions: dict = {}
         self._ties: dict = {}
-        self._recorded: dict = {}  # argument kinds -> `recorded`'s answer
+        self._checked: dict = {}  # argument kinds -> `check_call`'s answer
         self._lock = threading.RLock()  # _build asks again for a smaller set of inputs
 
     def for_inputs(self, wrt: tuple) -> BackwardFunction:
@@ -65,17 +65,18 @@ class Backward:
                 self._functions[wrt] = found
         return found
 
-    def recorded(self, args: tuple, outs: tuple) -> bool:
-        """Check a call under grad (the refusals, the backward function built) once per its arguments'
-        kinds, and say whether any argument is not a tensor; a call giving outputs is refused each time."""
+    def check_call(self, args: tuple, outs: tuple) -> bool:
+        """Whether any argument of a call under grad is not a tensor (what its forward saves), the call
+        checked once per its arguments' kinds (the refusals, the backward function built); a call
+        giving outputs is refused each time."""
         kinds = tuple((a.dtype, a.requires_grad) if isinstance(a, torch.Tensor) else None for a in args)
-        found = self._recorded.get(kinds)
+        found = self._checked.get(kinds)
         if found is None or any(o is not None for o in outs):
-            found = self._check_recorded(args, outs)
-            remember(self._recorded, kinds, found)
+            found = self._check(args, outs)
+            remember(self._checked, kinds, found)
         return found
 
-    def _check_recorded(self, args: tuple, outs: tuple) -> bool:
+    def _check(self, args: tuple, outs: tuple) -> bool:
         name = self.forward.__name__
         if any(isinstance(a, torch.Tensor) and a.is_complex() and a.requires_grad for a in args):
             raise RuntimeError(f"{name}: autograd of complex inputs is not supported (an argument requires grad)")
@@ -138,7 +139,7 @@ def call(fn, args: tuple, outs: tuple):
     plain = tuple(a.detach() if isinstance(a, torch.Tensor) else a for a in args)
     if not torch.is_grad_enabled():
         return fn(*plain, **output_keywords(outs))
-    scalars = fn.backward_functions().recorded(args, outs)
+    scalars = fn.backward_functions().check_call(args, outs)
     results = _Record.apply(fn, scalars, plain, *args)
     return results[0] if len(results) == 1 else results
 

@@ -84,9 +84,11 @@ class Result:
         self.placements, self.size, self.strides, self.spec = placements, size, strides, None
 
     def wrap(self, local: torch.Tensor, mesh) -> DTensor:
-        """DTensor.from_local(local, mesh, placements, ...); once it has run, only its last step with the
-        kept spec, skipping its DTensorSpec construction (about 20 µs, most of its cost) and autograd
-        Function (nothing where `local` needs no grad). from_local again where anything differs."""
+        """The DTensor of `local` on `mesh`: DTensor.from_local(local, mesh, placements, run_check=False,
+        shape=size, stride=strides) the first time; after that only its last step,
+        DTensor(local.view_as(local), spec) with the kept spec, skipping its DTensorSpec construction
+        (about 20 µs, most of its cost) and autograd Function (nothing where `local` needs no grad).
+        from_local again where anything differs."""
         spec = self.spec
         if (
             spec is not None and spec.mesh is mesh and spec.tensor_meta.dtype == local.dtype
@@ -105,7 +107,9 @@ _LAYOUTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # function 
 def call(fn, args: tuple, outs: tuple):
     """fn(*args, out0=..., ...) with DTensor operands: DTensor results, computed shard-local."""
     name = fn.__name__
-    memo = _LAYOUTS.setdefault(fn, {})
+    memo = _LAYOUTS.get(fn)
+    if memo is None:  # (not setdefault: that builds a dict and a weak reference on every call)
+        memo = _LAYOUTS[fn] = {}
     key = (tuple(map(_operand_key, args)), tuple(map(_operand_key, outs)))
     layout = memo.get(key)
     if layout is None:

@@ -102,9 +102,13 @@ def _c_type(t: str) -> tuple:
 # alone starts a kernel as Triton would only with num_ctas 1 and the rest unset (no cluster, cooperative
 # or programmatic launch, scratch memory or tensor descriptors).
 LAUNCH_FIELDS = (  # num_ctas first: _launchable reads the others as flags
-    "num_ctas", "launch_cooperative_grid", "launch_pdl", "global_scratch_size", "profile_scratch_size",
+    "num_ctas",
+    "launch_cooperative_grid",
+    "launch_pdl",
+    "global_scratch_size",
+    "profile_scratch_size",
     "tensordesc_meta",
-)  # fmt: skip
+)
 
 
 def _launchable(compiled) -> bool:
