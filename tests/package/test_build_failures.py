@@ -10,7 +10,7 @@ import torch
 import triton
 
 from tritonwise import pointwise_dynamic
-from tritonwise.runtime import aten, native
+from tritonwise.runtime import aten, hit_path, native
 
 BROKEN = "#error broken on purpose by the test\n"
 
@@ -32,6 +32,8 @@ def broken_source(tmp_path, monkeypatch):
     path = tmp_path / "broken.c"
     path.write_text(BROKEN)
     monkeypatch.setattr(native, "_reported", set())
+    # where the hit path is on (a GPU, after earlier launches), it would ask the broken build for its tables
+    monkeypatch.setattr(hit_path, "entry", None)
     yield path
     native.launch_module.cache_clear()  # the next caller builds (or finds) the real one
     aten.helpers.cache_clear()
