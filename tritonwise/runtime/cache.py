@@ -88,7 +88,7 @@ def trusted(directory: Path) -> bool:
     if directory not in _warned:
         _warned.add(directory)
         instead = _overlay_dir(None)
-        kept = f" for this process {_PRIVATE_NOTE}" if instead == _fallback_dir else ""
+        kept = f" for this process {_PRIVATE_NOTE}" if is_private(instead) else ""
         _warn(
             f"tritonwise: not using the cache directory {directory}: {problem}, so another user could plant "
             f"code there that this process would run; using {instead} instead{kept}"
