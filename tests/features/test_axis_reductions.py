@@ -130,18 +130,29 @@ def test_row_looped_long_rows(kind, dims):
 
 @pytest.mark.parametrize(
     "rows, cols, block",
-    [(40, 4100, (1, 4096)), (257, 4100, (2, 1024)), (40, 32800, (1, 8192)), (129, 32800, (1, 4096))],
+    [(40, 4100, (1, 2048)), (257, 4100, (2, 1024)), (40, 65600, (1, 8192)), (129, 65600, (1, 2048))],
 )
-def test_few_long_rows_take_the_pipelined_blocks(rows, cols, block):
-    """At most 256 rows of at least 4096 reduced elements take one row of 4096 per program, and
-    at most 128 of at least 32768 one row of 8192: the row_looped blocks whose column loop is
-    pipelined; more rows keep the plain-loop blocks. (None of these splits: split_parts cuts
-    fewer rows or longer ones.)"""
+def test_few_long_rows_take_one_row_a_program(rows, cols, block):
+    """At most 256 rows of at least 4096 reduced elements take one row of 2048 per program, and
+    at most 128 of at least 65536 one row of 8192, the block whose column loop is pipelined; more
+    rows keep two rows of 1024. (None of these splits: split_parts cuts fewer rows or longer ones.)"""
     x, y = torch.randn(rows, cols), torch.randn(cols)
     fn = _function("sum", -1)
     plan = fn.explain(x, y)
     assert (plan.scheme, plan.block, plan.split_parts) == ("row_looped", block, 1)
     _check(fn(x, y), "sum", x, y, (-1,))
+
+
+def test_rows_reduced_over_two_dims_take_taller_tiles():
+    """A reduced extent of two dims divides each column index by a runtime extent; the tile then
+    takes four rows of 512, which share that division, where one dim would take two of 1024."""
+    fn = _function("sum", (0, 2))
+    x, y = torch.randn(4, 300, 320), torch.randn(300, 1)
+    plan = fn.explain(x, y)
+    assert (plan.scheme, plan.block, plan.num_warps, plan.split_parts) == ("row_looped", (4, 512), 4, 1)
+    _check(fn(x, y), "sum", x, y, (0, 2))
+    x = torch.randn(300, 1280)
+    assert _function("sum", -1).explain(x, x).block == (2, 1024)
 
 
 def test_persistent_scheme_and_results_per_row():
@@ -268,16 +279,16 @@ def test_gpu_along_dims_against_torch(shape, kind, dims, dtype):
 @pytest.mark.parametrize(
     "rows, cols, kind, dtype, block",
     [
-        (200, 5000, "max", torch.float16, (1, 4096)),
-        (256, 4099, "min", torch.int32, (1, 4096)),
-        (40, 12345, "sum", torch.float32, (1, 4096)),
-        (100, 40000, "sum", torch.bfloat16, (1, 8192)),
-        (128, 32769, "max", torch.int32, (1, 8192)),
+        (200, 5000, "max", torch.float16, (1, 2048)),
+        (256, 4099, "min", torch.int32, (1, 2048)),
+        (40, 12345, "sum", torch.float32, (1, 2048)),
+        (100, 65537, "sum", torch.bfloat16, (1, 8192)),
+        (128, 65552, "max", torch.int32, (1, 8192)),
     ],
 )
-def test_gpu_few_long_rows_on_the_pipelined_blocks(rows, cols, kind, dtype, block):
-    """The pipelined (1, 4096) and (1, 8192) blocks compiled: masked tails, integers, a poisoned
-    given output."""
+def test_gpu_few_long_rows_one_row_a_program(rows, cols, kind, dtype, block):
+    """Few long rows' blocks compiled, the pipelined (1, 8192) among them: whole blocks, masked
+    tails, integers, a poisoned given output."""
     make = (lambda *s: torch.randint(-50, 50, s, device="cuda", dtype=dtype)) if dtype == torch.int32 else None
     make = make or (lambda *s: torch.randn(s, device="cuda").to(dtype))
     x, y = make(rows, cols), make(cols)

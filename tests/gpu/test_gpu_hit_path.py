@@ -241,7 +241,7 @@ ROW_REDUCTIONS = {
 @pytest.mark.parametrize("case", list(ROW_REDUCTIONS))
 def test_new_shapes_of_reductions_along_dims_run_in_c(case):
     """Each warm shape's plan publishes its shape program; later shapes that take the analysis's
-    branches of one of them (row_looped's pipelined block compares the rows with 128 first) launch
+    branches of one of them (row_looped's few-rows block compares the rows with 256 first) launch
     from it with no plan and no Python frame."""
     entry, make, reference = ROW_REDUCTIONS[case]
     fn = pointwise_dynamic(promotion_methods=[(0, "DEFAULT")], reductions=[entry])(_square)

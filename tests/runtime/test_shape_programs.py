@@ -229,7 +229,7 @@ def test_a_programs_overlap_check_reads_the_extents_it_computes(module, offset, 
 
 ROW_CASES = {  # (kind, dims, keepdim, inputs of size n, the two sizes)
     "sum of a long last dim (row_looped)": ("sum", (1,), False, lambda n: (torch.randn(n, 4096),) * 2, (320, 352)),
-    "few long rows, then fewer (row_looped, pipelined)": (
+    "few long rows, then fewer (row_looped, one row a program)": (
         "sum",
         (1,),
         False,

@@ -90,6 +90,8 @@ def render(spec) -> str:
         "loop_stages": scheme.loop_num_stages(),
         "decompose": scheme.decompose_lines(spec.rank, spec.m_dim),
         "body": body.body_text(spec, alias),
+        "whole_block_body": body.body_text(spec, alias, whole_block=True) if scheme.loops_columns else "",
+        "clamps_rows": scheme.clamps_rows,
         "epilogue": body.epilogue_lines(spec),
         "row_init": body.row_init_lines(spec),
         "column_decompose": scheme.column_lines(spec.rank, spec.m_dim) if scheme.loops_columns else [],

@@ -18,6 +18,7 @@ LOOP_WARPS = 4
 class ColumnLooped(RowLooped):
     name = "column_looped"
     pipelined_width = None  # every tile pipelines its loop
+    clamps_rows = False  # its rows run along unit stride: a clamped index would lose the wide loads
     aligned_counts = ("num_rows", "num_cols")
 
     def aligned_dims(self, rank, m_dim) -> list:

@@ -40,8 +40,15 @@ def square_r2_column_looped_i32_f32(
         mask_m = rows < num_rows
         i0 = rows
         acc0 = tl.full([BLOCK_M, BLOCK_N], float("-inf"), tl.float32)
-        for start in tl.range(0, num_cols, BLOCK_N, num_stages=3):
+        whole_cols = num_cols - num_cols % BLOCK_N
+        for start in tl.range(0, whole_cols, BLOCK_N, num_stages=3):
             cols = start + tl.arange(0, BLOCK_N)
+            j1 = cols
+            in0 = tl.load(in0_ptr + (i0)[:, None] + (in0_stride1*j1)[None, :], mask=mask_m[:, None], eviction_policy='evict_first')
+            out0 = square(in0)
+            acc0 = tl.maximum(acc0, out0)
+        if whole_cols < num_cols:  # the last block, part of it past the end
+            cols = whole_cols + tl.arange(0, BLOCK_N)
             mask_n = cols < num_cols
             mask = mask_m[:, None] & mask_n[None, :]
             j1 = cols

@@ -3,7 +3,7 @@
 #   payload  golden_cases.square  (source sha256 fde6b93ec09a50ae)
 #   kernel   square_r2_row_looped_i32_f32
 #   rank     2    scheme row_looped    index int32
-#   blocks   1x2048  2x1024  4x512  8x256  16x128  1x4096  1x8192    aligned False
+#   blocks   1x2048  2x1024  4x512  8x256  16x128  1x8192    aligned False
 #   in0      x: float32 strides [s, 1]
 #   out0     max of the float32 result along the columns, in float32 strides [1, 0]
 #   call     out0 from the inputs as loaded
@@ -38,10 +38,18 @@ def square_r2_row_looped_i32_f32(
     for tile in range(pid, num_tiles, tl.num_programs(0)):
         rows = tile * BLOCK_M + tl.arange(0, BLOCK_M)
         mask_m = rows < num_rows
+        rows = tl.minimum(rows, num_rows - 1)  # rows past the end read the last one, unmasked; not stored
         i0 = rows
         acc0 = tl.full([BLOCK_M, BLOCK_N], float("-inf"), tl.float32)
-        for start in tl.range(0, num_cols, BLOCK_N, num_stages=3 if BLOCK_N >= 4096 else 1):
+        whole_cols = num_cols - num_cols % BLOCK_N
+        for start in tl.range(0, whole_cols, BLOCK_N, num_stages=3 if BLOCK_N >= 8192 else 1):
             cols = start + tl.arange(0, BLOCK_N)
+            j1 = cols
+            in0 = tl.load(in0_ptr + (i0*in0_stride0)[:, None] + (j1)[None, :], eviction_policy='evict_first')
+            out0 = square(in0)
+            acc0 = tl.maximum(acc0, out0)
+        if whole_cols < num_cols:  # the last block, part of it past the end
+            cols = whole_cols + tl.arange(0, BLOCK_N)
             mask_n = cols < num_cols
             mask = mask_m[:, None] & mask_n[None, :]
             j1 = cols
@@ -70,7 +78,7 @@ LAYOUT = dict(
     payload='square',
     scheme='row_looped',
     m_dim=1,
-    blocks=[(1, 2048), (2, 1024), (4, 512), (8, 256), (16, 128), (1, 4096), (1, 8192)],
+    blocks=[(1, 2048), (2, 1024), (4, 512), (8, 256), (16, 128), (1, 8192)],
     index_bits=32,
     aligned=False,
     deterministic=False,
