@@ -21,6 +21,16 @@ from tritonwise.runtime.arguments import call_signature
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
 
 
+@pytest.fixture(autouse=True, scope="module")
+def aten_helpers_in_use():
+    """The frame checks below count Python frames: until the ATen helpers (runtime/aten.py) are
+    in use, launch.c keys each tensor through Python, as in a process whose background build has
+    not finished. So they are built (or loaded) and handed over first."""
+    from tritonwise.runtime import aten, native
+
+    aten.use(native.launch_module(), aten.helpers())
+
+
 @pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])
 @triton.jit
 def add_alpha(x, y, alpha):
