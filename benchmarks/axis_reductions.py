@@ -1,6 +1,6 @@
 """Bandwidth of reductions along dims (issue 16's cases): tritonwise vs eager vs torch.compile.
 
-    python -m benchmarks.axis_reductions [--out FILE] [--no-compile] [--sweep]
+    python -m benchmarks.axis_reductions [--out FILE] [--no-compile | --dynamic] [--sweep]
     python -m benchmarks.axis_reductions --device cpu   # every case checked on small inputs, nothing timed
 
 Every case is checked against torch before anything is timed; a wrong answer stops the run
@@ -190,10 +190,10 @@ def target_table(ceiling: float, rows: list) -> str:
     return "\n".join(lines)
 
 
-def run(chosen_cases: list, use_compile: bool) -> tuple:
+def run(chosen_cases: list, use_compile: bool, dynamic: bool = False) -> tuple:
     """The 1 GiB clone's GB/s and the headline rows (do_bench), the chosen schemes, and for
     each timer its copy ceiling and rows (name, bytes, tritonwise, eager, torch.compile, plain
-    read)."""
+    read). `dynamic`: torch.compile(dynamic=True), shape-generic kernels as tritonwise's are."""
     ceiling = copy_ceiling()
     ceilings = {timer: copy_ceiling_under(rate) for timer, rate in TIMERS.items()}
     by_timer = {timer: [] for timer in TIMERS}
@@ -201,7 +201,7 @@ def run(chosen_cases: list, use_compile: bool) -> tuple:
     for case, fn, x, expr in chosen_cases:
         compiled = None
         if use_compile:
-            compiled = torch.compile(expr)
+            compiled = torch.compile(expr, dynamic=dynamic or None)
             compiled(x)
         for timer, rate in TIMERS.items():
             by_timer[timer].append((case.name, case.nbytes, *measured_under(rate, case, fn, x, expr, compiled)))
@@ -246,6 +246,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out")
     parser.add_argument("--no-compile", action="store_true")
+    parser.add_argument("--dynamic", action="store_true", help="torch.compile(dynamic=True), shape-generic")
     parser.add_argument("--sweep", action="store_true")
     smoke_arguments(parser)
     args = parser.parse_args(argv)
@@ -258,7 +259,7 @@ def main(argv=None) -> int:
     print(f"{len(chosen_cases)} cases give torch's answer", flush=True)
     if smoke:
         return 0
-    ceiling, rows, chosen, ceilings, by_timer = run(chosen_cases, not args.no_compile)
+    ceiling, rows, chosen, ceilings, by_timer = run(chosen_cases, not args.no_compile, args.dynamic)
     timers = [timer_table(timer, ceilings[timer], by_timer[timer]) for timer in TIMERS]
     tables = (bandwidth_table(ceiling, rows), target_table(ceiling, by_timer["do_bench"]), *timers, "\n".join(chosen))
     text = header() + "\n\n" + "\n\n".join(tables) + "\n"
