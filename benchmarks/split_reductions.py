@@ -2,6 +2,7 @@
 do_bench), the split as tritonwise chooses it, the unsplit by setting SPLIT_MAX_ROWS to 0.
 
     python -m benchmarks.split_reductions
+    python -m benchmarks.split_reductions --grid         # GRID's shapes split always against never, two rounds
     python -m benchmarks.split_reductions --device cpu   # both forms checked on small inputs, nothing timed
 
 Both forms of every case are checked against torch before anything is timed; a wrong answer
@@ -35,24 +36,32 @@ CASES = [
     ((32, 1 << 16), torch.float32),
     ((128, 1 << 18), torch.bfloat16),
 ]
+# The rule's evidence (docs/decisions/split-rule.md): rows x reduced extent x dtype
+GRID = [((rows, cols), dtype) for rows in (32, 64, 128, 192, 256) for cols in (1 << 16, 1 << 18, 1 << 20)
+        for dtype in (torch.float32, torch.bfloat16)]
 SMOKE_CASES = [((8, 4096), torch.float32), ((4, 2048), torch.bfloat16)]  # few rows: split on CPU too
 
 
 @contextlib.contextmanager
-def splitting(split: bool):
-    """Reductions planned inside split as tritonwise chooses (True) or never (False)."""
-    saved = plan_module.SPLIT_MAX_ROWS
-    plan_module.SPLIT_MAX_ROWS = saved if split else 0
+def splitting(split, always: bool = False):
+    """Reductions planned inside split as tritonwise chooses (True), never (False), or with
+    `always`, whatever their rows and length (up to 1024 rows)."""
+    names = ("SPLIT_MAX_ROWS", "SPLIT_ALWAYS_ROWS")
+    saved = tuple(getattr(plan_module, name) for name in names)
+    forced = (1024, 1024) if always else (saved[0] if split else 0, saved[1])
+    for name, value in zip(names, forced):
+        setattr(plan_module, name, value)
     try:
         yield
     finally:
-        plan_module.SPLIT_MAX_ROWS = saved
+        for name, value in zip(names, saved):
+            setattr(plan_module, name, value)
 
 
-def row_sum(x, split: bool):
-    """A fresh row-sum function planned for `x` split or not, checked against torch: (the
-    function, how many parts the split cut the rows into)."""
-    with splitting(split):
+def row_sum(x, split: bool, always: bool = False):
+    """A fresh row-sum function planned for `x` split or not (or always), checked against torch:
+    (the function, how many parts the split cut the rows into)."""
+    with splitting(split, always):
         fn = pointwise_dynamic(ident, promotion_methods=[(0, "DEFAULT")], reductions=[("sum", -1)])
         tol = 2e-2 if x.dtype == torch.bfloat16 else 1e-3
         name = f"sum(x, -1) {tuple(x.shape)} {str(x.dtype)[6:]}, {'split' if split else 'unsplit'}"
@@ -60,10 +69,25 @@ def row_sum(x, split: bool):
         return fn, fn.explain(x).split_parts
 
 
+def grid() -> None:
+    """GRID's shapes split always and never, GB/s in two alternating rounds, and the rule's choice."""
+    print("| shape | split always (parts) | never | the rule |\n|---|---|---|---|")
+    for shape, dtype in GRID:
+        x = torch.randn(shape, device="cuda").to(dtype)
+        (split_fn, parts), (unsplit_fn, _) = row_sum(x, True, always=True), row_sum(x, False)
+        rates = [[gbps(x.numel() * x.element_size(), lambda f=f: f(x)) for f in (split_fn, unsplit_fn)] for _ in range(2)]
+        split, unsplit = (f"{min(r):.0f}–{max(r):.0f}" for r in zip(*rates))
+        print(f"| {shape} {str(dtype)[6:]} | {split} ({parts}) | {unsplit} | {row_sum(x, True)[1]} parts |", flush=True)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--grid", action="store_true", help="GRID's shapes split always against never")
     smoke_arguments(parser)
     args = parser.parse_args(argv)
+    if args.grid:
+        grid()
+        return 0
     smoke = smoke_run(args, "split_reductions")
     if smoke is None:
         return 2

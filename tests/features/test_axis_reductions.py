@@ -352,11 +352,11 @@ def test_integer_and_many_row_reductions_do_not_split():
     [
         ((8, 2**16), True),  # few rows: split whatever their length
         ((31, 2**16), True),
-        ((32, 2**16), False),  # from 32 rows, rows of 2**16 read faster unsplit
-        ((128, 2**16), False),
-        ((64, 2**18), True),
-        ((192, 2**20), True),
-        ((193, 2**20), False),  # more than 192 rows fill the GPU
+        ((32, 2**16), False),  # from 32 rows, rows shorter than 2**19 read as fast unsplit
+        ((64, 2**18), False),
+        ((32, 2**19), True),
+        ((64, 2**20), True),
+        ((65, 2**20), False),  # more than 64 rows: the unsplit loop keeps up
     ],
 )
 def test_the_split_rule_follows_the_row_count_and_the_row_length(shape, splits):

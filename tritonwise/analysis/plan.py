@@ -69,9 +69,9 @@ SPLIT_TARGET_ROWS = 2048
 MIN_PART_EXTENT = 1024
 # Splitting buys programs at the cost of a second kernel, which only few or very long rows repay:
 # docs/decisions/split-rule.md.
-SPLIT_MAX_ROWS = 192  # more rows than this are not split
+SPLIT_MAX_ROWS = 64  # more rows than this are not split
 SPLIT_ALWAYS_ROWS = 32  # fewer rows than this are always split; more only when their rows are long
-SPLIT_MIN_COLS = 2**17
+SPLIT_MIN_COLS = 2**19
 
 
 def splittable(reductions: tuple) -> bool:
@@ -86,7 +86,7 @@ def split_parts(rows: tuple, cols: tuple) -> int:
     if num_rows > SPLIT_MAX_ROWS or not num_rows:
         return 1
     if num_rows >= SPLIT_ALWAYS_ROWS and num_cols < SPLIT_MIN_COLS:
-        return 1  # rows short enough that the pipelined loop reads them faster unsplit
+        return 1  # rows short enough that the unsplit loop reads them as fast
     parts = 1
     while (
         parts * 2 * num_rows <= SPLIT_TARGET_ROWS
