@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -19,6 +20,9 @@ os.environ["TRITONWISE_CACHE_DIR"] = str(_SESSION_CACHE_DIR)
 
 
 def pytest_unconfigure(config):
+    aten = sys.modules.get("tritonwise.runtime.aten")
+    if aten is not None:  # a background build of its helpers writes into the directory removed below
+        aten.wait_for_build()
     shutil.rmtree(_SESSION_CACHE_DIR, ignore_errors=True)
     if _PREVIOUS_CACHE_DIR is None:
         os.environ.pop("TRITONWISE_CACHE_DIR", None)

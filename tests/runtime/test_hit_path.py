@@ -400,6 +400,25 @@ def test_the_helpers_are_handed_over_once_as_tritonwise_aten_says(monkeypatch, a
     assert handed == ([] if setting == "0" else [aten_helpers.addresses()])
 
 
+def test_wait_for_build_returns_once_the_background_build_has_handed_over(monkeypatch):
+    """The test session waits so before removing its cache directory, which the build writes into."""
+    handed, release = [], threading.Event()
+
+    def slow_build():
+        release.wait(timeout=60)
+        return SimpleNamespace(addresses=lambda: (1, 2, 3))
+
+    monkeypatch.setattr(aten, "_started", None)
+    monkeypatch.setattr(aten, "helpers", slow_build)
+    monkeypatch.setenv("TRITONWISE_ATEN", "1")
+    aten.start(SimpleNamespace(use_aten=lambda *addresses: handed.append(addresses)))
+    aten.wait_for_build(timeout=0.05)
+    assert handed == []  # still building: the wait ran out
+    release.set()
+    aten.wait_for_build()
+    assert handed == [(1, 2, 3)]
+
+
 @pytest.mark.parametrize("cache", ["configured", "private"])
 def test_a_process_ending_before_the_helpers_build_waits_for_it(tmp_path, cache):
     """The helpers build on a background thread; a process that ends first must let the build

@@ -72,6 +72,14 @@ def start(launch_module) -> None:
             atexit.register(_finish_build, _started)
 
 
+def wait_for_build(timeout: float = EXIT_WAIT_S) -> None:
+    """Wait up to `timeout` s for the background build this process started, if it still runs (a
+    caller about to remove the cache directory the build writes into, as the test session does)."""
+    builder = _started
+    if builder is not None and builder.is_alive():
+        builder.join(timeout=timeout)
+
+
 def _finish_build(builder: threading.Thread) -> None:
     """At exit: wait up to EXIT_WAIT_S for a build still running, unless its directory is this
     process's private one, which goes at exit with what it holds."""
