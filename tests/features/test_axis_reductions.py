@@ -147,12 +147,25 @@ def test_rows_reduced_over_two_dims_take_taller_tiles():
     """A reduced extent of two dims divides each column index by a runtime extent; the tile then
     takes four rows of 512, which share that division, where one dim would take two of 1024."""
     fn = _function("sum", (0, 2))
-    x, y = torch.randn(4, 300, 320), torch.randn(300, 1)
+    x, y = torch.randn(4, 301, 320), torch.randn(301, 1)  # the last tile's three rows clamp a fourth
     plan = fn.explain(x, y)
     assert (plan.scheme, plan.block, plan.num_warps, plan.split_parts) == ("row_looped", (4, 512), 4, 1)
-    _check(fn(x, y), "sum", x, y, (0, 2))
+    out = poisoned_like(torch.empty(301))
+    assert fn(x, y, out0=out) is out
+    _check(out, "sum", x, y, (0, 2))
     x = torch.randn(300, 1280)
     assert _function("sum", -1).explain(x, x).block == (2, 1024)
+
+
+@pytest.mark.parametrize("kind", ["sum", "max"])
+def test_rows_of_whole_blocks_only(kind):
+    """Reduced extents a multiple of the block: the column loop alone, no partial last block."""
+    x = torch.randint(-50, 50, (3, 2048), dtype=torch.int32)
+    fn = _function(kind, -1)
+    assert fn.explain(x, x).block == (2, 1024)
+    out = poisoned_like(torch.empty(3, dtype=torch.int64 if kind == "sum" else torch.int32))  # torch's sum widens
+    assert fn(x, x, out0=out) is out
+    _check(out, kind, x, x, (-1,))
 
 
 def test_persistent_scheme_and_results_per_row():

@@ -121,20 +121,17 @@ def conversion_text(chain: tuple, start=None) -> str:
     return text
 
 
-def _load(name: str, access, chain: tuple, eviction: Optional[str], whole: Optional[bool] = None) -> str:
-    """`whole`: the load of a whole column block (row_looped.py.j2's main loop), which needs no
-    column mask, nor a row mask where rows are clamped in range (True) rather than masked (False)."""
-    mask = access.mask if whole is None else _whole_block_mask(access.mask, rows_clamped=whole)
+def _load(name: str, access, chain: tuple, eviction: Optional[str], mask: Optional[str]) -> str:
     mask = f", mask={mask}" if mask else ""
     policy = f", eviction_policy={eviction!r}" if eviction else ""
     return f"{name} = tl.load({access.pointer}{mask}{policy}){conversion_text(chain)}"
 
 
-def _whole_block_mask(mask: Optional[str], rows_clamped: bool) -> Optional[str]:
-    """A load's mask in a block of whole columns: the row part alone, unless rows are clamped."""
-    if rows_clamped or mask not in ("mask", "mask_m[:, None]"):
-        return None
-    return "mask_m[:, None]"
+def _load_mask(access, whole_block: bool, rows_clamped: bool) -> Optional[str]:
+    """A load's mask; in a block of whole columns, its row part alone, none where rows are clamped."""
+    if not whole_block:
+        return access.mask
+    return None if rows_clamped else access.row_mask
 
 
 def _store(output, access) -> str:
@@ -155,13 +152,13 @@ def body_text(spec: KernelSpec, payload_alias: str, whole_block: bool = False) -
     mask, and no row mask where the scheme clamps rows; rows out of range compute values never stored."""
     scheme = get_scheme(spec.scheme)
     acc, eviction = accesses(spec), scheme.load_eviction
-    whole = scheme.clamps_rows if whole_block else None
     tensors = [i for i in spec.inputs if i.is_tensor]
+    masks = {i.name: _load_mask(acc[i.name], whole_block, scheme.clamps_rows) for i in tensors}
     if len(spec.calls) == 1:
         converts = spec.calls[0].converts
-        lines = [_load(i.name, acc[i.name], converts[spec.inputs.index(i)], eviction, whole) for i in tensors]
+        lines = [_load(i.name, acc[i.name], converts[spec.inputs.index(i)], eviction, masks[i.name]) for i in tensors]
     else:  # load once, convert once per call that needs it
-        lines = [_load(i.name, acc[i.name], (), eviction, whole) for i in tensors]
+        lines = [_load(i.name, acc[i.name], (), eviction, masks[i.name]) for i in tensors]
         lines += [f"{n} = {i.name}{conversion_text(c)}" for i in tensors for n, c in _conversions(spec, i) if c]
     for call in spec.calls:
         args = ", ".join(_argument(spec, i, call) for i in spec.inputs)
@@ -172,20 +169,20 @@ def body_text(spec: KernelSpec, payload_alias: str, whole_block: bool = False) -
             lines.append(f"{taken} = {payload_alias}({args})")
     lines += [_store(o, acc[o.name]) for o in spec.elementwise_outputs]
     lines += [_reduce(spec, o) for o in spec.reduced_outputs]
-    lines += [_row_step(spec, o, masked=not whole_block) for o in spec.row_reduced_outputs]
+    lines += [_row_step(spec, o, whole_block) for o in spec.row_reduced_outputs]
     return "\n".join(lines)
 
 
 # -- reductions along dims (row schemes): one value per tile row, stored by the row's program --
 
 
-def _row_step(spec: KernelSpec, output, masked: bool = True) -> str:
-    """Fold the tile's values: into the BLOCK_M x BLOCK_N accumulator (row_looped; a whole block's
-    values unmasked), or straight into one value per row (row_persistent, whose block holds the
-    whole reduced extent)."""
+def _row_step(spec: KernelSpec, output, whole_block: bool = False) -> str:
+    """Fold the tile's values: into the BLOCK_M x BLOCK_N accumulator (row_looped; a block of
+    whole columns unmasked), or straight into one value per row (row_persistent, whose block
+    holds the whole reduced extent)."""
     combine, block_reduce, _ = _COMBINE[output.reduction]
     if get_scheme(spec.scheme).loops_columns:
-        value = _masked(output) if masked else _result(output, (_tile_acc(output),))
+        value = _result(output, (_tile_acc(output),)) if whole_block else _masked(output)
         return f"{_acc(output)} = {combine.format(acc=_acc(output), v=value)}"
     return f"{_acc(output)} = {block_reduce}({_masked(output)}, axis=1, keep_dims=True)"
 

@@ -22,10 +22,12 @@ def print_sum(terms: list) -> str:
 
 @dataclass(frozen=True)
 class Access:
-    """How one operand is addressed in the body: a pointer expression and the mask it needs."""
+    """How one operand is addressed in the body: a pointer expression, the mask it needs, and
+    the mask's row part (what a block whose every column is in range still needs)."""
 
     pointer: str
     mask: Optional[str]
+    row_mask: Optional[str] = None
 
 
 def operand_access(name: str, classes: str, scheme, m_dim: Optional[int]) -> Access:
@@ -37,8 +39,9 @@ def operand_access(name: str, classes: str, scheme, m_dim: Optional[int]) -> Acc
         if cls != "0"
     ]
     ptr = f"{name}_ptr"
-    if scheme.column_index is None:  # 1-D tiles: one pointer vector
-        return Access(f"{ptr} + {print_sum(terms)}" if terms else ptr, "mask" if terms else None)
+    if scheme.column_index is None:  # 1-D tiles: one pointer vector, one mask
+        mask = "mask" if terms else None
+        return Access(f"{ptr} + {print_sum(terms)}" if terms else ptr, mask, mask)
     columns = scheme.column_names(rank, m_dim)
     column = [t for t in terms if columns.intersection(t)]
     row = [t for t in terms if not columns.intersection(t)]
@@ -53,4 +56,4 @@ def operand_access(name: str, classes: str, scheme, m_dim: Optional[int]) -> Acc
         parts.append(f"({print_sum(column)})[None, :]")
         masks.append("n")
     mask = {("m", "n"): "mask", ("m",): "mask_m[:, None]", ("n",): "mask_n[None, :]"}.get(tuple(masks))
-    return Access(" + ".join(parts), mask)
+    return Access(" + ".join(parts), mask, "mask_m[:, None]" if "m" in masks else None)

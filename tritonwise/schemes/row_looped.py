@@ -9,18 +9,20 @@ from .base import prod
 from .row_persistent import RowPersistent
 
 LOOP_BLOCK_NS = (2048, 1024, 512, 256, 128)  # every block a file offers (BLOCK_M x BLOCK_N = 2048)
-# Rows this long, or few rows (FEW_ROWS: at most this many, at least this long), take one row of
-# 2048 on 16 warps; shorter ones two rows of 1024 on 8 (more programs); docs/decisions/row-looped-blocks.md.
+# Rows at least LONG_ROW long, or at most FEW_ROWS_MAX rows at least FEW_ROWS_MIN_COLS long, take
+# LONG_BLOCK on LONG_BLOCK_WARPS; other rows SHORT_BLOCK (more programs); docs/decisions/row-looped-blocks.md.
 LONG_ROW = 8192
-FEW_ROWS = (256, 4096)
-# Rows reduced over several dims divide each column index by a runtime extent; a taller tile
-# shares that among more rows: this block on MULTI_DIM_WARPS where two rows of 1024 would be taken.
-MULTI_DIM_BLOCK = (4, 512)
-MULTI_DIM_WARPS = 4
+FEW_ROWS_MAX, FEW_ROWS_MIN_COLS = 256, 4096
+LONG_BLOCK, LONG_BLOCK_WARPS = (1, 2048), 16
+SHORT_BLOCK = (2, 1024)
+# Rows reduced over several dims (that do not collapse into one) divide each column index by a
+# runtime extent; a taller tile shares that among more rows: MULTI_DIM_BLOCK, on its own warps,
+# where SHORT_BLOCK would be taken.
+MULTI_DIM_BLOCK, MULTI_DIM_BLOCK_WARPS = (4, 512), 4
 # Only few, very long rows' wide blocks pipeline; docs/decisions/row-looped-pipelining.md.
 LOOP_STAGES = 3
-# (at most this many rows, at least this many reduced elements, the pipelined block's width),
-# a later step overriding an earlier one.
+# (at most this many rows, at least this many reduced elements, the pipelined block's width):
+# one step today, a later step would override an earlier one.
 PIPELINED_BLOCKS = ((128, 65536, 8192),)
 PIPELINED_WIDTH = min(width for _, _, width in PIPELINED_BLOCKS)  # blocks this wide or wider pipeline
 # Each element is read once, so its line leaves L2 first; docs/decisions/evict-first.md.
@@ -46,19 +48,18 @@ class RowLooped(RowPersistent):
 
     def pick_block(self, task_shape, m_dim, choices) -> tuple:
         rows, cols = prod(task_shape[:m_dim]), prod(task_shape[m_dim:])
-        few_rows = rows <= FEW_ROWS[0] and cols >= FEW_ROWS[1]
-        width = 2048 if cols >= LONG_ROW or few_rows else 1024
-        if width == 1024 and len(task_shape) - m_dim > 1 and MULTI_DIM_BLOCK in choices:
-            return MULTI_DIM_BLOCK
+        few_rows = rows <= FEW_ROWS_MAX and cols >= FEW_ROWS_MIN_COLS
+        block = LONG_BLOCK if cols >= LONG_ROW or few_rows else SHORT_BLOCK
+        if block == SHORT_BLOCK and len(task_shape) - m_dim > 1 and MULTI_DIM_BLOCK in choices:
+            block = MULTI_DIM_BLOCK
         for max_rows, min_cols, wide in PIPELINED_BLOCKS:
-            if rows <= max_rows and cols >= min_cols and any(b[1] == wide for b in choices):
-                width = wide
-        return next((b for b in choices if b[1] == width), choices[0])
+            if rows <= max_rows and cols >= min_cols and (1, wide) in choices:
+                block = (1, wide)
+        return next((b for b in choices if b[1] == block[1]), choices[0])  # by width: the cap may change rows
 
     def warps(self, block) -> int:
-        if block == MULTI_DIM_BLOCK:
-            return MULTI_DIM_WARPS
-        return 16 if block[1] == 2048 else super().warps(block)
+        own = {LONG_BLOCK: LONG_BLOCK_WARPS, MULTI_DIM_BLOCK: MULTI_DIM_BLOCK_WARPS}
+        return own.get(block) or super().warps(block)
 
     def loop_num_stages(self) -> str:
         """tl.range's num_stages in the generated column loop: a constant, or where only wide
