@@ -55,5 +55,5 @@ def operand_access(name: str, classes: str, scheme, m_dim: Optional[int]) -> Acc
     if column:
         parts.append(f"({print_sum(column)})[None, :]")
         masks.append("n")
-    mask = {("m", "n"): "mask", ("m",): "mask_m[:, None]", ("n",): "mask_n[None, :]"}.get(tuple(masks))
-    return Access(" + ".join(parts), mask, "mask_m[:, None]" if "m" in masks else None)
+    names = {("m", "n"): "mask", ("m",): "mask_m[:, None]", ("n",): "mask_n[None, :]"}
+    return Access(" + ".join(parts), names.get(tuple(masks)), names[("m",)] if "m" in masks else None)

@@ -19,6 +19,7 @@ SHORT_BLOCK = (2, 1024)
 # runtime extent; a taller tile shares that among more rows: MULTI_DIM_BLOCK, on its own warps,
 # where SHORT_BLOCK would be taken.
 MULTI_DIM_BLOCK, MULTI_DIM_BLOCK_WARPS = (4, 512), 4
+BLOCK_WARPS = {LONG_BLOCK: LONG_BLOCK_WARPS, MULTI_DIM_BLOCK: MULTI_DIM_BLOCK_WARPS}  # others: Scheme.warps
 # Only few, very long rows' wide blocks pipeline; docs/decisions/row-looped-pipelining.md.
 LOOP_STAGES = 3
 # (at most this many rows, at least this many reduced elements, the pipelined block's width):
@@ -58,8 +59,7 @@ class RowLooped(RowPersistent):
         return next((b for b in choices if b[1] == block[1]), choices[0])  # by width: the cap may change rows
 
     def warps(self, block) -> int:
-        own = {LONG_BLOCK: LONG_BLOCK_WARPS, MULTI_DIM_BLOCK: MULTI_DIM_BLOCK_WARPS}
-        return own.get(block) or super().warps(block)
+        return BLOCK_WARPS.get(block) or super().warps(block)
 
     def loop_num_stages(self) -> str:
         """tl.range's num_stages in the generated column loop: a constant, or where only wide
