@@ -147,7 +147,7 @@ class PointwiseDynamicFunction:
             if type(result) is tuple and len(result) == 2 and result[0] is MISS:
                 key = result[1]  # a miss, with the signature hit() built
             elif result is not MISS:
-                self._plans.hits += 1
+                self._plans.count_hit()
                 return result
         return self._call_missed(args, kwargs, key)
 

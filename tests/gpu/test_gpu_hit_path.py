@@ -340,3 +340,4 @@ def test_threads_share_the_c_path():
     for k, (x, y) in enumerate(pairs):
         for got in results[k]:
             torch.testing.assert_close(got, x + 0.5 * y, rtol=0, atol=0)
+

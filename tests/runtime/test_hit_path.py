@@ -16,6 +16,7 @@ import torch
 
 from tritonwise import StridedBuffer
 from tritonwise.runtime import arguments, aten, hit_path, native
+from tritonwise.runtime.dispatch import PlanCache
 from tritonwise.runtime.launcher import CLaunch
 
 LAUNCH_KERNEL = ctypes.CFUNCTYPE(
@@ -459,11 +460,12 @@ def test_launch_c_builds_wherever_a_c_compiler_is():
 
 
 class Function:
-    """What call.h's __call__ reads of a pointwise function: `_c_tables` (its PlanCache, plans,
+    """What call.h's __call__ reads of a pointwise function: `_c_tables` (its PlanCache's plans,
     shape programs, output names) and a fallback."""
 
     def __init__(self, plans, programs=None):
-        self._plans = SimpleNamespace(hits=0, by_key=plans)
+        self._plans = PlanCache()
+        self._plans.by_key.update(plans)
         self._c_tables = hit_path.call_tables(self._plans, programs or {}, {"out0": 0})
 
     def _call_missed(self, args, kwargs, key):
@@ -475,7 +477,7 @@ def test_the_call_tables_are_typed_and_refuse_fields_that_do_not_fit(module):
     tables = hit_path.call_tables(SimpleNamespace(by_key=plans), {}, {"out0": 0})
     assert tables.plans is plans and tables.programs == {} and tables.outputs == {"out0": 0}
     with pytest.raises(TypeError):
-        module.call_tables(plan_cache=None, plans=[], programs={}, outputs={})
+        module.call_tables(plans=[], programs={}, outputs={})
 
 
 @pytest.fixture

@@ -16,6 +16,11 @@
  *       exception set where reading one raises (the first, as in Python), NULL without one for
  *       anything but an exact torch.Tensor or Parameter. The shape is asked of Python: torch.Size
  *       has no constructor torch exports.
+ *   Py_ssize_t tritonwise_tensor_words(PyObject *tensor, int64_t *words, Py_ssize_t room)
+ *       the same key's fields as int64 words, for index.h's table of recent calls: a header
+ *       (dtype, device, the three flags, rank: tensor_word below) then the sizes, then the
+ *       strides; the number of words written, or -1 (no exception) where the tensor is not an
+ *       exact torch.Tensor or Parameter, its rank does not fit `room`, or reading it raises.
  *
  * No C++ exception leaves this file.
  */
@@ -130,14 +135,43 @@ extern "C" PyObject *tritonwise_tensor_key(PyObject *tensor) {
     }
 }
 
+/* The header word of a tensor's words: every field of the key but the shape and strides, each
+ * in its own bits (index.h tells a tensor's header from a scalar's by bit 63). */
+static int64_t tensor_word(const at::Tensor &t) {
+    uint64_t device = static_cast<uint64_t>(static_cast<uint8_t>(t.device().type())) << 8 |
+                      static_cast<uint8_t>(t.device().index() + 1);
+    uint64_t flags = ((reinterpret_cast<uintptr_t>(t.data_ptr()) & 15) == 0) | t.is_neg() << 1 |
+                     t.requires_grad() << 2;
+    return static_cast<int64_t>(1ULL << 63 | static_cast<uint64_t>(t.dim()) << 40 | flags << 32 | device << 16 |
+                                static_cast<uint8_t>(t.scalar_type()));
+}
+
+extern "C" Py_ssize_t tritonwise_tensor_words(PyObject *tensor, int64_t *words, Py_ssize_t room) {
+    if (!THPVariable_CheckExact(tensor)) return -1;
+    try {
+        const at::Tensor &t = THPVariable_Unpack(tensor);
+        Py_ssize_t rank = t.dim();
+        if (1 + 2 * rank > room) return -1;
+        words[0] = tensor_word(t);
+        for (Py_ssize_t k = 0; k < rank; ++k) {
+            words[1 + k] = t.size(k);
+            words[1 + rank + k] = t.stride(k);
+        }
+        return 1 + 2 * rank;
+    } catch (const std::exception &) {
+        return -1;  /* the key's own reading raises it again, on the path that reports it */
+    }
+}
+
 static PyObject *addresses(PyObject *, PyObject *) {
-    return Py_BuildValue("(KKK)", reinterpret_cast<unsigned long long>(&tritonwise_empty_strided),
+    return Py_BuildValue("(KKKK)", reinterpret_cast<unsigned long long>(&tritonwise_empty_strided),
                          reinterpret_cast<unsigned long long>(&tritonwise_data_ptr),
-                         reinterpret_cast<unsigned long long>(&tritonwise_tensor_key));
+                         reinterpret_cast<unsigned long long>(&tritonwise_tensor_key),
+                         reinterpret_cast<unsigned long long>(&tritonwise_tensor_words));
 }
 
 static PyMethodDef methods[] = {
-    {"addresses", addresses, METH_NOARGS, "(empty_strided, data_ptr, tensor_key): the helpers' addresses."},
+    {"addresses", addresses, METH_NOARGS, "(empty_strided, data_ptr, tensor_key, tensor_words): the helpers' addresses."},
     {nullptr, nullptr, 0, nullptr},
 };
 

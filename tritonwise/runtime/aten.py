@@ -53,7 +53,7 @@ def helpers():
 
 def use(launch_module, helper_module) -> None:
     """Hand launch.c the helpers' addresses (None: stop using them)."""
-    launch_module.use_aten(*(helper_module.addresses() if helper_module is not None else (0, 0, 0)))
+    launch_module.use_aten(*(helper_module.addresses() if helper_module is not None else (0, 0, 0, 0)))
 
 
 def start(launch_module) -> None:

@@ -8,17 +8,19 @@
  * None. While switch.entry is None (tests and benchmarks clear it), every call falls back.
  */
 
-/* What call.h reads of a function: its PlanCache (`plan_cache`, which counts the hits), the
- * PlanCache's dict (`plans`), its shape programs (`programs`, program.h) and its output names
- * (`outputs`: {"out0": 0, ...}). */
+/* What call.h reads of a function: its PlanCache's dict (`plans`), its shape programs (`programs`,
+ * program.h), its output names (`outputs`: {"out0": 0, ...}) and its plan index (index.h); it
+ * counts the calls it serves (`hits`, which the PlanCache adds to its own). */
 typedef struct {
     PyObject_HEAD
-    PyObject *plan_cache, *plans, *programs, *outputs;
+    PyObject *plans, *programs, *outputs;
+    PlanIndex index;
+    Py_ssize_t hits;
 } CallTables;
 
 static void call_tables_dealloc(PyObject *self) {
     CallTables *t = (CallTables *)self;
-    Py_XDECREF(t->plan_cache);
+    Py_XDECREF(index_forget(&t->index));
     Py_XDECREF(t->plans);
     Py_XDECREF(t->programs);
     Py_XDECREF(t->outputs);
@@ -26,7 +28,20 @@ static void call_tables_dealloc(PyObject *self) {
 }
 
 #define TABLE(name) {#name, T_OBJECT_EX, offsetof(CallTables, name), READONLY, NULL}
-static PyMemberDef call_tables_members[] = {TABLE(plan_cache), TABLE(plans), TABLE(programs), TABLE(outputs), {NULL}};
+static PyMemberDef call_tables_members[] = {
+    TABLE(plans), TABLE(programs), TABLE(outputs), {"hits", T_PYSSIZET, offsetof(CallTables, hits), READONLY, NULL},
+    {NULL},
+};
+
+/* forget(): empty the plan index; the signatures it held (index.h). */
+static PyObject *call_tables_forget(PyObject *self, PyObject *unused) {
+    return index_forget(&((CallTables *)self)->index);
+}
+
+static PyMethodDef call_tables_methods[] = {
+    {"forget", call_tables_forget, METH_NOARGS, "Empty the plan index; the signatures it held, as a list."},
+    {NULL},
+};
 
 static PyTypeObject CallTablesType = {
     PyVarObject_HEAD_INIT(NULL, 0)
@@ -35,20 +50,22 @@ static PyTypeObject CallTablesType = {
     .tp_dealloc = call_tables_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_members = call_tables_members,
+    .tp_methods = call_tables_methods,
     .tp_doc = "What a pointwise function's C __call__ reads of it (call.h).",
 };
 
-/* call_tables(plan_cache=, plans=, programs=, outputs=): a CallTables; the last three are dicts. */
+/* call_tables(plans=, programs=, outputs=): a CallTables over the three dicts. */
 static PyObject *call_tables(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *names[] = {"plan_cache", "plans", "programs", "outputs", NULL};
-    PyObject *plan_cache, *plans, *programs, *outputs;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OO!O!O!", names, &plan_cache, &PyDict_Type, &plans, &PyDict_Type,
-                                     &programs, &PyDict_Type, &outputs))
+    static char *names[] = {"plans", "programs", "outputs", NULL};
+    PyObject *plans, *programs, *outputs;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$O!O!O!", names, &PyDict_Type, &plans, &PyDict_Type, &programs,
+                                     &PyDict_Type, &outputs))
         return NULL;
     if (PyType_Ready(&CallTablesType) < 0) return NULL;
     CallTables *t = PyObject_New(CallTables, &CallTablesType);
     if (t == NULL) return NULL;
-    t->plan_cache = Py_NewRef(plan_cache);
+    memset(&t->index, 0, sizeof t->index);
+    t->hits = 0;
     t->plans = Py_NewRef(plans);
     t->programs = Py_NewRef(programs);
     t->outputs = Py_NewRef(outputs);
@@ -62,23 +79,12 @@ typedef struct {
     PyObject *switch_module;
 } CallMethod;
 
-static PyObject *name_entry, *name_c_tables, *name_hits, *one;
+static PyObject *name_entry, *name_c_tables;
 
 static int intern_call_names(void) {
     name_entry = PyUnicode_InternFromString("entry");
     name_c_tables = PyUnicode_InternFromString("_c_tables");
-    name_hits = PyUnicode_InternFromString("hits");
-    one = PyLong_FromLong(1);
-    return name_entry && name_c_tables && name_hits && one;
-}
-
-static void count_hit(PyObject *plan_cache) {
-    PyObject *hits = PyObject_GetAttr(plan_cache, name_hits);
-    PyObject *more = hits == NULL ? NULL : PyNumber_Add(hits, one);
-    if (more != NULL) PyObject_SetAttr(plan_cache, name_hits, more);
-    Py_XDECREF(hits);
-    Py_XDECREF(more);
-    PyErr_Clear();
+    return name_entry && name_c_tables;
 }
 
 /* The outputs a call's keyword arguments give, one per output (None where not given), by the
@@ -115,8 +121,8 @@ static PyObject *served(CallMethod *method, PyObject *function, PyObject *args, 
     if (tables != NULL && Py_TYPE(tables) == &CallTablesType) {
         CallTables *t = (CallTables *)tables;
         int plain = kwnames == NULL || (outs = given_outputs(t->outputs, kwvalues, kwnames)) != NULL;
-        if (plain) result = serve(t->plans, args, outs, t->programs, key);
-        if (result != NULL) count_hit(t->plan_cache);
+        if (plain) result = serve_indexed(&t->index, t->plans, args, outs, t->programs, key);
+        t->hits += result != NULL;
     }
     Py_XDECREF(outs);
     Py_XDECREF(tables);

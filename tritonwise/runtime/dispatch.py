@@ -239,30 +239,48 @@ def _moved(operand, device: torch.device) -> torch.Tensor:
 
 
 class PlanCache:
-    """A thread-safe LRU of launch plans, at most `capacity` (default 1024) per function."""
+    """A thread-safe LRU of launch plans, at most `capacity` (default 1024) per function.
+
+    Once the C hit path serves the function, `index` is its CallTables: C counts the calls it
+    serves there, and holds a few recent calls' plans in front of `by_key` (index.h), which each
+    put empties, the plans it held counting as used."""
 
     def __init__(self, capacity: int = 1024):
         self.capacity = capacity
         self.by_key: OrderedDict = OrderedDict()  # launch.c's hit() reads it too (runtime/hit_path.py)
+        self.index = None
         self._lock = threading.Lock()
-        self.hits = self.misses = 0
+        self._hits = self.misses = 0
+
+    @property
+    def hits(self) -> int:
+        """Calls a cached plan or shape program served, in Python or C."""
+        return self._hits + (self.index.hits if self.index is not None else 0)
+
+    def count_hit(self) -> None:
+        self._hits += 1
 
     def get(self, key):
         plan = self.by_key.get(key)
         if plan is not None:
-            self.hits += 1
-            try:  # atomic under the GIL
-                self.by_key.move_to_end(key)
-            except KeyError:  # a concurrent eviction is harmless
-                pass
+            self._hits += 1
+            self._touch(key)
         return plan
 
     def put(self, key, plan) -> None:
         with self._lock:
             self.misses += 1
+            for held in self.index.forget() if self.index is not None else ():
+                self._touch(held)
             self.by_key[key] = plan
             if len(self.by_key) > self.capacity:
                 self.by_key.popitem(last=False)
+
+    def _touch(self, key) -> None:
+        try:  # atomic under the GIL
+            self.by_key.move_to_end(key)
+        except KeyError:  # a concurrent eviction is harmless
+            pass
 
     def __len__(self) -> int:
         return len(self.by_key)

@@ -242,6 +242,12 @@ static int hook_active(PyObject *name) {
     return active;
 }
 
+/* 1 where no Triton launch hook would run (C may launch), else 0 (-1 read as 0). */
+static int hooks_quiet(void) {
+    if (hooks == Py_None) return 1;
+    return hook_active(name_enter) == 0 && hook_active(name_exit) == 0;
+}
+
 static PyObject *allocate(PyObject *shape, PyObject *strides, PyObject *dtype, PyObject *device) {
     if (aten_empty_strided != NULL) {
         PyObject *out = aten_empty_strided(shape, strides, dtype, device);
@@ -364,9 +370,13 @@ static PyObject *run_programs(PyObject *programs, PyObject *key, PyObject *args,
 /* A cached call's whole path: the output(s), or NULL (no exception) with *key the signature (NULL
  * where building it failed) for the Python path to go on with. `outs`: NULL, or the outputs the
  * call gives (one per output, None where not given). A call no plan serves is launched by a
- * shape program of its class (`programs`, program.h), where one serves it. */
-static PyObject *serve(PyObject *plans, PyObject *args, PyObject *outs, PyObject *programs, PyObject **key_out) {
+ * shape program of its class (`programs`, program.h), where one serves it. Served by a plan, *key
+ * stays the signature and *record (where not NULL) is set to the plan's Record, both new
+ * references; served by a program, both are NULL. */
+static PyObject *serve(PyObject *plans, PyObject *args, PyObject *outs, PyObject *programs, PyObject **key_out,
+                       PyObject **record_out) {
     PyObject *key = *key_out = build_signature(args, outs);
+    if (record_out != NULL) *record_out = NULL;
     if (key == NULL) {
         PyErr_Clear();  /* the Python path builds the signature again and reports what is wrong */
         return NULL;
@@ -378,23 +388,24 @@ static PyObject *serve(PyObject *plans, PyObject *args, PyObject *outs, PyObject
     int usable = record != NULL && Py_TYPE(record) == &RecordType;
     PyObject *result = NULL;
     int derivable = plan == NULL && programs != NULL && PyDict_GET_SIZE(programs);
-    if (usable || derivable) {
-        int hooked = hooks == Py_None ? 0 : hook_active(name_enter);
-        if (hooked == 0 && hooks != Py_None) hooked = hook_active(name_exit);
-        if (hooked == 0 && usable) result = run_launch(&((Record *)record)->launch, key, args, given);
-        if (hooked == 0 && !usable) result = run_programs(programs, key, args, given);
+    if ((usable || derivable) && hooks_quiet()) {
+        if (usable) result = run_launch(&((Record *)record)->launch, key, args, given);
+        else result = run_programs(programs, key, args, given);
     }
     Py_XDECREF(plan);
-    Py_XDECREF(record);
     if (result == NULL) {
+        Py_XDECREF(record);
         PyErr_Clear();
         return NULL;
     }
     if (usable) {  /* served by a plan: the LRU's order (a program's call has no plan to move) */
         PyObject *moved = PyObject_CallMethodOneArg(plans, name_move_to_end, key);
         Py_XDECREF(moved);
+    } else {
+        Py_CLEAR(*key_out);
     }
-    Py_CLEAR(*key_out);
+    if (usable && record_out != NULL) *record_out = record;
+    else Py_XDECREF(record);
     if (PyErr_Occurred()) PyErr_Clear();
     return result;
 }
@@ -408,8 +419,11 @@ static PyObject *hit(PyObject *self, PyObject *const *argv, Py_ssize_t nargs) {
     }
     if (!configured()) return NULL;
     PyObject *key, *miss = argv[2], *outs = nargs == 5 && argv[4] != Py_None ? argv[4] : NULL;
-    PyObject *result = serve(argv[0], argv[1], outs, nargs >= 4 ? argv[3] : NULL, &key);
-    if (result != NULL) return result;
+    PyObject *result = serve(argv[0], argv[1], outs, nargs >= 4 ? argv[3] : NULL, &key, NULL);
+    if (result != NULL) {
+        Py_XDECREF(key);
+        return result;
+    }
     if (key == NULL) return Py_NewRef(miss);
     PyObject *missed = PyTuple_Pack(2, miss, key);  /* the signature goes back with the miss */
     Py_DECREF(key);

@@ -116,9 +116,11 @@ def record(shape: tuple, layouts: tuple, device: torch.device, launch, extents: 
 
 
 def call_tables(plan_cache, programs: dict, outputs: dict) -> object:
-    """What call.h's __call__ reads of a function: launch.c's CallTables over its plans, programs and output names."""
-    module = native.launch_module()
-    return module.call_tables(plan_cache=plan_cache, plans=plan_cache.by_key, programs=programs, outputs=outputs)
+    """What call.h's __call__ reads of a function: launch.c's CallTables over its plans, programs and
+    output names, which the plan cache then tells of each put (its plan index, index.h)."""
+    tables = native.launch_module().call_tables(plans=plan_cache.by_key, programs=programs, outputs=outputs)
+    plan_cache.index = tables
+    return tables
 
 
 NO_EXTENT = (1, 0)  # lowest above highest: hit.h checks no overlap for such an operand

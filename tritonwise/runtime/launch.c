@@ -23,7 +23,7 @@
  * `hit` (hit.h) is a cached call's whole path: signature, plan (or shape program, program.h),
  * outputs, stream and launch; wherever Python must decide it launches nothing and returns the
  * miss. `configure` gives it the Python objects it calls; `call_method` (call.h) makes a pointwise
- * function's __call__ of it. Built on first use by runtime/native.py; nothing includes cuda.h.
+ * function's __call__ of it, with a plan index (index.h) in front of hit()'s lookup. Built on first use by runtime/native.py; nothing includes cuda.h.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -41,12 +41,14 @@ typedef int (*cu_launch_kernel_t)(void *function, unsigned grid_x, unsigned grid
 typedef PyObject *(*aten_empty_strided_t)(PyObject *shape, PyObject *strides, PyObject *dtype, PyObject *device);
 typedef int (*aten_data_ptr_t)(PyObject *tensor, uint64_t *address);
 typedef PyObject *(*aten_tensor_key_t)(PyObject *tensor);
+typedef Py_ssize_t (*aten_tensor_words_t)(PyObject *tensor, int64_t *words, Py_ssize_t room);
 
 static PyObject *data_ptr_name = NULL;
 /* aten.cpp's helpers once runtime/aten.py has handed over their addresses (use_aten), else NULL */
 static aten_empty_strided_t aten_empty_strided = NULL;
 static aten_data_ptr_t aten_data_ptr = NULL;
 static aten_tensor_key_t aten_tensor_key = NULL;
+static aten_tensor_words_t aten_tensor_words = NULL;
 
 /* Writes `value` into `slot` as kind `kind`; 0 with an exception set on failure. Integers are
  * range-checked, then their low bytes copied (little endian: they are the narrow value). */
@@ -173,24 +175,26 @@ static PyObject *launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return code < 0 ? NULL : PyLong_FromLong(code);
 }
 
-/* use_aten(empty_strided, data_ptr, tensor_key): aten.cpp's helpers' addresses, or 0, 0, 0 to
- * stop using them. */
+/* use_aten(empty_strided, data_ptr, tensor_key, tensor_words): aten.cpp's helpers' addresses, or
+ * four zeros to stop using them. */
 static PyObject *use_aten(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "use_aten() takes 3 arguments");
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "use_aten() takes 4 arguments");
         return NULL;
     }
     void *empty_strided = PyLong_AsVoidPtr(args[0]), *data_ptr = PyLong_AsVoidPtr(args[1]);
-    void *tensor_key = PyLong_AsVoidPtr(args[2]);
+    void *tensor_key = PyLong_AsVoidPtr(args[2]), *tensor_words = PyLong_AsVoidPtr(args[3]);
     if (PyErr_Occurred()) return NULL;
     aten_empty_strided = (aten_empty_strided_t)empty_strided;
     aten_data_ptr = (aten_data_ptr_t)data_ptr;
     aten_tensor_key = (aten_tensor_key_t)tensor_key;
+    aten_tensor_words = (aten_tensor_words_t)tensor_words;
     Py_RETURN_NONE;
 }
 
 #include "hit.h"
 #include "program.h"
+#include "index.h"
 #include "call.h"
 
 static PyMethodDef methods[] = {
@@ -198,6 +202,7 @@ static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL, "Give hit() the Python objects it calls."},
     {"signature", (PyCFunction)(void (*)(void))signature, METH_FASTCALL, "call_signature(args), built in C."},
     {"hit", (PyCFunction)(void (*)(void))hit, METH_FASTCALL, "A cached call's whole path, or `miss`."},
+    {"call_words", (PyCFunction)(void (*)(void))call_words_of, METH_FASTCALL, "A call's words (index.h)."},
     {"call_method", (PyCFunction)(void (*)(void))call_method, METH_FASTCALL, "A pointwise function's __call__ in C."},
     {"call_tables", (PyCFunction)(void (*)(void))call_tables, METH_VARARGS | METH_KEYWORDS, "What __call__ reads (call.h)."},
     {"use_aten", (PyCFunction)(void (*)(void))use_aten, METH_FASTCALL, "Allocate and read pointers through aten.cpp."},

@@ -31,7 +31,7 @@ from .cache import cache_dir, find
 logger = logging.getLogger("tritonwise")
 SOURCE = Path(__file__).with_name("launch.c")
 # #included by launch.c: part of the build's hash
-INCLUDED = tuple(Path(__file__).with_name(name) for name in ("hit.h", "program.h", "call.h"))
+INCLUDED = tuple(Path(__file__).with_name(name) for name in ("hit.h", "program.h", "index.h", "call.h"))
 MODULE_NAME = "_tritonwise_launch"
 
 
