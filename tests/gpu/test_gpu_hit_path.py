@@ -341,3 +341,37 @@ def test_threads_share_the_c_path():
         for got in results[k]:
             torch.testing.assert_close(got, x + 0.5 * y, rtol=0, atol=0)
 
+
+def test_a_dispatch_mode_sees_the_c_paths_allocation():
+    """Outside a dispatch mode the C path allocates from the CUDA caching allocator directly
+    (aten.cpp); inside one, through torch's dispatcher, where the mode sees it."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen = []
+
+    class Seen(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func)
+            return func(*args, **(kwargs or {}))
+
+    x, y = _cuda(64), _cuda(64)
+    add_alpha(x, y, 0.5), add_alpha(x, y, 0.5)
+    with Seen():
+        out = add_alpha(x, y, 0.5)
+    assert torch.ops.aten.empty_strided.default in seen
+    torch.testing.assert_close(out, x + 0.5 * y)
+
+
+def test_outputs_from_the_caching_allocator_are_the_callers_and_freed():
+    x, y = _cuda(4096), _cuda(4096)
+    add_alpha(x, y, 0.5)
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    outs = [add_alpha(x, y, float(k)) for k in range(4)]
+    out, frames = _python_frames(add_alpha, x, y, 0.5)
+    assert frames == [] and out.device == x.device and out.untyped_storage().device == x.device
+    assert torch.cuda.memory_allocated() == before + 5 * 4096 * 4
+    for k, o in enumerate(outs):
+        torch.testing.assert_close(o, x + float(k) * y)
+    del outs, out
+    assert torch.cuda.memory_allocated() == before
