@@ -116,9 +116,6 @@ def breakdown() -> list:
         *launch_rows,
     ]
     if hit_path.entry is not None:  # the C hit path: signature, lookup, allocation and launch in C
-        table, miss = add.plan_cache.by_key, hit_path.MISS
-        rows.append(("C hit path alone: hit(plans, args)", lambda: hit_path.entry(table, (a, b), miss)))
-        rows.append(("its signature alone (C)", lambda: hit_path.entry.__self__.signature((a, b))))
         whole = [
             ("whole add(a, b) in a wrapper, C hit path on", lambda: _with_entry(hit_path.entry, add, a, b)),
             ("whole add(a, b) in a wrapper, C hit path off", lambda: _with_entry(None, add, a, b)),

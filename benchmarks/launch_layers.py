@@ -2,8 +2,11 @@
 
     python -m benchmarks.launch_layers
 
-Every layer's result is checked against torch's `a + b` (its output poisoned first) before
-anything is timed; a wrong answer stops the run with a non-zero exit. "host only": 200 calls
+Every layer's result is checked before anything is timed: a launch against torch's `a + b` (its
+output poisoned first), the signature against call_signature's; a wrong answer stops the run
+with a non-zero exit. The C layers: the signature alone, with the plan lookup, hit() (signature,
+lookup, allocation, launch) with and without the output given, and the whole call, whose C
+__call__ finds a repeated call in its plan index (runtime/index.h) without building the signature. "host only": 200 calls
 after a synchronize, the clock stopped before synchronizing, so the GPU's pace cannot enter;
 "back to back": 2000 calls then a synchronize (harness.py). Each figure is the median of 7
 rounds, every layer timed in each round. The last line gives each kernel's own GPU time, from
@@ -18,9 +21,9 @@ import sys
 
 import torch
 
-from benchmarks.harness import check_against, gpu_us_per_kernel, host_only_us, median_us, per_call_us
+from benchmarks.harness import WrongAnswer, check_against, gpu_us_per_kernel, host_only_us, median_us, per_call_us
 from benchmarks.payloads import add
-from tritonwise.runtime import cuda_driver, native
+from tritonwise.runtime import cuda_driver, hit_path, native
 from tritonwise.runtime.arguments import call_signature
 from tritonwise.runtime.launcher import KernelParameters, triton_entry_launcher
 
@@ -39,23 +42,34 @@ def layers(a, b) -> list:
     c_launch, function, grid = native.launch_module().launch, compiled.function, plan.grid[0]
     threads, stream = 32 * compiled.metadata.num_warps, torch.cuda.current_stream().cuda_stream
     triton_launch = triton_entry_launcher(compiled, plan.grid, tail, 0)
+    module, plans, key = native.launch_module(), add.plan_cache.by_key, call_signature((a, b))
     rows = [  # (name, call, the tensor the call writes; None: the call returns its result)
-        (
-            "launch.c alone (parameters packed, driver launch)",
-            lambda: c_launch(cu_launch_kernel, function, grid, 1, 1, threads, 0, stream, kinds, fixed, (a, b), (out,)),
-            out,
-        ),
+        ("launch.c alone (parameters packed, driver launch)",
+         lambda: c_launch(cu_launch_kernel, function, grid, 1, 1, threads, 0, stream, kinds, fixed, (a, b), (out,)),
+         out),
         ("own launcher (adds the hook check and the stream)", lambda: plan.direct((a, b), (out,)), out),
         ("Triton's C launcher", lambda: triton_launch((a, b), (out,)), out),
-        ("whole add(a, b)", lambda: add(a, b), None),
+        ("C: hit() with the output given (no allocation)", lambda: module.hit(plans, (a, b), hit_path.MISS, {}, (out,)),
+         out),
+        ("C: hit() (signature, lookup, allocation, launch)", lambda: module.hit(plans, (a, b), hit_path.MISS), None),
+        ("whole add(a, b) (C __call__: plan index, allocation, launch)", lambda: add(a, b), None),
+        ("torch eager torch.add(a, b, out=out)", lambda: torch.add(a, b, out=out), out),
         ("torch eager a + b", lambda: a + b, None),
-    ]
+    ]  # fmt: skip
+    add(a, b, out0=out), add(a, b, out0=out)  # the plan of a call given its output
     for name, call, written in rows:
         if written is not None:
             written.fill_(math.nan)
         result = call()
         check_against(a + b, result if written is None else written, name)
-    return [(name, call) for name, call, _ in rows]
+    keyed = [
+        ("C: the signature alone", lambda: module.signature((a, b))),
+        ("C: the signature and the plan lookup", lambda: plans.get(module.signature((a, b)))),
+    ]
+    if keyed[0][1]() != key or keyed[1][1]() is not plan:
+        raise WrongAnswer("the C signature is not call_signature's, or finds another plan")
+    rows = keyed + rows
+    return [(row[0], row[1]) for row in rows]
 
 
 def main() -> int:
