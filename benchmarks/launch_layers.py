@@ -17,15 +17,24 @@ from __future__ import annotations
 
 import ctypes
 import math
+import os
 import sys
 
 import torch
 
-from benchmarks.harness import WrongAnswer, check_against, gpu_us_per_kernel, host_only_us, median_us, per_call_us
-from benchmarks.payloads import add
-from tritonwise.runtime import cuda_driver, hit_path, native
-from tritonwise.runtime.arguments import call_signature
-from tritonwise.runtime.launcher import KernelParameters, triton_entry_launcher
+os.environ.setdefault("TRITONWISE_ATEN", "wait")  # the C layers as a process with the helpers built runs them
+from benchmarks.harness import (  # noqa: E402
+    WrongAnswer,
+    check_against,
+    gpu_us_per_kernel,
+    host_only_us,
+    median_us,
+    per_call_us,
+)
+from benchmarks.payloads import add  # noqa: E402
+from tritonwise.runtime import cuda_driver, hit_path, native  # noqa: E402
+from tritonwise.runtime.arguments import call_signature  # noqa: E402
+from tritonwise.runtime.launcher import KernelParameters, triton_entry_launcher  # noqa: E402
 
 
 def layers(a, b) -> list:
