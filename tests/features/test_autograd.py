@@ -296,9 +296,12 @@ def test_given_outputs_are_refused_after_the_same_arguments_recorded():
     assert gx.shape == x.shape
 
 
-def test_double_backward_is_a_clear_error():
+@pytest.mark.parametrize("both", [True, False], ids=["two inputs need grad", "one input needs grad"])
+def test_double_backward_is_a_clear_error(both):
     x, y = _leaves(LAYOUTS["same"]())
+    y = y if both else y.detach()
     (gx,) = torch.autograd.grad(FUNCTIONS["trig"](x, y).sum(), x, create_graph=True)
+    assert gx.shape == x.shape
     with pytest.raises(RuntimeError, match="double backward is not supported"):
         gx.sum().backward()
 

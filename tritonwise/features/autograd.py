@@ -225,7 +225,8 @@ def _double_backward_error(gradients: list) -> list:
     if not present:
         return gradients
     error = torch._C._functions.DelayedError(DOUBLE_BACKWARD, len(present))
-    aliases = iter(error(*[g.detach().requires_grad_() for g in present]))
+    outputs = error(*[g.detach().requires_grad_() for g in present])
+    aliases = iter(outputs if isinstance(outputs, tuple) else (outputs,))  # one input: one tensor, not a tuple
     return [None if g is None else next(aliases) for g in gradients]
 
 
