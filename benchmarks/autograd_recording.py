@@ -5,12 +5,16 @@
 Each row times back-to-back calls on a 1024-element fp32 tensor that requires grad (the GPU work
 is about 2 µs, so the host dominates), the median of 9 interleaved rounds:
 - torch's own `F.silu(x)`: the anchor;
-- a tritonwise function of the silu payload: the whole call (the C hit path misses, routing
-  finds the grad, autograd.call records a node whose forward is the cached call), and the same
-  through `tritonwise.ops.silu` (which checks its argument in Python first);
+- a tritonwise function of the silu payload: the whole call (after the first, which autograd.call
+  records through Python and which caches a RecordingPlan for the signature, the C hit path
+  launches the cached kernel and records one C++ node, runtime/recording.h), and the same through
+  `tritonwise.ops.silu` (which checks its argument in Python first);
+- the Python recording alone: `autograd.call` (routing's target) with the C recording bypassed;
 - two floors of any library that records through a Python `torch.autograd.Function`: its
   `apply` around tritonwise's cached call on the detached tensor, and around torch's own silu.
-Every row is checked against torch first. `--profile N` prints cProfile's heaviest functions
+Every row is checked against torch first, and the whole call's node must be the C++ one. The
+ATen helpers are built before the first launch (`TRITONWISE_ATEN=wait`): without them C records
+nothing. `--profile N` prints cProfile's heaviest functions
 over N tritonwise calls. `--layers` times the recorded call one layer at a time, from an
 `autograd.Function` whose forward only runs the cached call up to the whole call, each row
 adding one step of tritonwise's path (features/autograd.py, features/routing.py, function.py).
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import os
 import pstats
 import sys
 
@@ -29,9 +34,10 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from benchmarks.harness import check_against, median_us, report
-from tritonwise import ops, pointwise_dynamic
-from tritonwise.features import autograd, routing
+os.environ.setdefault("TRITONWISE_ATEN", "wait")  # read when the first plan launches
+from benchmarks.harness import WrongAnswer, check_against, median_us, report  # noqa: E402
+from tritonwise import ops, pointwise_dynamic  # noqa: E402
+from tritonwise.features import autograd, routing  # noqa: E402
 
 
 @pointwise_dynamic(promotion_methods=[(0, "DEFAULT")])
@@ -65,6 +71,7 @@ def rows(x) -> list:
         ("torch F.silu(x)", lambda: F.silu(x)),
         ("tritonwise silu(x)", lambda: silu(x)),
         ("tritonwise.ops.silu(x)", lambda: ops.silu(x)),
+        ("tritonwise silu(x) recorded through Python (autograd.call)", lambda: autograd.call(silu, (x,), (), False)),
         ("floor: autograd.Function around tritonwise's cached call", lambda: _AroundTritonwise.apply(x)),
         ("floor: autograd.Function around torch's silu", lambda: _AroundTorch.apply(x)),
         ("tritonwise silu(x), no grad (the cached call)", lambda: silu(x.detach())),
@@ -125,10 +132,12 @@ def main() -> int:
     for name, call in chosen:
         got = call()
         check_against(F.silu(x).detach(), got.detach(), name)
-        if name in ("tritonwise silu(x)", "tritonwise.ops.silu(x)"):
+        if name.startswith(("tritonwise silu(x)", "tritonwise.ops.silu(x)")) and "no grad" not in name:
             x.grad = None
             got.sum().backward()  # the backward is built once, outside the timing
             check_against(torch.autograd.grad(F.silu(x).sum(), x)[0], x.grad, "tritonwise silu's gradient")
+    if silu(x).grad_fn.name() != "TritonwiseBackward":
+        raise WrongAnswer("tritonwise silu(x) was not recorded in C (are the ATen helpers built?)")
     times = median_us([call for _, call in chosen])
     anchor = times[0]
     lines = ["| forward call, 1024 fp32, requires grad | µs/call | / torch |", "|---|---|---|"]

@@ -1,5 +1,7 @@
 """Autograd on the GPU (marked `gpu`): libdevice rules, bf16, and the fast path after recording."""
 
+import sys
+
 import pytest
 import torch
 import triton
@@ -82,3 +84,70 @@ def test_recording_does_not_disturb_the_fast_path():
     assert GELU(x).grad_fn is not None  # a plain call's fast plan exists; a grad call still records
     with torch.no_grad():
         assert GELU(x).grad_fn is None
+
+
+def _python_frames(fn, *args):
+    """fn(*args) and the names of the Python functions it ran (none: served and recorded in C)."""
+    frames = []
+    sys.setprofile(lambda frame, event, arg: frames.append(frame.f_code.co_name) if event == "call" else None)
+    try:
+        return fn(*args), frames
+    finally:
+        sys.setprofile(None)
+
+
+@pytest.fixture
+def aten_helpers_in_use():
+    """C records only through the ATen helpers: built (or loaded) and handed over first, with the
+    C __call__ installed (a process that compiled a call on torch before 2.13 has the Python one)."""
+    from tritonwise.runtime import aten, hit_path, native
+
+    aten.use(native.launch_module(), aten.helpers())
+    before = hit_path.install_c_calls()
+    yield
+    hit_path.restore_calls(before)
+
+
+def test_a_signature_recorded_once_is_recorded_in_c_after(aten_helpers_in_use):
+    x = torch.randn(1024, device="cuda", requires_grad=True)
+    first = GELU(x)  # through Python's autograd.Function, which caches the signature's RecordingPlan
+    out, frames = _python_frames(GELU, x)
+    assert frames == [] and out.grad_fn.name() == "TritonwiseBackward" and first.grad_fn.name() != out.grad_fn.name()
+    g = torch.randn(1024, device="cuda")
+    out.backward(g)
+    xt = x.detach().requires_grad_()
+    torch.nn.functional.gelu(xt).backward(g)
+    torch.testing.assert_close(x.grad, xt.grad)
+    torch.testing.assert_close(out, torch.nn.functional.gelu(x.detach()))
+
+
+def test_gradcheck_through_the_c_recording(aten_helpers_in_use):
+    x = torch.randn(33, 17, dtype=torch.float64, device="cuda", requires_grad=True)
+    y = torch.randn(17, dtype=torch.float64, device="cuda", requires_grad=True)
+    TANH_ERF_POW_FP64(x, y)
+    assert TANH_ERF_POW_FP64(x, y).grad_fn.name() == "TritonwiseBackward"
+    assert torch.autograd.gradcheck(TANH_ERF_POW_FP64, (x, y))
+    y_only = x.detach()  # one input needing grad: its own signature, its own recording
+    TANH_ERF_POW_FP64(y_only, y)
+    assert torch.autograd.gradcheck(lambda b: TANH_ERF_POW_FP64(y_only, b), (y,))
+
+
+def test_double_backward_is_refused_through_the_c_recording(aten_helpers_in_use):
+    x = torch.randn(64, device="cuda", requires_grad=True)
+    GELU(x)
+    out = GELU(x)
+    assert out.grad_fn.name() == "TritonwiseBackward"
+    (g,) = torch.autograd.grad(out.sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError, match="double backward is not supported"):
+        g.sum().backward()
+
+
+def test_the_c_recording_keeps_torchs_checks(aten_helpers_in_use):
+    x = torch.randn(64, device="cuda", requires_grad=True)
+    h = x * 2.0
+    GELU(h)
+    out = GELU(h)
+    with torch.no_grad():
+        h.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()

@@ -6,10 +6,15 @@ the cache like generated kernels. It takes the forward's arguments, one gradient
 each max/min output's value) and returns the gradient of each input that needs one over the task
 shape, summed to broadcast inputs' shapes. Only floating tensor inputs that require grad get one.
 Double backward is not supported.
+
+A call is first recorded by `_Record`, a torch.autograd.Function. Where the C hit path serves its
+plain call, its signature then gets a RecordingPlan, and later calls of it are launched and
+recorded in C (runtime/recording.h: one C++ node, no Python frame), with the same backward.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass
 from typing import Optional
@@ -22,6 +27,8 @@ from ..frontend.schema import FunctionSchema
 from ..frontend.validation import output_keywords
 from ..plans.derived_payloads import derived_payload
 from ..plans.memo import remember
+from ..runtime import hit_path
+from ..runtime.arguments import call_signature
 
 DOUBLE_BACKWARD = (
     "tritonwise: double backward is not supported: the backward of a pointwise function (its "
@@ -134,14 +141,70 @@ class Backward:
         return found
 
 
-def call(fn, args: tuple, outs: tuple):
-    """A call of `fn` some of whose tensor arguments require grad."""
+def call(fn, args: tuple, outs: tuple, publish: bool = True):
+    """A call of `fn` some of whose tensor arguments require grad; `publish`: cache a
+    RecordingPlan for its signature where C can record its later calls."""
     plain = tuple(a.detach() if isinstance(a, torch.Tensor) else a for a in args)
     if not torch.is_grad_enabled():
         return fn(*plain, **output_keywords(outs))
     scalars = fn.backward_functions().check_call(args, outs)
     results = _Record.apply(fn, scalars, plain, *args)
+    if publish and not any(o is not None for o in outs):
+        _publish(fn, args, plain)
     return results[0] if len(results) == 1 else results
+
+
+class RecordingPlan:
+    """The plan cache's entry for a signature that autograd records: C launches the forward
+    plan's kernel from `hit` and records the call in C++ (runtime/recording.h); the Python path
+    records it through `call` as before."""
+
+    fast = None  # no plain allocate-and-launch: every call records
+
+    def __init__(self, fn, forward, hit):
+        self.fn, self.forward, self.hit = fn, forward, hit
+
+    def serves_default_dtype(self) -> bool:
+        return self.forward.serves_default_dtype()
+
+    def run(self, args: tuple, outs: tuple):
+        return call(self.fn, args, outs, publish=False)
+
+
+def _publish(fn, args: tuple, plain: tuple) -> None:
+    """Cache a RecordingPlan for the signature of `args`, where the C hit path serves the plain
+    call (`plain`) and every argument is a plain CUDA tensor or a python scalar."""
+    if hit_path.entry is None or any(kind in ("max", "min") for kind in fn.reduction_kinds):
+        return
+    if not all(type(a) in (int, float, bool) or (type(a) is torch.Tensor and a.is_cuda) for a in args):
+        return  # C launches CUDA kernels only
+    plans, key = fn.plan_cache, call_signature(args)
+    if key in plans.by_key:
+        return
+    forward = plans.by_key.get(call_signature(plain))
+    if forward is None:  # a shape program served the plain call: its plan, launched once for its record
+        forward = fn.plan(plain)
+        forward.run(plain, (None,) * len(forward.out_dtypes))
+    if getattr(forward, "hit", None) is None:
+        return
+    recorder = (functools.partial(backward_of, fn), tuple(dtype.is_floating_point for dtype in forward.out_dtypes))
+    plans.put(key, RecordingPlan(fn, forward, hit_path.recording(forward.hit, recorder)))
+
+
+def backward_of(fn, args: tuple, grads: tuple, needs: tuple, extremes=()) -> list:
+    """The gradient of each argument of a recorded call of `fn` (None where none is wanted):
+    what _Record.backward runs, and what C++'s recorded node calls (runtime/recording.h)."""
+    functions = fn.backward_functions()
+    wanted = wanted_inputs(args, needs)
+    with torch.no_grad():
+        backward = functions.for_inputs(wanted)
+        result = gradients(
+            fn.reduction_kinds, args, list(grads), list(extremes), wanted, backward.function, backward.wrt,
+            functions.ties,
+        )
+    if torch.is_grad_enabled():  # create_graph=True: differentiating this would be wrong
+        result = _double_backward_error(result)
+    return result
 
 
 def wanted_inputs(args: tuple, needs: tuple) -> tuple:
@@ -170,17 +233,8 @@ class _Record(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        fn, functions = ctx.fn, ctx.fn.backward_functions()
         args, extremes = saved_operands(ctx)
-        wanted = wanted_inputs(args, ctx.needs_input_grad[3:])
-        with torch.no_grad():
-            backward = functions.for_inputs(wanted)
-            result = gradients(
-                fn.reduction_kinds, args, grads, extremes, wanted, backward.function, backward.wrt, functions.ties
-            )
-        if torch.is_grad_enabled():  # create_graph=True: differentiating this would be wrong
-            result = _double_backward_error(result)
-        return (None, None, None, *result)
+        return (None, None, None, *backward_of(ctx.fn, args, grads, ctx.needs_input_grad[3:], extremes))
 
 
 def save_operands(ctx, args: tuple, results: tuple, reductions: tuple, scalars: bool = True) -> None:

@@ -21,6 +21,7 @@
  *       (dtype, device, the three flags, rank: tensor_word below) then the sizes, then the
  *       strides; the number of words written, or -1 (no exception) where the tensor is not an
  *       exact torch.Tensor or Parameter, its rank does not fit `room`, or reading it raises.
+ *   tritonwise_recordable, tritonwise_record: a cached call recorded for autograd (recording.h).
  *
  * No C++ exception leaves this file.
  */
@@ -86,6 +87,8 @@ bool needs_dispatch() {
 }
 
 }  // namespace
+
+#include "recording.h"
 
 extern "C" PyObject *tritonwise_empty_strided(PyObject *shape, PyObject *strides, PyObject *dtype, PyObject *device) {
     if (!PyTuple_Check(shape) || !THPDtype_Check(dtype) || !THPDevice_Check(device)) return nullptr;
@@ -183,14 +186,16 @@ extern "C" Py_ssize_t tritonwise_tensor_words(PyObject *tensor, int64_t *words, 
 }
 
 static PyObject *addresses(PyObject *, PyObject *) {
-    return Py_BuildValue("(KKKK)", reinterpret_cast<unsigned long long>(&tritonwise_empty_strided),
+    return Py_BuildValue("(KKKKKK)", reinterpret_cast<unsigned long long>(&tritonwise_empty_strided),
                          reinterpret_cast<unsigned long long>(&tritonwise_data_ptr),
                          reinterpret_cast<unsigned long long>(&tritonwise_tensor_key),
-                         reinterpret_cast<unsigned long long>(&tritonwise_tensor_words));
+                         reinterpret_cast<unsigned long long>(&tritonwise_tensor_words),
+                         reinterpret_cast<unsigned long long>(&tritonwise_recordable),
+                         reinterpret_cast<unsigned long long>(&tritonwise_record));
 }
 
 static PyMethodDef methods[] = {
-    {"addresses", addresses, METH_NOARGS, "(empty_strided, data_ptr, tensor_key, tensor_words): the helpers' addresses."},
+    {"addresses", addresses, METH_NOARGS, "The helpers' addresses: empty_strided, data_ptr, tensor_key, tensor_words, recordable, record."},
     {nullptr, nullptr, 0, nullptr},
 };
 

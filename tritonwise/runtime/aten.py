@@ -26,6 +26,7 @@ from . import cache, native
 
 logger = logging.getLogger("tritonwise")
 SOURCE = Path(__file__).with_name("aten.cpp")
+INCLUDED = [Path(__file__).with_name("recording.h")]
 MODULE_NAME = "_tritonwise_aten"
 # What torch.utils.cpp_extension compiles with since torch 2.10; torch 2.14's headers need it
 # (std::strong_ordering), and older ones compile under it too.
@@ -48,12 +49,13 @@ def helpers():
         f"-L{lib}", f"-Wl,-rpath,{lib}", "-lc10", "-ltorch_cpu", "-ltorch_python",
     ]  # fmt: skip
     depends_on = f"{torch.__version__} {torch_dir}".encode()
-    return native.built_module(MODULE_NAME, [SOURCE], lambda: native.compiler("CXX", "c++", "g++"), flags, depends_on)
+    compiler = lambda: native.compiler("CXX", "c++", "g++")  # noqa: E731
+    return native.built_module(MODULE_NAME, [SOURCE, *INCLUDED], compiler, flags, depends_on)
 
 
 def use(launch_module, helper_module) -> None:
     """Hand launch.c the helpers' addresses (None: stop using them)."""
-    launch_module.use_aten(*(helper_module.addresses() if helper_module is not None else (0, 0, 0, 0)))
+    launch_module.use_aten(*(helper_module.addresses() if helper_module is not None else (0,) * 6))
 
 
 def start(launch_module) -> None:

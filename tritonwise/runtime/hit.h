@@ -35,6 +35,7 @@ typedef struct {
     unsigned int grid[3], threads, shared;
     const int64_t *extents; /* (lowest, highest) element offset per tensor input then output */
     Py_ssize_t n_extents;   /* pairs; lowest > highest where Python checks no overlap */
+    PyObject *recorder;     /* NULL, or what aten.cpp's recording.h records an autograd node by */
 } Launch;
 
 /* A plan's Launch as a typed Python object: what `plan.hit` holds. */
@@ -52,6 +53,7 @@ static void record_dealloc(PyObject *self) {
     Py_XDECREF(l->device_index);
     Py_XDECREF(l->kinds);
     Py_XDECREF(l->fixed);
+    Py_XDECREF(l->recorder);
     Py_XDECREF(((Record *)self)->extents);
     Py_TYPE(self)->tp_free(self);
 }
@@ -61,6 +63,7 @@ static void record_dealloc(PyObject *self) {
 static PyMemberDef record_members[] = {
     RECORD_OBJECT(shape), RECORD_OBJECT(layouts), RECORD_OBJECT(device), RECORD_OBJECT(device_index),
     RECORD_OBJECT(kinds), RECORD_OBJECT(fixed), {"extents", T_OBJECT_EX, offsetof(Record, extents), READONLY, NULL},
+    {"recorder", T_OBJECT, offsetof(Record, launch.recorder), READONLY, NULL},
     RECORD_NUMBER("cu_launch", T_ULONGLONG, cu_launch), RECORD_NUMBER("function", T_ULONGLONG, function),
     RECORD_NUMBER("grid_x", T_UINT, grid[0]), RECORD_NUMBER("grid_y", T_UINT, grid[1]),
     RECORD_NUMBER("grid_z", T_UINT, grid[2]), RECORD_NUMBER("threads", T_UINT, threads),
@@ -113,6 +116,25 @@ static PyObject *record(PyObject *self, PyObject *args, PyObject *kwargs) {
                 Py_NewRef(fixed), cu_launch, function, {grid[0], grid[1], grid[2]}, threads, shared,
                 (const int64_t *)PyBytes_AS_STRING(extents), PyBytes_GET_SIZE(extents) / 16};
     r->launch = l;
+    return (PyObject *)r;
+}
+
+/* recording(record, recorder): a Record launching as `record` does, whose calls under grad mode
+ * recording.h records for autograd by `recorder` (see there). */
+static PyObject *recording(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || Py_TYPE(args[0]) != &RecordType || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "recording() takes a Record and a recorder tuple");
+        return NULL;
+    }
+    const Record *from = (const Record *)args[0];
+    Record *r = PyObject_New(Record, &RecordType);
+    if (r == NULL) return NULL;
+    r->launch = from->launch;
+    r->extents = Py_NewRef(from->extents);
+    PyObject *fields[] = {r->launch.shape, r->launch.layouts, r->launch.device, r->launch.device_index,
+                          r->launch.kinds, r->launch.fixed};
+    for (size_t k = 0; k < sizeof fields / sizeof *fields; ++k) Py_INCREF(fields[k]);
+    r->launch.recorder = Py_NewRef(args[1]); /* `from`'s own, copied above, was not a reference */
     return (PyObject *)r;
 }
 
@@ -330,6 +352,11 @@ static int outputs_clear(const Launch *l, PyObject *key, PyObject *args, PyObjec
 static PyObject *run_launch(const Launch *l, PyObject *key, PyObject *args, PyObject *given) {
     if (given != NULL && !outputs_clear(l, key, args, given)) return NULL;
     if (on_record_device(l->device_index) != 1) return NULL;
+    int recorded = 0; /* 1: record the call for autograd once launched (recording.h) */
+    if (l->recorder != NULL) {
+        recorded = given == NULL && aten_recordable != NULL ? aten_recordable(args) : -1;
+        if (recorded < 0) return NULL;
+    }
     Py_ssize_t n_out = PyTuple_GET_SIZE(l->layouts);
     if (given != NULL && PyTuple_GET_SIZE(given) != n_out) return NULL;
     PyObject *outs = PyTuple_New(n_out);
@@ -357,12 +384,13 @@ static PyObject *run_launch(const Launch *l, PyObject *key, PyObject *args, PyOb
         Py_DECREF(outs);
         return NULL;
     }
+    PyObject *result = outs;
     if (n_out == 1) {
-        PyObject *out = Py_NewRef(PyTuple_GET_ITEM(outs, 0));
+        result = Py_NewRef(PyTuple_GET_ITEM(outs, 0));
         Py_DECREF(outs);
-        return out;
     }
-    return outs;
+    if (recorded && aten_record(result, args, l->recorder) < 0) Py_CLEAR(result); /* Python runs it again */
+    return result;
 }
 
 static PyObject *run_programs(PyObject *programs, PyObject *key, PyObject *args, PyObject *given); /* program.h */

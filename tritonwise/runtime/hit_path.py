@@ -115,6 +115,12 @@ def record(shape: tuple, layouts: tuple, device: torch.device, launch, extents: 
     return native.launch_module().record(shape=tuple(shape), layouts=layouts, device=device, extents=packed, **fields)
 
 
+def recording(record_: object, recorder: tuple) -> object:
+    """A copy of the launch record `record_` whose calls under grad mode are recorded for autograd
+    by `recorder`, (backward, differentiable per output) (runtime/recording.h)."""
+    return native.launch_module().recording(record_, recorder)
+
+
 def call_tables(plan_cache, programs: dict, outputs: dict) -> object:
     """What call.h's __call__ reads of a function: launch.c's CallTables over its plans, programs and
     output names, which the plan cache then tells of each put (its plan index, index.h)."""

@@ -42,6 +42,8 @@ typedef PyObject *(*aten_empty_strided_t)(PyObject *shape, PyObject *strides, Py
 typedef int (*aten_data_ptr_t)(PyObject *tensor, uint64_t *address);
 typedef PyObject *(*aten_tensor_key_t)(PyObject *tensor);
 typedef Py_ssize_t (*aten_tensor_words_t)(PyObject *tensor, int64_t *words, Py_ssize_t room);
+typedef int (*aten_recordable_t)(PyObject *args);
+typedef int (*aten_record_t)(PyObject *results, PyObject *args, PyObject *recorder);
 
 static PyObject *data_ptr_name = NULL;
 /* aten.cpp's helpers once runtime/aten.py has handed over their addresses (use_aten), else NULL */
@@ -49,6 +51,8 @@ static aten_empty_strided_t aten_empty_strided = NULL;
 static aten_data_ptr_t aten_data_ptr = NULL;
 static aten_tensor_key_t aten_tensor_key = NULL;
 static aten_tensor_words_t aten_tensor_words = NULL;
+static aten_recordable_t aten_recordable = NULL;
+static aten_record_t aten_record = NULL;
 
 /* Writes `value` into `slot` as kind `kind`; 0 with an exception set on failure. Integers are
  * range-checked, then their low bytes copied (little endian: they are the narrow value). */
@@ -175,20 +179,22 @@ static PyObject *launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return code < 0 ? NULL : PyLong_FromLong(code);
 }
 
-/* use_aten(empty_strided, data_ptr, tensor_key, tensor_words): aten.cpp's helpers' addresses, or
- * four zeros to stop using them. */
+/* use_aten(empty_strided, data_ptr, tensor_key, tensor_words, recordable, record): aten.cpp's
+ * helpers' addresses, or six zeros to stop using them. */
 static PyObject *use_aten(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "use_aten() takes 4 arguments");
+    void *address[6];
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "use_aten() takes 6 arguments");
         return NULL;
     }
-    void *empty_strided = PyLong_AsVoidPtr(args[0]), *data_ptr = PyLong_AsVoidPtr(args[1]);
-    void *tensor_key = PyLong_AsVoidPtr(args[2]), *tensor_words = PyLong_AsVoidPtr(args[3]);
+    for (int k = 0; k < 6; ++k) address[k] = PyLong_AsVoidPtr(args[k]);
     if (PyErr_Occurred()) return NULL;
-    aten_empty_strided = (aten_empty_strided_t)empty_strided;
-    aten_data_ptr = (aten_data_ptr_t)data_ptr;
-    aten_tensor_key = (aten_tensor_key_t)tensor_key;
-    aten_tensor_words = (aten_tensor_words_t)tensor_words;
+    aten_empty_strided = (aten_empty_strided_t)address[0];
+    aten_data_ptr = (aten_data_ptr_t)address[1];
+    aten_tensor_key = (aten_tensor_key_t)address[2];
+    aten_tensor_words = (aten_tensor_words_t)address[3];
+    aten_recordable = (aten_recordable_t)address[4];
+    aten_record = (aten_record_t)address[5];
     Py_RETURN_NONE;
 }
 
@@ -207,6 +213,7 @@ static PyMethodDef methods[] = {
     {"call_tables", (PyCFunction)(void (*)(void))call_tables, METH_VARARGS | METH_KEYWORDS, "What __call__ reads (call.h)."},
     {"use_aten", (PyCFunction)(void (*)(void))use_aten, METH_FASTCALL, "Allocate and read pointers through aten.cpp."},
     {"record", (PyCFunction)(void (*)(void))record, METH_VARARGS | METH_KEYWORDS, "A plan's launch record (hit.h)."},
+    {"recording", (PyCFunction)(void (*)(void))recording, METH_FASTCALL, "A record that records for autograd (hit.h)."},
     {"program", (PyCFunction)(void (*)(void))program, METH_VARARGS | METH_KEYWORDS, "A shape program (program.h)."},
     {"shape_class", (PyCFunction)(void (*)(void))shape_class, METH_FASTCALL, "A signature's class and leaves."},
     {"evaluate", (PyCFunction)(void (*)(void))evaluate_program, METH_FASTCALL, "A program's node values."},
