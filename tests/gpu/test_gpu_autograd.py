@@ -151,3 +151,12 @@ def test_the_c_recording_keeps_torchs_checks(aten_helpers_in_use):
         h.add_(1.0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         out.sum().backward()
+
+
+def test_c_recording_can_be_turned_off(aten_helpers_in_use, monkeypatch):
+    """TRITONWISE_C_RECORDING=0: every call through torch.autograd.Function (compiled autograd
+    cannot trace the C++ node)."""
+    monkeypatch.setenv("TRITONWISE_C_RECORDING", "0")
+    x = torch.randn(96, device="cuda", requires_grad=True)
+    outs = [GELU(x) for _ in range(3)]
+    assert {out.grad_fn.name() for out in outs} == {"_RecordBackward"}

@@ -174,7 +174,7 @@ class RecordingPlan:
 def _publish(fn, args: tuple, plain: tuple) -> None:
     """Cache a RecordingPlan for the signature of `args`, where the C hit path serves the plain
     call (`plain`) and every argument is a plain CUDA tensor or a python scalar."""
-    if hit_path.entry is None or any(kind in ("max", "min") for kind in fn.reduction_kinds):
+    if hit_path.entry is None or not hit_path.records_in_c() or any(k in ("max", "min") for k in fn.reduction_kinds):
         return
     if not all(type(a) in (int, float, bool) or (type(a) is torch.Tensor and a.is_cuda) for a in args):
         return  # C launches CUDA kernels only

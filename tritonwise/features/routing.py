@@ -2,7 +2,8 @@
 
 Foreign StridedBuffers, NumPy scalars, subclasses, autograd, complex operands, DTensors and negative
 views each re-enter the function with plain arguments or run their own machinery through its public
-protocol; their signatures never enter the plan cache.
+protocol; their signatures never enter the plan cache, except a recorded call's (autograd's
+RecordingPlan, whose later calls C records).
 """
 
 from __future__ import annotations

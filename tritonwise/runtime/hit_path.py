@@ -74,6 +74,13 @@ def serves_new_shapes() -> bool:
     return os.environ.get("TRITONWISE_C_NEW_SHAPES", "1") != "0"
 
 
+def records_in_c() -> bool:
+    """Whether calls under autograd may be recorded in C++ (runtime/recording.h) once recorded
+    through Python; TRITONWISE_C_RECORDING=0: every one through torch.autograd.Function, as
+    compiled autograd needs (it cannot trace a C++ node)."""
+    return os.environ.get("TRITONWISE_C_RECORDING", "1") != "0"
+
+
 def enable() -> None:
     """Configure launch.c's hit(), publish it as `entry`, and install the served classes' C __call__."""
     global entry
