@@ -111,10 +111,10 @@ def layers(x) -> list:
         ("autograd.Function whose forward is the cached call", lambda: bare.apply(silu, scalars, plain, x)),
         ("  + save_for_backward", lambda: saving.apply(silu, scalars, plain, x)),
         ("tritonwise's autograd.Function (autograd._Record)", lambda: autograd._Record.apply(silu, scalars, plain, x)),
-        ("  + autograd.call: detach, grad mode, the recording's lookup", lambda: autograd.call(silu, (x,), ())),
+        ("  + autograd.call: detach, grad mode, the recording's lookup", lambda: autograd.call(silu, (x,), (), False)),
         ("  + routing.route", lambda: routing.route(silu, (x,), ())),
         ("  + the Python path of a missed call (function._call_missed)", lambda: silu._call_missed((x,), {}, None)),
-        ("silu(x): the whole call, the C path's miss first", lambda: silu(x)),
+        ("silu(x): the whole call (launched and recorded in C)", lambda: silu(x)),
     ]
 
 
