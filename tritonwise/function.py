@@ -267,9 +267,13 @@ class PointwiseDynamicFunction:
                 "(see tritonwise/features/complex.py); explain that real call instead"
             )
         plan = self._planner.plan(args, outs, collapse=True)
+        return Explanation.of(plan, traced_status(self), self.rung(args, outs))
+
+    def rung(self, args: tuple, outs: tuple = ()) -> str:
+        """What would serve a call now: "routed: <feature>", "plan cache", "shape program" or "planner"."""
+        outs = outs or self._no_outputs
         routed = feature(self, args, outs)
-        rung = f"routed: {routed}" if routed else self._planner.rung(args, outs)
-        return Explanation.of(plan, traced_status(self), rung)
+        return f"routed: {routed}" if routed else self._planner.rung(args, outs)
 
     def output_meta(self, *args) -> list:
         """(shape, strides, dtype) of each output a call allocates, generating nothing (fake and meta tensors too)."""

@@ -160,3 +160,12 @@ def test_c_recording_can_be_turned_off(aten_helpers_in_use, monkeypatch):
     x = torch.randn(96, device="cuda", requires_grad=True)
     outs = [GELU(x) for _ in range(3)]
     assert {out.grad_fn.name() for out in outs} == {"_RecordBackward"}
+
+
+def test_a_negative_view_beside_a_grad_input_is_never_recorded_from_a_raw_plan(aten_helpers_in_use):
+    """Routing resolves a negative view before the plain call: no recording may launch its raw memory."""
+    neg = torch.randn(256, dtype=torch.complex64, device="cuda").conj().imag
+    y = torch.randn(256, device="cuda", requires_grad=True)
+    want = _torch_tanh_erf_pow(neg.resolve_neg(), y)
+    for _ in range(3):
+        torch.testing.assert_close(TANH_ERF_POW(neg, y), want)

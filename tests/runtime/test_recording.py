@@ -5,6 +5,9 @@ recorder's Python backward with the saved arguments, and keeps what torch.autogr
 nothing, so the outputs' values are not checked here; tests/gpu/test_gpu_autograd.py checks the
 gradients of real kernels through this path."""
 
+import functools
+import gc
+import weakref
 from types import SimpleNamespace
 
 import pytest
@@ -54,7 +57,8 @@ def test_a_recorded_call_backpropagates_through_the_recorders_backward(recorded)
     out.backward(torch.full((4, 3), 3.0))
     torch.testing.assert_close(x.grad, torch.full((4, 3), 6.0))
     (args, grads, needs), = backward.calls
-    assert args[0] is x and args[1] is y and args[2] == 0.5 and needs == (True, False, False)
+    assert torch.equal(args[0], x) and torch.equal(args[1], y) and args[2] == 0.5 and needs == (True, False, False)
+    assert not args[0].requires_grad  # detached, as _Record's saved tensors: the backward's calls take the C path
     assert torch.equal(grads[0], torch.full((4, 3), 3.0))
 
 
@@ -150,3 +154,32 @@ def test_without_the_aten_helpers_a_recording_record_is_left_to_python(module, r
     make, driver, _ = recorded
     x, y = _inputs()
     assert make(x, y)(x, y, 0.5)[0] == "Python" and driver.launches == []
+
+
+def _no_gradients(fn, args, grads, needs):
+    return [None] * len(needs)
+
+
+@WITH_ATEN
+def test_a_function_whose_plans_record_is_collected(recorded, module):
+    """The recorder holds the function, whose plans (and plan index) hold the record: Record and
+    CallTables take part in garbage collection, so the cycle is freed."""
+    cls = type("Served", (Function,), {})
+    cls.__call__ = module.call_method(Function._call_missed, SimpleNamespace(entry=module.hit))
+    x, y = _inputs()
+    f = cls({})
+    record = hit_path.recording(_plan(FakeDriver(), 0x1000).hit, (functools.partial(_no_gradients, f), (True,)))
+    f._plans.by_key[arguments.call_signature((x, y, 0.5))] = SimpleNamespace(hit=record)
+    f(x, y, 0.5)  # served and held by the plan index too
+    collected = weakref.ref(f)
+    del f, record
+    gc.collect()
+    assert collected() is None
+
+
+@WITH_ATEN
+def test_a_recorder_that_does_not_fit_the_record_is_refused(recorded):
+    plain = _plan(FakeDriver(), 0x1000).hit
+    for recorder in [(Backward(),), ("not callable", (True,)), (Backward(), (True, True)), (Backward(), (1,))]:
+        with pytest.raises(ValueError, match="recorder"):
+            hit_path.recording(plain, recorder)

@@ -62,6 +62,7 @@ class Backward:
         self._functions: dict = {}
         self._ties: dict = {}
         self._checked: dict = {}  # argument kinds -> `check_call`'s answer
+        self.unrecorded: dict = {}  # signatures C cannot record (autograd._publish declined them)
         self._lock = threading.RLock()  # _build asks again for a smaller set of inputs
 
     def for_inputs(self, wrt: tuple) -> BackwardFunction:
@@ -178,17 +179,28 @@ def _publish(fn, args: tuple, plain: tuple) -> None:
         return
     if not all(type(a) in (int, float, bool) or (type(a) is torch.Tensor and a.is_cuda) for a in args):
         return  # C launches CUDA kernels only
-    plans, key = fn.plan_cache, call_signature(args)
-    if key in plans.by_key:
+    plans, key, declined = fn.plan_cache, call_signature(args), fn.backward_functions().unrecorded
+    if key in plans.by_key or key in declined:
         return
-    forward = plans.by_key.get(call_signature(plain))
-    if forward is None:  # a shape program served the plain call: its plan, launched once for its record
-        forward = fn.plan(plain)
-        forward.run(plain, (None,) * len(forward.out_dtypes))
-    if getattr(forward, "hit", None) is None:
+    forward = _forward_plan(fn, plain)
+    if forward is None or getattr(forward, "hit", None) is None:
+        remember(declined, key, True)
         return
     recorder = (functools.partial(backward_of, fn), tuple(dtype.is_floating_point for dtype in forward.out_dtypes))
     plans.put(key, RecordingPlan(fn, forward, hit_path.recording(forward.hit, recorder)))
+
+
+def _forward_plan(fn, plain: tuple):
+    """The plan that served the plain call: the cached one, or where a shape program served it, its
+    plan, launched once for its launch record; None where routing took the call (a negative view)."""
+    rung = fn.rung(plain)
+    if rung == "plan cache":
+        return fn.plan_cache.by_key.get(call_signature(plain))
+    if rung != "shape program":
+        return None
+    forward = fn.plan(plain)
+    forward.run(plain, (None,) * len(forward.out_dtypes))
+    return forward
 
 
 def backward_of(fn, args: tuple, grads: tuple, needs: tuple, extremes=()) -> list:

@@ -4,9 +4,9 @@
  *
  *   PyObject *tritonwise_empty_strided(shape, strides, dtype, device)
  *       torch.empty_strided(shape, strides, dtype=dtype, device=device) through at::empty_strided,
- *       or for the current CUDA device straight from its caching allocator: a new tensor; NULL with an exception set on failure; NULL without one where the call
- *       must go through Python instead (a torch function mode is active, an argument of
- *       another type).
+ *       or for the current CUDA device straight from its caching allocator: a new tensor; NULL
+ *       with an exception set on failure; NULL without one where the call must go through
+ *       Python instead (a torch function mode is active, an argument of another type).
  *   int tritonwise_data_ptr(PyObject *tensor, uint64_t *address)
  *       tensor.data_ptr() of an exact torch.Tensor or Parameter: 1, 0 with an exception set,
  *       or -1 for any other object (launch.c then calls its data_ptr method).
@@ -195,7 +195,8 @@ static PyObject *addresses(PyObject *, PyObject *) {
 }
 
 static PyMethodDef methods[] = {
-    {"addresses", addresses, METH_NOARGS, "The helpers' addresses: empty_strided, data_ptr, tensor_key, tensor_words, recordable, record."},
+    {"addresses", addresses, METH_NOARGS,
+     "The helpers' addresses: empty_strided, data_ptr, tensor_key, tensor_words, recordable, record."},
     {nullptr, nullptr, 0, nullptr},
 };
 

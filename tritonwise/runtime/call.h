@@ -18,12 +18,32 @@ typedef struct {
     Py_ssize_t hits;
 } CallTables;
 
-static void call_tables_dealloc(PyObject *self) {
+/* A GC type: its plans (a RecordingPlan among them) can hold the function that holds it. */
+static int call_tables_traverse(PyObject *self, visitproc visit, void *arg) {
+    CallTables *t = (CallTables *)self;
+    Py_VISIT(t->plans);
+    Py_VISIT(t->programs);
+    Py_VISIT(t->outputs);
+    for (int k = 0; k < INDEX_SLOTS; ++k) {
+        Py_VISIT(t->index.slots[k].record);
+        Py_VISIT(t->index.slots[k].key);
+    }
+    return 0;
+}
+
+static int call_tables_clear(PyObject *self) {
     CallTables *t = (CallTables *)self;
     Py_XDECREF(index_forget(&t->index));
-    Py_XDECREF(t->plans);
-    Py_XDECREF(t->programs);
-    Py_XDECREF(t->outputs);
+    PyErr_Clear();
+    Py_CLEAR(t->plans);
+    Py_CLEAR(t->programs);
+    Py_CLEAR(t->outputs);
+    return 0;
+}
+
+static void call_tables_dealloc(PyObject *self) {
+    PyObject_GC_UnTrack(self);
+    call_tables_clear(self);
     Py_TYPE(self)->tp_free(self);
 }
 
@@ -48,7 +68,9 @@ static PyTypeObject CallTablesType = {
     .tp_name = "_tritonwise_launch.CallTables",
     .tp_basicsize = sizeof(CallTables),
     .tp_dealloc = call_tables_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_traverse = call_tables_traverse,
+    .tp_clear = call_tables_clear,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_members = call_tables_members,
     .tp_methods = call_tables_methods,
     .tp_doc = "What a pointwise function's C __call__ reads of it (call.h).",
@@ -62,13 +84,14 @@ static PyObject *call_tables(PyObject *self, PyObject *args, PyObject *kwargs) {
                                      &PyDict_Type, &outputs))
         return NULL;
     if (PyType_Ready(&CallTablesType) < 0) return NULL;
-    CallTables *t = PyObject_New(CallTables, &CallTablesType);
+    CallTables *t = PyObject_GC_New(CallTables, &CallTablesType);
     if (t == NULL) return NULL;
     memset(&t->index, 0, sizeof t->index);
     t->hits = 0;
     t->plans = Py_NewRef(plans);
     t->programs = Py_NewRef(programs);
     t->outputs = Py_NewRef(outputs);
+    PyObject_GC_Track(t);
     return (PyObject *)t;
 }
 
@@ -118,7 +141,7 @@ static PyObject *served(CallMethod *method, PyObject *function, PyObject *args, 
     Py_XDECREF(entry);
     PyObject *tables = on ? PyObject_GetAttr(function, name_c_tables) : NULL;
     PyObject *result = NULL, *outs = NULL;
-    if (tables != NULL && Py_TYPE(tables) == &CallTablesType) {
+    if (tables != NULL && Py_TYPE(tables) == &CallTablesType && ((CallTables *)tables)->plans != NULL) {
         CallTables *t = (CallTables *)tables;
         int plain = kwnames == NULL || (outs = given_outputs(t->outputs, kwvalues, kwnames)) != NULL;
         if (plain) result = serve_indexed(&t->index, t->plans, args, outs, t->programs, key);

@@ -241,21 +241,21 @@ def _moved(operand, device: torch.device) -> torch.Tensor:
 class PlanCache:
     """A thread-safe LRU of launch plans, at most `capacity` (default 1024) per function.
 
-    Once the C hit path serves the function, `index` is its CallTables: C counts the calls it
-    serves there, and holds a few recent calls' plans in front of `by_key` (index.h), which each
-    put empties, the plans it held counting as used."""
+    Once the C hit path serves the function, `c_tables` is its CallTables: C counts the calls it
+    serves there, and holds a few recent calls' plans in front of `by_key` (its plan index,
+    index.h), which each put empties, the plans it held counting as used."""
 
     def __init__(self, capacity: int = 1024):
         self.capacity = capacity
         self.by_key: OrderedDict = OrderedDict()  # launch.c's hit() reads it too (runtime/hit_path.py)
-        self.index = None
+        self.c_tables = None
         self._lock = threading.Lock()
         self._hits = self.misses = 0
 
     @property
     def hits(self) -> int:
         """Calls a cached plan or shape program served, in Python or C."""
-        return self._hits + (self.index.hits if self.index is not None else 0)
+        return self._hits + (self.c_tables.hits if self.c_tables is not None else 0)
 
     def count_hit(self) -> None:
         self._hits += 1
@@ -270,7 +270,7 @@ class PlanCache:
     def put(self, key, plan) -> None:
         with self._lock:
             self.misses += 1
-            for held in self.index.forget() if self.index is not None else ():
+            for held in self.c_tables.forget() if self.c_tables is not None else ():
                 self._touch(held)
             self.by_key[key] = plan
             if len(self.by_key) > self.capacity:

@@ -45,8 +45,28 @@ typedef struct {
     PyObject *extents; /* the bytes launch.extents points into */
 } Record;
 
+/* A Record is a GC type: its recorder holds a function whose plans hold the Record. */
+static int record_traverse(PyObject *self, visitproc visit, void *arg) {
+    Launch *l = &((Record *)self)->launch;
+    Py_VISIT(l->shape);
+    Py_VISIT(l->layouts);
+    Py_VISIT(l->device);
+    Py_VISIT(l->device_index);
+    Py_VISIT(l->kinds);
+    Py_VISIT(l->fixed);
+    Py_VISIT(l->recorder);
+    Py_VISIT(((Record *)self)->extents);
+    return 0;
+}
+
+static int record_clear(PyObject *self) {
+    Py_CLEAR(((Record *)self)->launch.recorder); /* the only field a cycle runs through */
+    return 0;
+}
+
 static void record_dealloc(PyObject *self) {
     Launch *l = &((Record *)self)->launch;
+    PyObject_GC_UnTrack(self);
     Py_XDECREF(l->shape);
     Py_XDECREF(l->layouts);
     Py_XDECREF(l->device);
@@ -76,7 +96,9 @@ static PyTypeObject RecordType = {
     .tp_name = "_tritonwise_launch.Record",
     .tp_basicsize = sizeof(Record),
     .tp_dealloc = record_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_traverse = record_traverse,
+    .tp_clear = record_clear,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_members = record_members,
     .tp_doc = "What the C hit path launches for a cached plan (hit.h).",
 };
@@ -109,25 +131,41 @@ static PyObject *record(PyObject *self, PyObject *args, PyObject *kwargs) {
         return NULL;
     }
     if (PyType_Ready(&RecordType) < 0) return NULL;
-    Record *r = PyObject_New(Record, &RecordType);
+    Record *r = PyObject_GC_New(Record, &RecordType);
     if (r == NULL) return NULL;
     r->extents = Py_NewRef(extents);
     Launch l = {Py_NewRef(shape), Py_NewRef(layouts), Py_NewRef(device), Py_NewRef(device_index), Py_NewRef(kinds),
                 Py_NewRef(fixed), cu_launch, function, {grid[0], grid[1], grid[2]}, threads, shared,
                 (const int64_t *)PyBytes_AS_STRING(extents), PyBytes_GET_SIZE(extents) / 16};
     r->launch = l;
+    PyObject_GC_Track(r);
     return (PyObject *)r;
+}
+
+/* Whether `recorder` is (backward, differentiable) with a callable and one bool per output. */
+static int recorder_fits(PyObject *recorder, Py_ssize_t n_out) {
+    if (!PyTuple_Check(recorder) || PyTuple_GET_SIZE(recorder) != 2) return 0;
+    PyObject *differentiable = PyTuple_GET_ITEM(recorder, 1);
+    if (!PyCallable_Check(PyTuple_GET_ITEM(recorder, 0)) || !PyTuple_Check(differentiable)) return 0;
+    if (PyTuple_GET_SIZE(differentiable) != n_out) return 0;
+    for (Py_ssize_t k = 0; k < n_out; ++k)
+        if (!PyBool_Check(PyTuple_GET_ITEM(differentiable, k))) return 0;
+    return 1;
 }
 
 /* recording(record, recorder): a Record launching as `record` does, whose calls under grad mode
  * recording.h records for autograd by `recorder` (see there). */
 static PyObject *recording(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2 || Py_TYPE(args[0]) != &RecordType || !PyTuple_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "recording() takes a Record and a recorder tuple");
+    if (nargs != 2 || Py_TYPE(args[0]) != &RecordType) {
+        PyErr_SetString(PyExc_TypeError, "recording() takes a Record and a recorder");
         return NULL;
     }
     const Record *from = (const Record *)args[0];
-    Record *r = PyObject_New(Record, &RecordType);
+    if (!recorder_fits(args[1], PyTuple_GET_SIZE(from->launch.layouts))) {
+        PyErr_SetString(PyExc_ValueError, "recording: the recorder must be (a callable, one bool per output)");
+        return NULL;
+    }
+    Record *r = PyObject_GC_New(Record, &RecordType);
     if (r == NULL) return NULL;
     r->launch = from->launch;
     r->extents = Py_NewRef(from->extents);
@@ -135,6 +173,7 @@ static PyObject *recording(PyObject *self, PyObject *const *args, Py_ssize_t nar
                           r->launch.kinds, r->launch.fixed};
     for (size_t k = 0; k < sizeof fields / sizeof *fields; ++k) Py_INCREF(fields[k]);
     r->launch.recorder = Py_NewRef(args[1]); /* `from`'s own, copied above, was not a reference */
+    PyObject_GC_Track(r);
     return (PyObject *)r;
 }
 

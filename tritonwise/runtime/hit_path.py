@@ -132,7 +132,7 @@ def call_tables(plan_cache, programs: dict, outputs: dict) -> object:
     """What call.h's __call__ reads of a function: launch.c's CallTables over its plans, programs and
     output names, which the plan cache then tells of each put (its plan index, index.h)."""
     tables = native.launch_module().call_tables(plans=plan_cache.by_key, programs=programs, outputs=outputs)
-    plan_cache.index = tables
+    plan_cache.c_tables = tables
     return tables
 
 

@@ -136,11 +136,11 @@ static PyObject *serve_indexed(PlanIndex *index, PyObject *plans, PyObject *args
     Py_ssize_t n = call_words(args, outs, words);
     uint64_t hash = n > 0 ? words_hash(words, n) : 0;
     IndexEntry *held = n > 0 ? index_find(index, words, n, hash) : NULL;
-    if (held != NULL && hooks_quiet()) {
-        PyObject *given = gives_outputs(outs) ? outs : NULL;
+    if (held != NULL) {
         PyObject *record = Py_NewRef(held->record), *key = Py_NewRef(held->key); /* Python may run: keep them */
         held->used = ++index->clock;
-        PyObject *result = run_launch(&((Record *)record)->launch, key, args, given);
+        PyObject *given = gives_outputs(outs) ? outs : NULL;
+        PyObject *result = hooks_quiet() ? run_launch(&((Record *)record)->launch, key, args, given) : NULL;
         Py_DECREF(record);
         Py_DECREF(key);
         *key_out = NULL;

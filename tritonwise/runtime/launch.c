@@ -22,8 +22,9 @@
  *
  * `hit` (hit.h) is a cached call's whole path: signature, plan (or shape program, program.h),
  * outputs, stream and launch; wherever Python must decide it launches nothing and returns the
- * miss. `configure` gives it the Python objects it calls; `call_method` (call.h) makes a pointwise
- * function's __call__ of it, with a plan index (index.h) in front of hit()'s lookup. Built on first use by runtime/native.py; nothing includes cuda.h.
+ * miss. `configure` gives it the Python objects it calls; `call_method` (call.h) makes a
+ * pointwise function's __call__ of it, with a plan index (index.h) in front of hit()'s lookup.
+ * Built on first use by runtime/native.py; nothing includes cuda.h.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

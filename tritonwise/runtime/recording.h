@@ -65,7 +65,8 @@ struct RecordedCall : Node {
         Gil gil;
         PyObject *args = python_arguments(), *flowing = args == nullptr ? nullptr : python_grads(grads);
         PyObject *needs = flowing == nullptr ? nullptr : python_needs();
-        PyObject *result = needs == nullptr ? nullptr : PyObject_CallFunctionObjArgs(backward, args, flowing, needs, NULL);
+        PyObject *result =
+            needs == nullptr ? nullptr : PyObject_CallFunctionObjArgs(backward, args, flowing, needs, NULL);
         Py_XDECREF(args);
         Py_XDECREF(flowing);
         Py_XDECREF(needs);
@@ -74,7 +75,8 @@ struct RecordedCall : Node {
         Py_XDECREF(result);
         if (items == nullptr) throw_error();
         for (size_t k = 0; k < positions.size(); ++k) {
-            PyObject *g = positions[k] < PySequence_Fast_GET_SIZE(items) ? PySequence_Fast_GET_ITEM(items, positions[k]) : Py_None;
+            Py_ssize_t at = positions[k];
+            PyObject *g = at < PySequence_Fast_GET_SIZE(items) ? PySequence_Fast_GET_ITEM(items, at) : Py_None;
             if (THPVariable_Check(g)) inputs_grads[k] = THPVariable_Unpack(g);
         }
         Py_DECREF(items);
@@ -88,11 +90,12 @@ struct RecordedCall : Node {
         throw error;
     }
 
-    /* The call's arguments with the saved tensors in their places (unpacking raises, before any
-     * Python object is made, for a freed graph or a tensor changed in place). */
+    /* The call's arguments with the saved tensors in their places, detached as _Record's saved
+     * ones are, so the backward's own calls take the C path (unpacking raises, before any Python
+     * object is made, for a freed graph or a tensor changed in place). */
     PyObject *python_arguments() {
         std::vector<at::Tensor> unpacked;
-        for (const auto &t : tensors) unpacked.push_back(t.unpack());
+        for (const auto &t : tensors) unpacked.push_back(t.unpack().detach());
         PyObject *args = PyTuple_New(PyTuple_GET_SIZE(arguments));
         for (Py_ssize_t k = 0; args != nullptr && k < PyTuple_GET_SIZE(arguments); ++k)
             PyTuple_SET_ITEM(args, k, Py_NewRef(PyTuple_GET_ITEM(arguments, k)));
@@ -162,20 +165,19 @@ extern "C" int tritonwise_record(PyObject *results, PyObject *args, PyObject *re
         NodeHandle handle = new_node<RecordedCall>();
         auto *node = static_cast<RecordedCall *>(handle.get());
         torch::autograd::edge_list edges;
-        PyObject *arguments = PyTuple_New(PyTuple_GET_SIZE(args));
-        if (arguments == nullptr) return -1;
+        node->backward = Py_NewRef(backward);
+        node->arguments = PyTuple_New(PyTuple_GET_SIZE(args)); /* the node's own from here: freed with it */
+        if (node->arguments == nullptr) return -1;
         for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(args); ++k) {
             PyObject *a = PyTuple_GET_ITEM(args, k);
             bool tensor = THPVariable_Check(a);
-            PyTuple_SET_ITEM(arguments, k, Py_NewRef(tensor ? Py_None : a));
+            PyTuple_SET_ITEM(node->arguments, k, Py_NewRef(tensor ? Py_None : a));
             if (!tensor) continue;
             const at::Tensor &t = THPVariable_Unpack(a);
             edges.push_back(torch::autograd::impl::gradient_edge(t));
             node->tensors.emplace_back(t, /*is_output=*/false);
             node->positions.push_back(k);
         }
-        node->arguments = arguments;
-        node->backward = Py_NewRef(backward);
         node->set_next_edges(std::move(edges));
         for (Py_ssize_t k = 0; k < n_out; ++k) {
             bool flows = PyObject_IsTrue(PyTuple_GET_ITEM(differentiable, k)) == 1;
