@@ -3,6 +3,7 @@ signatures are, and the index serves, forgets and hands back what it holds as th
 expects. The stand-in driver and records are test_hit_path's."""
 
 import itertools
+import threading
 from types import SimpleNamespace
 
 import pytest
@@ -147,3 +148,40 @@ def test_a_hook_turns_the_index_off_as_it_does_the_cache(module, served):
     hit_path.configure(module, raw_stream=lambda device: 0, hooks=Hooks(enter=[print]), current_device=None)
     assert f(x, y, 0.5)[0] == "Python" and len(driver.launches) == 1
     assert module.hit(f._plans.by_key, (x, y, 0.5), MISS)[0] is MISS
+
+
+class ThreadsDriver(FakeDriver):
+    """The stand-in driver, keeping the kernels each thread launched, in order."""
+
+    def __init__(self):
+        self.by_thread = {}
+        super().__init__()
+
+    def _launch(self, function, *rest):
+        self.by_thread.setdefault(threading.get_ident(), []).append(function)
+        return super()._launch(function, *rest)
+
+
+@WITH_ATEN
+def test_threads_calling_more_signatures_than_slots_launch_each_its_own(served):
+    """Four threads cycle through twelve signatures, so the index fills, evicts and is emptied by
+    puts while others read it: every call launches its own signature's kernel."""
+    driver = ThreadsDriver()
+    calls = [(torch.randn(n, 3), torch.randn(n, 3), 0.5) for n in range(1, 13)]
+    f = served({arguments.call_signature(c): _plan(driver, 0x100 + k) for k, c in enumerate(calls)})
+    wanted = {}
+
+    def run(offset):
+        order = [(offset + step) % len(calls) for step in range(150)]
+        wanted[threading.get_ident()] = [0x100 + k for k in order]
+        for step, k in enumerate(order):
+            f(*calls[k])
+            if step % 50 == 0:
+                f._plans.put(("another signature", offset, step), _plan(driver, 0x999))
+
+    threads = [threading.Thread(target=run, args=(3 * t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert driver.by_thread == wanted

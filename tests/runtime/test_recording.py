@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.autograd.forward_ad as fwad
 
-from tests.runtime.test_hit_path import FakeDriver, Function, aten_helpers, module  # noqa: F401 (fixtures)
+from tests.runtime.test_hit_path import FakeDriver, Function, _record, aten_helpers, module  # noqa: F401 (fixtures)
 from tests.runtime.test_plan_index import WITH_ATEN, _plan
 from tritonwise.runtime import arguments, hit_path
 
@@ -27,7 +27,8 @@ class Backward:
 
     def __call__(self, args, grads, needs):
         self.calls.append((args, grads, needs))
-        return [grads[0] * self.scale if need else None for need in needs]
+        flowing = next(g for g in grads if g is not None)
+        return [flowing * self.scale if need else None for need in needs]
 
 
 @pytest.fixture
@@ -183,3 +184,18 @@ def test_a_recorder_that_does_not_fit_the_record_is_refused(recorded):
     for recorder in [(Backward(),), ("not callable", (True,)), (Backward(), (True, True)), (Backward(), (1,))]:
         with pytest.raises(ValueError, match="recorder"):
             hit_path.recording(plain, recorder)
+
+
+@WITH_ATEN
+def test_of_two_outputs_only_the_differentiable_one_records(module):
+    cls = type("Served", (Function,), {})
+    cls.__call__ = module.call_method(Function._call_missed, SimpleNamespace(entry=module.hit))
+    backward, x, y = Backward(), *_inputs()
+    record = hit_path.recording(_record(FakeDriver(), outputs=2), (backward, (False, True)))
+    f = cls({arguments.call_signature((x, y, 0.5)): SimpleNamespace(hit=record)})
+    first, second = f(x, y, 0.5)
+    assert first.grad_fn is None and second.grad_fn.name() == "TritonwiseBackward"
+    second.backward(torch.ones(4, 3))
+    (_, grads, _), = backward.calls
+    assert grads[0] is None and torch.equal(grads[1], torch.ones(4, 3))
+    torch.testing.assert_close(x.grad, torch.full((4, 3), 2.0))
