@@ -15,7 +15,7 @@ import torch
 import torch.autograd.forward_ad as fwad
 
 from tests.runtime.test_hit_path import FakeDriver, Function, _record, aten_helpers, module  # noqa: F401 (fixtures)
-from tests.runtime.test_plan_index import WITH_ATEN, _plan
+from tests.runtime.test_plan_index import WITH_ATEN, _plan, served  # noqa: F401 (a fixture)
 from tritonwise.runtime import arguments, hit_path
 
 
@@ -32,10 +32,9 @@ class Backward:
 
 
 @pytest.fixture
-def recorded(module):
+def recorded(served):
     """(f, driver, backward): a Function whose one plan records add(x, y, alpha) calls."""
-    cls = type("Served", (Function,), {})
-    cls.__call__ = module.call_method(Function._call_missed, SimpleNamespace(entry=module.hit))
+    cls = served
     driver, backward = FakeDriver(), Backward()
 
     def make(x, y, alpha=0.5, differentiable=(True,)):
@@ -162,11 +161,10 @@ def _no_gradients(fn, args, grads, needs):
 
 
 @WITH_ATEN
-def test_a_function_whose_plans_record_is_collected(recorded, module):
+def test_a_function_whose_plans_record_is_collected(served):
     """The recorder holds the function, whose plans (and plan index) hold the record: Record and
     CallTables take part in garbage collection, so the cycle is freed."""
-    cls = type("Served", (Function,), {})
-    cls.__call__ = module.call_method(Function._call_missed, SimpleNamespace(entry=module.hit))
+    cls = served
     x, y = _inputs()
     f = cls({})
     record = hit_path.recording(_plan(FakeDriver(), 0x1000).hit, (functools.partial(_no_gradients, f), (True,)))
@@ -187,9 +185,8 @@ def test_a_recorder_that_does_not_fit_the_record_is_refused(recorded):
 
 
 @WITH_ATEN
-def test_of_two_outputs_only_the_differentiable_one_records(module):
-    cls = type("Served", (Function,), {})
-    cls.__call__ = module.call_method(Function._call_missed, SimpleNamespace(entry=module.hit))
+def test_of_two_outputs_only_the_differentiable_one_records(served):
+    cls = served
     backward, x, y = Backward(), *_inputs()
     record = hit_path.recording(_record(FakeDriver(), outputs=2), (backward, (False, True)))
     f = cls({arguments.call_signature((x, y, 0.5)): SimpleNamespace(hit=record)})
