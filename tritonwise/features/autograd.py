@@ -150,7 +150,7 @@ def call(fn, args: tuple, outs: tuple, publish: bool = True):
         return fn(*plain, **output_keywords(outs))
     scalars = fn.backward_functions().check_call(args, outs)
     results = _Record.apply(fn, scalars, plain, *args)
-    if publish and not any(o is not None for o in outs):
+    if publish:  # check_call refused given outputs
         _publish(fn, args, plain)
     return results[0] if len(results) == 1 else results
 
@@ -175,8 +175,10 @@ class RecordingPlan:
 def _publish(fn, args: tuple, plain: tuple) -> None:
     """Cache a RecordingPlan for the signature of `args`, where the C hit path serves the plain
     call (`plain`) and every argument is a plain CUDA tensor or a python scalar."""
-    if hit_path.entry is None or not hit_path.records_in_c() or any(k in ("max", "min") for k in fn.reduction_kinds):
+    if hit_path.entry is None or not hit_path.records_in_c():
         return
+    if any(kind in ("max", "min") for kind in fn.reduction_kinds):
+        return  # the C++ node saves no max/min results
     if not all(type(a) in (int, float, bool) or (type(a) is torch.Tensor and a.is_cuda) for a in args):
         return  # C launches CUDA kernels only
     plans, key, declined = fn.plan_cache, call_signature(args), fn.backward_functions().unrecorded

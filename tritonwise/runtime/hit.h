@@ -45,17 +45,16 @@ typedef struct {
     PyObject *extents; /* the bytes launch.extents points into */
 } Record;
 
+/* Every object a Record holds, each as `EACH(r->field)`: the one list its copy, traversal and
+ * release read. */
+#define RECORD_FIELDS(r, EACH)                                                    \
+    EACH((r)->launch.shape); EACH((r)->launch.layouts); EACH((r)->launch.device); \
+    EACH((r)->launch.device_index); EACH((r)->launch.kinds);                      \
+    EACH((r)->launch.fixed); EACH((r)->launch.recorder); EACH((r)->extents)
+
 /* A Record is a GC type: its recorder holds a function whose plans hold the Record. */
 static int record_traverse(PyObject *self, visitproc visit, void *arg) {
-    Launch *l = &((Record *)self)->launch;
-    Py_VISIT(l->shape);
-    Py_VISIT(l->layouts);
-    Py_VISIT(l->device);
-    Py_VISIT(l->device_index);
-    Py_VISIT(l->kinds);
-    Py_VISIT(l->fixed);
-    Py_VISIT(l->recorder);
-    Py_VISIT(((Record *)self)->extents);
+    RECORD_FIELDS((Record *)self, Py_VISIT);
     return 0;
 }
 
@@ -65,16 +64,8 @@ static int record_clear(PyObject *self) {
 }
 
 static void record_dealloc(PyObject *self) {
-    Launch *l = &((Record *)self)->launch;
     PyObject_GC_UnTrack(self);
-    Py_XDECREF(l->shape);
-    Py_XDECREF(l->layouts);
-    Py_XDECREF(l->device);
-    Py_XDECREF(l->device_index);
-    Py_XDECREF(l->kinds);
-    Py_XDECREF(l->fixed);
-    Py_XDECREF(l->recorder);
-    Py_XDECREF(((Record *)self)->extents);
+    RECORD_FIELDS((Record *)self, Py_XDECREF);
     Py_TYPE(self)->tp_free(self);
 }
 
@@ -168,11 +159,9 @@ static PyObject *recording(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Record *r = PyObject_GC_New(Record, &RecordType);
     if (r == NULL) return NULL;
     r->launch = from->launch;
-    r->extents = Py_NewRef(from->extents);
-    PyObject *fields[] = {r->launch.shape, r->launch.layouts, r->launch.device, r->launch.device_index,
-                          r->launch.kinds, r->launch.fixed};
-    for (size_t k = 0; k < sizeof fields / sizeof *fields; ++k) Py_INCREF(fields[k]);
-    r->launch.recorder = Py_NewRef(args[1]); /* `from`'s own, copied above, was not a reference */
+    r->extents = from->extents;
+    r->launch.recorder = args[1];
+    RECORD_FIELDS(r, Py_XINCREF);
     PyObject_GC_Track(r);
     return (PyObject *)r;
 }
