@@ -158,7 +158,7 @@ class ThreadsDriver(FakeDriver):
         super().__init__()
 
     def _launch(self, function, *rest):
-        self.by_thread.setdefault(threading.get_ident(), []).append(function)
+        self.by_thread.setdefault(threading.current_thread().name, []).append(function)  # idents are reused
         return super()._launch(function, *rest)
 
 
@@ -173,13 +173,13 @@ def test_threads_calling_more_signatures_than_slots_launch_each_its_own(served):
 
     def run(offset):
         order = [(offset + step) % len(calls) for step in range(150)]
-        wanted[threading.get_ident()] = [0x100 + k for k in order]
+        wanted[threading.current_thread().name] = [0x100 + k for k in order]
         for step, k in enumerate(order):
             f(*calls[k])
             if step % 50 == 0:
                 f._plans.put(("another signature", offset, step), _plan(driver, 0x999))
 
-    threads = [threading.Thread(target=run, args=(3 * t,)) for t in range(4)]
+    threads = [threading.Thread(target=run, args=(3 * t,), name=f"caller {t}") for t in range(4)]
     for t in threads:
         t.start()
     for t in threads:
