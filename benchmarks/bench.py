@@ -53,6 +53,8 @@ def cases(device: str = "cuda", small: bool = False, fns=payloads) -> list:
     a, b = torch.randn(n, device=device), torch.randn(n, device=device)
     h = torch.randn(n, device=device, dtype=torch.float16)
     bf1, bf2 = (torch.randn(n, device=device, dtype=torch.bfloat16) for _ in range(2))
+    odd1, odd2 = (torch.randn(n | 1, device=device, dtype=torch.bfloat16) for _ in range(2))
+    flipped_h, out_h = flip0_view(h), torch.empty_like(h)
     m1, m2 = torch.randn(side, side, device=device), torch.randn(side, side, device=device)
     row = torch.randn(side, device=device)
     out_sq = torch.empty(side, side, device=device)
@@ -81,6 +83,14 @@ def cases(device: str = "cuda", small: bool = False, fns=payloads) -> list:
     result += [
         Case(f"add fp16 + fp32 {size}", nbytes(h, a, a), lambda: add(h, a), lambda: h + a),
         Case(f"add bf16 {size}", nbytes(bf1, bf2, bf1), lambda: add(bf1, bf2), lambda: bf1 + bf2),
+        Case(f"add bf16, odd length {n | 1}", nbytes(odd1, odd2, odd1), lambda: add(odd1, odd2), lambda: odd1 + odd2),
+        Case(
+            f"flip fp16 1-D (StridedBuffer) {size}",
+            2 * nbytes(h),
+            lambda: copy(flipped_h, out0=out_h),
+            lambda: torch.flip(h, [0]),
+            writes=(out_h,),
+        ),
         Case(
             f"flip dim 0 (StridedBuffer) {side}^2",
             2 * nbytes(m1),

@@ -6,8 +6,9 @@ For each library, fresh processes (benchmarks/cold_start_child.py) with caches i
 new directory (HOME, TRITON_CACHE_DIR, TRITONWISE_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR): one with
 empty caches, then `--warm-runs` more over the caches it left (the median is reported). Each
 times the first call of an already-decorated `add(x, y, alpha)` over 2^20 fp32 elements
-(process start and imports excluded; they are reported apart), then the first call of a
-second layout (2^20 + 1 elements). Each result is checked against torch right after its first
+(process start and imports excluded; they are reported apart), then the first call of another
+length (2^20 + 1 elements) and of a second layout (one operand transposed; not for plain Triton,
+whose flat kernel has none). Each result is checked against torch right after its first
 call is timed (before it, the call would no longer be the first); a wrong answer in any run
 makes the exit status 1. FlagGems is skipped where it cannot be imported. About a minute on an
 H100 host.
@@ -85,6 +86,7 @@ def table(results: dict) -> str:
 
     row("empty caches", lambda r: fmt(r["empty"].get("first_ms"), r["empty"].get("correct", False)))
     row("warm disk caches", warm_cell("first_ms"))
+    row("another length, empty caches", lambda r: fmt(r["empty"].get("length_ms"), r["empty"].get("correct")))
     row("a second layout, empty caches", lambda r: fmt(r["empty"].get("second_layout_ms"), r["empty"].get("correct")))
     row("a second layout, warm disk", warm_cell("second_layout_ms"))
     row("import beyond torch + triton", warm_cell("import_library_ms"))

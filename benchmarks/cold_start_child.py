@@ -4,11 +4,13 @@
 
 Prints one JSON line: import times (torch; triton; the library beyond both), the first call of
 an already-decorated `add(x, y, alpha)` over 2^20 fp32 elements on cuda:0 (synchronized), then
-the first call of a second layout (2^20 + 1 elements: another specialization for every
-library), and whether both match torch (checked right after each is timed: a check before it
-would make it no longer the first call). torch and triton are imported at module level, so that
-the kernels below are ordinary module-level @triton.jit functions; the library is imported, and
-timed, in main.
+the first call of another length (2^20 + 1 elements: a new specialization of plain Triton's
+kernel and torch.compile's graph; tritonwise's flat kernel serves every length), then of a second
+layout (a transposed 1024 x 1024 operand: a new kernel for tritonwise and torch.compile; plain
+Triton's flat kernel has none), and whether each matches torch (checked right after it is timed:
+a check before it would make it no longer the first call). torch and triton are imported at
+module level, so that the kernels below are ordinary module-level @triton.jit functions; the
+library is imported, and timed, in main.
 """
 
 from __future__ import annotations
@@ -77,11 +79,12 @@ def synchronize(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def first_call_ms(fn, n: int, title: str, device: str) -> tuple:
-    """(milliseconds of the first call fn(x, y, 0.5) of n elements, None or what was wrong)."""
+def first_call_ms(fn, shape: tuple, title: str, device: str, transposed: bool = False) -> tuple:
+    """(milliseconds of the first call fn(x, y, 0.5) of `shape`, x transposed if asked, None or what was wrong)."""
     from benchmarks.harness import mismatch  # after the timed imports: it imports nothing they miss
 
-    x, y = torch.randn(n, device=device), torch.randn(n, device=device)
+    x, y = torch.randn(shape, device=device), torch.randn(shape, device=device)
+    x = x.t() if transposed else x
     synchronize(device)
     profiler = _profiler()
     start = time.perf_counter()
@@ -124,8 +127,12 @@ def main(argv: list) -> int:
     torch.empty(1, device=device)  # the CUDA context exists before any timing
     synchronize(device)
     fn = decorated(library, module)
-    first, first_wrong = first_call_ms(fn, N, f"{library} first call", device)
-    second, second_wrong = first_call_ms(fn, N + 1, f"{library} second layout", device)
+    first, first_wrong = first_call_ms(fn, (N,), f"{library} first call", device)
+    length, length_wrong = first_call_ms(fn, (N + 1,), f"{library} another length", device)
+    layout, layout_wrong = None, None
+    if library != "triton":
+        layout, layout_wrong = first_call_ms(fn, (1024, 1024), f"{library} second layout", device, transposed=True)
+    wrong = first_wrong or length_wrong or layout_wrong
     ms = lambda a, b: round((b - a) * 1e3, 1)  # noqa: E731
     result = dict(
         library=library,
@@ -133,11 +140,13 @@ def main(argv: list) -> int:
         import_triton_ms=ms(_torch_done, _triton_done),
         import_library_ms=ms(before, library_done),
         first_ms=round(first, 1),
-        second_layout_ms=round(second, 1),
-        correct=not (first_wrong or second_wrong),
+        length_ms=round(length, 1),
+        correct=not wrong,
     )
-    if first_wrong or second_wrong:
-        result["wrong"] = first_wrong or second_wrong
+    if layout is not None:
+        result["second_layout_ms"] = round(layout, 1)
+    if wrong:
+        result["wrong"] = wrong
     print(json.dumps(result))
     return 0
 

@@ -22,7 +22,7 @@ def add(x, y):
 
 
 def _flat(n, m):
-    return torch.randn(2 * n * m + 1), torch.randn(2 * n * m + 1)  # odd: never aligned
+    return torch.randn(2 * n * m + 1), torch.randn(2 * n * m + 1)
 
 
 def _nd(n, m):  # a row broadcast: rows x innermost
@@ -35,7 +35,8 @@ def _tile2d(n, m):  # one operand transposed
 
 # (make operands, blocks a file of the class may take): the counts tiling.py documents
 SCHEMES = {"flat": (_flat, 1), "nd": (_nd, 6), "tile2d": (_tile2d, 6)}
-# extents never multiples of 16, so every shape is in the same (unaligned) class
+# extents never multiples of 16, so every shape is in the same (unaligned) class; flat masks only
+# its last tile, so every length is in its one (aligned) class
 EXTENTS = [2, 3, 5, 7, 9, 13, 17, 31, 33, 63, 65, 100, 127, 129, 255, 257, 300, 1025, 1500]
 
 
@@ -51,7 +52,7 @@ def test_every_shape_of_a_layout_class_uses_one_file_and_few_blocks(scheme, tmp_
     for n in EXTENTS[::3]:
         for m in EXTENTS:
             plan = add.explain(*make(n, m))
-            assert plan.scheme == scheme and not plan.aligned
+            assert plan.scheme == scheme and plan.aligned == (scheme == "flat")
             assert len(plan.block_choices) == count and plan.block in plan.block_choices
             blocks.add(plan.block)
     assert len(_files(tmp_path)) == 1, _files(tmp_path)
@@ -59,6 +60,23 @@ def test_every_shape_of_a_layout_class_uses_one_file_and_few_blocks(scheme, tmp_
     # is one tile, and takes the smallest tile instead (a batch dim makes it several)
     assert len(blocks | ({(16, 64)} if scheme == "tile2d" else set())) == count
     assert f"of this file's {count} blocks" in str(plan) or count == 1
+
+
+def test_one_flat_file_serves_every_length(tmp_path, monkeypatch):
+    """Whole tiles run unmasked and the last one masked, so odd lengths, multiples of 16 and of the
+    block share one class and one file (package/test_kernel_store.py: and one compiled kernel)."""
+    monkeypatch.setenv("TRITONWISE_CACHE_DIR", str(tmp_path))
+    plans = [add.explain(torch.randn(n), torch.randn(n)) for n in (17, 32, 1024, 4096 + 1, 10**6)]
+    assert {(p.scheme, p.aligned) for p in plans} == {("flat", True)}
+    assert len(_files(tmp_path)) == 1, _files(tmp_path)
+
+
+@pytest.mark.parametrize("n", [1, 1023, 1024, 1025, 2048, 3 * 1024 + 7])
+def test_flat_results_are_right_in_whole_tiles_and_the_last_one(n):
+    x, y = torch.randn(n), torch.randn(n)
+    out = poisoned_like(x)
+    assert add(x, y, out0=out) is out
+    torch.testing.assert_close(out, x + y)
 
 
 @pytest.mark.parametrize("scheme", list(SCHEMES))

@@ -79,6 +79,16 @@ def test_identity_names_everything_that_changes_the_binary(store_dir):
     assert ".sm90." in base.entry_name and base.entry_name.startswith(f"{cache.KERNELS}/")
 
 
+def test_every_length_of_a_flat_class_shares_one_identity(store_dir):
+    """No length is specialized: whole flat tiles are unmasked, the last one masked."""
+    identities = set()
+    for n in (64, 1024, 1025, 3 * 1024 + 7):
+        kernel, values, plan = launch_of(AXPBY, torch.randn(n), torch.randn(n), 2.0, 3, True)
+        assert plan.spec.scheme == "flat"
+        identities.add(kernels.identity(plan.spec.file_name, kernel, values, plan.num_warps, SM90))
+    assert len(identities) == 1
+
+
 def test_other_values_of_one_class_share_the_identity_and_misalignment_does_not(store_dir):
     _, first = identity_of("nd aligned")
     kernel, values, plan = launch_of(AXPBY, torch.randn(96, 32), torch.randn(32), -1.0, 7, False)
@@ -380,9 +390,11 @@ def test_a_derived_plan_runs_the_templates_kernel_on_its_own_grid(stand_in_gpu, 
 
 
 def test_a_plan_another_specialization_would_run_is_not_derived(stand_in_gpu):
-    plan, inputs, outputs = gpu_plan(AXPBY, torch.randn(64), torch.randn(64), 2.0, 3, True)
+    plan, inputs, outputs = gpu_plan(AXPBY, *CALLS["nd aligned"]())
     plan.direct = kernels.first_launch(plan, inputs, outputs)
-    unaligned = dataclasses.replace(plan, index_args=(3 * 1024 + 1, 3))  # size0 is specialized on % 16
+    assert kernels._kernel_of(plan).arg_names[len(inputs) + len(outputs)] == "size1"
+    unaligned = dataclasses.replace(plan, index_args=(33, *plan.index_args[1:]))  # size1 is specialized on % 16
+    assert kernels.Rebinding(plan).launcher(plan) is not None
     assert kernels.Rebinding(plan).launcher(unaligned) is None
 
 

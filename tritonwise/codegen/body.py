@@ -56,12 +56,14 @@ _COMBINE = {
 }
 
 
-def _reduce(spec: KernelSpec, output) -> str:
-    """Fold a tile's values into the accumulator. A rank-0 task has one 0-d value and no tile:
-    it is combined as it is (`tl.sum` and friends reduce blocks; the compiler rejects a 0-d one)."""
+def _reduce(spec: KernelSpec, output, whole_block: bool) -> str:
+    """Fold a tile's values into the accumulator (a whole tile's unmasked). A rank-0 task has one
+    0-d value and no tile: it is combined as it is (`tl.sum` and friends reduce blocks; the compiler
+    rejects a 0-d one)."""
     combine, block_reduce, _ = _COMBINE[output.reduction]
     if spec.rank:
-        value = f"{block_reduce}({_masked(output)})"
+        tile = _result(output, (_tile_acc(output),)) if whole_block else _masked(output)
+        value = f"{block_reduce}({tile})"
         value += conversion_text((output.acc,)) if output.dtype in NARROW_SIGNED else ""
     else:
         value = _result(output, (output.acc,))
@@ -127,15 +129,16 @@ def _load(name: str, access, chain: tuple, eviction: Optional[str], mask: Option
     return f"{name} = tl.load({access.pointer}{mask}{policy}){conversion_text(chain)}"
 
 
-def _load_mask(access, whole_block: bool, rows_clamped: bool) -> Optional[str]:
-    """A load's mask; in a block of whole columns, its row part alone, none where rows are clamped."""
+def _mask(access, whole_block: bool, rows_clamped: bool = False) -> Optional[str]:
+    """An access's mask; in a block of whole columns, its row part alone, and for a load none where
+    rows are clamped (a store keeps it: a clamped row's values are never stored)."""
     if not whole_block:
         return access.mask
     return None if rows_clamped else access.row_mask
 
 
-def _store(output, access) -> str:
-    mask = f", mask={access.mask}" if access.mask else ""
+def _store(output, access, mask: Optional[str]) -> str:
+    mask = f", mask={mask}" if mask else ""
     value = _result(output, (output.store,) if output.store else ())
     return f"tl.store({access.pointer}, {value}{mask})"
 
@@ -148,12 +151,13 @@ def _result(output, then: tuple) -> str:
 
 def body_text(spec: KernelSpec, payload_alias: str, whole_block: bool = False) -> str:
     """Loads, the payload call(s) and the stores, one statement a line. `whole_block`: the body of
-    a column loop's whole blocks (row_looped.py.j2), whose every column is in range: no column
-    mask, and no row mask where the scheme clamps rows; rows out of range compute values never stored."""
+    a block whose every column is in range (Scheme.whole_blocks): a flat tile before the last, or a
+    column loop's block before the last (row_looped.py.j2). It has no column mask, and no row mask
+    where the scheme clamps rows; rows out of range compute values never stored."""
     scheme = get_scheme(spec.scheme)
     acc, eviction = accesses(spec), scheme.load_eviction
     tensors = [i for i in spec.inputs if i.is_tensor]
-    masks = {i.name: _load_mask(acc[i.name], whole_block, scheme.clamps_rows) for i in tensors}
+    masks = {i.name: _mask(acc[i.name], whole_block, scheme.clamps_rows) for i in tensors}
     if len(spec.calls) == 1:
         converts = spec.calls[0].converts
         lines = [_load(i.name, acc[i.name], converts[spec.inputs.index(i)], eviction, masks[i.name]) for i in tensors]
@@ -167,8 +171,8 @@ def body_text(spec: KernelSpec, payload_alias: str, whole_block: bool = False) -
         else:
             taken = ", ".join(o.name if o.name in call.outputs else "_" for o in spec.outputs)
             lines.append(f"{taken} = {payload_alias}({args})")
-    lines += [_store(o, acc[o.name]) for o in spec.elementwise_outputs]
-    lines += [_reduce(spec, o) for o in spec.reduced_outputs]
+    lines += [_store(o, acc[o.name], _mask(acc[o.name], whole_block)) for o in spec.elementwise_outputs]
+    lines += [_reduce(spec, o, whole_block) for o in spec.reduced_outputs]
     lines += [_row_step(spec, o, whole_block) for o in spec.row_reduced_outputs]
     return "\n".join(lines)
 

@@ -39,9 +39,8 @@ def operand_access(name: str, classes: str, scheme, m_dim: Optional[int]) -> Acc
         if cls != "0"
     ]
     ptr = f"{name}_ptr"
-    if scheme.column_index is None:  # 1-D tiles: one pointer vector, one mask
-        mask = "mask" if terms else None
-        return Access(f"{ptr} + {print_sum(terms)}" if terms else ptr, mask, mask)
+    if scheme.column_index is None:  # 1-D tiles: one pointer vector, one mask, no row part
+        return Access(f"{ptr} + {print_sum(terms)}" if terms else ptr, "mask" if terms else None)
     columns = scheme.column_names(rank, m_dim)
     column = [t for t in terms if columns.intersection(t)]
     row = [t for t in terms if not columns.intersection(t)]

@@ -90,7 +90,7 @@ def render(spec) -> str:
         "loop_stages": scheme.loop_num_stages(),
         "decompose": scheme.decompose_lines(spec.rank, spec.m_dim),
         "body": body.body_text(spec, alias),
-        "whole_block_body": body.body_text(spec, alias, whole_block=True) if scheme.loops_columns else "",
+        "whole_block_body": body.body_text(spec, alias, whole_block=True) if scheme.whole_blocks else "",
         "clamps_rows": scheme.clamps_rows,
         "epilogue": body.epilogue_lines(spec),
         "row_init": body.row_init_lines(spec),
@@ -134,12 +134,14 @@ def layout_lines(spec, alias: str) -> list:
 
 def _unspecialized(spec, scheme, index: list) -> list:
     """Parameters whose new values must never trigger a recompile: scalars, tile counts, and sizes
-    and strides unless the file is for the aligned class. There every size, run-time stride and row
-    count (Scheme.aligned_counts) is a multiple of 16, so Triton's divisibility specialization is
-    the same for every call and gives the vectorized accesses (`tl.multiple_of` on a scalar does not
-    reach the masks)."""
-    counts = [p for p in index if not (p.startswith("size") or "_stride" in p or p in scheme.aligned_counts)]
-    return [i.name for i in spec.inputs if not i.is_tensor] + (counts if spec.aligned else index)
+    and strides unless the file is for the aligned class. There every size the masks run along
+    (Scheme.aligned_dims), run-time stride and row count (Scheme.aligned_counts) is a multiple of 16,
+    so Triton's divisibility specialization is the same for every call and gives the vectorized
+    accesses (`tl.multiple_of` on a scalar does not reach the masks); other sizes stay unspecialized."""
+    masked = {f"size{d}" for d in scheme.aligned_dims(spec.rank, spec.m_dim)}
+    specialized = [p for p in index if p in masked or "_stride" in p or p in scheme.aligned_counts]
+    unspecialized = [p for p in index if p not in specialized] if spec.aligned else index
+    return [i.name for i in spec.inputs if not i.is_tensor] + unspecialized
 
 
 def identity_marks(spec) -> tuple:

@@ -1,4 +1,6 @@
-"""flat: a rank-0 or rank-1 task (after collapsing), one 1-D block of 4096 bytes a tile."""
+"""flat: a rank-0 or rank-1 task (after collapsing), one 1-D block of 4096 bytes a tile. Whole tiles
+run unmasked and only the last one is masked, so the extent needs no alignment: one kernel serves
+every length (docs/decisions/flat-tail.md)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,10 @@ class Flat(Scheme):
     name = "flat"
     column_index = None
     count_names = ("num_tiles",)
+    whole_blocks = True
+
+    def aligned_dims(self, rank, m_dim) -> list:
+        return []  # no mask runs along a whole tile
 
     def applies(self, task_shape, strides, split, config) -> bool:
         return split is None and len(task_shape) <= 1

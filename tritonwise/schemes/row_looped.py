@@ -34,6 +34,7 @@ class RowLooped(RowPersistent):
     name = "row_looped"
     template = "row_looped.py.j2"  # by name: column_looped inherits the loop
     loops_columns = True
+    whole_blocks = True  # the column loop's blocks before the last
     clamps_rows = True  # whole blocks load unmasked; docs/decisions/row-looped-whole-blocks.md
     block_widths = LOOP_BLOCK_NS
     loop_stages = LOOP_STAGES  # software pipelining of the column loop (tl.range's num_stages)

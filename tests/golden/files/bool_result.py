@@ -3,7 +3,7 @@
 #   payload  golden_cases.less  (source sha256 6ddff9f6d118be21)
 #   kernel   less_r1_flat_i32_f32_i64_b1
 #   rank     1    scheme flat    index int32
-#   blocks   512    aligned False
+#   blocks   512    aligned True
 #   in0      x: float32 strides [1]
 #   in1      y: int64 strides [1]
 #   out0     int1 strides [1]
@@ -34,8 +34,15 @@ def less_r1_flat_i32_f32_i64_b1(
     BLOCK: tl.constexpr,
 ):
     pid = tl.program_id(0)
-    for tile in range(pid, num_tiles, tl.num_programs(0)):
+    whole_tiles = size0 // BLOCK
+    for tile in range(pid, whole_tiles, tl.num_programs(0)):
         offs = tile * BLOCK + tl.arange(0, BLOCK)
+        in0 = tl.load(in0_ptr + offs)
+        in1 = tl.load(in1_ptr + offs).to(tl.float32)
+        out0 = less(in0, in1)
+        tl.store(out0_ptr + offs, out0)
+    if whole_tiles < num_tiles and pid == whole_tiles % tl.num_programs(0):  # the last tile, part of it past the end
+        offs = whole_tiles * BLOCK + tl.arange(0, BLOCK)
         mask = offs < size0
         in0 = tl.load(in0_ptr + offs, mask=mask)
         in1 = tl.load(in1_ptr + offs, mask=mask).to(tl.float32)
@@ -63,7 +70,7 @@ LAYOUT = dict(
     m_dim=None,
     blocks=[(512,)],
     index_bits=32,
-    aligned=False,
+    aligned=True,
     deterministic=False,
     inputs=[('in0', 'float32', '1'), ('in1', 'int64', '1')],
     outputs=[('out0', 'int1', '1', None)],

@@ -3,7 +3,7 @@
 #   payload  golden_cases.add  (source sha256 854dab9aa6c6e61f)
 #   kernel   add_r1_flat_i32_f32
 #   rank     1    scheme flat    index int32
-#   blocks   1024    aligned False
+#   blocks   1024    aligned True
 #   in0      x: float32 strides [1]
 #   in1      y: float32 strides [1]
 #   out0     float32 strides [1]
@@ -34,8 +34,15 @@ def add_r1_flat_i32_f32(
     BLOCK: tl.constexpr,
 ):
     pid = tl.program_id(0)
-    for tile in range(pid, num_tiles, tl.num_programs(0)):
+    whole_tiles = size0 // BLOCK
+    for tile in range(pid, whole_tiles, tl.num_programs(0)):
         offs = tile * BLOCK + tl.arange(0, BLOCK)
+        in0 = tl.load(in0_ptr + offs)
+        in1 = tl.load(in1_ptr + offs)
+        out0 = add(in0, in1)
+        tl.store(out0_ptr + offs, out0)
+    if whole_tiles < num_tiles and pid == whole_tiles % tl.num_programs(0):  # the last tile, part of it past the end
+        offs = whole_tiles * BLOCK + tl.arange(0, BLOCK)
         mask = offs < size0
         in0 = tl.load(in0_ptr + offs, mask=mask)
         in1 = tl.load(in1_ptr + offs, mask=mask)
@@ -63,7 +70,7 @@ LAYOUT = dict(
     m_dim=None,
     blocks=[(1024,)],
     index_bits=32,
-    aligned=False,
+    aligned=True,
     deterministic=False,
     inputs=[('in0', 'float32', '1'), ('in1', 'float32', '1')],
     outputs=[('out0', 'float32', '1', None)],

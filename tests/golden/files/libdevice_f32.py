@@ -3,7 +3,7 @@
 #   payload  golden_cases.erf  (source sha256 2fda056d5c0c9f8a)
 #   kernel   erf_r1_flat_i32_f32
 #   rank     1    scheme flat    index int32
-#   blocks   1024    aligned False
+#   blocks   1024    aligned True
 #   in0      x: float32 strides [1]
 #   out0     float32 strides [1]
 #   call     out0 from the inputs as loaded
@@ -33,8 +33,14 @@ def erf_r1_flat_i32_f32(
     BLOCK: tl.constexpr,
 ):
     pid = tl.program_id(0)
-    for tile in range(pid, num_tiles, tl.num_programs(0)):
+    whole_tiles = size0 // BLOCK
+    for tile in range(pid, whole_tiles, tl.num_programs(0)):
         offs = tile * BLOCK + tl.arange(0, BLOCK)
+        in0 = tl.load(in0_ptr + offs)
+        out0 = erf(in0)
+        tl.store(out0_ptr + offs, out0)
+    if whole_tiles < num_tiles and pid == whole_tiles % tl.num_programs(0):  # the last tile, part of it past the end
+        offs = whole_tiles * BLOCK + tl.arange(0, BLOCK)
         mask = offs < size0
         in0 = tl.load(in0_ptr + offs, mask=mask)
         out0 = erf(in0)
@@ -61,7 +67,7 @@ LAYOUT = dict(
     m_dim=None,
     blocks=[(1024,)],
     index_bits=32,
-    aligned=False,
+    aligned=True,
     deterministic=False,
     inputs=[('in0', 'float32', '1')],
     outputs=[('out0', 'float32', '1', None)],

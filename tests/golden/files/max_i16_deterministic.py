@@ -3,7 +3,7 @@
 #   payload  golden_cases.square  (source sha256 fde6b93ec09a50ae)
 #   kernel   square_r1_flat_i32_i16
 #   rank     1    scheme flat    index int32
-#   blocks   2048    aligned False
+#   blocks   2048    aligned True
 #   in0      x: int16 strides [1]
 #   out0     max of the int16 result, accumulated in int32 (one partial per program)
 #   call     out0 from the inputs as loaded
@@ -33,8 +33,14 @@ def square_r1_flat_i32_i16(
 ):
     pid = tl.program_id(0)
     acc0 = tl.full([], -2147483648, tl.int32)
-    for tile in range(pid, num_tiles, tl.num_programs(0)):
+    whole_tiles = size0 // BLOCK
+    for tile in range(pid, whole_tiles, tl.num_programs(0)):
         offs = tile * BLOCK + tl.arange(0, BLOCK)
+        in0 = tl.load(in0_ptr + offs)
+        out0 = square(in0)
+        acc0 = tl.maximum(acc0, tl.max(out0.to(tl.float32)).to(tl.int32))
+    if whole_tiles < num_tiles and pid == whole_tiles % tl.num_programs(0):  # the last tile, part of it past the end
+        offs = whole_tiles * BLOCK + tl.arange(0, BLOCK)
         mask = offs < size0
         in0 = tl.load(in0_ptr + offs, mask=mask)
         out0 = square(in0)
@@ -62,7 +68,7 @@ LAYOUT = dict(
     m_dim=None,
     blocks=[(2048,)],
     index_bits=32,
-    aligned=False,
+    aligned=True,
     deterministic=True,
     inputs=[('in0', 'int16', '1')],
     outputs=[('out0', 'int16', '', 'int32')],
