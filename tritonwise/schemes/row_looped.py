@@ -37,6 +37,7 @@ class RowLooped(RowPersistent):
     whole_blocks = True  # the column loop's blocks before the last
     clamps_rows = True  # whole blocks load unmasked; docs/decisions/row-looped-whole-blocks.md
     block_widths = LOOP_BLOCK_NS
+    block_area = 2048
     loop_stages = LOOP_STAGES  # software pipelining of the column loop (tl.range's num_stages)
     pipelined_width = PIPELINED_WIDTH  # blocks at least this wide pipeline; None: every block does
     load_eviction = LOAD_EVICTION

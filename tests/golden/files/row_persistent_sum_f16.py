@@ -3,7 +3,7 @@
 #   payload  golden_cases.square  (source sha256 fde6b93ec09a50ae)
 #   kernel   square_r3_row_persistent_i32_f16
 #   rank     3    scheme row_persistent    index int32
-#   blocks   128x16  32x64  16x128  8x256  4x512  2x1024    aligned False
+#   blocks   64x16  16x64  8x128  4x256  2x512  1x1024    aligned False
 #   in0      x: float16 strides [s, s, 1]
 #   out0     sum of the float16 result along the columns, in float32 strides [1, 0, 0]
 #   call     out0 from in0 as float32
@@ -70,7 +70,7 @@ LAYOUT = dict(
     payload='square',
     scheme='row_persistent',
     m_dim=1,
-    blocks=[(128, 16), (32, 64), (16, 128), (8, 256), (4, 512), (2, 1024)],
+    blocks=[(64, 16), (16, 64), (8, 128), (4, 256), (2, 512), (1, 1024)],
     index_bits=32,
     aligned=False,
     deterministic=False,

@@ -1,0 +1,116 @@
+"""The row schemes' blocks, each case's block as the rules pick it and forced, under three timers.
+
+    python -m benchmarks.row_blocks [--scheme row_looped | row_persistent]
+
+The evidence of the rules in schemes/row_looped.py (few long rows, and a reduced extent of two
+dims: docs/decisions/row-looped-blocks.md and row-looped-pipelining.md) and schemes/row_persistent.py
+(rows one block covers: docs/decisions/row-persistent-widths.md). Each case's `sum` is timed with
+the block the rules pick and with each block of VARIANTS forced, as a share of a plain read of the
+same bytes (harness.read_ceiling) under the timers of axis_reductions.py. Each forced variant is
+checked against torch first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+
+from benchmarks.axis_reductions import TIMERS, sum_0_2, sum_last
+from benchmarks.harness import check_against, header, nbytes, read_ceiling, report
+from tritonwise.schemes import get_scheme
+
+# (rows, columns, dtype) of few long rows summed over the last dim, then the (0, 2) sum
+LONG_ROWS = [
+    (64, 16384, torch.float32),
+    (128, 16384, torch.float32),
+    (256, 16384, torch.float32),
+    (512, 16384, torch.float32),
+    (128, 16384, torch.bfloat16),
+    (256, 16384, torch.bfloat16),
+    (1024, 16384, torch.bfloat16),
+    (128, 32768, torch.bfloat16),
+    (100, 40000, torch.bfloat16),
+    (64, 65536, torch.bfloat16),
+    (128, 65536, torch.bfloat16),
+    (64, 65536, torch.float32),
+]
+# rows one row_persistent block covers, summed over the last dim
+PERSISTENT_ROWS = [
+    (16384, 128, torch.bfloat16),
+    (16384, 128, torch.float32),
+    (65536, 64, torch.bfloat16),
+    (8192, 256, torch.float32),
+    (4096, 1024, torch.float32),
+    (32768, 512, torch.bfloat16),
+    (262144, 16, torch.float32),
+]
+CASES = {  # scheme -> (shape, dtype, dims) of each case
+    "row_looped": [((rows, cols), dtype, -1) for rows, cols, dtype in LONG_ROWS] + [((64, 4096, 64), torch.float32, (0, 2))],
+    "row_persistent": [((rows, cols), dtype, -1) for rows, cols, dtype in PERSISTENT_ROWS],
+}
+VARIANTS = {  # (scheme, dims) -> (block, warps) forced; row_looped's blocks of 8192 columns pipeline their loop
+    ("row_looped", -1): (((1, 2048), 16), ((1, 2048), 8), ((1, 4096), 8), ((1, 4096), 16), ((1, 8192), 8)),
+    ("row_looped", (0, 2)): (((2, 1024), 8), ((4, 512), 4), ((8, 256), 8), ((1, 2048), 16)),
+    # blocks of 2048 and 4096 elements on 8 warps, and of 1024 on 2 (the rules' is 1024 on 4); the
+    # rows a block holds follow from the case's width
+    ("row_persistent", -1): ((2048, 8), (4096, 8), (1024, 2)),
+}
+
+
+def forced(fn, x, expected, scheme_name, block, warps):
+    """A fresh copy of fn whose plans take `block` on `warps` in scheme `scheme_name`, checked against `expected`."""
+    scheme = get_scheme(scheme_name)
+    scheme.pick_block = lambda task_shape, m_dim, choices: block
+    scheme.warps = lambda chosen: warps
+    try:
+        fresh = fn.remake()
+        check_against(expected, fresh(x).float(), f"{block} on {warps} warps", 2e-2, 2e-1)
+    finally:
+        del scheme.pick_block, scheme.warps
+    return fresh
+
+
+def case_rows(scheme: str, shape, dtype, dims) -> list:
+    x = torch.randn(shape, device="cuda", dtype=dtype)
+    fn = sum_last if dims == -1 else sum_0_2
+    expected = x.float().sum(dims)
+    plan = fn.explain(x)
+    assert plan.scheme == scheme, (shape, plan.scheme)
+    variants = [(_block(v, shape), warps) for v, warps in VARIANTS[scheme, dims]]
+    calls = [(f"rules: {plan.block} on {plan.num_warps}", fn)]
+    calls += [(f"{block} on {warps}", forced(fn, x, expected, scheme, block, warps)) for block, warps in variants]
+    name = f"{'x'.join(map(str, shape))} {str(dtype)[6:]} sum{dims if dims != -1 else ''}"
+    rows = []
+    for timer, rate in TIMERS.items():
+        plain = read_ceiling(x, rate)
+        shares = " | ".join(f"{rate(nbytes(x), call, x) / plain:.2f}" for _, call in calls)
+        rows.append(f"| {name} | {timer.split(',')[0]} | {plain:.0f} | {shares} |")
+        print(rows[-1], flush=True)
+    heading = ["| case | timer | plain read GB/s | " + " | ".join(label for label, _ in calls) + " |"]
+    return heading + ["|---" * (3 + len(calls)) + "|"] + rows
+
+
+def _block(variant, shape) -> tuple:
+    """A forced block: as given, or for an area (row_persistent), the rows of that many elements
+    at the case's width."""
+    return variant if isinstance(variant, tuple) else (max(1, variant // shape[-1]), shape[-1])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scheme", default="row_looped", choices=sorted(CASES))
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("row_blocks needs a CUDA GPU", file=sys.stderr)
+        return 2
+    lines = []
+    for case in CASES[args.scheme]:
+        lines += case_rows(args.scheme, *case) + [""]
+    report(header() + "\n" + "\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
