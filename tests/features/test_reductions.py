@@ -171,6 +171,21 @@ def test_a_task_collapsed_to_rank_0_compiles_for_the_gpu(fn, shape):
     assert "cubin" in compile_for_sm90(fn, x, y).asm
 
 
+@pytest.mark.parametrize("fn", [SUM, MAX, MIN, SUM_DET], ids=["sum", "max", "min", "sum-deterministic"])
+def test_a_flat_task_of_broadcast_operands_counts_every_element(fn):
+    """Every operand broadcast: the payload's value is 0-d, and a whole (unmasked) tile must still
+    count it once per element, on the CPU and in the kernel compiled for sm_90."""
+    from tests.support.sm90_compile import compile_for_sm90
+
+    x, y = torch.tensor(2.0).expand(3000), torch.tensor(0.5).expand(3000)
+    kind = {SUM: "sum", MAX: "max", MIN: "min", SUM_DET: "sum"}[fn]
+    assert fn.explain(x, y).scheme == "flat"
+    out = torch.full((), float("nan"))
+    assert fn(x, y, out0=out) is out
+    torch.testing.assert_close(out, TORCH[kind]((x - y) ** 2))
+    assert "cubin" in compile_for_sm90(fn, x, y).asm
+
+
 @pytest.mark.parametrize("rank", [0, 1, 2])
 def test_instantiated_reductions_take_a_zero_dim_output_at_any_rank(rank):
     x, y = torch.randn((3,) * rank), torch.randn((3,) * rank)

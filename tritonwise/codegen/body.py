@@ -62,7 +62,7 @@ def _reduce(spec: KernelSpec, output, whole_block: bool) -> str:
     rejects a 0-d one)."""
     combine, block_reduce, _ = _COMBINE[output.reduction]
     if spec.rank:
-        tile = _result(output, (_tile_acc(output),)) if whole_block else _masked(output)
+        tile = _whole_tile(spec, output) if whole_block else _masked(output)
         value = f"{block_reduce}({tile})"
         value += conversion_text((output.acc,)) if output.dtype in NARROW_SIGNED else ""
     else:
@@ -87,6 +87,14 @@ def _tile_identity(output) -> str:
     if output.dtype in NARROW_SIGNED:
         return {"sum": "0.0", "max": 'float("-inf")', "min": 'float("inf")'}[output.reduction]
     return output.identity
+
+
+def _whole_tile(spec: KernelSpec, output) -> str:
+    """A whole tile's values, in _tile_acc, broadcast to the tile: the payload's value is 0-d where
+    no operand varies along the tile (every one broadcast, or none used), and `tl.sum` of it would
+    count it once (the masked tile's `tl.where` broadcasts it)."""
+    shape = get_scheme(spec.scheme).tile_shape
+    return f"tl.broadcast_to({_result(output, (_tile_acc(output),))}, {shape})"
 
 
 def _masked(output) -> str:

@@ -26,6 +26,7 @@ class Scheme:
     count_names: tuple = ()  # the tile-count parameters, in kernel order (`counts` gives their values)
     loops_columns: bool = False  # row schemes: a column loop walks the reduced extent (column_lines inside it)
     whole_blocks: bool = False  # its template runs blocks wholly in range through an unmasked body (whole_block_body)
+    tile_shape: Optional[str] = None  # a tile's shape as kernel text, where a full reduction folds whole tiles
     clamps_rows: bool = False  # looped row schemes: rows past the end read the last row instead of masking
 
     def aligned_dims(self, rank: int, m_dim: Optional[int]) -> list:

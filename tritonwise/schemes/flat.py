@@ -12,6 +12,7 @@ class Flat(Scheme):
     column_index = None
     count_names = ("num_tiles",)
     whole_blocks = True
+    tile_shape = "[BLOCK]"
 
     def aligned_dims(self, rank, m_dim) -> list:
         return []  # no mask runs along a whole tile

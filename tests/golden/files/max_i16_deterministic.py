@@ -38,7 +38,7 @@ def square_r1_flat_i32_i16(
         offs = tile * BLOCK + tl.arange(0, BLOCK)
         in0 = tl.load(in0_ptr + offs)
         out0 = square(in0)
-        acc0 = tl.maximum(acc0, tl.max(out0.to(tl.float32)).to(tl.int32))
+        acc0 = tl.maximum(acc0, tl.max(tl.broadcast_to(out0.to(tl.float32), [BLOCK])).to(tl.int32))
     if whole_tiles < num_tiles and pid == whole_tiles % tl.num_programs(0):  # the last tile, part of it past the end
         offs = whole_tiles * BLOCK + tl.arange(0, BLOCK)
         mask = offs < size0
