@@ -48,9 +48,8 @@ def launcher(launch, layout: dict, device: torch.device):
     rank = max((len(s) for _, _, s in layout["inputs"] if s is not None), default=0)
     rank = max([rank] + [len(o[2]) for o in layout["outputs"]])
     budget = CPU_ELEMENTS if device.type == "cpu" else GPU_ELEMENTS
-    masked = bool(scheme.aligned_dims(rank, layout["m_dim"])) if rank else False
-    task_shape = _task_shape(rank, budget, layout["aligned"] and masked)
     m_dim, config = layout["m_dim"], CodeGenConfig()
+    task_shape = _task_shape(rank, budget, layout["aligned"] and bool(scheme.aligned_dims(rank, m_dim)))
     block = scheme.pick_block(task_shape, m_dim, tuple(layout["blocks"])) if rank else layout["blocks"][0]
     grid = (min(scheme.num_tiles(task_shape, m_dim, block), config.max_grid_size[0]),)
     strided = [(n, d, s) for n, d, s in layout["inputs"] if s is not None]

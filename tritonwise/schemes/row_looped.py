@@ -8,7 +8,8 @@ from __future__ import annotations
 from .base import prod
 from .row_persistent import RowPersistent
 
-LOOP_BLOCK_NS = (2048, 1024, 512, 256, 128)  # every block a file offers (BLOCK_M x BLOCK_N = 2048)
+LOOP_BLOCK_NS = (2048, 1024, 512, 256, 128)  # every block a file offers (BLOCK_M x BLOCK_N = LOOP_BLOCK_AREA)
+LOOP_BLOCK_AREA = 2048
 # Rows at least LONG_ROW long, or at most FEW_ROWS_MAX rows at least FEW_ROWS_MIN_COLS long, take
 # LONG_BLOCK on LONG_BLOCK_WARPS; other rows SHORT_BLOCK (more programs); docs/decisions/row-looped-blocks.md.
 LONG_ROW = 8192
@@ -37,7 +38,7 @@ class RowLooped(RowPersistent):
     whole_blocks = True  # the column loop's blocks before the last
     clamps_rows = True  # whole blocks load unmasked; docs/decisions/row-looped-whole-blocks.md
     block_widths = LOOP_BLOCK_NS
-    block_area = 2048
+    block_area = LOOP_BLOCK_AREA
     loop_stages = LOOP_STAGES  # software pipelining of the column loop (tl.range's num_stages)
     pipelined_width = PIPELINED_WIDTH  # blocks at least this wide pipeline; None: every block does
     load_eviction = LOAD_EVICTION
