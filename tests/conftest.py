@@ -30,6 +30,16 @@ def pytest_unconfigure(config):
         os.environ["TRITONWISE_CACHE_DIR"] = _PREVIOUS_CACHE_DIR
 
 
+@pytest.fixture(scope="session", autouse=True)
+def launch_c_built():
+    """On a GPU, launch.c is built before the first test: a process's first calls while it builds
+    launch through ctypes and keep no launcher (tests/gpu/test_gpu_launcher.py tests that window)."""
+    if torch.cuda.is_available():
+        from tritonwise.runtime import native
+
+        native.launch_module()
+
+
 @pytest.fixture(scope="session")
 def tritonwise_cache_dir():
     """The session's cache directory (set before any test module is imported)."""

@@ -119,3 +119,39 @@ def test_a_0d_cpu_tensor_beside_cuda_tensors_acts_as_a_scalar_in_a_reduction():
     for _ in range(2):
         x, y = torch.randn(3000, device="cuda"), torch.tensor(0.5)
         torch.testing.assert_close(squared_error_sum(x, y), ((x - y.cuda()) ** 2).sum(), rtol=1e-5, atol=1e-3)
+
+
+def _fresh(payload, **options):
+    """A new pointwise function (no plans yet) of `payload`, so its first launch runs under the test."""
+    return pointwise_dynamic(payload, **options)
+
+
+def test_first_launches_while_launch_c_builds_go_through_ctypes_and_keep_no_launcher(monkeypatch):
+    from tritonwise.runtime import native
+
+    shift = _fresh(scaled_shift.payload, is_tensor=[True, False, False, False], promotion_methods=[(0, 1, 2, "DEFAULT")])
+    two = _fresh(polar.payload, promotion_methods=[((0, 1), "DEFAULT"), ((0, 1), "DEFAULT")])
+    reduce = _fresh(squared_error_sum.payload, promotion_methods=[(0, 1, "DEFAULT")], reductions=["sum"])
+    x, y = torch.randn(67, 33, device="cuda")[:, 1:], torch.randn(4097, device="cuda")
+    r, theta = torch.randn(300, 7, device="cuda"), torch.randn(7, device="cuda")
+    out0 = torch.full((7, 300), float("nan"), device="cuda").t()
+
+    def check():
+        torch.testing.assert_close(shift(x, 2**40, -2.25, True), x * -2.25 + 2**40)
+        torch.testing.assert_close(shift(x, -7, 0.5, False), x + 7)
+        out0.fill_(float("nan"))
+        got = two(r, theta, out0=out0)
+        torch.testing.assert_close(got[0], r * torch.cos(theta))
+        torch.testing.assert_close(got[1], r * torch.sin(theta))
+        torch.testing.assert_close(reduce(y, 0.5), ((y - 0.5) ** 2).sum(), rtol=1e-5, atol=1e-3)
+
+    monkeypatch.setattr(native, "launch_build_pending", lambda: True)
+    for _ in range(2):
+        check()
+    assert _launcher_of(shift, x, 2**40, -2.25, True) == ""  # no launcher kept: the next call asks again
+    assert _launcher_of(two, r, theta, out0=out0) == ""
+    monkeypatch.undo()  # launch.c built: the next call takes its launcher
+    check()
+    _own_launcher_in_use(shift, x, 2**40, -2.25, True)
+    _own_launcher_in_use(two, r, theta, out0=out0)
+    _own_launcher_in_use(reduce, y, 0.5)

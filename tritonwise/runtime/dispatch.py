@@ -176,8 +176,9 @@ class LaunchPlan:
                 direct = first_launch(self, inputs, outputs)  # runtime/kernels.py
             self.use_launcher(direct)
 
-    def use_launcher(self, direct: Callable) -> None:
-        """Launch through `direct(inputs, outputs)` from now on (and build the hit path on it)."""
+    def use_launcher(self, direct: Optional[Callable]) -> None:
+        """Launch through `direct(inputs, outputs)` from now on (and build the hit path on it); None:
+        the next call launches the first way again (first_launch)."""
         self.direct = direct
         self.fast = self._fast_call()
 

@@ -21,7 +21,7 @@ import torch
 from . import cuda_driver, freeze, kernel_store, native
 from .arguments import describe_values
 from .kernel_store import KernelIdentity, StoredKernel
-from .launcher import LAUNCH_FIELDS, own_launcher, triton_entry_launcher
+from .launcher import LAUNCH_FIELDS, driver_launcher, own_launcher, triton_entry_launcher
 
 logger = logging.getLogger("tritonwise")
 _loaded_lock = threading.Lock()
@@ -241,9 +241,11 @@ def store_enabled() -> bool:
     return os.environ.get("TRITONWISE_KERNEL_STORE", "1") != "0"
 
 
-def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
+def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Optional[Callable]:
     """Launch `plan` the first time; returns the launcher for later calls: launch.c over the stored
-    binary, else Triton's (under profiler hooks, or where the driver alone cannot start it)."""
+    binary, else Triton's (under profiler hooks, or where the driver alone cannot start it). None
+    while launch.c is still being built: this call was launched through ctypes, and the plan's next
+    call comes back here, so nothing keeps a launcher that is slow per call."""
     kernel = _kernel_of(plan)
     tail, device, grid = plan.index_args + plan.constexprs, plan.device.index, plan.grid
     through_triton = _through_triton(plan)
@@ -253,6 +255,11 @@ def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Callable:
         drivable = store_enabled() and loadable and hasattr(kernel, "params")
         if drivable and native.start_launch_build():  # launch.c compiles while the kernel does
             found = loaded(plan.spec.file_name, kernel, (*inputs, *outputs, *tail), plan.num_warps, device)
+            meanwhile = found and native.launch_build_pending()
+            meanwhile = meanwhile and driver_launcher(found, grid, tail, device, len(inputs), through_triton)
+            if meanwhile:
+                meanwhile(inputs, outputs)
+                return None
             launch = found and own_launcher(found, grid, tail, device, len(inputs), through_triton)
             if launch:
                 launch(inputs, outputs)

@@ -164,6 +164,48 @@ def own_launcher(compiled, grid, tail, device_index, n_inputs, hooked: Callable)
     return bind(grid, tail, hooked)
 
 
+def driver_launcher(compiled, grid, tail, device_index, n_inputs, hooked: Callable) -> Optional[Callable]:
+    """`launch(inputs, outputs)` packed in Python and started by cuLaunchKernel through ctypes, or
+    None where unsupported: tens of microseconds a call, but it needs nothing built, so a process's
+    first launches need not wait for launch.c's build (docs/decisions/own-launcher.md)."""
+    lib = cuda_driver.driver()
+    if lib is None or not _launchable(compiled):
+        return None
+    try:
+        parameters = KernelParameters(compiled, n_inputs, len(tail))
+        fixed = parameters.fixed_slots(tail)
+    except (AttributeError, KeyError, ValueError):
+        return None
+    from triton import knobs
+
+    hooks, operands = knobs.runtime, parameters.operands
+    packing = struct.Struct("<" + "".join(f"{code}{8 - struct.calcsize(code)}x" for _, code in operands))
+    count = len(operands) + len(fixed) // 8
+    g0, g1, g2 = (tuple(grid) + (1, 1))[:3]
+    function, threads, shared = ctypes.c_void_p(compiled.function), 32 * compiled.metadata.num_warps, compiled.metadata.shared
+
+    def launch(inputs, outputs) -> None:
+        if _hooks_installed(hooks):
+            return hooked(inputs, outputs)
+        values = [v.data_ptr() if kind == "p" else v for (kind, _), v in zip(operands, (*inputs, *outputs))]
+        try:
+            slots = ctypes.create_string_buffer(packing.pack(*values) + fixed)
+        except (struct.error, OverflowError) as e:
+            raise ValueError(f"launching {compiled.name}: a value does not fit its kernel parameter: {e}") from None
+        base = ctypes.addressof(slots)
+        pointers = (ctypes.c_void_p * count)(*range(base, base + 8 * count, 8))
+        stream = ctypes.c_void_p(torch._C._cuda_getCurrentRawStream(device_index))
+        args = (function, g0, g1, g2, threads, 1, 1, shared, stream, pointers, None)
+        code = lib.cuLaunchKernel(*args)
+        if code == cuda_driver.CUDA_ERROR_INVALID_CONTEXT:  # a thread new to CUDA
+            cuda_driver.make_primary_context_current(device_index)
+            code = lib.cuLaunchKernel(*args)
+        if code:
+            raise cuda_driver.CudaError(f"launching {compiled.name}: {cuda_driver.error_text(code)}")
+
+    return launch
+
+
 def _c_entry(run) -> Optional[tuple]:
     """Triton 3.6's CudaLauncher's compiled C function (`.launch`) and what it takes before the metadata;
     used only on that version and for kernels that need no scratch memory (the Python wrapper would allocate it)."""

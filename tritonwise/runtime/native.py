@@ -85,6 +85,11 @@ def start_launch_build() -> bool:
         return True
 
 
+def launch_build_pending() -> bool:
+    """Whether the background build start_launch_build() began is still running."""
+    return bool(_early_build) and not _early_build[0].done()
+
+
 @functools.lru_cache(maxsize=None)
 def launch_module():
     """The compiled launcher module, or None where it cannot be built or loaded."""
