@@ -132,7 +132,7 @@ def test_first_launches_while_launch_c_builds_go_through_ctypes_and_keep_no_laun
     shift = _fresh(scaled_shift.payload, is_tensor=[True, False, False, False], promotion_methods=[(0, 1, 2, "DEFAULT")])
     two = _fresh(polar.payload, promotion_methods=[((0, 1), "DEFAULT"), ((0, 1), "DEFAULT")])
     reduce = _fresh(squared_error_sum.payload, promotion_methods=[(0, 1, "DEFAULT")], reductions=["sum"])
-    x, y = torch.randn(67, 33, device="cuda")[:, 1:], torch.randn(4097, device="cuda")
+    x, y, z = torch.randn(67, 33, device="cuda")[:, 1:], torch.randn(4097, device="cuda"), torch.randn(4097, device="cuda")
     r, theta = torch.randn(300, 7, device="cuda"), torch.randn(7, device="cuda")
     out0 = torch.full((7, 300), float("nan"), device="cuda").t()
 
@@ -143,7 +143,7 @@ def test_first_launches_while_launch_c_builds_go_through_ctypes_and_keep_no_laun
         got = two(r, theta, out0=out0)
         torch.testing.assert_close(got[0], r * torch.cos(theta))
         torch.testing.assert_close(got[1], r * torch.sin(theta))
-        torch.testing.assert_close(reduce(y, 0.5), ((y - 0.5) ** 2).sum(), rtol=1e-5, atol=1e-3)
+        torch.testing.assert_close(reduce(y, z), ((y - z) ** 2).sum(), rtol=1e-5, atol=1e-3)
 
     monkeypatch.setattr(native, "launch_build_pending", lambda: True)
     for _ in range(2):
@@ -154,4 +154,4 @@ def test_first_launches_while_launch_c_builds_go_through_ctypes_and_keep_no_laun
     check()
     _own_launcher_in_use(shift, x, 2**40, -2.25, True)
     _own_launcher_in_use(two, r, theta, out0=out0)
-    _own_launcher_in_use(reduce, y, 0.5)
+    _own_launcher_in_use(reduce, y, z)
