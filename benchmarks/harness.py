@@ -66,8 +66,19 @@ def smoke_run(args: argparse.Namespace, script: str) -> Optional[bool]:
 # Timers
 
 
+def launcher_built() -> None:
+    """Wait for launch.c, which a process with empty caches builds on a background thread while
+    its first launches go through ctypes at tens of microseconds each (runtime/kernels.py,
+    first_launch): the timers below measure the steady state, not that window."""
+    if torch.cuda.is_available():
+        from tritonwise.runtime import native
+
+        native.launch_module()
+
+
 def per_call_us(fn, calls: int = 2000) -> float:
     """Back to back: `calls` calls, then a synchronize (the GPU's pace can enter)."""
+    launcher_built()
     for _ in range(100):
         fn()
     torch.cuda.synchronize()
@@ -81,6 +92,7 @@ def per_call_us(fn, calls: int = 2000) -> float:
 def host_only_us(fn, calls: int = 200, repeats: int = 5) -> float:
     """`calls` calls after a synchronize, the clock stopped before synchronizing, so the launch
     queue never fills and only host time counts; the median of `repeats`."""
+    launcher_built()
     for _ in range(50):
         fn()
     times = []
@@ -116,12 +128,14 @@ def whole_call_us(fn, args) -> float:
 
 def median_call_us(fn, operands: list, timer: Callable = whole_call_us) -> float:
     """Median microseconds of `timer(fn, args)` over operand tuples (each a new shape, say)."""
+    launcher_built()
     return statistics.median(timer(fn, args) for args in operands)
 
 
 def gpu_us_per_kernel(fn, launches: int = 100) -> float:
     """GPU microseconds per call of `fn`: `launches` calls captured in one CUDA graph, replayed
     (the median of 10 replays), so that no host time enters."""
+    launcher_built()
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -157,6 +171,7 @@ def us_after_clean_flush(fn, reps: int = 50, flush_bytes: int = 2**28) -> float:
     dirty lines that the timed kernel then writes back while it reads (a cost that grows as the
     timed kernel's own traffic shrinks). Here L2 is emptied by reading `flush_bytes` instead;
     otherwise as do_bench: CUDA events around each call, the median of `reps`."""
+    launcher_built()
     buffer = torch.ones(flush_bytes // 4, device="cuda")
     sink = torch.empty((), device="cuda")
     fn()
@@ -174,6 +189,7 @@ def us_after_clean_flush(fn, reps: int = 50, flush_bytes: int = 2**28) -> float:
 
 def do_bench_us(fn: Callable) -> float:
     """The median microseconds of `fn` under triton.testing.do_bench (L2 flushed before each call)."""
+    launcher_built()
     return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median") * 1e3
 
 

@@ -46,13 +46,18 @@ PERSISTENT_ROWS = [
     (32768, 512, torch.bfloat16),
     (262144, 16, torch.float32),
 ]
+# sums over dims (0, 2), whose reduced extent is two dims: rows of 64 runs of 64, and others
+MULTI_DIM_ROWS = [(64, 4096, 64), (128, 2048, 16), (16, 2048, 256), (8, 4096, 512), (32, 4096, 128), (4, 4096, 1024)]
 CASES = {  # scheme -> (shape, dtype, dims) of each case
-    "row_looped": [((rows, cols), dtype, -1) for rows, cols, dtype in LONG_ROWS] + [((64, 4096, 64), torch.float32, (0, 2))],
+    "row_looped": [((rows, cols), dtype, -1) for rows, cols, dtype in LONG_ROWS]
+    + [(shape, torch.float32, (0, 2)) for shape in MULTI_DIM_ROWS],
     "row_persistent": [((rows, cols), dtype, -1) for rows, cols, dtype in PERSISTENT_ROWS],
 }
 VARIANTS = {  # (scheme, dims) -> (block, warps) forced; row_looped's blocks of 8192 columns pipeline their loop
     ("row_looped", -1): (((1, 2048), 16), ((1, 2048), 8), ((1, 4096), 8), ((1, 4096), 16), ((1, 8192), 8)),
-    ("row_looped", (0, 2)): (((2, 1024), 8), ((4, 512), 4), ((8, 256), 8), ((1, 2048), 16)),
+    ("row_looped", (0, 2)): (
+        ((2, 1024), 8), ((4, 512), 4), ((4, 512), 1), ((8, 256), 8), ((8, 256), 4), ((16, 128), 8), ((1, 2048), 16),
+    ),
     # blocks of 2048 and 4096 elements on 8 warps, and of 1024 on 2 (the rules' is 1024 on 4); the
     # rows a block holds follow from the case's width
     ("row_persistent", -1): ((2048, 8), (4096, 8), (1024, 2)),

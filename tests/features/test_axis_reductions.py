@@ -157,6 +157,17 @@ def test_rows_reduced_over_two_dims_take_taller_tiles():
     assert _function("sum", -1).explain(x, x).block == (2, 1024)
 
 
+def test_rows_reduced_over_two_dims_of_wide_runs_keep_two_rows_of_1024():
+    """Where the innermost reduced dim is at least the taller tile's 512 wide, it keeps two rows of 1024."""
+    fn = _function("sum", (0, 2))
+    x, y = torch.randn(2, 301, 600), torch.randn(301, 1)
+    plan = fn.explain(x, y)
+    assert (plan.scheme, plan.block, plan.split_parts) == ("row_looped", (2, 1024), 1)
+    out = poisoned_like(torch.empty(301))
+    assert fn(x, y, out0=out) is out
+    _check(out, "sum", x, y, (0, 2))
+
+
 @pytest.mark.parametrize("kind", ["sum", "max"])
 def test_rows_of_whole_blocks_only(kind):
     """Reduced extents a multiple of the block: the column loop alone, no partial last block."""
