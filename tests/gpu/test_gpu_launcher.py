@@ -10,6 +10,7 @@ import triton
 import triton.language as tl
 
 from tritonwise import pointwise_dynamic
+from tritonwise.strided_buffer import StridedBuffer
 from tritonwise.runtime import cuda_driver
 from tritonwise.runtime.arguments import call_signature
 
@@ -132,13 +133,16 @@ def test_first_launches_while_launch_c_builds_go_through_ctypes_and_keep_no_laun
     shift = _fresh(scaled_shift.payload, is_tensor=[True, False, False, False], promotion_methods=[(0, 1, 2, "DEFAULT")])
     two = _fresh(polar.payload, promotion_methods=[((0, 1), "DEFAULT"), ((0, 1), "DEFAULT")])
     reduce = _fresh(squared_error_sum.payload, promotion_methods=[(0, 1, "DEFAULT")], reductions=["sum"])
-    x, y, z = torch.randn(67, 33, device="cuda")[:, 1:], torch.randn(4097, device="cuda"), torch.randn(4097, device="cuda")
+    base, y, z = torch.randn(67, 33, device="cuda"), torch.randn(4097, device="cuda"), torch.randn(4097, device="cuda")
+    x, buffer = base[:, 1:], StridedBuffer(base, (67, 32), (33, 1), offset=1)  # the same elements
     r, theta = torch.randn(300, 7, device="cuda"), torch.randn(7, device="cuda")
     out0 = torch.full((7, 300), float("nan"), device="cuda").t()
 
     def check():
         torch.testing.assert_close(shift(x, 2**40, -2.25, True), x * -2.25 + 2**40)
         torch.testing.assert_close(shift(x, -7, 0.5, False), x + 7)
+        torch.testing.assert_close(shift(x, 0, 1e300, True), x * float("inf"))  # past fp32: inf, as launch.c passes it
+        torch.testing.assert_close(shift(buffer, 1, 2.0, True), x * 2.0 + 1)
         out0.fill_(float("nan"))
         got = two(r, theta, out0=out0)
         torch.testing.assert_close(got[0], r * torch.cos(theta))

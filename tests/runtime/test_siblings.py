@@ -2,13 +2,15 @@
 earlier plan's launcher of its kernel, rebound, where its class (the signature without shapes and
 strides) and Triton's specialization are the same."""
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 import triton
 
 from tests.support.poison import poisoned_like
 from tritonwise import pointwise_dynamic
-from tritonwise.plans.siblings import shape_free_class
+from tritonwise.plans.siblings import Siblings, shape_free_class
 from tritonwise.runtime.arguments import call_signature
 
 
@@ -24,6 +26,23 @@ def test_the_shape_free_class_keeps_dtypes_alignment_and_scalar_widths():
     assert shape_free_class(call_signature((torch.randn(4, 5).double(), torch.randn(5), 0.5))) != base
     assert shape_free_class(call_signature((torch.randn(21)[1:].view(4, 5), torch.randn(5), 0.5))) != base
     assert shape_free_class(call_signature((torch.randn(4, 5), torch.randn(5), 2**40))) != base
+
+
+def test_plans_that_never_got_a_launcher_make_room_in_a_full_group():
+    """Plans launched only while launch.c was being built keep no launcher to lend; where they fill
+    a group, a new plan takes their place instead of being turned away for good."""
+
+    def plan():
+        spec = SimpleNamespace(file_name="kernel.py")
+        return SimpleNamespace(device=torch.device("cuda", 0), interpreted=False, spec=spec, allocates_and_launches=True, direct=None)
+
+    siblings, key = Siblings(), call_signature((torch.randn(4, 5), torch.randn(5), 0.5))
+    for _ in range(Siblings.PER_GROUP):
+        siblings.adopt(key, plan())
+    newcomer = plan()
+    siblings.adopt(key, newcomer)
+    (group,) = siblings._groups.values()
+    assert [launched.plan for launched in group] == [newcomer]
 
 
 @pytest.mark.gpu

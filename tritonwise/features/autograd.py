@@ -185,7 +185,8 @@ def _publish(fn, args: tuple, plain: tuple) -> None:
     if key in plans.by_key or key in declined:
         return
     forward = _forward_plan(fn, plain)
-    if forward is not None and getattr(forward, "numel", 0) and getattr(forward, "direct", True) is None:
+    launching = getattr(forward, "direct", True) is None and getattr(forward, "hit", True) is None
+    if forward is not None and getattr(forward, "numel", 0) and launching:
         return  # launched through ctypes while launch.c builds (runtime/kernels.first_launch): ask again later
     if forward is None or getattr(forward, "hit", None) is None:
         remember(declined, key, True)

@@ -21,7 +21,11 @@ class Siblings:
         if plan.device.type != "cuda" or plan.interpreted or plan.spec is None or not plan.allocates_and_launches:
             return  # nothing launches through launch.c
         group = self._groups.setdefault((shape_free_class(key), plan.spec.file_name), [])
-        if not any(launched.lend(plan) for launched in group) and len(group) < self.PER_GROUP:
+        if any(launched.lend(plan) for launched in group):
+            return
+        if len(group) >= self.PER_GROUP:  # make room: plans launched only while launch.c built, never since
+            group[:] = [launched for launched in group if launched.plan.direct is not None]
+        if len(group) < self.PER_GROUP:
             group.append(_Launched(plan))
 
 

@@ -1,5 +1,6 @@
-"""The few CUDA driver calls tritonwise makes itself, through ctypes, none of them per launch
-(cuLaunchKernel's address, parameter sizes, errors, primary contexts, loading a stored binary).
+"""The few CUDA driver calls tritonwise makes itself, through ctypes (cuLaunchKernel's address,
+parameter sizes, errors, primary contexts, loading a stored binary); launches go through
+launch.c, except a process's first ones while launch.c builds (launcher.driver_launcher).
 Loaded on first use, so importing tritonwise never needs libcuda.
 """
 

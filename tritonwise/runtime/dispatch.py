@@ -63,7 +63,7 @@ class LaunchPlan:
     deterministic: bool = False
     constexprs: tuple = ()  # values of the kernel's constexpr parameters (the block this shape takes)
     num_warps: int = 4
-    direct: Optional[Callable] = None  # set after the first GPU launch (runtime/launcher.py)
+    direct: Optional[Callable] = None  # set by a GPU launch once launch.c is built (runtime/kernels.first_launch)
     fast: Optional[Callable] = None  # fast(args) for calls giving no outputs, once `direct` exists
     path: object = None
     task: object = None  # the analysis' TaskPlan, for explain()
@@ -174,7 +174,8 @@ class LaunchPlan:
         elif self.device.type != "meta":
             with torch.cuda.device(self.device.index), self._payload_errors("compile"):
                 direct = first_launch(self, inputs, outputs)  # runtime/kernels.py
-            self.use_launcher(direct)
+            if direct is not None or self.direct is None:  # another thread may have set one meanwhile
+                self.use_launcher(direct)
 
     def use_launcher(self, direct: Optional[Callable]) -> None:
         """Launch through `direct(inputs, outputs)` from now on (and build the hit path on it); None:

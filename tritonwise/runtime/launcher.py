@@ -3,7 +3,9 @@
 A LaunchPlan's signature already fixes what Triton checks per call, so after the first launch the
 plan launches the compiled kernel itself: through `own_launcher` (launch.c packs the parameters for
 cuLaunchKernel, with the index arguments packed once per plan), else `triton_entry_launcher`
-(Triton's own compiled launcher, also used while launch hooks are installed).
+(Triton's own compiled launcher, also used while launch hooks are installed). While launch.c is
+still being built, a process's first launches go through `driver_launcher` (packed in Python,
+cuLaunchKernel through ctypes).
 docs/decisions/own-launcher.md.
 """
 
@@ -164,6 +166,15 @@ def own_launcher(compiled, grid, tail, device_index, n_inputs, hooked: Callable)
     return bind(grid, tail, hooked)
 
 
+def _same(value):
+    return value
+
+
+# What driver_launcher packs for an operand of each launch.c kind: a data pointer, and an fp32
+# rounded as C rounds a double (past its range: inf, as launch.c and Triton pass it); others as given.
+_DRIVER_VALUE = {"p": lambda operand: operand.data_ptr(), "f": lambda value: ctypes.c_float(value).value}
+
+
 def driver_launcher(compiled, grid, tail, device_index, n_inputs, hooked: Callable) -> Optional[Callable]:
     """`launch(inputs, outputs)` packed in Python and started by cuLaunchKernel through ctypes, or
     None where unsupported: tens of microseconds a call, but it needs nothing built, so a process's
@@ -187,11 +198,11 @@ def driver_launcher(compiled, grid, tail, device_index, n_inputs, hooked: Callab
     def launch(inputs, outputs) -> None:
         if _hooks_installed(hooks):
             return hooked(inputs, outputs)
-        values = [v.data_ptr() if kind == "p" else v for (kind, _), v in zip(operands, (*inputs, *outputs))]
+        values = [_DRIVER_VALUE.get(kind, _same)(v) for (kind, _), v in zip(operands, (*inputs, *outputs))]
         try:
             slots = ctypes.create_string_buffer(packing.pack(*values) + fixed)
-        except (struct.error, OverflowError) as e:
-            raise ValueError(f"launching {compiled.name}: a value does not fit its kernel parameter: {e}") from None
+        except struct.error as e:  # as launch.c reports an integer out of its parameter's range
+            raise OverflowError(f"launching {compiled.name}: a value does not fit its kernel parameter: {e}") from None
         base = ctypes.addressof(slots)
         pointers = (ctypes.c_void_p * count)(*range(base, base + 8 * count, 8))
         stream = ctypes.c_void_p(torch._C._cuda_getCurrentRawStream(device_index))
