@@ -173,7 +173,11 @@ class PointwiseDynamicFunction:
             return plan.fast(args)  # the steady state: allocate and launch, nothing else
         if plan is None or not plan.serves_default_dtype():  # another default dtype decided its result dtype
             return self._miss(key, args, outs)
-        return plan.run(args, outs or self._no_outputs)
+        traced = getattr(plan, "hit", True) is not None  # None: launched only while launch.c was being built
+        result = plan.run(args, outs or self._no_outputs)
+        if not traced:  # traced now, if it has just taken launch.c's launcher
+            self._planner.shape_programs.publish(key, args, outs or self._no_outputs, plan)
+        return result
 
     def _miss(self, key: tuple, args: tuple, given: tuple):
         """A call no cached plan or shape program serves: routed to a feature, else planned, cached,

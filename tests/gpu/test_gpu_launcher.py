@@ -147,6 +147,7 @@ def test_first_launches_while_launch_c_builds_go_through_ctypes_and_keep_no_laun
         got = two(r, theta, out0=out0)
         torch.testing.assert_close(got[0], r * torch.cos(theta))
         torch.testing.assert_close(got[1], r * torch.sin(theta))
+        torch.testing.assert_close(two(r, theta)[0], r * torch.cos(theta))
         torch.testing.assert_close(reduce(y, z), ((y - z) ** 2).sum(), rtol=1e-5, atol=1e-3)
 
     monkeypatch.setattr(native, "launch_build_pending", lambda: True)
@@ -159,3 +160,6 @@ def test_first_launches_while_launch_c_builds_go_through_ctypes_and_keep_no_laun
     _own_launcher_in_use(shift, x, 2**40, -2.25, True)
     _own_launcher_in_use(two, r, theta, out0=out0)
     _own_launcher_in_use(reduce, y, z)
+    # the plan first run in the window was traced once it took launch.c's launcher: a new shape of
+    # its class runs as a shape program
+    assert two.explain(torch.randn(301, 7, device="cuda"), theta).rung == "shape program"
