@@ -173,9 +173,9 @@ class PointwiseDynamicFunction:
             return plan.fast(args)  # the steady state: allocate and launch, nothing else
         if plan is None or not plan.serves_default_dtype():  # another default dtype decided its result dtype
             return self._miss(key, args, outs)
-        traced = getattr(plan, "hit", True) is not None  # None: launched only while launch.c was being built
+        launching = getattr(plan, "direct", True) is None  # no launcher yet: launched while launch.c was built
         result = plan.run(args, outs or self._no_outputs)
-        if not traced:  # traced now, if it has just taken launch.c's launcher
+        if launching and plan.direct is not None:  # it has just taken launch.c's launcher: trace it now
             self._planner.shape_programs.publish(key, args, outs or self._no_outputs, plan)
         return result
 

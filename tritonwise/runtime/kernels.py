@@ -255,11 +255,11 @@ def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Optional[Callable
         drivable = store_enabled() and loadable and hasattr(kernel, "params")
         if drivable and native.start_launch_build():  # launch.c compiles while the kernel does
             found = loaded(plan.spec.file_name, kernel, (*inputs, *outputs, *tail), plan.num_warps, device)
-            meanwhile = found and native.launch_build_pending()
-            meanwhile = meanwhile and driver_launcher(found, grid, tail, device, len(inputs), through_triton)
-            if meanwhile:
-                meanwhile(inputs, outputs)
-                return None
+            if found and native.launch_build_pending():  # launch.c not built yet: launch without it
+                meanwhile = driver_launcher(found, grid, tail, device, len(inputs), through_triton)
+                if meanwhile:
+                    meanwhile(inputs, outputs)
+                    return None
             launch = found and own_launcher(found, grid, tail, device, len(inputs), through_triton)
             if launch:
                 launch(inputs, outputs)

@@ -28,6 +28,11 @@ _SCALARS = {
 _POINTER = ("p", "Q")
 
 
+def _xyz(grid) -> tuple:
+    """A grid of one to three dims as cuLaunchKernel's (x, y, z)."""
+    return (tuple(grid) + (1, 1))[:3]
+
+
 def _hooks_installed(hooks) -> bool:
     """Whether a launch hook would do something (Triton 3.6+ keeps empty HookChains there)."""
     enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
@@ -141,7 +146,7 @@ def own_launcher(compiled, grid, tail, device_index, n_inputs, hooked: Callable)
 
     def bind(grid, tail: tuple, hooked: Callable) -> Callable:
         fixed = parameters.fixed_slots(tail)
-        g0, g1, g2 = (tuple(grid) + (1, 1))[:3]
+        g0, g1, g2 = _xyz(grid)
 
         def launch(inputs, outputs) -> None:
             if check_device and current_device() != device_index:
@@ -192,7 +197,7 @@ def driver_launcher(compiled, grid, tail, device_index, n_inputs, hooked: Callab
     hooks, operands = knobs.runtime, parameters.operands
     packing = struct.Struct("<" + "".join(f"{code}{8 - struct.calcsize(code)}x" for _, code in operands))
     count = len(operands) + len(fixed) // 8
-    g0, g1, g2 = (tuple(grid) + (1, 1))[:3]
+    g0, g1, g2 = _xyz(grid)
     function, threads, shared = ctypes.c_void_p(compiled.function), 32 * compiled.metadata.num_warps, compiled.metadata.shared
 
     def launch(inputs, outputs) -> None:
@@ -241,7 +246,7 @@ def triton_entry_launcher(compiled, grid: tuple, tail: tuple, device_index: int)
         run, function, metadata = compiled.run, compiled.function, compiled.packed_metadata
     except (ImportError, AttributeError):
         return None
-    g0, g1, g2 = (tuple(grid) + (1, 1))[:3]
+    g0, g1, g2 = _xyz(grid)
     raw_stream = torch._C._cuda_getCurrentRawStream
     entry, head = _c_entry(run) or (run, ())
 
