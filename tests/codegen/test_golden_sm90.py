@@ -6,6 +6,7 @@ generated code that would only fail on a GPU.
 """
 
 import pytest
+import torch
 
 from tests.golden.golden_cases import cases
 from tests.support.sm90_compile import compile_for_sm90
@@ -19,3 +20,36 @@ def test_golden_case_compiles_for_sm90(name):
     compiled = compile_for_sm90(fn, *args, **outs)
     assert compiled.asm["cubin"], name
     assert compiled.metadata.name.startswith(fn.explain(*args, **outs).kernel)
+
+
+
+def _loops(fn, args) -> int:
+    return compile_for_sm90(fn, *args).asm["ttir"].count("scf.for")
+
+
+@pytest.mark.parametrize(
+    "reductions, args, scheme",
+    [
+        (None, lambda: (torch.ones(40, 32)[:, :24], torch.ones(24)), "nd"),
+        (None, lambda: (torch.ones(40, 24), torch.ones(24, 40).t()), "tile2d"),
+        ([("sum", -1)], lambda: (torch.ones(40, 24), torch.ones(24)), "row_persistent"),
+        ([("max", -1)], lambda: (torch.ones(40, 1500), torch.ones(1500)), "row_looped"),
+        ([("max", 0, True)], lambda: (torch.ones(1500, 40), torch.ones(40)), "column_looped"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_a_tile_loop_is_compiled_only_where_the_grid_is_capped(reductions, args, scheme):
+    """GRID_STRIDE (templates/tile_loop.py.j2): a grid covering every tile compiles no loop over
+    tiles; capped below the tile count (CodeGenConfig.max_grid_size), the same file loops. tile2d
+    loops in both (Scheme.always_loops_tiles)."""
+    from tests.golden.golden_cases import add
+    from tritonwise import CodeGenConfig, pointwise_dynamic
+
+    def function(**config):
+        config = CodeGenConfig(max_tile_size=256, **config)
+        return pointwise_dynamic(add, promotion_methods=[(0, 1, "DEFAULT")], reductions=reductions, config=config)
+
+    whole, capped, args = function(), function(max_grid_size=(2,)), args()
+    assert whole.explain(*args).scheme == capped.explain(*args).scheme == scheme
+    assert whole.explain(*args).grid[0] > 2
+    assert _loops(capped, args) == _loops(whole, args) + (scheme != "tile2d")

@@ -41,6 +41,11 @@ class TaskPlan:
     def rank(self) -> int:
         return len(self.task_shape)
 
+    @property
+    def constexprs(self) -> tuple:
+        """The kernel's constexpr arguments for this task: its block, and what Scheme.constexpr_values adds."""
+        return get_scheme(self.tiling.scheme).constexpr_values(self.tiling.block, self.grid[0], self.num_tiles)
+
     @cached_property
     def stride_classes(self) -> tuple:
         return operand_classes(self.strides)

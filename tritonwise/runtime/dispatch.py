@@ -61,7 +61,7 @@ class LaunchPlan:
     in_extents: tuple  # dense extent of each tensor input
     reductions: tuple = ()  # per output: a Reduction, or None for an elementwise output
     deterministic: bool = False
-    constexprs: tuple = ()  # values of the kernel's constexpr parameters (the block this shape takes)
+    constexprs: tuple = ()  # values of the kernel's constexpr parameters (Scheme.constexpr_values)
     num_warps: int = 4
     direct: Optional[Callable] = None  # set by a GPU launch once launch.c is built (runtime/kernels.first_launch)
     fast: Optional[Callable] = None  # fast(args) for calls giving no outputs, once `direct` exists
@@ -89,7 +89,7 @@ class LaunchPlan:
     def task_fields(task) -> dict:
         """What a plan takes from its TaskPlan besides the index arguments: grid, element count, block and warps."""
         tiling = task.tiling
-        return dict(grid=task.grid, numel=task.numel, constexprs=tuple(tiling.block), num_warps=tiling.num_warps)
+        return dict(grid=task.grid, numel=task.numel, constexprs=task.constexprs, num_warps=tiling.num_warps)
 
     def run(self, args: tuple, outs: list):
         if self.split is not None and self.numel:

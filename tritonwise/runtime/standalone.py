@@ -51,7 +51,9 @@ def launcher(launch, layout: dict, device: torch.device):
     m_dim, config = layout["m_dim"], CodeGenConfig()
     task_shape = _task_shape(rank, budget, layout["aligned"] and bool(scheme.aligned_dims(rank, m_dim)))
     block = scheme.pick_block(task_shape, m_dim, tuple(layout["blocks"])) if rank else layout["blocks"][0]
-    grid = (min(scheme.num_tiles(task_shape, m_dim, block), config.max_grid_size[0]),)
+    num_tiles = scheme.num_tiles(task_shape, m_dim, block)
+    grid = (min(num_tiles, config.max_grid_size[0]),)
+    constexprs = scheme.constexpr_values(block, grid[0], num_tiles)
     strided = [(n, d, s) for n, d, s in layout["inputs"] if s is not None]
     strided += [(n, d, s) for n, d, s, acc in layout["outputs"] if acc is None or s]  # s: along dims
     operands, strides = {}, []
@@ -68,7 +70,7 @@ def launcher(launch, layout: dict, device: torch.device):
     args += [operands[o[0]] for o in layout["outputs"]]
 
     def run():
-        launch(grid, *args, *index, *block, scheme.num_warps(block, config))
+        launch(grid, *args, *index, *constexprs, scheme.num_warps(block, config))
 
     run.task_shape = task_shape
     return run

@@ -28,6 +28,9 @@ class Scheme:
     whole_blocks: bool = False  # its template runs blocks wholly in range through an unmasked body (whole_block_body)
     tile_shape: Optional[str] = None  # a tile's shape as kernel text, where a full reduction folds whole tiles
     clamps_rows: bool = False  # looped row schemes: rows past the end read the last row instead of masking
+    # compiles its grid-stride loop over tiles even where the grid covers every tile; the others
+    # take GRID_STRIDE and compile no loop there (docs/decisions/one-tile-a-program.md)
+    always_loops_tiles: bool = False
 
     def aligned_dims(self, rank: int, m_dim: Optional[int]) -> list:
         """Task dims whose extents must be multiples of 16 for the aligned class: those the masks run along."""
@@ -78,7 +81,13 @@ class Scheme:
         raise NotImplementedError
 
     def constexpr_params(self, rank: int) -> list:
-        return ["BLOCK_M", "BLOCK_N"]
+        return ["BLOCK_M", "BLOCK_N"] + ([] if self.always_loops_tiles else ["GRID_STRIDE"])
+
+    def constexpr_values(self, block: tuple, grid: int, num_tiles: int) -> tuple:
+        """A launch's constexpr arguments, in `constexpr_params` order: the block, then GRID_STRIDE,
+        whether the grid was capped below the tile count so that each program loops over tiles.
+        Without it a program runs one tile and the kernel has no loop (templates/tile_loop.py.j2)."""
+        return tuple(block) if self.always_loops_tiles else (*block, grid < num_tiles)
 
     def index_names(self, rank: int, m_dim: Optional[int]) -> list:
         """The name standing for the index along each task dim inside the kernel body."""

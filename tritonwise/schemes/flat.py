@@ -12,6 +12,7 @@ class Flat(Scheme):
     column_index = None
     count_names = ("num_tiles",)
     whole_blocks = True
+    always_loops_tiles = True  # its own loop over whole tiles, the masked last tile after it
     tile_shape = "[BLOCK]"
 
     def aligned_dims(self, rank, m_dim) -> list:

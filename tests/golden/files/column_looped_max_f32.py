@@ -33,14 +33,18 @@ def square_r2_column_looped_i32_f32(
     num_tiles: tl.int32,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
+    GRID_STRIDE: tl.constexpr,
 ):
     pid = tl.program_id(0)
-    for tile in range(pid, num_tiles, tl.num_programs(0)):
+    # One tile a program, compiled without a loop, unless the grid was capped below num_tiles
+    # (CodeGenConfig.max_grid_size): then GRID_STRIDE is set and each program strides over the tiles.
+    for tile_step in range(tl.cdiv(num_tiles - pid, tl.num_programs(0)) if GRID_STRIDE else 1):
+        tile = pid + tile_step * tl.num_programs(0)
         rows = tile * BLOCK_M + tl.arange(0, BLOCK_M)
         mask_m = rows < num_rows
         i0 = rows
         acc0 = tl.full([BLOCK_M, BLOCK_N], float("-inf"), tl.float32)
-        whole_cols = num_cols - num_cols % BLOCK_N
+        whole_cols = num_cols // BLOCK_N * BLOCK_N
         for start in tl.range(0, whole_cols, BLOCK_N, num_stages=3):
             cols = start + tl.arange(0, BLOCK_N)
             j1 = cols
@@ -59,15 +63,16 @@ def square_r2_column_looped_i32_f32(
         tl.store(out0_ptr + (i0)[:, None], acc0, mask=mask_m[:, None])
 
 
-def launch(grid, in0_ptr, out0_ptr, in0_stride1, num_rows, num_cols, num_tiles, BLOCK_M, BLOCK_N, num_warps):
+def launch(grid, in0_ptr, out0_ptr, in0_stride1, num_rows, num_cols, num_tiles, BLOCK_M, BLOCK_N, GRID_STRIDE, num_warps):
     """Run square_r2_column_looped_i32_f32 on `grid` programs; operands in payload order, then outputs,
-    index arguments, and the block (one of those listed above) with its warps.
+    index arguments, the block (one of those listed above), GRID_STRIDE (whether
+    `grid` is smaller than num_tiles) and the warps.
 
     Returns what Triton returns: the compiled kernel on GPU.
     """
     return square_r2_column_looped_i32_f32[grid](
         in0_ptr, out0_ptr, in0_stride1, num_rows, num_cols, num_tiles,
-        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, num_warps=num_warps,
+        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, GRID_STRIDE=GRID_STRIDE, num_warps=num_warps,
     )
 
 

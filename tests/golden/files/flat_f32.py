@@ -52,7 +52,7 @@ def add_r1_flat_i32_f32(
 
 def launch(grid, in0_ptr, in1_ptr, out0_ptr, size0, num_tiles, BLOCK, num_warps):
     """Run add_r1_flat_i32_f32 on `grid` programs; operands in payload order, then outputs,
-    index arguments, and the block (one of those listed above) with its warps.
+    index arguments, the block (one of those listed above) and the warps.
 
     Returns what Triton returns: the compiled kernel on GPU.
     """

@@ -50,7 +50,7 @@ def square_r1_flat_i32_i16(
 
 def launch(grid, in0_ptr, out0_ptr, size0, num_tiles, BLOCK, num_warps):
     """Run square_r1_flat_i32_i16 on `grid` programs; operands in payload order, then outputs,
-    index arguments, and the block (one of those listed above) with its warps.
+    index arguments, the block (one of those listed above) and the warps.
 
     Returns what Triton returns: the compiled kernel on GPU.
     """

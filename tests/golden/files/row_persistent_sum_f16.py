@@ -35,9 +35,13 @@ def square_r3_row_persistent_i32_f16(
     num_tiles: tl.int32,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
+    GRID_STRIDE: tl.constexpr,
 ):
     pid = tl.program_id(0)
-    for tile in range(pid, num_tiles, tl.num_programs(0)):
+    # One tile a program, compiled without a loop, unless the grid was capped below num_tiles
+    # (CodeGenConfig.max_grid_size): then GRID_STRIDE is set and each program strides over the tiles.
+    for tile_step in range(tl.cdiv(num_tiles - pid, tl.num_programs(0)) if GRID_STRIDE else 1):
+        tile = pid + tile_step * tl.num_programs(0)
         rows = tile * BLOCK_M + tl.arange(0, BLOCK_M)
         cols = tl.arange(0, BLOCK_N)
         mask_m = rows < num_rows
@@ -52,15 +56,16 @@ def square_r3_row_persistent_i32_f16(
         tl.store(out0_ptr + (i0)[:, None], acc0.to(tl.float16), mask=mask_m[:, None])
 
 
-def launch(grid, in0_ptr, out0_ptr, size2, in0_stride0, in0_stride1, num_rows, num_cols, num_tiles, BLOCK_M, BLOCK_N, num_warps):
+def launch(grid, in0_ptr, out0_ptr, size2, in0_stride0, in0_stride1, num_rows, num_cols, num_tiles, BLOCK_M, BLOCK_N, GRID_STRIDE, num_warps):
     """Run square_r3_row_persistent_i32_f16 on `grid` programs; operands in payload order, then outputs,
-    index arguments, and the block (one of those listed above) with its warps.
+    index arguments, the block (one of those listed above), GRID_STRIDE (whether
+    `grid` is smaller than num_tiles) and the warps.
 
     Returns what Triton returns: the compiled kernel on GPU.
     """
     return square_r3_row_persistent_i32_f16[grid](
         in0_ptr, out0_ptr, size2, in0_stride0, in0_stride1, num_rows, num_cols, num_tiles,
-        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, num_warps=num_warps,
+        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, GRID_STRIDE=GRID_STRIDE, num_warps=num_warps,
     )
 
 

@@ -62,7 +62,7 @@ def add_r3_tile2d_i32_f32(
 
 def launch(grid, in0_ptr, in1_ptr, out0_ptr, size1, size2, in0_stride0, in0_stride1, in1_stride0, in1_stride2, out0_stride0, out0_stride1, tiles_m, tiles_n, num_tiles, BLOCK_M, BLOCK_N, num_warps):
     """Run add_r3_tile2d_i32_f32 on `grid` programs; operands in payload order, then outputs,
-    index arguments, and the block (one of those listed above) with its warps.
+    index arguments, the block (one of those listed above) and the warps.
 
     Returns what Triton returns: the compiled kernel on GPU.
     """

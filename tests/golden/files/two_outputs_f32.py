@@ -40,9 +40,13 @@ def sum_and_product_r2_nd_i32_f32(
     num_tiles: tl.int32,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
+    GRID_STRIDE: tl.constexpr,
 ):
     pid = tl.program_id(0)
-    for tile in range(pid, num_tiles, tl.num_programs(0)):
+    # One tile a program, compiled without a loop, unless the grid was capped below num_tiles
+    # (CodeGenConfig.max_grid_size): then GRID_STRIDE is set and each program strides over the tiles.
+    for tile_step in range(tl.cdiv(num_tiles - pid, tl.num_programs(0)) if GRID_STRIDE else 1):
+        tile = pid + tile_step * tl.num_programs(0)
         rows = tile // tiles_n * BLOCK_M + tl.arange(0, BLOCK_M)
         offs_n = tile % tiles_n * BLOCK_N + tl.arange(0, BLOCK_N)
         mask_m = rows < num_rows
@@ -56,15 +60,16 @@ def sum_and_product_r2_nd_i32_f32(
         tl.store(out1_ptr + (i0*out1_stride0)[:, None] + (offs_n)[None, :], out1, mask=mask)
 
 
-def launch(grid, in0_ptr, in1_ptr, out0_ptr, out1_ptr, size1, in0_stride0, out0_stride0, out1_stride0, num_rows, tiles_n, num_tiles, BLOCK_M, BLOCK_N, num_warps):
+def launch(grid, in0_ptr, in1_ptr, out0_ptr, out1_ptr, size1, in0_stride0, out0_stride0, out1_stride0, num_rows, tiles_n, num_tiles, BLOCK_M, BLOCK_N, GRID_STRIDE, num_warps):
     """Run sum_and_product_r2_nd_i32_f32 on `grid` programs; operands in payload order, then outputs,
-    index arguments, and the block (one of those listed above) with its warps.
+    index arguments, the block (one of those listed above), GRID_STRIDE (whether
+    `grid` is smaller than num_tiles) and the warps.
 
     Returns what Triton returns: the compiled kernel on GPU.
     """
     return sum_and_product_r2_nd_i32_f32[grid](
         in0_ptr, in1_ptr, out0_ptr, out1_ptr, size1, in0_stride0, out0_stride0, out1_stride0, num_rows, tiles_n, num_tiles,
-        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, num_warps=num_warps,
+        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, GRID_STRIDE=GRID_STRIDE, num_warps=num_warps,
     )
 
 
