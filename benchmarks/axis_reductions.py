@@ -1,6 +1,6 @@
 """Bandwidth of reductions along dims (issue 16's cases): tritonwise vs eager vs torch.compile.
 
-    python -m benchmarks.axis_reductions [--out FILE] [--no-compile | --dynamic] [--sweep]
+    python -m benchmarks.axis_reductions [--out FILE] [--no-compile | --dynamic] [--sweep] [--rounds N]
     python -m benchmarks.axis_reductions --device cpu   # every case checked on small inputs, nothing timed
 
 Every case is checked against torch before anything is timed; a wrong answer stops the run
@@ -25,12 +25,14 @@ case's size (a plain Triton kernel reading the same bytes in memory order, harne
   of its bandwidth and the 1 GiB clone almost nothing;
 - back to back in a CUDA graph on copies of the input that fill 256 MiB (harness.us_back_to_back):
   no host time, no flush, every call reading DRAM, as kernels run inside a model.
+`--rounds N` times each case's four calls in turn N times a timer and keeps the medians.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import sys
 
 import torch
@@ -154,10 +156,18 @@ def _rate_or_nan(rate, nbytes, call, x) -> float:
         return math.nan
 
 
-def measured_under(rate, case: Case, fn, x, expr, compiled) -> tuple:
-    """(tritonwise, torch eager, torch.compile, plain read) GB/s of one case by `rate`."""
+def measured_under(rate, case: Case, fn, x, expr, compiled, rounds: int = 1) -> tuple:
+    """(tritonwise, torch eager, torch.compile, plain read) GB/s of one case by `rate`: medians
+    over `rounds` rounds, each timing the four in turn (this host's figures drift within a run)."""
     n = case.nbytes
-    return (rate(n, fn, x), rate(n, expr, x), _rate_or_nan(rate, n, compiled, x), read_ceiling(x, rate))
+    measures = (
+        lambda: rate(n, fn, x),
+        lambda: rate(n, expr, x),
+        lambda: _rate_or_nan(rate, n, compiled, x),
+        lambda: read_ceiling(x, rate),
+    )
+    samples = [[measure() for measure in measures] for _ in range(rounds)]
+    return tuple(statistics.median(column) for column in zip(*samples))
 
 
 def timer_table(timer: str, ceiling: float, rows: list) -> str:
@@ -190,10 +200,11 @@ def target_table(ceiling: float, rows: list) -> str:
     return "\n".join(lines)
 
 
-def run(chosen_cases: list, use_compile: bool, dynamic: bool = False) -> tuple:
+def run(chosen_cases: list, use_compile: bool, dynamic: bool = False, rounds: int = 1) -> tuple:
     """The 1 GiB clone's GB/s and the headline rows (do_bench), the chosen schemes, and for
     each timer its copy ceiling and rows (name, bytes, tritonwise, eager, torch.compile, plain
-    read). `dynamic`: torch.compile(dynamic=True), shape-generic kernels as tritonwise's are."""
+    read; medians of `rounds`). `dynamic`: torch.compile(dynamic=True), shape-generic kernels
+    as tritonwise's are."""
     ceiling = copy_ceiling()
     ceilings = {timer: copy_ceiling_under(rate) for timer, rate in TIMERS.items()}
     by_timer = {timer: [] for timer in TIMERS}
@@ -204,7 +215,8 @@ def run(chosen_cases: list, use_compile: bool, dynamic: bool = False) -> tuple:
             compiled = torch.compile(expr, dynamic=dynamic or None)
             compiled(x)
         for timer, rate in TIMERS.items():
-            by_timer[timer].append((case.name, case.nbytes, *measured_under(rate, case, fn, x, expr, compiled)))
+            measured = measured_under(rate, case, fn, x, expr, compiled, rounds)
+            by_timer[timer].append((case.name, case.nbytes, *measured))
         _, _, ours, eager, compiled_rate, _ = by_timer["do_bench"][-1]
         rows.append((case.name, ours, eager, compiled_rate, ours / ceiling))
         copy = gbps(2 * case.nbytes, lambda x=x: x.clone())
@@ -248,6 +260,7 @@ def main(argv=None) -> int:
     parser.add_argument("--no-compile", action="store_true")
     parser.add_argument("--dynamic", action="store_true", help="torch.compile(dynamic=True), shape-generic")
     parser.add_argument("--sweep", action="store_true")
+    parser.add_argument("--rounds", type=int, default=1, help="medians of this many alternated rounds a timer")
     smoke_arguments(parser)
     args = parser.parse_args(argv)
     smoke = smoke_run(args, "axis_reductions")
@@ -259,10 +272,11 @@ def main(argv=None) -> int:
     print(f"{len(chosen_cases)} cases give torch's answer", flush=True)
     if smoke:
         return 0
-    ceiling, rows, chosen, ceilings, by_timer = run(chosen_cases, not args.no_compile, args.dynamic)
+    ceiling, rows, chosen, ceilings, by_timer = run(chosen_cases, not args.no_compile, args.dynamic, args.rounds)
     timers = [timer_table(timer, ceilings[timer], by_timer[timer]) for timer in TIMERS]
     tables = (bandwidth_table(ceiling, rows), target_table(ceiling, by_timer["do_bench"]), *timers, "\n".join(chosen))
-    text = header() + "\n\n" + "\n\n".join(tables) + "\n"
+    rounds = f"\nMedians of {args.rounds} alternated rounds a timer.\n" if args.rounds > 1 else ""
+    text = header() + "\n" + rounds + "\n" + "\n\n".join(tables) + "\n"
     if args.sweep:
         text += "\nEvery block of each case's layout class:\n" + "\n".join(sweep(chosen_cases)) + "\n"
     report(text, args.out)
