@@ -179,6 +179,27 @@ def test_rows_of_whole_blocks_only(kind):
     _check(out, kind, x, x, (-1,))
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize(
+    "shape, dims, scheme",
+    [((40, 24), -1, "row_persistent"), ((9, 3000), -1, "row_looped"), ((3000, 100), 0, "column_looped")],
+)
+def test_a_capped_grid_strides_over_every_tile(device, shape, dims, scheme):
+    """max_grid_size below the tile count: GRID_STRIDE set, each of 3 programs loops over tiles
+    (templates/tile_loop.py.j2); every row reduced, none left poisoned."""
+    from tritonwise import CodeGenConfig
+
+    config = CodeGenConfig(max_tile_size=256, max_grid_size=(3,))
+    fn = pointwise_dynamic(product, promotion_methods=[(0, 1, "DEFAULT")], reductions=[("sum", dims)], config=config)
+    x = torch.randn(shape, device=device)
+    plan = fn.explain(x, x)
+    assert plan.scheme == scheme and plan.grid == (3,) and plan.num_tiles > 3
+    assert f"each striding over the {plan.num_tiles} tiles" in str(plan)
+    out = poisoned_like(torch.empty(shape[1 - dims] if dims == 0 else shape[0], device=device))
+    assert fn(x, x, out0=out) is out
+    _check(out, "sum", x, x, (dims,))
+
+
 def test_persistent_scheme_and_results_per_row():
     x = torch.randn(40, 17)
     fn = _function("sum", 1)

@@ -25,6 +25,7 @@ class Explanation:
     path: Optional[str]
     kernel: str
     block_choices: tuple = ()  # every block the file may launch with; `block` is this call's
+    num_tiles: int = 0  # the task's tiles: more than the grid's programs where max_grid_size caps it
     split_parts: int = 1  # a split reduction along dims: slices of the reduced extent, combined after
     torch_compile: str = ""  # what torch.compile traces for the function (tracing/expression.status)
     rung: str = ""  # what would serve the call now: "plan cache", "shape program", "planner" or "routed: ..."
@@ -45,6 +46,7 @@ class Explanation:
             path=None if plan.path is None else str(plan.path),
             kernel=spec.kernel_name,
             block_choices=task.tiling.choices,
+            num_tiles=task.num_tiles,
             split_parts=task.split.parts if task.split is not None else 1,
             torch_compile=torch_compile,
             rung=rung,
@@ -60,7 +62,7 @@ class Explanation:
             ("scheme", f"{self.scheme}, aligned {self.aligned}" + (split if self.split_parts != 1 else "")),
             ("block", f"{self.block} on {warps} ({self._block_rank()})"),
             ("index", f"int{self.index_bits}"),
-            ("grid", f"{self.grid} programs ({math.prod(self.grid)} total)"),
+            ("grid", self._grid_line()),
             ("file", self.path or "(none: nothing to launch)"),
         ]
         if self.rung:
@@ -69,6 +71,13 @@ class Explanation:
         if self.torch_compile:
             rows.append(("compile", self.torch_compile))
         return "\n".join(f"{k:>8}: {v}" for k, v in rows)
+
+    def _grid_line(self) -> str:
+        programs = math.prod(self.grid)
+        line = f"{self.grid} programs ({programs} total)"
+        if self.num_tiles > programs:  # capped by CodeGenConfig.max_grid_size
+            line += f", each striding over the {self.num_tiles} tiles"
+        return line
 
     def _block_rank(self) -> str:
         """Which of the file's compiled kernels this shape takes."""
