@@ -1,96 +1,144 @@
-"""One tile a program against the grid-stride tile loop, on the same generated file and grid.
+"""Forms of the loop over tiles, each in a copy of the same generated file, on the same grid.
 
     python -m benchmarks.tile_loop [--rounds 3]
 
-The evidence of Scheme.always_loops_tiles (docs/decisions/one-tile-a-program.md). Each case's
-kernel runs as launched, with GRID_STRIDE off (a grid covering every tile compiles no loop), and
-with GRID_STRIDE forced on (the loop compiled, each program taking one pass), alternated in rounds
-under the timers of axis_reductions.py. Both are checked against torch first. tile2d, which always
-loops, has no GRID_STRIDE: its one tile a program is a copy of the file with the loop's line
-replaced by `tile = pid`.
+The evidence of `templates/tile_loop.py.j2` and Scheme.always_loops_tiles
+(docs/decisions/one-tile-a-program.md). Each case runs its generated file as it is and copies of
+it whose loop header is replaced by another form (FORMS), launched with the same arguments and
+grid, alternated in rounds under the timers of axis_reductions.py. Every variant is checked
+against torch first, its output poisoned before. Cases marked capped have more tiles than
+programs (CodeGenConfig.max_grid_size), so each program strides over several.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import re
 import statistics
 import sys
-import types
+import tempfile
+from pathlib import Path
 
 import torch
 import triton
+import triton.language as tl  # noqa: F401  (Triton asserts a jit function's module sees it)
 
 from benchmarks import payloads
-from benchmarks.axis_reductions import TIMERS, _identity, _reducer, _square
+from benchmarks.axis_reductions import TIMERS
 from benchmarks.harness import check_against, header, nbytes, report
+from tritonwise import CodeGenConfig, pointwise_dynamic
 
-sum_last, sum_sq_last = _reducer(_identity, ("sum", -1)), _reducer(_square, ("sum", -1))
-max_dim0, sum_0_2 = _reducer(_identity, ("max", 0)), _reducer(_identity, ("sum", (0, 2)))
+# The loop header as the templates render it: tile_loop.py.j2 (its comment, `for`, `tile =`), or
+# the plain loop of a scheme that always loops.
+HEADER = re.compile(
+    r"    # One tile a program.*?\n        tile = [^\n]*\n"  # tile_loop.py.j2's, with GRID_STRIDE
+    r"|    for tile in range\(pid, num_tiles, [^\n]*\n",  # the plain loop
+    re.S,
+)
+FORMS = {
+    "plain loop": "    for tile in range(pid, num_tiles, tl.num_programs(0)):\n",
+    "one tile": "    for tile_step in range(1):\n        tile = pid\n",
+    "offset loop": "    for tile_step in range(\n"
+    "        0, num_tiles - pid if GRID_STRIDE else 1, tl.num_programs(0) if GRID_STRIDE else 1\n"
+    "    ):\n"
+    "        tile = pid + tile_step\n",
+}
+UNCAPPED, CAPPED = ("plain loop",), ("plain loop", "offset loop")
+
+
+@triton.jit
+def _identity(x):
+    return x
+
+
+@triton.jit
+def _square(x):
+    return x * x
+
+
+def _reducer(payload, entry, **config):
+    config = CodeGenConfig(**config)
+    return pointwise_dynamic(payload, promotion_methods=[(0, "DEFAULT")], reductions=[entry], config=config)
+
+
+def _sum(dims):
+    return lambda x: x.float().sum(dims)
 
 
 def cases() -> list:
-    """(name, function, inputs, given outputs, torch expression) of each case."""
+    """(name, function, inputs, given outputs, torch's answer as a function of the inputs, forms)."""
     randn = lambda *shape, dtype=torch.float32: torch.randn(*shape, device="cuda", dtype=dtype)  # noqa: E731
-    add, copy = payloads.add, payloads.copy
+    add, copy, bf16 = payloads.add, payloads.copy, torch.bfloat16
+    sum_last, sum_sq = _reducer(_identity, ("sum", -1)), _reducer(_square, ("sum", -1))
+    max_0, sum_0_2 = _reducer(_identity, ("max", 0)), _reducer(_identity, ("sum", (0, 2)))
+    clone = lambda x: x.clone()  # noqa: E731
     return [
-        ("tile2d: transpose copy 8191x8193", copy, (randn(8193, 8191).t(),), {"out0": randn(8191, 8193)}, torch.clone),
-        ("tile2d: transpose copy 8192^2", copy, (randn(8192, 8192).t(),), {"out0": randn(8192, 8192)}, torch.clone),
-        ("tile2d: add, one transposed 8191x8193", add, (randn(8191, 8193), randn(8193, 8191).t()), {}, torch.add),
-        ("nd: add + row 8191x8193", add, (randn(8191, 8193), randn(8193)), {}, torch.add),
-        ("nd: add + row 8192^2", add, (randn(8192, 8192), randn(8192)), {}, torch.add),
-        ("nd: add, sliced rows 8192x8000", add, (randn(8192, 8192)[:, :8000], randn(8000)), {}, torch.add),
-        ("row_persistent: sum(x, -1) bf16 16384x128", sum_last, (randn(16384, 128, dtype=torch.bfloat16),), {}, None),
-        ("row_persistent: sum(x, -1) fp32 8191x1000", sum_last, (randn(8191, 1000),), {}, None),
-        ("row_looped: sum(x, -1) bf16 128x16384", sum_last, (randn(128, 16384, dtype=torch.bfloat16),), {}, None),
-        ("row_looped: sum(x*x, -1) fp32 8192^2", sum_sq_last, (randn(8192, 8192),), {}, None),
-        ("row_looped: sum(x, (0, 2)) fp32 64x4096x64", sum_0_2, (randn(64, 4096, 64),), {}, None),
-        ("column_looped: amax(x, 0) fp32 8192^2", max_dim0, (randn(8192, 8192),), {}, None),
+        ("tile2d: transpose copy 8191x8193", copy, (randn(8193, 8191).t(),), {"out0": randn(8191, 8193)}, clone,
+         ("one tile",)),
+        ("tile2d: transpose copy 8192^2", copy, (randn(8192, 8192).t(),), {"out0": randn(8192, 8192)}, clone,
+         ("one tile",)),
+        ("nd: add + row 8191x8193", add, (randn(8191, 8193), randn(8193)), {}, torch.add, UNCAPPED),
+        ("row_persistent: sum(x, -1) bf16 16384x128", sum_last, (randn(16384, 128, dtype=bf16),), {}, _sum(-1),
+         UNCAPPED),
+        ("row_persistent: sum(x, -1) fp32 8191x1000", sum_last, (randn(8191, 1000),), {}, _sum(-1), UNCAPPED),
+        ("row_looped: sum(x, -1) bf16 128x16384", sum_last, (randn(128, 16384, dtype=bf16),), {}, _sum(-1),
+         UNCAPPED),
+        ("row_looped: sum(x*x, -1) fp32 8192^2", sum_sq, (randn(8192, 8192),), {}, lambda x: (x * x).sum(-1),
+         UNCAPPED),
+        ("row_looped: sum(x, (0, 2)) fp32 64x4096x64", sum_0_2, (randn(64, 4096, 64),), {}, _sum((0, 2)), UNCAPPED),
+        ("column_looped: amax(x, 0) fp32 8192^2", max_0, (randn(8192, 8192),), {}, lambda x: x.amax(0), UNCAPPED),
+        ("capped: nd: add + row 16384^2, 65535 programs", add, (randn(16384, 16384), randn(16384)), {}, torch.add,
+         CAPPED),
+        ("capped: sum(x, -1) bf16 16384x128, 256 programs", _reducer(_identity, ("sum", -1), max_grid_size=(256,)),
+         (randn(16384, 128, dtype=bf16),), {}, _sum(-1), CAPPED),
+        ("capped: sum(x, -1) bf16 128x16384, 32 programs", _reducer(_identity, ("sum", -1), max_grid_size=(32,)),
+         (randn(128, 16384, dtype=bf16),), {}, _sum(-1), CAPPED),
     ]
 
 
-LOOP_LINE = "    for tile in range(pid, num_tiles, tl.num_programs(0)):\n"
-
-
-def one_tile_copy(plan):
-    """The launch of a copy of a tile2d file whose programs each run one tile, without the loop."""
-    text = open(plan.path).read()
-    assert text.count(LOOP_LINE) == 1, plan.path
-    module = types.ModuleType("one_tile_copy")
-    exec(compile(text.replace(LOOP_LINE, "    tile = pid\n    if tile < num_tiles:\n"), plan.path, "exec"), module.__dict__)
+def _copy_with(path: str, form: str, directory: Path):
+    """The `launch` of a copy of the generated file at `path` whose loop header is `form` (written
+    to a file: Triton reads a kernel's source from its file)."""
+    text = Path(path).read_text()
+    assert len(HEADER.findall(text)) == 1, path
+    target = directory / f"{Path(path).stem}_{form.replace(' ', '_')}.py"
+    target.write_text(HEADER.sub(lambda _: FORMS[form], text))
+    spec = importlib.util.spec_from_file_location(target.stem, target)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
     return module.launch
 
 
-def variants(fn, args: tuple, outs: dict) -> tuple:
-    """(bytes moved, {label: call(x)}) of the case's kernel with one tile a program and with the
-    loop; call(x) runs it with x in place of the first input (the back-to-back timer rotates copies)."""
+def variants(fn, args: tuple, outs: dict, forms: tuple, directory: Path) -> tuple:
+    """(bytes moved, output, {label: call(x)}): the file as generated and a copy per form; call(x)
+    runs one with x in place of the first input (the back-to-back timer rotates copies)."""
     given = fn.outputs(outs)
     plan = fn.plan(args, given, collapse=True)
     values = list(plan.kernel_values(args, given))
     result = values[len(args)]  # the first output (a reduction's along dims: its values in task order)
-    moved = nbytes(*args) + (0 if fn in (sum_last, sum_sq_last, max_dim0, sum_0_2) else nbytes(result))
+    moved = nbytes(*args) + (0 if plan.reductions or plan.spec.row_reduced_outputs else nbytes(result))
+    capped = plan.grid[0] < plan.task.num_tiles
 
-    def call_with(launch, tail: tuple):
+    def call_with(launch):
         def call(x):
-            launch(plan.grid, x, *values[1 : len(values) - len(plan.constexprs)], *tail, plan.num_warps)
+            launch(plan.grid, x, *values[1:], plan.num_warps)
             return result
 
         return call
 
-    block = plan.constexprs[:2]
-    if plan.spec.scheme == "tile2d":
-        one, loop = call_with(one_tile_copy(plan), block), call_with(plan.launch, block)
-    else:
-        assert plan.constexprs == (*block, False), plan.constexprs
-        one, loop = call_with(plan.launch, (*block, False)), call_with(plan.launch, (*block, True))
-    return moved, {"one tile a program": one, "tile loop": loop}
+    calls = {f"as generated ({'capped' if capped else 'uncapped'})": call_with(plan.launch)}
+    calls.update((form, call_with(_copy_with(plan.path, form, directory))) for form in forms)
+    return moved, result, calls
 
 
-def case_rows(name, fn, args, outs, expr, rounds: int) -> list:
-    moved, calls = variants(fn, args, outs)
-    expected = fn(*args, **outs).float() if expr is None else expr(*args)
+def case_rows(case, directory: Path, rounds: int) -> list:
+    name, fn, args, outs, expected, forms = case
+    moved, result, calls = variants(fn, args, outs, forms, directory)
+    want = expected(*args).float()
     for label, call in calls.items():
-        got = call(args[0]).float().reshape(expected.shape)
-        check_against(expected.float(), got, f"{name}, {label}", 2e-2, 2e-1)
+        result.fill_(float("nan") if result.is_floating_point() else -1)
+        check_against(want, call(args[0]).float().reshape(want.shape), f"{name}, {label}", 2e-2, 2e-1)
     rows = []
     for timer, rate in TIMERS.items():
         if len(args) > 1 and timer.startswith("back"):
@@ -99,24 +147,32 @@ def case_rows(name, fn, args, outs, expr, rounds: int) -> list:
         for _ in range(rounds):
             for label, call in calls.items():
                 times[label].append(rate(moved, call, args[0]))
-        one, loop = (statistics.median(v) for v in times.values())
-        rows.append(f"| {name} | {timer.split(',')[0]} | {one:.0f} | {loop:.0f} | {one / loop:.3f} |")
+        cells = " | ".join(f"{label} {statistics.median(v):.0f}" for label, v in times.items())
+        rows.append(f"| {name} | {timer.split(',')[0]} | {cells} |")
         print(rows[-1], flush=True)
     return rows
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=_positive, default=3)
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("tile_loop needs a CUDA GPU", file=sys.stderr)
         return 2
-    lines = ["| case | timer | one tile a program GB/s | tile loop GB/s | ratio |", "|---|---|---|---|---|"]
-    for case in cases():
-        lines += case_rows(*case, args.rounds)
-    report(header() + f"\nTriton {triton.__version__}; medians of {args.rounds} alternated rounds\n\n" + "\n".join(lines))
+    lines = ["| case | timer | GB/s of each variant |", "|---|---|---|"]
+    with tempfile.TemporaryDirectory() as directory:
+        for case in cases():
+            lines += case_rows(case, Path(directory), args.rounds)
+    report(header() + f"\nMedians of {args.rounds} alternated rounds\n\n" + "\n".join(lines))
     return 0
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive count, got {text}")
+    return value
 
 
 if __name__ == "__main__":

@@ -114,7 +114,8 @@ def kernel_of(plan, x: torch.Tensor):
 
 
 def constexpr_names(kernel) -> list:
-    """The kernel's constexpr parameters (BLOCK, or BLOCK_M and BLOCK_N) in signature order."""
+    """The kernel's constexpr parameters in signature order: BLOCK, or BLOCK_M and BLOCK_N, then
+    GRID_STRIDE where the scheme has it."""
     if hasattr(kernel, "params"):  # a JITFunction
         return [p.name for p in kernel.params if p.is_constexpr]
     parameters = inspect.signature(kernel.fn).parameters.values()  # the interpreter's copy (CPU)

@@ -200,6 +200,27 @@ def test_a_capped_grid_strides_over_every_tile(device, shape, dims, scheme):
     _check(out, "sum", x, x, (dims,))
 
 
+@triton.jit
+def tile_step(x, y):  # the name of a kernel local in templates/tile_loop.py.j2
+    return x * y
+
+
+@triton.jit
+def GRID_STRIDE(x, y):  # noqa: N802 (the name of a kernel parameter)
+    return x * y
+
+
+@pytest.mark.parametrize("payload", [tile_step, GRID_STRIDE], ids=["tile_step", "GRID_STRIDE"])
+@pytest.mark.parametrize("grid", [(65535,), (3,)], ids=["uncapped", "capped"])
+def test_a_payload_named_as_a_kernel_local_is_renamed(payload, grid):
+    from tritonwise import CodeGenConfig
+
+    config = CodeGenConfig(max_tile_size=256, max_grid_size=grid)
+    fn = pointwise_dynamic(payload, promotion_methods=[(0, 1, "DEFAULT")], reductions=[("sum", -1)], config=config)
+    x = torch.randn(40, 24)
+    _check(fn(x, x), "sum", x, x, (-1,))
+
+
 def test_persistent_scheme_and_results_per_row():
     x = torch.randn(40, 17)
     fn = _function("sum", 1)

@@ -51,8 +51,8 @@ def module():
 
 
 def _function_of(plan) -> int:
-    """A stand-in kernel handle per block and specialization."""
-    return 0x10000 + hash((plan.task.tiling.block, plan.index_args)) % 0xFFFF
+    """A stand-in kernel handle per constexprs (block, GRID_STRIDE) and specialization."""
+    return 0x10000 + hash((plan.constexprs, plan.index_args)) % 0xFFFF
 
 
 def _launched_through_c(plan, driver) -> None:
@@ -102,11 +102,11 @@ class Table:
 
 
 def _same_kernel(a, b) -> bool:
-    """Whether the analysis runs one compiled kernel for two plans: generated file, block, and
-    Triton's classes of each index value."""
+    """Whether the analysis runs one compiled kernel for two plans: generated file, constexprs
+    (block, GRID_STRIDE), and Triton's classes of each index value."""
     return (
         a.task.layout_class == b.task.layout_class
-        and a.task.tiling.block == b.task.tiling.block
+        and a.constexprs == b.constexprs
         and all((x % 16 == 0, x == 1) == (y % 16 == 0, y == 1) for x, y in zip(a.index_args, b.index_args))
     )
 

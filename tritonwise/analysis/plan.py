@@ -42,9 +42,13 @@ class TaskPlan:
         return len(self.task_shape)
 
     @property
+    def grid_strides(self) -> bool:
+        return grid_strides(self.grid, self.num_tiles)
+
+    @property
     def constexprs(self) -> tuple:
         """The kernel's constexpr arguments for this task: its block, and what Scheme.constexpr_values adds."""
-        return get_scheme(self.tiling.scheme).constexpr_values(self.tiling.block, self.grid[0], self.num_tiles)
+        return get_scheme(self.tiling.scheme).constexpr_values(self.tiling.block, self.grid_strides)
 
     @cached_property
     def stride_classes(self) -> tuple:
@@ -141,6 +145,16 @@ def _contiguous_task(inputs: Sequence[tuple], outputs: Sequence[Optional[tuple]]
     return tuple(shape), (strides,) * len(outputs), (numel,), unit
 
 
+def launch_grid(num_tiles, config: CodeGenConfig) -> tuple:
+    """The programs a task of `num_tiles` tiles launches: one a tile, at most max_grid_size[0]."""
+    return (min(num_tiles, config.max_grid_size[0]),)
+
+
+def grid_strides(grid: tuple, num_tiles) -> bool:
+    """Whether `grid` was capped below the tile count, so that each program strides over several."""
+    return grid[0] < num_tiles
+
+
 def tile(shape, out_strides, task_shape, strides, itemsize, config, split=None, work=None) -> TaskPlan:
     """The TaskPlan of a collapsed task; no tiles when `work` (default: the broadcast shape) is empty."""
     tiling = choose_tiling(task_shape, strides, itemsize, config, split=split)
@@ -155,7 +169,7 @@ def tile(shape, out_strides, task_shape, strides, itemsize, config, split=None, 
         index_bits=index_bits(task_shape, strides, tiling.block),
         aligned=tiling.aligned,
         num_tiles=tiles,
-        grid=(min(tiles, config.max_grid_size[0]),),
+        grid=launch_grid(tiles, config),
     )
 
 

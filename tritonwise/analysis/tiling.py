@@ -1,7 +1,8 @@
 """Tiling scheme, block shape, warps and index width for a collapsed task. Pure Python.
 
 A generated file depends on the task's layout class, never on exact shapes: the block is a constexpr
-argument picked per call from the file's few `choices` (one compiled kernel each), so a new shape of
+argument picked per call from the file's few `choices` (one compiled kernel each, and a second with
+GRID_STRIDE for tasks of more tiles than max_grid_size allows programs), so a new shape of
 the class reuses the file. Each scheme's choices, pick, warps and tile count live in its module
 under schemes/; their numbers are in docs/decisions/ (block-table.md, the row schemes' notes).
 """
@@ -26,7 +27,7 @@ class Tiling:
     m_dim: Optional[int]  # tile2d: the dim some operand walks fastest, tiled beside the innermost
     block: tuple  # the block this task launches with: one of `choices`
     num_warps: int
-    choices: tuple = ()  # every block a task of this layout class may take (one compiled kernel each)
+    choices: tuple = ()  # every block a task of this layout class may take (a compiled kernel each)
     aligned: bool = False
 
 

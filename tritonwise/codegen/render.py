@@ -15,7 +15,8 @@ from .payload_names import definition_lines
 
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 RESERVED = {"triton", "tl", "launch", "grid"}
-KERNEL_NAMES = r"(in|out|size|pid|tile|offs|mask|rows|rest|cols|num_|i\d|j\d|acc\d|start|BLOCK|GRID)\w*"  # kernel locals
+# kernel locals and parameters a payload must not be named
+KERNEL_NAMES = r"(in|out|size|pid|tile|offs|mask|rows|rest|cols|num_|i\d|j\d|acc\d|start|BLOCK|GRID)\w*"
 
 
 @functools.lru_cache(maxsize=1)
@@ -102,7 +103,7 @@ def render(spec) -> str:
         "layout_lines": layout_lines(spec, alias),
         "launch_args": ", ".join(pointers + index),
         "block_params": "".join(f"{k}, " for k in constexprs),
-        "grid_stride": "GRID_STRIDE" in constexprs,
+        "folds_tile_loop": not scheme.always_loops_tiles,
         "constexpr_args": "".join(f"{k}={k}, " for k in constexprs),
     }
     return _environment().get_template("module.py.j2").render(**values)

@@ -25,7 +25,8 @@ class Explanation:
     path: Optional[str]
     kernel: str
     block_choices: tuple = ()  # every block the file may launch with; `block` is this call's
-    num_tiles: int = 0  # the task's tiles: more than the grid's programs where max_grid_size caps it
+    num_tiles: int = 0
+    grid_strides: bool = False  # max_grid_size capped the grid: each program strides over several tiles
     split_parts: int = 1  # a split reduction along dims: slices of the reduced extent, combined after
     torch_compile: str = ""  # what torch.compile traces for the function (tracing/expression.status)
     rung: str = ""  # what would serve the call now: "plan cache", "shape program", "planner" or "routed: ..."
@@ -47,6 +48,7 @@ class Explanation:
             kernel=spec.kernel_name,
             block_choices=task.tiling.choices,
             num_tiles=task.num_tiles,
+            grid_strides=task.grid_strides,
             split_parts=task.split.parts if task.split is not None else 1,
             torch_compile=torch_compile,
             rung=rung,
@@ -73,11 +75,8 @@ class Explanation:
         return "\n".join(f"{k:>8}: {v}" for k, v in rows)
 
     def _grid_line(self) -> str:
-        programs = math.prod(self.grid)
-        line = f"{self.grid} programs ({programs} total)"
-        if self.num_tiles > programs:  # capped by CodeGenConfig.max_grid_size
-            line += f", each striding over the {self.num_tiles} tiles"
-        return line
+        line = f"{self.grid} programs ({math.prod(self.grid)} total)"
+        return line + (f", each striding over the {self.num_tiles} tiles" if self.grid_strides else "")
 
     def _block_rank(self) -> str:
         """Which of the file's compiled kernels this shape takes."""
@@ -85,7 +84,8 @@ class Explanation:
             return "the file's only block"
         listed = ", ".join(str(b) for b in self.block_choices)
         position = self.block_choices.index(self.block) + 1
-        return f"{position} of this file's {len(self.block_choices)} blocks: {listed}; one compiled kernel each"
+        kernels = "one compiled kernel each, two where a grid is capped"
+        return f"{position} of this file's {len(self.block_choices)} blocks: {listed}; {kernels}"
 
 
 _ROUTED = " (a feature: its plain calls take the ladder's rungs)"

@@ -47,7 +47,7 @@ class SplitLaunch:
 @dataclass
 class LaunchPlan:
     name: str
-    launch: Optional[Callable]  # the generated module's launch(grid, *operands, *index_args)
+    launch: Optional[Callable]  # the generated module's launch(grid, *operands, *index_args, *constexprs, num_warps)
     grid: tuple
     index_args: tuple
     tensor_positions: tuple  # which payload arguments are tensors
@@ -87,7 +87,8 @@ class LaunchPlan:
 
     @staticmethod
     def task_fields(task) -> dict:
-        """What a plan takes from its TaskPlan besides the index arguments: grid, element count, block and warps."""
+        """What a plan takes from its TaskPlan besides the index arguments: grid, element count,
+        constexprs and warps."""
         tiling = task.tiling
         return dict(grid=task.grid, numel=task.numel, constexprs=task.constexprs, num_warps=tiling.num_warps)
 

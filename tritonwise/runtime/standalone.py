@@ -11,6 +11,7 @@ from pathlib import Path
 
 import torch
 
+from ..analysis.plan import grid_strides, launch_grid
 from ..config import CodeGenConfig
 from ..schemes import get_scheme
 from .dispatch import INTERPRETER_LOCK
@@ -52,8 +53,8 @@ def launcher(launch, layout: dict, device: torch.device):
     task_shape = _task_shape(rank, budget, layout["aligned"] and bool(scheme.aligned_dims(rank, m_dim)))
     block = scheme.pick_block(task_shape, m_dim, tuple(layout["blocks"])) if rank else layout["blocks"][0]
     num_tiles = scheme.num_tiles(task_shape, m_dim, block)
-    grid = (min(num_tiles, config.max_grid_size[0]),)
-    constexprs = scheme.constexpr_values(block, grid[0], num_tiles)
+    grid = launch_grid(num_tiles, config)
+    constexprs = scheme.constexpr_values(block, grid_strides(grid, num_tiles))
     strided = [(n, d, s) for n, d, s in layout["inputs"] if s is not None]
     strided += [(n, d, s) for n, d, s, acc in layout["outputs"] if acc is None or s]  # s: along dims
     operands, strides = {}, []

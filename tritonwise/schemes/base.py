@@ -80,14 +80,20 @@ class Scheme:
         """Task dims whose extents are kernel parameters (`size{d}`)."""
         raise NotImplementedError
 
-    def constexpr_params(self, rank: int) -> list:
-        return ["BLOCK_M", "BLOCK_N"] + ([] if self.always_loops_tiles else ["GRID_STRIDE"])
+    def block_params(self, rank: int) -> list:
+        """The constexpr parameters a block's extents are passed in."""
+        return ["BLOCK_M", "BLOCK_N"]
 
-    def constexpr_values(self, block: tuple, grid: int, num_tiles: int) -> tuple:
+    def constexpr_params(self, rank: int) -> list:
+        """The kernel's constexpr parameters: the block's, then GRID_STRIDE unless the scheme always
+        loops over tiles."""
+        return self.block_params(rank) + ([] if self.always_loops_tiles else ["GRID_STRIDE"])
+
+    def constexpr_values(self, block: tuple, grid_strides: bool) -> tuple:
         """A launch's constexpr arguments, in `constexpr_params` order: the block, then GRID_STRIDE,
-        whether the grid was capped below the tile count so that each program loops over tiles.
-        Without it a program runs one tile and the kernel has no loop (templates/tile_loop.py.j2)."""
-        return tuple(block) if self.always_loops_tiles else (*block, grid < num_tiles)
+        whether each program strides over several tiles (analysis.plan.grid_strides). Without it a
+        program runs one tile and the kernel compiles no loop (templates/tile_loop.py.j2)."""
+        return tuple(block) if self.always_loops_tiles else (*block, grid_strides)
 
     def index_names(self, rank: int, m_dim: Optional[int]) -> list:
         """The name standing for the index along each task dim inside the kernel body."""

@@ -33,7 +33,7 @@ class Flat(Scheme):
     def size_dims(self, rank, m_dim) -> list:
         return [0] if rank else []
 
-    def constexpr_params(self, rank) -> list:
+    def block_params(self, rank) -> list:
         return ["BLOCK"] if rank else []
 
     def index_names(self, rank, m_dim) -> list:

@@ -40,8 +40,8 @@ def square_r3_row_persistent_i32_f16(
     pid = tl.program_id(0)
     # One tile a program, compiled without a loop, unless the grid was capped below num_tiles
     # (CodeGenConfig.max_grid_size): then GRID_STRIDE is set and each program strides over the tiles.
-    for tile_step in range(tl.cdiv(num_tiles - pid, tl.num_programs(0)) if GRID_STRIDE else 1):
-        tile = pid + tile_step * tl.num_programs(0)
+    for tile_step in range(0, num_tiles - pid if GRID_STRIDE else 1, tl.num_programs(0) if GRID_STRIDE else 1):
+        tile = pid + tile_step
         rows = tile * BLOCK_M + tl.arange(0, BLOCK_M)
         cols = tl.arange(0, BLOCK_N)
         mask_m = rows < num_rows
