@@ -50,6 +50,7 @@ from benchmarks.harness import (
     header,
     mismatch,
     nbytes,
+    positive_int,
     read_ceiling,
     report,
     smoke_arguments,
@@ -260,7 +261,7 @@ def main(argv=None) -> int:
     parser.add_argument("--no-compile", action="store_true")
     parser.add_argument("--dynamic", action="store_true", help="torch.compile(dynamic=True), shape-generic")
     parser.add_argument("--sweep", action="store_true")
-    parser.add_argument("--rounds", type=int, default=1, help="medians of this many alternated rounds a timer")
+    parser.add_argument("--rounds", type=positive_int, default=1, help="medians of this many alternated rounds a timer")
     smoke_arguments(parser)
     args = parser.parse_args(argv)
     smoke = smoke_run(args, "axis_reductions")

@@ -46,6 +46,14 @@ def check_against(expected, got, name: str, rtol: float = 1e-4, atol: float = 1e
         raise WrongAnswer(message)
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a count of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive count, got {text}")
+    return value
+
+
 def smoke_arguments(parser: argparse.ArgumentParser) -> None:
     """--device and --smoke: on small inputs, check every case against torch and time nothing
     (on CPU, always a smoke run, through Triton's interpreter)."""

@@ -26,7 +26,7 @@ import triton.language as tl  # noqa: F401  (Triton asserts a jit function's mod
 
 from benchmarks import payloads
 from benchmarks.axis_reductions import TIMERS
-from benchmarks.harness import check_against, header, nbytes, report
+from benchmarks.harness import check_against, header, nbytes, positive_int, report
 from tritonwise import CodeGenConfig, pointwise_dynamic
 
 # The loop header as the templates render it: tile_loop.py.j2 (its comment, `for`, `tile =`), or
@@ -155,7 +155,7 @@ def case_rows(case, directory: Path, rounds: int) -> list:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=_positive, default=3)
+    parser.add_argument("--rounds", type=positive_int, default=3)
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("tile_loop needs a CUDA GPU", file=sys.stderr)
@@ -166,13 +166,6 @@ def main(argv=None) -> int:
             lines += case_rows(case, Path(directory), args.rounds)
     report(header() + f"\nMedians of {args.rounds} alternated rounds\n\n" + "\n".join(lines))
     return 0
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive count, got {text}")
-    return value
 
 
 if __name__ == "__main__":
