@@ -258,20 +258,22 @@ def test_row_schemes_launch_new_shapes_as_the_analysis_plans_them(module, case):
     assert check_launch(table, make(second), None, fn.plan(make(second), (None,), collapse=True))
 
 
-@pytest.mark.parametrize("first, second", [(3, 200), (200, 3)], ids=["into the cap", "out of it"])
-def test_a_program_never_serves_a_shape_across_the_grid_cap(module, first, second):
-    """With max_grid_size (4,), the tiles of a 3-row sum fit the grid and 200 rows stride over it: the
-    kernels differ in GRID_STRIDE, so a program traced on one side misses the other."""
+@pytest.mark.parametrize("first, same_side, across", [(4, 3, 5), (5, 6, 4)], ids=["below the cap", "above it"])
+def test_a_program_never_serves_a_shape_across_the_grid_cap(module, first, same_side, across):
+    """With max_grid_size (4,), a row sum of 4 rows (one tile each) fits the grid and 5 rows stride
+    over it: the kernels differ in GRID_STRIDE and the grid, so a program traced on one side
+    serves shapes of its side and misses the other."""
     from tritonwise import CodeGenConfig
 
     config = CodeGenConfig(max_tile_size=64, max_grid_size=(4,))
     fn = pointwise_dynamic(promotion_methods=[(0, 1, "DEFAULT")], reductions=[("sum", -1)], config=config)(_add_two)
     make = lambda n: (torch.randn(n, 24), torch.randn(24))  # noqa: E731
     table = Table(module, fn, Driver(b"ppp"))
-    template, other = table.add(make(first)), fn.plan(make(second), (None,), collapse=True)
-    assert template.task.grid_strides != other.task.grid_strides
-    assert not check_launch(table, make(second), None, other)
-    assert check_launch(table, make(first + 1), None, fn.plan(make(first + 1), (None,), collapse=True))
+    template = table.add(make(first))
+    plans = {n: fn.plan(make(n), (None,), collapse=True) for n in (same_side, across)}
+    assert plans[same_side].task.grid_strides == template.task.grid_strides != plans[across].task.grid_strides
+    assert check_launch(table, make(same_side), None, plans[same_side])
+    assert not check_launch(table, make(across), None, plans[across])
 
 
 FAMILIES = {  # the cases of benchmarks/new_shape.py: (function, operands for size n, kinds)
