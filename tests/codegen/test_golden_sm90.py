@@ -22,7 +22,6 @@ def test_golden_case_compiles_for_sm90(name):
     assert compiled.metadata.name.startswith(fn.explain(*args, **outs).kernel)
 
 
-
 def _loops(fn, args) -> int:
     return compile_for_sm90(fn, *args).asm["ttir"].count("scf.for")
 
