@@ -59,7 +59,7 @@ from benchmarks.harness import (
     us_at,
     us_back_to_back,
 )
-from tritonwise import pointwise_dynamic
+from tritonwise import CodeGenConfig, pointwise_dynamic
 
 
 @triton.jit
@@ -72,9 +72,11 @@ def _identity(x):
     return x
 
 
-def _reducer(payload, entry):
-    fn = pointwise_dynamic(payload, promotion_methods=[(0, "DEFAULT")], reductions=[entry])
-    fn.remake = lambda: _reducer(payload, entry)  # a fresh function (no plans yet), for --sweep
+def _reducer(payload, entry, **settings):
+    """`payload` reduced by `entry`, under CodeGenConfig(**settings)."""
+    config = CodeGenConfig(**settings)
+    fn = pointwise_dynamic(payload, promotion_methods=[(0, "DEFAULT")], reductions=[entry], config=config)
+    fn.remake = lambda: _reducer(payload, entry, **settings)  # a fresh function (no plans yet), for --sweep
     return fn
 
 

@@ -21,13 +21,10 @@ import tempfile
 from pathlib import Path
 
 import torch
-import triton
-import triton.language as tl  # noqa: F401  (Triton asserts a jit function's module sees it)
 
 from benchmarks import payloads
-from benchmarks.axis_reductions import TIMERS
+from benchmarks.axis_reductions import TIMERS, _identity, _reducer, _square
 from benchmarks.harness import check_against, header, nbytes, positive_int, report
-from tritonwise import CodeGenConfig, pointwise_dynamic
 
 # The loop header as the templates render it: tile_loop.py.j2 (its comment, `for`, `tile =`), or
 # the plain loop of a scheme that always loops.
@@ -45,21 +42,6 @@ FORMS = {
     "        tile = pid + tile_step\n",
 }
 UNCAPPED, CAPPED = ("plain loop",), ("plain loop", "offset loop")
-
-
-@triton.jit
-def _identity(x):
-    return x
-
-
-@triton.jit
-def _square(x):
-    return x * x
-
-
-def _reducer(payload, entry, **config):
-    config = CodeGenConfig(**config)
-    return pointwise_dynamic(payload, promotion_methods=[(0, "DEFAULT")], reductions=[entry], config=config)
 
 
 def _sum(dims):

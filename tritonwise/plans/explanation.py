@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
+from ..analysis.plan import grid_strides
 from ..runtime.dispatch import LaunchPlan
 
 
@@ -26,7 +27,6 @@ class Explanation:
     kernel: str
     block_choices: tuple = ()  # every block the file may launch with; `block` is this call's
     num_tiles: int = 0
-    grid_strides: bool = False  # max_grid_size capped the grid: each program strides over several tiles
     split_parts: int = 1  # a split reduction along dims: slices of the reduced extent, combined after
     torch_compile: str = ""  # what torch.compile traces for the function (tracing/expression.status)
     rung: str = ""  # what would serve the call now: "plan cache", "shape program", "planner" or "routed: ..."
@@ -48,7 +48,6 @@ class Explanation:
             kernel=spec.kernel_name,
             block_choices=task.tiling.choices,
             num_tiles=task.num_tiles,
-            grid_strides=task.grid_strides,
             split_parts=task.split.parts if task.split is not None else 1,
             torch_compile=torch_compile,
             rung=rung,
@@ -77,6 +76,11 @@ class Explanation:
     def _grid_line(self) -> str:
         line = f"{self.grid} programs ({math.prod(self.grid)} total)"
         return line + (f", each striding over the {self.num_tiles} tiles" if self.grid_strides else "")
+
+    @property
+    def grid_strides(self) -> bool:
+        """Whether max_grid_size capped the grid: each program strides over several tiles."""
+        return grid_strides(self.grid, self.num_tiles)
 
     def _block_rank(self) -> str:
         """Which of the file's compiled kernels this shape takes."""
