@@ -13,9 +13,7 @@ programs (CodeGenConfig.max_grid_size), so each program strides over several.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import re
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -23,8 +21,9 @@ from pathlib import Path
 import torch
 
 from benchmarks import payloads
-from benchmarks.axis_reductions import TIMERS, _identity, _reducer, _square
-from benchmarks.harness import check_against, header, nbytes, positive_int, report
+from benchmarks.axis_reductions import _identity, _reducer, _square
+from benchmarks.file_copies import check, timed_rows, variants
+from benchmarks.harness import header, positive_int, report
 
 # The loop header as the templates render it: tile_loop.py.j2 (its comment, `for`, `tile =`), or
 # the plain loop of a scheme that always loops.
@@ -79,60 +78,22 @@ def cases() -> list:
     ]
 
 
-def _copy_with(path: str, form: str, directory: Path):
-    """The `launch` of a copy of the generated file at `path` whose loop header is `form` (written
-    to a file: Triton reads a kernel's source from its file)."""
-    text = Path(path).read_text()
-    assert len(HEADER.findall(text)) == 1, path
-    target = directory / f"{Path(path).stem}_{form.replace(' ', '_')}.py"
-    target.write_text(HEADER.sub(lambda _: FORMS[form], text))
-    spec = importlib.util.spec_from_file_location(target.stem, target)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.launch
+def _with_form(form: str):
+    """The edit replacing the file's loop header by `form`."""
 
+    def edit(text: str) -> str:
+        assert len(HEADER.findall(text)) == 1, "one loop header in the generated file"
+        return HEADER.sub(lambda _: FORMS[form], text)
 
-def variants(fn, args: tuple, outs: dict, forms: tuple, directory: Path) -> tuple:
-    """(bytes moved, output, {label: call(x)}): the file as generated and a copy per form; call(x)
-    runs one with x in place of the first input (the back-to-back timer rotates copies)."""
-    given = fn.outputs(outs)
-    plan = fn.plan(args, given, collapse=True)
-    values = list(plan.kernel_values(args, given))
-    result = values[len(args)]  # the first output (a reduction's along dims: its values in task order)
-    moved = nbytes(*args) + (0 if plan.reductions or plan.spec.row_reduced_outputs else nbytes(result))
-    capped = plan.grid[0] < plan.task.num_tiles
-
-    def call_with(launch):
-        def call(x):
-            launch(plan.grid, x, *values[1:], plan.num_warps)
-            return result
-
-        return call
-
-    calls = {f"as generated ({'capped' if capped else 'uncapped'})": call_with(plan.launch)}
-    calls.update((form, call_with(_copy_with(plan.path, form, directory))) for form in forms)
-    return moved, result, calls
+    return edit
 
 
 def case_rows(case, directory: Path, rounds: int) -> list:
     name, fn, args, outs, expected, forms = case
-    moved, result, calls = variants(fn, args, outs, forms, directory)
-    want = expected(*args).float()
-    for label, call in calls.items():
-        result.fill_(float("nan") if result.is_floating_point() else -1)
-        check_against(want, call(args[0]).float().reshape(want.shape), f"{name}, {label}", 2e-2, 2e-1)
-    rows = []
-    for timer, rate in TIMERS.items():
-        if len(args) > 1 and timer.startswith("back"):
-            continue  # the rotation copies the first input only
-        times = {label: [] for label in calls}
-        for _ in range(rounds):
-            for label, call in calls.items():
-                times[label].append(rate(moved, call, args[0]))
-        cells = " | ".join(f"{label} {statistics.median(v):.0f}" for label, v in times.items())
-        rows.append(f"| {name} | {timer.split(',')[0]} | {cells} |")
-        print(rows[-1], flush=True)
-    return rows
+    edits = {form: _with_form(form) for form in forms}
+    moved, result, calls = variants(fn, args, outs, edits, directory)
+    check(name, calls, result, args[0], expected(*args), 2e-2, 2e-1)
+    return timed_rows(name, calls, moved, args[0], rounds, back_to_back=len(args) == 1)  # it rotates the first input
 
 
 def main(argv=None) -> int:
