@@ -52,3 +52,13 @@ def test_a_tile_loop_is_compiled_only_where_the_grid_is_capped(reductions, args,
     assert whole.explain(*args).scheme == capped.explain(*args).scheme == scheme
     assert whole.explain(*args).grid[0] > 2
     assert _loops(capped, args) == _loops(whole, args) + (scheme != "tile2d")
+
+
+@pytest.mark.parametrize("name", ["row_persistent_sum_f16", "row_looped_sum_02_int64"])
+def test_a_column_split_over_reduced_dims_divides_unsigned(name):
+    """schemes/nd.py decompose, unsigned_bits: the reduced dims' indices come from an unsigned
+    quotient and a multiply-subtract, with no signed division or remainder
+    (docs/decisions/column-split.md)."""
+    fn, args, outs = CASES[name]
+    ttir = compile_for_sm90(fn, *args, **outs).asm["ttir"]
+    assert "arith.divui" in ttir and "arith.remsi" not in ttir and "arith.remui" not in ttir

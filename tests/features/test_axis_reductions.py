@@ -169,6 +169,25 @@ def test_rows_reduced_over_two_dims_of_wide_runs_keep_two_rows_of_1024():
 
 
 @pytest.mark.parametrize("kind", ["sum", "max"])
+@pytest.mark.parametrize(
+    "shape, dims", [((4, 6, 9, 5, 40), (0, 2, 4)), ((4, 3, 3, 2, 3, 2, 40), (0, 2, 4, 6))], ids=["three", "four"]
+)
+def test_rows_reduced_over_dims_between_kept_ones(kind, shape, dims):
+    """Reduced dims that do not collapse: each column index is split once a dim past the first
+    (nd.decompose, a quotient per level), in the column loop and in its partial last block."""
+    x = torch.randn(shape)
+    y = torch.randn(shape[dims[1] - 1 :])
+    fn = _function(kind, dims)
+    plan = fn.explain(x, y)
+    assert (plan.scheme, plan.split_parts) == ("row_looped", 1)
+    assert math.prod(shape[d] for d in dims) % plan.block[1]  # a partial last block
+    kept = tuple(n for d, n in enumerate(shape) if d not in dims)
+    out = poisoned_like(torch.empty(kept))
+    assert fn(x, y, out0=out) is out
+    _check(out, kind, x, y, dims)
+
+
+@pytest.mark.parametrize("kind", ["sum", "max"])
 def test_rows_of_whole_blocks_only(kind):
     """Reduced extents a multiple of the block: the column loop alone, no partial last block."""
     x = torch.randint(-50, 50, (3, 2048), dtype=torch.int32)

@@ -16,7 +16,16 @@ import torch.distributed as dist
 import triton
 
 import benchmarks
-from benchmarks import axis_reductions, bench, cold_start, dtensor_scaling, new_shape, payloads, split_reductions
+from benchmarks import (
+    axis_reductions,
+    bench,
+    cold_start,
+    column_split,
+    dtensor_scaling,
+    new_shape,
+    payloads,
+    split_reductions,
+)
 from benchmarks.harness import WrongAnswer, check_against, mismatch
 from tests.support.paths import ROOT
 from tritonwise import pointwise_dynamic
@@ -109,8 +118,9 @@ def test_no_benchmark_edits_sys_path():
         (axis_reductions.main, ["--device", "cpu"]),
         (split_reductions.main, ["--device", "cpu"]),
         (new_shape.main, ["--device", "cpu", "--shapes", "2"]),
+        (column_split.main, ["--device", "cpu"]),
     ],
-    ids=["bench", "axis_reductions", "split_reductions", "new_shape"],
+    ids=["bench", "axis_reductions", "split_reductions", "new_shape", "column_split"],
 )
 def test_a_smoke_run_checks_every_case_and_passes(main, argv, capsys):
     assert main(argv) == 0
@@ -140,6 +150,14 @@ def test_new_shape_stops_at_a_planted_wrong_answer(monkeypatch):
     monkeypatch.setattr(new_shape, "add", wrong_add())
     with pytest.raises(WrongAnswer, match="add 1-D"):
         new_shape.main(["--device", "cpu", "--shapes", "2"])
+
+
+def test_column_split_stops_at_a_planted_wrong_form(monkeypatch):
+    """Each form runs in a copy of its own: a copy reading half of each run twice must fail."""
+    halved = "{indent}j{quot} = cols // size{dim}\n{indent}j{rest} = cols % size{dim} // 2\n"
+    monkeypatch.setitem(column_split.FORMS, "one signed division", halved)
+    with pytest.raises(WrongAnswer, match="one signed division"):
+        column_split.main(["--device", "cpu"])
 
 
 def test_torch_op_comparison_fails_a_planted_wrong_variant_and_passes_the_others(monkeypatch, capsys):

@@ -107,7 +107,8 @@ class Scheme:
         """Index names that are vectors along the tile's second axis (the column part of an offset)."""
         return {self.column_index}
 
-    def decompose_lines(self, rank: int, m_dim: Optional[int]) -> list:
+    def decompose_lines(self, rank: int, m_dim: Optional[int], index_bits: int) -> list:
+        """Lines splitting a tile's flat indices into per-dim ones (`index_bits`: 32 or 64)."""
         return []
 
     def index_params(self, rank: int, m_dim: Optional[int], stride_classes: Sequence[tuple]) -> list:

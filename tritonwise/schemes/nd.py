@@ -45,19 +45,30 @@ class Nd(Scheme):
     def row_vector_names(self, rank, m_dim) -> set:
         return {f"i{d}" for d in range(rank - 1)}
 
-    def decompose_lines(self, rank, m_dim) -> list:
+    def decompose_lines(self, rank, m_dim, index_bits) -> list:
         return decompose(list(range(rank - 1)), "rows")
 
 
-def decompose(dims: list, source: str, prefix: str = "i", temp: str = "rest") -> list:
-    """Lines splitting `source` into per-dim indices ({prefix}{d}), innermost of `dims` fastest."""
+def decompose(dims: list, source: str, prefix: str = "i", temp: str = "rest", unsigned_bits: int = 0) -> list:
+    """Lines splitting `source` into per-dim indices ({prefix}{d}), innermost of `dims` fastest.
+
+    With `unsigned_bits` (the index width), each quotient is an unsigned division and each
+    remainder is taken from it by a multiply and a subtract: indices and extents are never
+    negative, and a signed division and remainder cost row_looped's column split up to 6%
+    (docs/decisions/column-split.md). Quotients then get a name per level ({temp}{d}: the index
+    over the dims before d), since the remainder reads the source after the quotient is written."""
     lines = []
     for pos in range(len(dims) - 1, 0, -1):
         d = dims[pos]
-        lines.append(f"{prefix}{d} = {source} % size{d}")
-        quotient = f"{prefix}{dims[0]}" if pos == 1 else temp
-        lines.append(f"{quotient} = {source} // size{d}")
-        source = temp
+        quotient = f"{prefix}{dims[0]}" if pos == 1 else f"{temp}{d}" if unsigned_bits else temp
+        if unsigned_bits:
+            unsigned = f"tl.uint{unsigned_bits}"
+            lines.append(f"{quotient} = ({source}.to({unsigned}) // size{d}.to({unsigned})).to(tl.int{unsigned_bits})")
+            lines.append(f"{prefix}{d} = {source} - {quotient} * size{d}")
+        else:
+            lines.append(f"{prefix}{d} = {source} % size{d}")
+            lines.append(f"{quotient} = {source} // size{d}")
+        source = quotient
     if len(dims) == 1:
         lines.append(f"{prefix}{dims[0]} = {source}")
     return lines

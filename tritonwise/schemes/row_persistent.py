@@ -49,10 +49,11 @@ class RowPersistent(Scheme):
     def column_names(self, rank, m_dim) -> set:
         return {f"j{d}" for d in range(m_dim, rank)}
 
-    def column_lines(self, rank, m_dim) -> list:
-        return decompose(list(range(m_dim, rank)), "cols", prefix="j", temp="cols_rest")
+    def column_lines(self, rank, m_dim, index_bits) -> list:
+        """The reduced dims' indices of a block's columns, by unsigned division (nd.decompose)."""
+        return decompose(list(range(m_dim, rank)), "cols", prefix="j", temp="cols_rest", unsigned_bits=index_bits)
 
-    def decompose_lines(self, rank, m_dim) -> list:
+    def decompose_lines(self, rank, m_dim, index_bits) -> list:
         """The rows' indices, then the columns' unless they go inside a column loop (loops_columns)."""
         rows = decompose(list(range(m_dim)), "rows")
-        return rows if self.loops_columns else rows + self.column_lines(rank, m_dim)
+        return rows if self.loops_columns else rows + self.column_lines(rank, m_dim, index_bits)

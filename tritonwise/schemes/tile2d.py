@@ -70,7 +70,7 @@ class Tile2d(Scheme):
     def row_vector_names(self, rank, m_dim) -> set:
         return {"offs_m"}
 
-    def decompose_lines(self, rank, m_dim) -> list:
+    def decompose_lines(self, rank, m_dim, index_bits) -> list:
         batch = _batch_dims(rank, m_dim)
         return ["rest = rest // tiles_m"] + decompose(batch, "rest") if batch else []
 

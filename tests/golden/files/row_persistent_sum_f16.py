@@ -48,8 +48,8 @@ def square_r3_row_persistent_i32_f16(
         mask_n = cols < num_cols
         mask = mask_m[:, None] & mask_n[None, :]
         i0 = rows
-        j2 = cols % size2
-        j1 = cols // size2
+        j1 = (cols.to(tl.uint32) // size2.to(tl.uint32)).to(tl.int32)
+        j2 = cols - j1 * size2
         in0 = tl.load(in0_ptr + (i0*in0_stride0)[:, None] + (in0_stride1*j1 + j2)[None, :], mask=mask).to(tl.float32)
         out0 = square(in0)
         acc0 = tl.sum(tl.where(mask, out0.to(tl.float32).to(tl.float16).to(tl.float32), 0), axis=1, keep_dims=True)
