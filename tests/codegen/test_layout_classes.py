@@ -164,6 +164,19 @@ def _identity(x):
     return x
 
 
+@pytest.mark.parametrize("shape, aligned", [((3, 40, 32), True), ((3, 40, 24), False), ((5, 7, 48), True)])
+def test_a_reduction_over_several_dims_is_aligned_by_its_innermost_extent(shape, aligned):
+    """Row schemes' masks run along the rows and the flattened columns, so the first reduced
+    extent (3, 5) does not decide the class: the innermost one and the strides do
+    (RowPersistent.aligned_dims)."""
+    fn = pointwise_dynamic(_identity, promotion_methods=[(0, "DEFAULT")], reductions=[("sum", (0, 2))])
+    x = torch.randn(shape)
+    assert fn.explain(x).aligned == aligned
+    out = poisoned_like(torch.empty(shape[1]))
+    assert fn(x, out0=out) is out
+    torch.testing.assert_close(out, x.sum((0, 2)))
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dim, scheme", [(-1, "row_looped"), (0, "column_looped")])
 def test_aligned_reductions_along_dims_compile_once_per_block(dim, scheme, tmp_path, monkeypatch):

@@ -37,6 +37,12 @@ class RowPersistent(Scheme):
         rows = prod(task_shape[:m_dim])
         return {"num_rows": rows, "num_cols": prod(task_shape[m_dim:]), "num_tiles": ceil_div(rows, block[0])}
 
+    def aligned_dims(self, rank, m_dim) -> list:
+        """The innermost reduced dim alone: the masks run along the rows and the columns (num_rows,
+        num_cols), not along dim m_dim, and its runs keep a column's split indices in runs of 16
+        (docs/decisions/column-split.md); num_cols, a multiple of it, is specialized too."""
+        return [rank - 1]
+
     def size_dims(self, rank, m_dim) -> list:
         return list(range(1, m_dim)) + list(range(m_dim + 1, rank))
 
