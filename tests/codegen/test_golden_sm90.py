@@ -5,6 +5,8 @@ compiling the representative generated files (tests/golden) all the way to a cub
 generated code that would only fail on a GPU.
 """
 
+import re
+
 import pytest
 import torch
 
@@ -62,3 +64,17 @@ def test_a_column_split_over_reduced_dims_divides_unsigned(name):
     fn, args, outs = CASES[name]
     ttir = compile_for_sm90(fn, *args, **outs).asm["ttir"]
     assert "arith.divui" in ttir and "arith.remsi" not in ttir and "arith.remui" not in ttir
+
+
+@pytest.mark.parametrize("shape", [(8, 64, 512), (4, 16, 1024), (5, 64, 48)], ids=lambda s: "x".join(map(str, s)))
+def test_an_aligned_sum_over_two_dims_loads_16_bytes_at_a_time(shape):
+    """RowPersistent.aligned_dims: a reduction over (0, 2) whose innermost reduced extent and
+    strides are multiples of 16 is in the aligned class whatever its first reduced extent, and
+    compiled with the launcher's specialization every load of its fp32 input is 16 bytes wide."""
+    from tests.golden.golden_cases import sum_squares_02
+
+    x = torch.zeros(shape)
+    assert sum_squares_02.explain(x).aligned
+    ptx = compile_for_sm90(sum_squares_02, x, specialized=True).asm["ptx"]
+    loads = set(re.findall(r"ld\.global\S*", ptx))
+    assert loads and all(".v4." in load for load in loads), loads

@@ -36,8 +36,20 @@ def _arg_type(value) -> str:
     return "fp32"
 
 
-def compile_for_sm90(fn, *args, **outs):
-    """The compiled kernel (with `.asm["ptx"]`, `.asm["cubin"]`) that `fn(*args, **outs)` runs."""
+def _divisible_by_16(names: list, values: list, unspecialized) -> dict:
+    """Triton's specialization of a launch on the GPU, as compile attributes: pointers, and integers
+    not in the kernel's do_not_specialize, divisible by 16 (CPU tensors are 16-byte aligned too)."""
+    return {
+        (i,): [["tt.divisibility", 16]]
+        for i, (name, value) in enumerate(zip(names, values))
+        if isinstance(value, torch.Tensor)
+        or (isinstance(value, int) and not isinstance(value, bool) and value % 16 == 0 and name not in unspecialized)
+    }
+
+
+def compile_for_sm90(fn, *args, specialized=False, **outs):
+    """The compiled kernel (with `.asm["ptx"]`, `.asm["cubin"]`) that `fn(*args, **outs)` runs;
+    `specialized`: with the divisibility Triton's launcher would see in these arguments."""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource, compile
 
@@ -58,7 +70,8 @@ def compile_for_sm90(fn, *args, **outs):
     constexprs = dict(zip(names[len(values):], plan.constexprs))
     signature.update({n: "constexpr" for n in constexprs})
     try:
-        source = ASTSource(kernel, signature, constexprs)
+        attrs = _divisible_by_16(names, values, set(kernel.do_not_specialize)) if specialized else None
+        source = ASTSource(kernel, signature, constexprs, attrs)
         options = {"num_warps": plan.task.tiling.num_warps}
         return compile(source, target=GPUTarget("cuda", 90, 32), options=options)
     except (FileNotFoundError, RuntimeError) as e:  # no ptxas or no CUDA backend in this install
