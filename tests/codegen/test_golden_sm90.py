@@ -66,15 +66,32 @@ def test_a_column_split_over_reduced_dims_divides_unsigned(name):
     assert "arith.divui" in ttir and "arith.remsi" not in ttir and "arith.remui" not in ttir
 
 
-@pytest.mark.parametrize("shape", [(8, 64, 512), (4, 16, 1024), (5, 64, 48)], ids=lambda s: "x".join(map(str, s)))
-def test_an_aligned_sum_over_two_dims_loads_16_bytes_at_a_time(shape):
-    """RowPersistent.aligned_dims: a reduction over (0, 2) whose innermost reduced extent and
-    strides are multiples of 16 is in the aligned class whatever its first reduced extent, and
-    compiled with the launcher's specialization every load of its fp32 input is 16 bytes wide."""
-    from tests.golden.golden_cases import sum_squares_02
+def _identity_reduced(entry):
+    from tests.golden.golden_cases import square
+    from tritonwise import pointwise_dynamic
 
-    x = torch.zeros(shape)
-    assert sum_squares_02.explain(x).aligned
-    ptx = compile_for_sm90(sum_squares_02, x, specialized=True).asm["ptx"]
+    return pointwise_dynamic(square, promotion_methods=[(0, "DEFAULT")], reductions=[entry])
+
+
+@pytest.mark.parametrize(
+    "entry, shape, scheme",
+    [
+        (("sum", (0, 2)), (8, 64, 512), "row_looped"),
+        (("sum", (0, 2)), (5, 64, 48), "row_persistent"),
+        (("sum", -1), (8, 2**17), "row_persistent"),  # split in parts: a partial buffer of 8 rows
+        (("max", 0), (3, 2048, 64), "column_looped"),
+    ],
+    ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) and isinstance(v[0], int) else None,
+)
+def test_an_aligned_reduction_loads_16_bytes_at_a_time(entry, shape, scheme):
+    """Scheme.aligned_dims and aligned_operands: a reduction along dims is in the aligned class when
+    the extents its loads run along and its inputs' strides are multiples of 16, whatever its
+    other extents (a first reduced one of 8 or 5; a reduced 3 under column_looped) and its
+    outputs' strides (a split's partial buffer of 8 rows); compiled with the launcher's
+    specialization, every load of its fp32 input is then 16 bytes wide."""
+    fn, x = _identity_reduced(entry), torch.zeros(shape)
+    plan = fn.explain(x)
+    assert plan.scheme == scheme and plan.aligned
+    ptx = compile_for_sm90(fn, x, specialized=True).asm["ptx"]
     loads = set(re.findall(r"ld\.global\S*", ptx))
     assert loads and all(".v4." in load for load in loads), loads

@@ -157,7 +157,7 @@ def grid_strides(grid: tuple, num_tiles) -> bool:
 
 def tile(shape, out_strides, task_shape, strides, itemsize, config, split=None, work=None) -> TaskPlan:
     """The TaskPlan of a collapsed task; no tiles when `work` (default: the broadcast shape) is empty."""
-    tiling = choose_tiling(task_shape, strides, itemsize, config, split=split)
+    tiling = choose_tiling(task_shape, strides, itemsize, config, split=split, outputs=len(out_strides))
     empty = not math.prod(shape if work is None else work)
     tiles = 0 if empty else get_scheme(tiling.scheme).num_tiles(task_shape, tiling.m_dim, tiling.block)
     return TaskPlan(

@@ -42,13 +42,20 @@ def operand_classes(strides: Sequence[tuple]) -> tuple:
 
 
 def choose_tiling(
-    task_shape: tuple, strides: Sequence[tuple], itemsize: int, config: CodeGenConfig, split: Optional[int] = None
+    task_shape: tuple,
+    strides: Sequence[tuple],
+    itemsize: int,
+    config: CodeGenConfig,
+    split: Optional[int] = None,
+    outputs: int = 0,
 ) -> Tiling:
     """Block shapes and warps (docs/decisions/block-table.md). `split`: for a reduction along dims,
-    the number of kept (row) dims before the reduced ones, a row scheme's m_dim."""
+    the number of kept (row) dims before the reduced ones, a row scheme's m_dim. `outputs`: how
+    many of `strides`, the last, are outputs'."""
     scheme = choose_scheme(task_shape, strides, split, config)
     m_dim = split if split is not None else scheme.tiled_dim(task_shape, strides)
-    aligned = bool(task_shape) and is_aligned(task_shape, strides, scheme.aligned_dims(len(task_shape), m_dim))
+    aligned_strides = scheme.aligned_operands(strides, outputs)
+    aligned = bool(task_shape) and is_aligned(task_shape, aligned_strides, scheme.aligned_dims(len(task_shape), m_dim))
     choices = _block_choices(scheme, len(task_shape), itemsize, aligned, config)
     block = scheme.pick_block(task_shape, m_dim, choices)
     return Tiling(scheme.name, m_dim, block, scheme.num_warps(block, config), choices, aligned)

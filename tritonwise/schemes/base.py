@@ -36,6 +36,11 @@ class Scheme:
         """Task dims whose extents must be multiples of 16 for the aligned class: those the masks run along."""
         return [rank - 1] + ([m_dim] if m_dim is not None else [])
 
+    def aligned_operands(self, operands: Sequence, outputs: int) -> Sequence:
+        """Of `operands` (one entry each, inputs then the last `outputs` outputs), those whose
+        run-time strides must be multiples of 16 for the aligned class, and are specialized there."""
+        return operands
+
     @property
     def template(self) -> str:
         """Its kernel loop in tritonwise/templates/: `<name>.py.j2` unless the scheme names another."""

@@ -43,6 +43,11 @@ class RowPersistent(Scheme):
         (docs/decisions/column-split.md); num_cols, a multiple of it, is specialized too."""
         return [rank - 1]
 
+    def aligned_operands(self, operands, outputs) -> list:
+        """The inputs: each row stores one value, so no output stride vectorizes anything (a split's
+        partial buffer, (parts, rows), has a row count for a stride)."""
+        return operands[: len(operands) - outputs]
+
     def size_dims(self, rank, m_dim) -> list:
         return list(range(1, m_dim)) + list(range(m_dim + 1, rank))
 

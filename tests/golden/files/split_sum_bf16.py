@@ -3,7 +3,7 @@
 #   payload  golden_cases.square  (source sha256 fde6b93ec09a50ae)
 #   kernel   square_r3_row_persistent_i32_bf16_f32
 #   rank     3    scheme row_persistent    index int32
-#   blocks   64x16  16x64  8x128  4x256  2x512  1x1024    aligned False
+#   blocks   64x16  16x64  8x128  4x256  2x512  1x1024    aligned True
 #   in0      x: bfloat16 strides [s, s, 1]
 #   out0     sum of the bfloat16 result along the columns, in float32, stored as float32 strides [s, 1, 0]
 #   call     out0 from in0 as float32
@@ -23,7 +23,7 @@ if "square" not in globals():
         return x * x
 
 
-@triton.jit(do_not_specialize=["size1", "in0_stride0", "in0_stride1", "out0_stride0", "num_rows", "num_cols", "num_tiles"])
+@triton.jit(do_not_specialize=["size1", "out0_stride0", "num_rows", "num_tiles"])
 def square_r3_row_persistent_i32_bf16_f32(
     in0_ptr,
     out0_ptr,
@@ -78,7 +78,7 @@ LAYOUT = dict(
     m_dim=2,
     blocks=[(64, 16), (16, 64), (8, 128), (4, 256), (2, 512), (1, 1024)],
     index_bits=32,
-    aligned=False,
+    aligned=True,
     deterministic=False,
     inputs=[('in0', 'bfloat16', 'ss1')],
     outputs=[('out0', 'float32', 's10', 'float32')],
