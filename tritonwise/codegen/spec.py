@@ -85,8 +85,9 @@ class KernelSpec:
 
     Per operand: dtype, kind, conversions and stride classes ('0' broadcast, '1' contiguous, 's' any
     other, passed at run time); the task's rank, scheme, tiled dim, index width, alignment (every
-    extent a mask runs along, Scheme.aligned_dims, and every run-time stride a multiple of 16:
-    Triton then vectorizes) and `blocks`. Never exact shapes, strides or the block a call picks:
+    extent the vector accesses run along, Scheme.aligned_dims, and every run-time stride of the
+    operands that count, Scheme.aligned_operands, a multiple of 16: Triton then vectorizes) and
+    `blocks`. Never exact shapes, strides or the block a call picks:
     those are launch arguments, so one file serves every shape of its layout class."""
 
     payload_name: str
