@@ -40,7 +40,8 @@ FORMS = {
     "extent compiled in": "{indent}j{rest} = cols % {extent}\n{indent}j{quot} = cols // {extent}\n",
 }
 # (0, 2) sums: row_looped's six shapes of docs/decisions/row-looped-blocks.md and a narrower run,
-# then two of row_persistent (reduced extents of one block); on CPU, one of each scheme.
+# then two of row_persistent (reduced extents of one block); on CPU, two of row_looped and one of
+# row_persistent.
 SHAPES = {
     False: ((64, 4096, 64), (128, 2048, 16), (32, 4096, 128), (16, 2048, 256), (8, 4096, 512), (4, 4096, 1024),
             (64, 4096, 48), (16, 16384, 64), (32, 16384, 16)),

@@ -3,12 +3,16 @@ and the file key changes when the code that writes the file changes."""
 
 from __future__ import annotations
 
+import math
+import re
 import shutil
 
 import pytest
 import torch
 import triton
 import triton.language as tl  # noqa: F401  (as a payload's module usually does; see payload_no_tl for one that does not)
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from tests.support.poison import poisoned_like
 from tritonwise import pointwise_dynamic
@@ -175,6 +179,53 @@ def test_a_reduction_over_several_dims_is_aligned_by_its_innermost_extent(shape,
     out = poisoned_like(torch.empty(shape[1]))
     assert fn(x, out0=out) is out
     torch.testing.assert_close(out, x.sum((0, 2)))
+    out = poisoned_like(torch.empty(shape[1], 3))[:, 1]  # an output stride of 3 does not count either
+    assert fn.explain(x, out0=out).aligned == aligned
+    assert fn(x, out0=out) is out
+    torch.testing.assert_close(out, x.sum((0, 2)))
+
+
+def _do_not_specialize(path) -> set:
+    """The integer parameters a generated file's kernel leaves unspecialized."""
+    listed = re.search(r"do_not_specialize=\[(.*?)\]", path.read_text())
+    return set(re.findall(r'"(\w+)"', listed.group(1))) if listed else set()
+
+
+@st.composite
+def _reduction_calls(draw):
+    """A reduction along dims of a tensor in a permuted layout, maybe a slice of a wider one, maybe
+    into a given output of odd strides: extents with and without factors of 16."""
+    rank = draw(st.integers(2, 4))
+    shape = tuple(draw(st.sampled_from((1, 3, 5, 16, 48, 64, 80, 2048))) for _ in range(rank))
+    assume(math.prod(shape) <= 2**20)
+    order = draw(st.permutations(range(rank)))
+    x = torch.zeros([shape[d] for d in order]).permute([order.index(d) for d in range(rank)])
+    if draw(st.booleans()):
+        d = draw(st.integers(0, rank - 1))
+        wider = list(shape)
+        wider[d] += draw(st.sampled_from((1, 3, 16)))
+        x = torch.zeros(wider).narrow(d, 0, shape[d])
+    dims = tuple(sorted(draw(st.sets(st.integers(0, rank - 1), min_size=1, max_size=rank - 1))))
+    kind = draw(st.sampled_from(("sum", "max")))
+    kept = [n for d, n in enumerate(shape) if d not in dims]
+    outs = {"out0": torch.zeros(kept + [3])[..., 1]} if draw(st.booleans()) else {}
+    return kind, dims, x, outs
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(call=_reduction_calls())
+def test_an_aligned_file_specializes_only_multiples_of_16(call):
+    """Scheme.aligned_dims, aligned_operands and aligned_counts against render._unspecialized: in
+    a file of the aligned class, every integer argument Triton specializes is a multiple of 16
+    (never 1) for every call the class serves, so each block compiles once."""
+    kind, dims, x, outs = call
+    fn = pointwise_dynamic(_identity, promotion_methods=[(0, "DEFAULT")], reductions=[(kind, dims)])
+    plan = fn.plan((x,), fn.outputs(outs), collapse=True)
+    if not plan.spec.aligned:
+        return
+    unspecialized = _do_not_specialize(plan.path)
+    for name, value in zip(plan.spec.index_params(), plan.spec.index_values(plan.task)):
+        assert name in unspecialized or (value % 16 == 0 and value != 1), (plan.spec.scheme, name, value)
 
 
 @pytest.mark.gpu
@@ -189,7 +240,7 @@ def test_aligned_reductions_along_dims_compile_once_per_block(dim, scheme, tmp_p
     monkeypatch.setenv("TRITONWISE_KERNEL_STORE", "0")  # count Triton's own compiled kernels
     fn = pointwise_dynamic(_identity, promotion_methods=[(0, "DEFAULT")], reductions=[("max", dim)])
     for n in (272, 512, 1024, 4096):  # kept rows: more than a split reduction takes
-        for m in (1040, 2048, 4096):
+        for m in (1040, 2048, 4096) + ((3, 40) if dim == 0 else ()):  # a column max's reduced extent does not count
             x = torch.randn(n, m, device="cuda") if dim == -1 else torch.randn(m, n, device="cuda")
             torch.testing.assert_close(fn(x), x.amax(dim))
             plan = fn.explain(x)

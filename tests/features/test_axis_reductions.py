@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from tests.support.poison import poisoned_like
 from tritonwise import pointwise_dynamic
+from tritonwise.analysis import tiling
 
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
 
@@ -168,18 +169,22 @@ def test_rows_reduced_over_two_dims_of_wide_runs_keep_two_rows_of_1024():
     _check(out, "sum", x, y, (0, 2))
 
 
+@pytest.mark.parametrize("bits", [32, 64])
 @pytest.mark.parametrize("kind", ["sum", "max"])
 @pytest.mark.parametrize(
     "shape, dims", [((4, 6, 9, 5, 40), (0, 2, 4)), ((4, 3, 3, 2, 3, 2, 40), (0, 2, 4, 6))], ids=["three", "four"]
 )
-def test_rows_reduced_over_dims_between_kept_ones(kind, shape, dims):
+def test_rows_reduced_over_dims_between_kept_ones(kind, shape, dims, bits, monkeypatch):
     """Reduced dims that do not collapse: each column index is split once a dim past the first
-    (nd.decompose, a quotient per level), in the column loop and in its partial last block."""
+    (nd.decompose, a quotient per level, unsigned of the index width), in the column loop and in
+    its partial last block. int64 indices are forced by lowering the int32 limit below these sizes."""
+    if bits == 64:
+        monkeypatch.setattr(tiling, "INT32_LIMIT", 5000)
     x = torch.randn(shape)
     y = torch.randn(shape[dims[1] - 1 :])
     fn = _function(kind, dims)
     plan = fn.explain(x, y)
-    assert (plan.scheme, plan.split_parts) == ("row_looped", 1)
+    assert (plan.scheme, plan.split_parts, plan.index_bits) == ("row_looped", 1, bits)
     assert math.prod(shape[d] for d in dims) % plan.block[1]  # a partial last block
     kept = tuple(n for d, n in enumerate(shape) if d not in dims)
     out = poisoned_like(torch.empty(kept))

@@ -36,24 +36,15 @@ def _arg_type(value) -> str:
     return "fp32"
 
 
-def _divisible_by_16(names: list, values: list, unspecialized) -> dict:
-    """Triton's specialization of a launch on the GPU, as compile attributes: pointers, and integers
-    not in the kernel's do_not_specialize, divisible by 16 (CPU tensors are 16-byte aligned too)."""
-    return {
-        (i,): [["tt.divisibility", 16]]
-        for i, (name, value) in enumerate(zip(names, values))
-        if isinstance(value, torch.Tensor)
-        or (isinstance(value, int) and not isinstance(value, bool) and value % 16 == 0 and name not in unspecialized)
-    }
-
-
 def compile_for_sm90(fn, *args, specialized=False, **outs):
     """The compiled kernel (with `.asm["ptx"]`, `.asm["cubin"]`) that `fn(*args, **outs)` runs;
-    `specialized`: with the divisibility Triton's launcher would see in these arguments."""
+    `specialized`: with the divisibility by 16 Triton's launcher sees in these arguments
+    (runtime/kernels.py `specialize`); the tensors here are CPU ones, as aligned as CUDA's."""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource, compile
 
     from tritonwise.codegen.render import payload_alias
+    from tritonwise.runtime.kernels import specialize
     from tritonwise.runtime.loader import load
 
     if os.environ.get("TRITON_INTERPRET") == "1":
@@ -70,7 +61,7 @@ def compile_for_sm90(fn, *args, specialized=False, **outs):
     constexprs = dict(zip(names[len(values):], plan.constexprs))
     signature.update({n: "constexpr" for n in constexprs})
     try:
-        attrs = _divisible_by_16(names, values, set(kernel.do_not_specialize)) if specialized else None
+        attrs = {(i,): [["tt.divisibility", 16]] for i in specialize(kernel, values)[1]} if specialized else None
         source = ASTSource(kernel, signature, constexprs, attrs)
         options = {"num_warps": plan.task.tiling.num_warps}
         return compile(source, target=GPUTarget("cuda", 90, 32), options=options)

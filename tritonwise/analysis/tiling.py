@@ -46,8 +46,8 @@ def choose_tiling(
     strides: Sequence[tuple],
     itemsize: int,
     config: CodeGenConfig,
-    split: Optional[int] = None,
-    outputs: int = 0,
+    split: Optional[int],
+    outputs: int,
 ) -> Tiling:
     """Block shapes and warps (docs/decisions/block-table.md). `split`: for a reduction along dims,
     the number of kept (row) dims before the reduced ones, a row scheme's m_dim. `outputs`: how
@@ -76,8 +76,8 @@ def index_bits(task_shape: tuple, strides: Sequence[tuple], block: tuple) -> int
     return 32 if max(numel + math.prod(block), reach) <= INT32_LIMIT else 64
 
 
-def is_aligned(task_shape: tuple, strides: Sequence[tuple], masked_dims: Sequence[int]) -> bool:
-    """Whether the masked extents (of `masked_dims`) and every run-time stride are multiples of ALIGNMENT."""
-    extents = [task_shape[d] for d in masked_dims]
+def is_aligned(task_shape: tuple, strides: Sequence[tuple], vector_dims: Sequence[int]) -> bool:
+    """Whether the extents of `vector_dims` and every run-time stride of `strides` are multiples of ALIGNMENT."""
+    extents = [task_shape[d] for d in vector_dims]
     run_time = [s for op in strides for s in op if stride_class(s) == "s"]
     return all(v % ALIGNMENT == 0 for v in extents + run_time)

@@ -139,12 +139,12 @@ def _unspecialized(spec, scheme, index: list) -> list:
     """Parameters whose new values must never trigger a recompile: scalars, tile counts, and sizes
     and strides unless the file is for the aligned class. There every size the masks run along
     (Scheme.aligned_dims), run-time stride of the operands that count (Scheme.aligned_operands) and
-    row count (Scheme.aligned_counts) is a multiple of 16,
+    count parameter of Scheme.aligned_counts is a multiple of 16,
     so Triton's divisibility specialization is the same for every call and gives the vectorized
     accesses (`tl.multiple_of` on a scalar does not reach the masks); other sizes stay unspecialized."""
     masked = {f"size{d}" for d in scheme.aligned_dims(spec.rank, spec.m_dim)}
-    strided_outputs = len(spec.tensors) - sum(i.is_tensor for i in spec.inputs)
-    aligned_strides = set(runtime_stride_params(scheme.aligned_operands(spec.stride_classes, strided_outputs)))
+    aligned = scheme.aligned_operands(spec.stride_classes, spec.strided_output_count)
+    aligned_strides = set(runtime_stride_params(aligned))
     specialized = [p for p in index if p in masked or p in aligned_strides or p in scheme.aligned_counts]
     unspecialized = [p for p in index if p not in specialized] if spec.aligned else index
     return [i.name for i in spec.inputs if not i.is_tensor] + unspecialized

@@ -150,6 +150,11 @@ class KernelSpec:
         return tuple(o for o in self.outputs if o.reduction is not None and o.strides)
 
     @property
+    def strided_output_count(self) -> int:
+        """How many of `tensors`, the last, are outputs."""
+        return len(self.tensors) - sum(i.is_tensor for i in self.inputs)
+
+    @property
     def stride_classes(self) -> tuple:
         """(operand name, stride classes) per strided operand, in kernel order."""
         return tuple((op.name, op.strides) for op in self.tensors)

@@ -33,7 +33,8 @@ class Scheme:
     always_loops_tiles: bool = False
 
     def aligned_dims(self, rank: int, m_dim: Optional[int]) -> list:
-        """Task dims whose extents must be multiples of 16 for the aligned class: those the masks run along."""
+        """Task dims whose extents must be multiples of 16 for the aligned class: those the vector
+        accesses and their masks run along."""
         return [rank - 1] + ([m_dim] if m_dim is not None else [])
 
     def aligned_operands(self, operands: Sequence, outputs: int) -> Sequence:

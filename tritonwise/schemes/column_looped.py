@@ -26,6 +26,9 @@ class ColumnLooped(RowLooped):
         3x2048x64) only count the loop's steps and mask whole columns of a tile."""
         return [m_dim - 1]
 
+    def aligned_operands(self, operands, outputs) -> list:
+        return operands  # rows lie along unit stride: the outputs' stores of adjacent rows vectorize too
+
     def applies(self, task_shape, strides, split, config) -> bool:
         if split is None or not strides or split == 0 or split == len(task_shape):
             return False

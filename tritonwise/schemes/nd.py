@@ -54,13 +54,16 @@ def decompose(dims: list, source: str, prefix: str = "i", temp: str = "rest", un
 
     With `unsigned_bits` (the index width), each quotient is an unsigned division and each
     remainder is taken from it by a multiply and a subtract: indices and extents are never
-    negative, and a signed division and remainder cost row_looped's column split up to 6%
-    (docs/decisions/column-split.md). Quotients then get a name per level ({temp}{d}: the index
-    over the dims before d), since the remainder reads the source after the quotient is written."""
+    negative, and the signed division and remainder cost more (docs/decisions/column-split.md).
+    Quotients then get a name per level ({temp}{d}: the index over the dims before d), since the
+    remainder reads the source after the quotient is written."""
     lines = []
     for pos in range(len(dims) - 1, 0, -1):
         d = dims[pos]
-        quotient = f"{prefix}{dims[0]}" if pos == 1 else f"{temp}{d}" if unsigned_bits else temp
+        if pos == 1:
+            quotient = f"{prefix}{dims[0]}"
+        else:
+            quotient = f"{temp}{d}" if unsigned_bits else temp
         if unsigned_bits:
             unsigned = f"tl.uint{unsigned_bits}"
             lines.append(f"{quotient} = ({source}.to({unsigned}) // size{d}.to({unsigned})).to(tl.int{unsigned_bits})")

@@ -44,8 +44,9 @@ class RowPersistent(Scheme):
         return [rank - 1]
 
     def aligned_operands(self, operands, outputs) -> list:
-        """The inputs: each row stores one value, so no output stride vectorizes anything (a split's
-        partial buffer, (parts, rows), has a row count for a stride)."""
+        """The inputs alone: a row's value is stored by itself, at the rows' strides, so no output
+        stride makes an access wider (a split's partial buffer, (parts, rows), has the row count
+        for a stride). column_looped, whose rows lie along unit stride, counts its outputs too."""
         return operands[: len(operands) - outputs]
 
     def size_dims(self, rank, m_dim) -> list:
