@@ -79,6 +79,7 @@ def _identity_reduced(entry):
         (("sum", (0, 2)), (8, 64, 512), "row_looped"),
         (("sum", (0, 2)), (5, 64, 48), "row_persistent"),
         (("sum", -1), (8, 2**17), "row_persistent"),  # split in parts: a partial buffer of 8 rows
+        (("sum", -1), (2**17,), "row_persistent"),  # split, and one row: a filler row stride
         (("max", 0), (3, 2048, 64), "column_looped"),
     ],
     ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) and isinstance(v[0], int) else None,
@@ -86,8 +87,8 @@ def _identity_reduced(entry):
 def test_an_aligned_reduction_loads_16_bytes_at_a_time(entry, shape, scheme):
     """Scheme.aligned_dims and aligned_operands: a reduction along dims is in the aligned class when
     the extents its loads run along and its inputs' strides are multiples of 16, whatever its
-    other extents (a first reduced one of 8 or 5; a reduced 3 under column_looped) and its
-    outputs' strides (a split's partial buffer of 8 rows); compiled with the launcher's
+    other extents (a first reduced one of 8 or 5; a reduced 3 under column_looped), its
+    outputs' strides (a split's partial buffer of 8 rows) and a row count of 1; compiled with the launcher's
     specialization, every load of its fp32 input is then 16 bytes wide."""
     fn, x = _identity_reduced(entry), torch.zeros(shape)
     plan = fn.explain(x)

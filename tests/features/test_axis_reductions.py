@@ -404,6 +404,7 @@ SPLIT_LAYOUTS = {
     "row-major": lambda n: torch.randn(3, n),
     "transposed": lambda n: torch.randn(n, 3).t(),
     "rank 3, middle kept": lambda n: torch.randn(4, 2, n // 4).transpose(0, 1),
+    "one row": lambda n: torch.randn(1, n),  # the row part's stride is a filler (plan._collapsed_group)
 }
 
 
@@ -411,7 +412,7 @@ SPLIT_LAYOUTS = {
 @pytest.mark.parametrize("kind", ["sum", "max", "min"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_few_long_rows_split_the_reduced_extent(layout, kind, dtype):
-    """Few kept rows (here 2-3) and a long reduced extent: the kernel writes partial values
+    """Few kept rows (here 1-3) and a long reduced extent: the kernel writes partial values
     over slices of the reduced extent, combined by torch; torch's results and dtypes, poisoned
     given outputs, and a keepdim output of another layout."""
     x = SPLIT_LAYOUTS[layout](4096).to(dtype)

@@ -11,7 +11,7 @@ from ..config import CodeGenConfig
 from ..schemes import get_scheme
 from .broadcast import broadcast_shapes, broadcast_strides
 from .layout import collapse, dense_strides, dim_order
-from .tiling import Tiling, choose_tiling, index_bits, operand_classes
+from .tiling import ALIGNMENT, Tiling, choose_tiling, index_bits, operand_classes
 
 
 @dataclass(frozen=True)
@@ -195,7 +195,7 @@ def analyze_rows(
     allocated = full if keepdim else tuple(s for d, s in enumerate(full) if d not in dims)
     out_strides = tuple(tuple(o[1]) if o is not None else allocated for o in outputs)
     operands = in_strides + [_over_task(st, shape, dims, keepdim) for st in out_strides]
-    rows, row_strides = _collapsed_group(shape, operands, kept_order, fill=1)
+    rows, row_strides = _collapsed_group(shape, operands, kept_order, fill=ALIGNMENT)
     cols, col_strides = _collapsed_group(shape, operands, reduced_order, fill=0)
     if 0 in cols:  # nothing to read: one empty column dim (no index arithmetic divides by 0)
         cols, col_strides = (0,), tuple((0,) for _ in operands)
@@ -231,9 +231,11 @@ def _over_task(strides: tuple, shape: tuple, dims: tuple, keepdim: bool) -> tupl
 
 
 def _collapsed_group(shape: tuple, operands: Sequence[tuple], inner_to_outer: list, fill: int) -> tuple:
-    """One group of dims collapsed; an empty group becomes one dim of extent 1 with stride `fill`
-    (1 for the rows, so every operand's row part is a vector the row mask guards)."""
+    """One group of dims collapsed; a group of one element (or none) becomes one dim of extent 1
+    with stride `fill`. For the rows, ALIGNMENT: every operand's row part is a vector the row mask
+    guards, and rows past the first, which read nothing, start 16-byte aligned, so the columns
+    still load 16 bytes at a time (a stride of 1 made row r start r elements in)."""
     sizes, strides = collapse(shape, operands, inner_to_outer)
-    if not sizes:
+    if math.prod(sizes) == 1:
         return (1,), tuple((fill,) for _ in operands)
     return sizes, strides
