@@ -137,15 +137,15 @@ def layout_lines(spec, alias: str) -> list:
 
 def _unspecialized(spec, scheme, index: list) -> list:
     """Parameters whose new values must never trigger a recompile: scalars, tile counts, and sizes
-    and strides unless the file is for the aligned class. There every size the masks run along
-    (Scheme.aligned_dims), run-time stride of the operands that count (Scheme.aligned_operands) and
-    count parameter of Scheme.aligned_counts is a multiple of 16,
-    so Triton's divisibility specialization is the same for every call and gives the vectorized
-    accesses (`tl.multiple_of` on a scalar does not reach the masks); other sizes stay unspecialized."""
-    masked = {f"size{d}" for d in scheme.aligned_dims(spec.rank, spec.m_dim)}
-    aligned = scheme.aligned_operands(spec.stride_classes, spec.strided_output_count)
-    aligned_strides = set(runtime_stride_params(aligned))
-    specialized = [p for p in index if p in masked or p in aligned_strides or p in scheme.aligned_counts]
+    and strides unless the file is for the aligned class. There every size the vector accesses run
+    along (Scheme.aligned_dims), run-time stride of the operands that count (Scheme.aligned_operands)
+    and count of Scheme.aligned_counts is a multiple of 16, so Triton's divisibility specialization
+    is the same for every call and gives the vectorized accesses (`tl.multiple_of` on a scalar
+    does not reach the masks); other sizes stay unspecialized."""
+    vector_sizes = {f"size{d}" for d in scheme.aligned_dims(spec.rank, spec.m_dim)}
+    aligned_operands = scheme.aligned_operands(spec.stride_classes, spec.strided_output_count)
+    aligned_strides = set(runtime_stride_params(aligned_operands))
+    specialized = [p for p in index if p in vector_sizes or p in aligned_strides or p in scheme.aligned_counts]
     unspecialized = [p for p in index if p not in specialized] if spec.aligned else index
     return [i.name for i in spec.inputs if not i.is_tensor] + unspecialized
 
