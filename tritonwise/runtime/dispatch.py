@@ -139,7 +139,10 @@ class LaunchPlan:
         self._launch(self._on_device(args), partials)
         for out, buffer, kind, row_strides in zip(outputs, partials, self.split.kinds, self.split.out_row_strides):
             rows = torch.as_strided(out, self.split.rows, row_strides, out.storage_offset())
-            rows.copy_(_COMBINE[kind](buffer, 0))
+            if rows.dtype == buffer.dtype:  # combined in place: no second copy kernel
+                _COMBINE[kind](buffer, 0, out=rows)
+            else:
+                rows.copy_(_COMBINE[kind](buffer, 0))
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def _accumulator(self, reduction) -> torch.Tensor:
