@@ -144,29 +144,20 @@ def test_few_long_rows_take_one_row_a_program(rows, cols, block):
     _check(fn(x, y), "sum", x, y, (-1,))
 
 
-def test_rows_reduced_over_two_dims_take_taller_tiles():
+@pytest.mark.parametrize("shape", [(4, 301, 320), (2, 301, 600)], ids=["runs of 320", "runs of 600"])
+def test_rows_reduced_over_two_dims_take_taller_tiles(shape):
     """A reduced extent of two dims divides each column index by a runtime extent; the tile then
-    takes four rows of 512, which share that division, where one dim would take two of 1024."""
+    takes four rows of 512, which share that division, where one dim would take two of 1024,
+    whether the innermost reduced dim is narrower than 512 or wider."""
     fn = _function("sum", (0, 2))
-    x, y = torch.randn(4, 301, 320), torch.randn(301, 1)  # the last tile's three rows clamp a fourth
+    x, y = torch.randn(shape), torch.randn(301, 1)  # the last tile's one row clamps three more
     plan = fn.explain(x, y)
     assert (plan.scheme, plan.block, plan.num_warps, plan.split_parts) == ("row_looped", (4, 512), 4, 1)
     out = poisoned_like(torch.empty(301))
     assert fn(x, y, out0=out) is out
     _check(out, "sum", x, y, (0, 2))
-    x = torch.randn(300, 1280)
+    x = torch.randn(300, shape[0] * shape[2])
     assert _function("sum", -1).explain(x, x).block == (2, 1024)
-
-
-def test_rows_reduced_over_two_dims_of_wide_runs_keep_two_rows_of_1024():
-    """Where the innermost reduced dim is at least the taller tile's 512 wide, it keeps two rows of 1024."""
-    fn = _function("sum", (0, 2))
-    x, y = torch.randn(2, 301, 600), torch.randn(301, 1)
-    plan = fn.explain(x, y)
-    assert (plan.scheme, plan.block, plan.split_parts) == ("row_looped", (2, 1024), 1)
-    out = poisoned_like(torch.empty(301))
-    assert fn(x, y, out0=out) is out
-    _check(out, "sum", x, y, (0, 2))
 
 
 @pytest.mark.parametrize("bits", [32, 64])

@@ -17,9 +17,8 @@ FEW_ROWS_MAX, FEW_ROWS_MIN_COLS = 256, 4096
 LONG_BLOCK, LONG_BLOCK_WARPS = (1, 2048), 16
 SHORT_BLOCK = (2, 1024)
 # Rows reduced over several dims (that do not collapse into one) divide each column index by a
-# runtime extent; where the innermost reduced dim is narrower than MULTI_DIM_BLOCK, a taller tile
-# shares that among more rows: MULTI_DIM_BLOCK, on its own warps, where SHORT_BLOCK would be taken.
-# A wider innermost dim keeps SHORT_BLOCK, which read it 25% faster (row-looped-blocks.md).
+# runtime extent; a taller tile shares that among more rows: MULTI_DIM_BLOCK, on its own warps,
+# where SHORT_BLOCK would be taken (row-looped-blocks.md).
 MULTI_DIM_BLOCK, MULTI_DIM_BLOCK_WARPS = (4, 512), 4
 BLOCK_WARPS = {LONG_BLOCK: LONG_BLOCK_WARPS, MULTI_DIM_BLOCK: MULTI_DIM_BLOCK_WARPS}  # others: Scheme.warps
 # Only few, very long rows' wide blocks pipeline; docs/decisions/row-looped-pipelining.md.
@@ -55,7 +54,7 @@ class RowLooped(RowPersistent):
         rows, cols = prod(task_shape[:m_dim]), prod(task_shape[m_dim:])
         few_rows = rows <= FEW_ROWS_MAX and cols >= FEW_ROWS_MIN_COLS
         block = LONG_BLOCK if cols >= LONG_ROW or few_rows else SHORT_BLOCK
-        multi_dim = len(task_shape) - m_dim > 1 and task_shape[-1] < MULTI_DIM_BLOCK[1]
+        multi_dim = len(task_shape) - m_dim > 1
         if block == SHORT_BLOCK and multi_dim and MULTI_DIM_BLOCK in choices:
             block = MULTI_DIM_BLOCK
         for max_rows, min_cols, wide in PIPELINED_BLOCKS:
