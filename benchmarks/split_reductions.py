@@ -35,6 +35,7 @@ CASES = [
     ((256, 1 << 16), torch.float32),
     ((32, 1 << 16), torch.float32),
     ((128, 1 << 18), torch.bfloat16),
+    ((1 << 24,), torch.float32),  # a vector: one row
 ]
 # The rule's evidence (docs/decisions/split-rule.md): rows x reduced extent x dtype
 GRID = [((rows, cols), dtype) for rows in (32, 64, 128, 192, 256) for cols in (1 << 16, 1 << 18, 1 << 20)
