@@ -161,7 +161,9 @@ def _rate_or_nan(rate, nbytes, call, x) -> float:
 
 def measured_under(rate, case: Case, fn, x, expr, compiled, rounds: int = 1) -> tuple:
     """(tritonwise, torch eager, torch.compile, plain read) GB/s of one case by `rate`: medians
-    over `rounds` rounds, each timing the four in turn (this host's figures drift within a run)."""
+    over `rounds` rounds, each timing the four in turn (this host's figures drift within a run);
+    then the lowest and highest of the rounds' tritonwise / torch.compile, which tell a lead or
+    a gap that holds in every round from one the median alone shows."""
     n = case.nbytes
     measures = (
         lambda: rate(n, fn, x),
@@ -170,17 +172,18 @@ def measured_under(rate, case: Case, fn, x, expr, compiled, rounds: int = 1) -> 
         lambda: read_ceiling(x, rate),
     )
     samples = [[measure() for measure in measures] for _ in range(rounds)]
-    return tuple(statistics.median(column) for column in zip(*samples))
+    ratios = [ours / compiled for ours, _, compiled, _ in samples]
+    return (*(statistics.median(column) for column in zip(*samples)), (min(ratios), max(ratios)))
 
 
 def timer_table(timer: str, ceiling: float, rows: list) -> str:
     lines = [
-        f"| case ({timer}) | tritonwise GB/s | plain read | tritonwise / plain read | / copy ceiling ({ceiling:.0f}) | torch eager | torch.compile |",
-        "|---|---|---|---|---|---|---|",
+        f"| case ({timer}) | tritonwise GB/s | plain read | tritonwise / plain read | / copy ceiling ({ceiling:.0f}) | torch eager | torch.compile | tritonwise / torch.compile, rounds' range |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for name, _, ours, eager, compiled, read in rows:
+    for name, _, ours, eager, compiled, read, (low, high) in rows:
         lines.append(
-            f"| {name} | {ours:.0f} | {read:.0f} | {ours / read:.0%} | {ours / ceiling:.0%} | {eager:.0f} | {compiled:.0f} |"
+            f"| {name} | {ours:.0f} | {read:.0f} | {ours / read:.0%} | {ours / ceiling:.0%} | {eager:.0f} | {compiled:.0f} | {low:.3f}–{high:.3f} |"
         )
     return "\n".join(lines)
 
@@ -195,7 +198,7 @@ def target_table(ceiling: float, rows: list) -> str:
         "| case | MiB read | µs at 90% of the copy ceiling | tritonwise µs | plain read µs | empty kernel µs (back to back) |",
         "|---|---|---|---|---|---|",
     ]
-    for name, nbytes, ours, _, _, read in rows:
+    for name, nbytes, ours, _, _, read, _ in rows:
         allowed, took, read_us = us_at(nbytes, 0.9 * ceiling), us_at(nbytes, ours), us_at(nbytes, read)
         lines.append(
             f"| {name} | {nbytes / 2**20:.0f} | {allowed:.1f} | {took:.1f} | {read_us:.1f} | {empty_us:.1f} ({graph_us:.1f}) |"
@@ -206,7 +209,7 @@ def target_table(ceiling: float, rows: list) -> str:
 def run(chosen_cases: list, use_compile: bool, dynamic: bool = False, rounds: int = 1) -> tuple:
     """The 1 GiB clone's GB/s and the headline rows (do_bench), the chosen schemes, and for
     each timer its copy ceiling and rows (name, bytes, tritonwise, eager, torch.compile, plain
-    read; medians of `rounds`). `dynamic`: torch.compile(dynamic=True), shape-generic kernels
+    read, medians of `rounds`; the rounds' range of tritonwise / torch.compile). `dynamic`: torch.compile(dynamic=True), shape-generic kernels
     as tritonwise's are."""
     ceiling = copy_ceiling()
     ceilings = {timer: copy_ceiling_under(rate) for timer, rate in TIMERS.items()}
@@ -220,7 +223,7 @@ def run(chosen_cases: list, use_compile: bool, dynamic: bool = False, rounds: in
         for timer, rate in TIMERS.items():
             measured = measured_under(rate, case, fn, x, expr, compiled, rounds)
             by_timer[timer].append((case.name, case.nbytes, *measured))
-        _, _, ours, eager, compiled_rate, _ = by_timer["do_bench"][-1]
+        _, _, ours, eager, compiled_rate, _, _ = by_timer["do_bench"][-1]
         rows.append((case.name, ours, eager, compiled_rate, ours / ceiling))
         copy = gbps(2 * case.nbytes, lambda x=x: x.clone())
         chosen.append(f"- {case.name}: {_scheme_line(fn, x)}; a clone of the input moves {copy:.0f} GB/s")
