@@ -161,7 +161,8 @@ def _rate_or_nan(rate, nbytes, call, x) -> float:
 
 def measured_under(rate, case: Case, fn, x, expr, compiled, rounds: int = 1) -> tuple:
     """(tritonwise, torch eager, torch.compile, plain read) GB/s of one case by `rate`: medians
-    over `rounds` rounds, each timing the four in turn (this host's figures drift within a run);
+    over `rounds` rounds, each timing the four in turn (this host's figures drift within a run),
+    each round starting one further along (a place in the order can favour whoever takes it);
     then the lowest and highest of the rounds' tritonwise / torch.compile, which tell a lead or
     a gap that holds in every round from one the median alone shows."""
     n = case.nbytes
@@ -171,9 +172,17 @@ def measured_under(rate, case: Case, fn, x, expr, compiled, rounds: int = 1) -> 
         lambda: _rate_or_nan(rate, n, compiled, x),
         lambda: read_ceiling(x, rate),
     )
-    samples = [[measure() for measure in measures] for _ in range(rounds)]
+    samples = [_in_turn(measures, start) for start in range(rounds)]
     ratios = [ours / compiled for ours, _, compiled, _ in samples]
     return (*(statistics.median(column) for column in zip(*samples)), (min(ratios), max(ratios)))
+
+
+def _in_turn(measures: tuple, start: int) -> list:
+    """Each of `measures` taken once, from the one at `start` (modulo their number) around; in
+    their own order."""
+    order = [(start + k) % len(measures) for k in range(len(measures))]
+    taken = {index: measures[index]() for index in order}
+    return [taken[index] for index in range(len(measures))]
 
 
 def timer_table(timer: str, ceiling: float, rows: list) -> str:
