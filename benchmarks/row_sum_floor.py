@@ -2,7 +2,7 @@
 
     python -m benchmarks.row_sum_floor
 
-The cases are axis_reductions.py's `sum(x, -1)` of bf16 16384x128 and 128x16384. Two families
+The cases are axis_reductions.py's `sum(x, -1)` of bf16 16384x128 and 128x16384. Three families
 of plain-Triton kernels, each over a sweep of tiles and warps, bound what a row sum of these
 bytes can reach:
 - one pass: a program reduces whole rows (a tile of BR rows, looping over BC columns at a
@@ -10,7 +10,10 @@ bytes can reach:
 - split with atomics: a program reduces one tile and adds it into an fp32 row sum with
   `tl.atomic_add`; programs over the columns too, so short row counts fill the GPU, at the
   price of an fp32 result that must be zeroed first and rounded after (neither is timed here,
-  and the order of additions varies from run to run, which torch's sum does not allow).
+  and the order of additions varies from run to run, which torch's sum does not allow);
+- for few rows, split where the last program combines: programs over the columns too, each
+  storing fp32 partials; the last of a row tile's programs to take a ticket (an atomic counter
+  it then resets) adds them in order and stores the sums. One kernel, deterministic.
 Each variant is checked against torch before it is timed. Every variant is timed under do_bench,
 and the three best again after a clean L2 flush and back to back in a CUDA graph (the timers of
 axis_reductions.py), beside the plain read of the same bytes (harness.read_ceiling) and
@@ -35,6 +38,10 @@ COLS_PER_TILE = (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 WARPS = (4, 8, 16)
 MAX_TILE = 16384  # elements a program holds at once
 RETIMED = 3  # variants timed again under the other timers
+# Rows fewer than this also try the split whose last program combines: (parts, rows a tile,
+# columns a step, warps) of each variant
+FEW_ROWS = 1024
+LAST_COMBINES = ((2, 4, 8), (1, 2, 4), (1024, 2048, 4096), (4, 8, 16))
 
 
 @triton.jit
@@ -57,6 +64,29 @@ def _split_atomic(x_ptr, acc_ptr, rows, cols, BR: tl.constexpr, BC: tl.constexpr
     tl.atomic_add(acc_ptr + r, tl.sum(tile, 1), mask=r < rows)
 
 
+@triton.jit
+def _split_last_combines(x_ptr, partial_ptr, ticket_ptr, out_ptr, rows, cols, steps, PARTS: tl.constexpr,
+                         BR: tl.constexpr, BC: tl.constexpr):
+    """Programs (row tile, part): each sums `steps` blocks of BC columns of BR rows (its part:
+    the columns are PARTS * steps whole blocks) into fp32 partials; the last of a row tile's
+    parts to take a ticket adds the tile's partials in part order (deterministic) and stores the
+    sums, then resets the ticket for the next call: one kernel, no zeroing."""
+    tile, part = tl.program_id(0), tl.program_id(1)
+    r = tile * BR + tl.arange(0, BR)
+    acc = tl.zeros((BR, BC), tl.float32)
+    for step in range(0, steps):
+        c = (part * steps + step) * BC + tl.arange(0, BC)
+        acc += tl.load(x_ptr + r[:, None] * cols + c[None, :], mask=(r < rows)[:, None], other=0).to(tl.float32)
+    tl.store(partial_ptr + r * PARTS + part, tl.sum(acc, 1), mask=r < rows)
+    tl.debug_barrier()  # every thread's partials stored before the ticket releases them
+    if tl.atomic_add(ticket_ptr + tile, 1, sem="acq_rel") == PARTS - 1:
+        p = tl.arange(0, PARTS)
+        partials = tl.load(partial_ptr + r[:, None] * PARTS + p[None, :], mask=(r < rows)[:, None], other=0,
+                           cache_modifier=".cg")
+        tl.store(out_ptr + r, tl.sum(partials, 1).to(out_ptr.dtype.element_ty), mask=r < rows)
+        tl.store(ticket_ptr + tile, 0)
+
+
 def variants(x: torch.Tensor) -> list:
     """(family, tile, warps, call(t), result of a checked run) of each kernel configuration for x."""
     rows, cols = x.shape
@@ -77,6 +107,28 @@ def variants(x: torch.Tensor) -> list:
         found.append(("one pass", (br, bc), warps, one_pass, out))
         if bc < cols:  # a split needs more than one tile along the row
             found.append(("split, atomics", (br, bc), warps, split, acc))
+    if rows < FEW_ROWS:
+        found += _last_combines(x, out)
+    return found
+
+
+def _last_combines(x: torch.Tensor, out: torch.Tensor) -> list:
+    """The split whose last program combines, over LAST_COMBINES' parts, tiles and warps."""
+    rows, cols = x.shape
+    found = []
+    for parts, br, bc, warps in itertools.product(*LAST_COMBINES):
+        if cols % (bc * parts):
+            continue
+        tiles = triton.cdiv(rows, br)
+        partial = torch.empty(tiles * br * parts, device=x.device)
+        ticket = torch.zeros(tiles, device=x.device, dtype=torch.int32)
+
+        def split(t, parts=parts, br=br, bc=bc, warps=warps, partial=partial, ticket=ticket, tiles=tiles):
+            steps = cols // (bc * parts)
+            _split_last_combines[(tiles, parts)](t, partial, ticket, out, rows, cols, steps, PARTS=parts, BR=br,
+                                                 BC=bc, num_warps=warps)
+
+        found.append((f"split in {parts}, the last program combines", (br, bc), warps, split, out))
     return found
 
 
@@ -103,14 +155,14 @@ def floor_rows(x: torch.Tensor) -> list:
             print(f"wrong answer, not timed: {variant[0]} tile {variant[1]}, {variant[2]} warps", flush=True)
     name = "x".join(map(str, x.shape))
     rows = []
-    for family in ("one pass", "split, atomics"):
-        best = sorted((t for t in timed if t[1][0] == family), key=lambda t: -t[0])[:RETIMED]
+    for family in ("one pass", "split, atomics", "the last program combines"):
+        best = sorted((t for t in timed if t[1][0].endswith(family)), key=lambda t: -t[0])[:RETIMED]
         if not best:  # a split needs more than one tile along the row: none for rows this short
             continue
         for timer, rate in TIMERS.items():
             rates = [(rate(moved, v[3], x), v) for _, v in best]
-            gb, (_, tile, warps, _, _) = max(rates, key=lambda r: r[0])
-            rows.append((name, timer, f"{family}, tile {tile}, {warps} warps", gb))
+            gb, (kernel, tile, warps, _, _) = max(rates, key=lambda r: r[0])
+            rows.append((name, timer, f"{kernel}, tile {tile}, {warps} warps", gb))
     for timer, rate in TIMERS.items():
         plain, ours = read_ceiling(x, rate), rate(moved, lambda t: sum_last(t), x)
         rows.append((name, timer, "plain read of the same bytes", plain))
