@@ -160,6 +160,44 @@ def test_column_split_stops_at_a_planted_wrong_form(monkeypatch):
         column_split.main(["--device", "cpu"])
 
 
+def test_axis_reductions_rounds_start_one_further_along_and_keep_the_ratios_range(monkeypatch):
+    """measured_under: each round takes the four measurements from a place one further along, the
+    medians stay in their own order, and the rounds' lowest and highest tritonwise / torch.compile
+    come last."""
+    taken = []
+    times = {"ours": iter([4.0, 6.0, 5.0]), "eager": iter([1.0] * 3), "compiled": iter([5.0, 5.0, 2.0])}
+
+    def rate(nbytes, call, x):
+        taken.append(call)
+        return next(times[call])
+
+    monkeypatch.setattr(axis_reductions, "read_ceiling", lambda x, rate: taken.append("read") or 7.0)
+    case = axis_reductions.Case("c", 1, None, None)
+    measured = axis_reductions.measured_under(rate, case, "ours", None, "eager", "compiled", rounds=3)
+    assert taken == ["ours", "eager", "compiled", "read", "eager", "compiled", "read", "ours"] + [
+        "compiled", "read", "ours", "eager"]
+    assert measured == (5.0, 1.0, 5.0, 7.0, (0.8, 2.5))
+
+
+def test_row_sum_floor_split_whose_last_program_combines_gives_torchs_sums(monkeypatch):
+    """The floor's third family, interpreted on CPU: torch's row sums for each of its parts and
+    tiles, call after call (the last program resets each ticket it takes)."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    from benchmarks import row_sum_floor
+    from tritonwise.runtime.dispatch import INTERPRETER_LOCK
+    from tritonwise.runtime.interpreter.interpret import interpreting
+
+    kernel = row_sum_floor._split_last_combines
+    monkeypatch.setattr(row_sum_floor, "_split_last_combines", InterpretedFunction(getattr(kernel, "fn", kernel)))
+    monkeypatch.setattr(row_sum_floor, "LAST_COMBINES", ((2, 4), (1, 4), (256,), (4,)))
+    x = torch.randn(6, 2048).to(torch.bfloat16)
+    found = row_sum_floor._last_combines(x, torch.empty(6, dtype=torch.bfloat16))
+    assert len(found) == 4
+    with INTERPRETER_LOCK, interpreting():
+        assert all(row_sum_floor.checked(x, variant) and row_sum_floor.checked(x, variant) for variant in found)
+
+
 def test_torch_op_comparison_fails_a_planted_wrong_variant_and_passes_the_others(monkeypatch, capsys):
     from benchmarks import torch_op_vs_triton_op as torch_op  # registers its custom ops
 
