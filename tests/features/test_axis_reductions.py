@@ -420,40 +420,6 @@ def test_few_long_rows_split_the_reduced_extent(layout, kind, dtype):
     _check(keep(x, x), kind, x, x, dims, True)
 
 
-FAST_SPLIT_LAYOUTS = {name: (make, None) for name, make in SPLIT_LAYOUTS.items()}
-# kept dims whose new result is not C-contiguous: combined into an output of that layout
-FAST_SPLIT_LAYOUTS["kept dims permuted"] = (lambda n: torch.randn(4, 2, n).permute(1, 0, 2), (2,))
-
-
-@pytest.mark.parametrize("layout", list(FAST_SPLIT_LAYOUTS))
-@pytest.mark.parametrize("kind, dtype, keepdim", [("sum", torch.float32, False), ("sum", torch.bfloat16, True),
-                                                  ("max", torch.float32, False)])
-def test_a_split_plans_fast_path_combines_what_its_launcher_wrote(layout, kind, dtype, keepdim):
-    """LaunchPlan._fast_split, which a GPU plan takes once it holds a launcher (and the C hit path
-    through the plan's record, with the same `finish`): its partial buffers, as the kernel writes
-    them, combined into new outputs of the Python path's layout and dtype. The launcher here is the
-    plan's interpreted kernel."""
-    import copy
-
-    from tritonwise.runtime.arguments import call_signature
-
-    make, dims = FAST_SPLIT_LAYOUTS[layout]
-    x = make(4096).to(dtype)
-    dims = dims or tuple(range(1, x.dim()))
-    fn = _function(kind, dims, keepdim=keepdim)
-    expected = fn(x, x)  # the Python path: plan, launch, combine
-    plan = fn.plan_cache.get(call_signature((x, x)))
-    assert plan.split is not None and plan.fast is None
-    kernel, launched = copy.copy(plan), []  # launches as the plan did, interpreted
-    plan.use_launcher(lambda inputs, partials: launched.append(kernel._launch(inputs, partials)))
-    assert plan.fast is not None and plan.hit is None  # no C record on the CPU
-    for _ in range(2):
-        got = fn(x, x)
-        assert (got.shape, got.stride(), got.dtype) == (expected.shape, expected.stride(), expected.dtype)
-        _check(got, kind, x, x, dims, keepdim)
-    assert len(launched) == 2
-
-
 def test_integer_and_many_row_reductions_do_not_split():
     ints = torch.randint(-3, 4, (3, 4096), dtype=torch.int32)
     assert _function("sum", -1).explain(ints, ints).split_parts == 1

@@ -265,36 +265,6 @@ def test_new_shapes_of_reductions_along_dims_run_in_c(case):
         torch.testing.assert_close(got, reference(x), rtol=1e-4, atol=1e-3)
 
 
-SPLIT_REDUCTIONS = {
-    "a vector's sum": (("sum", -1), lambda: _cuda(1 << 16), lambda x: (x * x).sum(-1)),
-    "bf16 rows' sum, keepdim": (
-        ("sum", -1, True),
-        lambda: _cuda(3, 1 << 15, dtype=torch.bfloat16),
-        lambda x: (x * x).float().sum(-1, keepdim=True).bfloat16(),
-    ),
-    "a middle dim's max": (("max", 1), lambda: _cuda(2, 1 << 15, 3), lambda x: (x * x).amax(1)),
-}
-
-
-@pytest.mark.parametrize("case", list(SPLIT_REDUCTIONS))
-def test_split_reductions_are_served_in_c_and_combined_by_their_finish(case):
-    """A split reduction's record launches its kernel on new partial buffers and returns what its
-    `finish` combines of them; outputs given to the call are combined into by Python."""
-    entry, make, reference = SPLIT_REDUCTIONS[case]
-    fn = pointwise_dynamic(promotion_methods=[(0, "DEFAULT")], reductions=[entry])(_square)
-    x = make()
-    assert fn.explain(x).split_parts > 1
-    expected, first = reference(x), fn(x)
-    hits = fn.plan_cache.hits
-    for got in (fn(x), fn(x)):
-        assert (got.shape, got.stride(), got.dtype) == (first.shape, first.stride(), expected.dtype)
-        torch.testing.assert_close(got, expected, rtol=2e-2, atol=1e-2)
-    assert fn.plan_cache.hits == hits + 2 and _served_by_c(fn, x)
-    out = torch.full_like(expected, float("nan"))
-    assert fn(x, out0=out) is out
-    torch.testing.assert_close(out, expected, rtol=2e-2, atol=1e-2)
-
-
 def test_an_output_partially_overlapping_an_input_is_refused_though_its_plan_is_cached():
     base = _cuda(300)
     x, y = base[:100], _cuda(100)

@@ -79,10 +79,10 @@ def module(request):
         aten.use(module, request.getfixturevalue("aten_helpers"))
 
 
-def _record(driver, outputs=1, shape=(4, 3), dtype=torch.float32, extents=(), finish=None):
+def _record(driver, outputs=1, shape=(4, 3), dtype=torch.float32, extents=()):
     layouts = tuple(((3, 1), dtype) for _ in range(outputs))
     launch = CLaunch(driver.address, 0x1234, (7, 1, 1), 128, 0, 0, b"ppf" + b"p" * outputs, FIXED)
-    return hit_path.record(shape, layouts, torch.device("cpu"), launch, extents, finish=finish)
+    return hit_path.record(shape, layouts, torch.device("cpu"), launch, extents)
 
 
 ARGS_OF_EVERY_KIND = [
@@ -129,46 +129,6 @@ def test_a_launch_record_is_typed_and_refuses_fields_that_do_not_fit(module):
     ]:
         with pytest.raises(ValueError, match="record"):
             hit_path.record(shape, layouts, torch.device("cpu"), launch)
-    with pytest.raises(ValueError, match="record"):
-        hit_path.record((4, 3), (((3, 1), torch.float32),), torch.device("cpu"), good, finish=3)  # not callable
-    assert record.finish is None
-
-
-def test_a_record_with_finish_returns_what_finish_makes_of_the_outputs_launched_on(module):
-    """A split reduction's record: hit() allocates and launches on its partial buffers, then
-    returns finish(buffer), or finish((buffers...)) for several outputs."""
-    driver, seen = FakeDriver(), []
-
-    def finish(launched):
-        seen.append(launched)
-        return "the results"
-
-    x, y = torch.randn(4, 3), torch.randn(4, 3)
-    plans = {arguments.call_signature((x, y, 0.5)): SimpleNamespace(hit=_record(driver, finish=finish))}
-    assert module.hit(plans, (x, y, 0.5), hit_path.MISS) == "the results"
-    (buffer,) = seen
-    assert isinstance(buffer, torch.Tensor) and (buffer.shape, buffer.stride()) == ((4, 3), (3, 1))
-    assert driver.launches[0][1][3] == buffer.data_ptr()
-
-
-def test_a_record_with_finish_leaves_given_outputs_and_finishs_errors_to_python(module):
-    """Outputs given to a split reduction are combined into by Python; an exception of finish
-    makes the call a miss, for the Python path to run and report."""
-    driver = FakeDriver()
-    x, y = torch.randn(4, 3), torch.randn(4, 3)
-    out = torch.empty(4, 3)
-    key = arguments.call_signature((x, y, 0.5), (out,))
-    extents = ((0, 11),) * 3  # x, y and the output, disjoint: a record without finish would launch on it
-    plans = {key: SimpleNamespace(hit=_record(driver, extents=extents, finish=lambda launched: launched))}
-    assert module.hit(plans, (x, y, 0.5), hit_path.MISS, {}, (out,)) == (hit_path.MISS, key)
-    assert driver.launches == []
-
-    def failing(launched):
-        raise RuntimeError("finish failed")
-
-    key = arguments.call_signature((x, y, 0.5))
-    plans = {key: SimpleNamespace(hit=_record(driver, finish=failing))}
-    assert module.hit(plans, (x, y, 0.5), hit_path.MISS) == (hit_path.MISS, key)
 
 
 def test_a_hit_allocates_and_launches_as_the_python_path_would(module):

@@ -40,28 +40,8 @@ class SplitLaunch:
     kinds: tuple
     accs: tuple
 
-    @property
-    def buffer_shape(self) -> tuple:
-        return (self.parts, *self.rows)
-
     def buffers(self, device) -> list:
-        return [torch.empty(self.buffer_shape, dtype=acc, device=device) for acc in self.accs]
-
-    def results(self, partials, shape: tuple, dtypes: tuple) -> list:
-        """Each output's new C-contiguous result of `shape` from its buffer of partial values (the
-        buffer's rows in the same order): one reduction, and a cast where the dtype differs."""
-        return [_COMBINE[kind](b.view(self.parts, *shape), 0).to(d) for b, kind, d in zip(partials, self.kinds, dtypes)]
-
-    def combine(self, partials, outputs) -> None:
-        """Each output's rows from its buffer of partial values: combined straight into the output
-        where their dtypes match, else through a result and a copy (torch's `sum` into a narrower
-        `out` would round the partials before adding them)."""
-        for out, buffer, kind, row_strides in zip(outputs, partials, self.kinds, self.out_row_strides):
-            rows = torch.as_strided(out, self.rows, row_strides, out.storage_offset())
-            if rows.dtype == buffer.dtype:
-                _COMBINE[kind](buffer, 0, out=rows)
-            else:
-                rows.copy_(_COMBINE[kind](buffer, 0))
+        return [torch.empty((self.parts, *self.rows), dtype=acc, device=device) for acc in self.accs]
 
 
 @dataclass
@@ -157,7 +137,12 @@ class LaunchPlan:
         outputs = [self._output(k, o) for k, o in enumerate(outs)]
         partials = self.split.buffers(self.device)
         self._launch(self._on_device(args), partials)
-        self.split.combine(partials, outputs)
+        for out, buffer, kind, row_strides in zip(outputs, partials, self.split.kinds, self.split.out_row_strides):
+            rows = torch.as_strided(out, self.split.rows, row_strides, out.storage_offset())
+            if rows.dtype == buffer.dtype:  # combined in place: no second copy kernel
+                _COMBINE[kind](buffer, 0, out=rows)
+            else:
+                rows.copy_(_COMBINE[kind](buffer, 0))
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def _accumulator(self, reduction) -> torch.Tensor:
@@ -226,11 +211,7 @@ class LaunchPlan:
 
     def _fast_call(self) -> Optional[Callable]:
         """Allocate and launch, built once, for calls giving no outputs; None for a plan of no elements."""
-        if self.direct is None or not self.numel or self.default_dtype is not None or self.to_device:
-            return None
-        if self.split is not None:
-            return self._fast_split()
-        if not self.allocates_and_launches:
+        if self.direct is None or not self.numel or not self.allocates_and_launches or self.default_dtype is not None:
             return None
         direct, shape, device, empty = self.direct, self.out_shape, self.device, torch.empty_strided
         layouts = tuple(zip(self.out_strides, self.out_dtypes))
@@ -254,45 +235,6 @@ class LaunchPlan:
             return outs
 
         return fast_many
-
-    def _fast_split(self) -> Callable:
-        """A split reduction's calls giving no outputs: allocate the partial buffers, launch, then
-        `finish` them into new outputs. The C hit path does the first two from the plan's record
-        and calls `finish` on what it launched on (one buffer, or a tuple of them)."""
-        split, direct, device, empty = self.split, self.direct, self.device, torch.empty_strided
-        shape, dtypes, layouts = self.out_shape, self.out_dtypes, tuple(zip(self.out_strides, self.out_dtypes))
-        contiguous = torch.empty(shape, device="meta").stride()
-        if all(tuple(strides) == contiguous for strides in self.out_strides):  # the common layout: no view
-
-            def combined(partials: tuple) -> list:
-                return split.results(partials, shape, dtypes)
-
-        else:
-
-            def combined(partials: tuple) -> list:
-                outputs = [empty(shape, strides, dtype=dtype, device=device) for strides, dtype in layouts]
-                split.combine(partials, outputs)
-                return outputs
-
-        def finish(partials):
-            many = isinstance(partials, tuple)
-            outputs = combined(partials if many else (partials,))
-            return tuple(outputs) if many else outputs[0]
-
-        c_record = getattr(direct, "c_record", None)
-        if c_record is not None:
-            hit_path.enable()
-            strides = torch.empty(split.buffer_shape, device="meta").stride()  # as buffers() allocates them
-            buffers = tuple((strides, acc) for acc in split.accs)
-            extents = self.in_extents + self.out_extents
-            self.hit = hit_path.record(split.buffer_shape, buffers, device, c_record, extents, finish=finish)
-
-        def fast_split(args: tuple):
-            partials = split.buffers(device)
-            direct(args, partials)
-            return finish(tuple(partials) if len(partials) > 1 else partials[0])
-
-        return fast_split
 
 
 def _moved(operand, device: torch.device) -> torch.Tensor:

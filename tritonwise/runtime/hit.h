@@ -14,11 +14,8 @@
  *
  * A plan that hit() may serve carries `hit`, a Record (below) that runtime/hit_path.py's record()
  * builds through record(shape=, layouts=, device=, cu_launch=, function=, grid=, threads=,
- * shared=, device_index=, kinds=, fixed=, extents=, finish=), `layouts` one (strides, dtype) per
- * output. With `finish` (not None), the call returns finish(outputs) instead of the outputs (a
- * split reduction: the outputs are its partial buffers, finish combines them into its results),
- * and a call giving outputs is Python's. A shape program (program.h) fills the same Launch for
- * the shape it serves.
+ * shared=, device_index=, kinds=, fixed=, extents=), `layouts` one (strides, dtype) per
+ * output. A shape program (program.h) fills the same Launch for the shape it serves.
  */
 
 static PyObject *tensor_type = NULL, *py_tensor_key = NULL, *other_key = NULL, *empty_strided = NULL;
@@ -39,7 +36,6 @@ typedef struct {
     const int64_t *extents; /* (lowest, highest) element offset per tensor input then output */
     Py_ssize_t n_extents;   /* pairs; lowest > highest where Python checks no overlap */
     PyObject *recorder;     /* NULL, or what aten.cpp's recording.h records an autograd node by */
-    PyObject *finish;       /* NULL, or what makes the call's result of the outputs launched on */
 } Launch;
 
 /* A plan's Launch as a typed Python object: what `plan.hit` holds. */
@@ -54,7 +50,7 @@ typedef struct {
 #define RECORD_FIELDS(r, EACH)                                                    \
     EACH((r)->launch.shape); EACH((r)->launch.layouts); EACH((r)->launch.device); \
     EACH((r)->launch.device_index); EACH((r)->launch.kinds);                      \
-    EACH((r)->launch.fixed); EACH((r)->launch.recorder); EACH((r)->launch.finish); EACH((r)->extents)
+    EACH((r)->launch.fixed); EACH((r)->launch.recorder); EACH((r)->extents)
 
 /* A Record is a GC type: its recorder holds a function whose plans hold the Record. */
 static int record_traverse(PyObject *self, visitproc visit, void *arg) {
@@ -79,7 +75,6 @@ static PyMemberDef record_members[] = {
     RECORD_OBJECT(shape), RECORD_OBJECT(layouts), RECORD_OBJECT(device), RECORD_OBJECT(device_index),
     RECORD_OBJECT(kinds), RECORD_OBJECT(fixed), {"extents", T_OBJECT_EX, offsetof(Record, extents), READONLY, NULL},
     {"recorder", T_OBJECT, offsetof(Record, launch.recorder), READONLY, NULL},
-    {"finish", T_OBJECT, offsetof(Record, launch.finish), READONLY, NULL},
     RECORD_NUMBER("cu_launch", T_ULONGLONG, cu_launch), RECORD_NUMBER("function", T_ULONGLONG, function),
     RECORD_NUMBER("grid_x", T_UINT, grid[0]), RECORD_NUMBER("grid_y", T_UINT, grid[1]),
     RECORD_NUMBER("grid_z", T_UINT, grid[2]), RECORD_NUMBER("threads", T_UINT, threads),
@@ -113,16 +108,16 @@ static int layouts_fit(PyObject *layouts, Py_ssize_t rank) {
 /* record(**fields): a Record (see the header); a ValueError where the fields do not fit. */
 static PyObject *record(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"shape", "layouts", "device", "cu_launch", "function", "grid", "threads",
-                            "shared", "device_index", "kinds", "fixed", "extents", "finish", NULL};
-    PyObject *shape, *layouts, *device, *device_index, *kinds, *fixed, *extents, *finish;
+                            "shared", "device_index", "kinds", "fixed", "extents", NULL};
+    PyObject *shape, *layouts, *device, *device_index, *kinds, *fixed, *extents;
     unsigned long long cu_launch, function;
     unsigned int grid[3], threads, shared;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$O!O!OKK(III)IIOSSSO", names, &PyTuple_Type, &shape, &PyTuple_Type,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$O!O!OKK(III)IIOSSS", names, &PyTuple_Type, &shape, &PyTuple_Type,
                                      &layouts, &device, &cu_launch, &function, &grid[0], &grid[1], &grid[2], &threads,
-                                     &shared, &device_index, &kinds, &fixed, &extents, &finish))
+                                     &shared, &device_index, &kinds, &fixed, &extents))
         return NULL;
     if (!layouts_fit(layouts, PyTuple_GET_SIZE(shape)) || PyBytes_GET_SIZE(fixed) % 8 != 0 || cu_launch == 0 ||
-        PyBytes_GET_SIZE(extents) % 16 != 0 || (finish != Py_None && !PyCallable_Check(finish))) {
+        PyBytes_GET_SIZE(extents) % 16 != 0) {
         PyErr_SetString(PyExc_ValueError, "record: malformed launch record");
         return NULL;
     }
@@ -132,8 +127,7 @@ static PyObject *record(PyObject *self, PyObject *args, PyObject *kwargs) {
     r->extents = Py_NewRef(extents);
     Launch l = {Py_NewRef(shape), Py_NewRef(layouts), Py_NewRef(device), Py_NewRef(device_index), Py_NewRef(kinds),
                 Py_NewRef(fixed), cu_launch, function, {grid[0], grid[1], grid[2]}, threads, shared,
-                (const int64_t *)PyBytes_AS_STRING(extents), PyBytes_GET_SIZE(extents) / 16, NULL,
-                finish == Py_None ? NULL : Py_NewRef(finish)};
+                (const int64_t *)PyBytes_AS_STRING(extents), PyBytes_GET_SIZE(extents) / 16};
     r->launch = l;
     PyObject_GC_Track(r);
     return (PyObject *)r;
@@ -384,7 +378,7 @@ static int outputs_clear(const Launch *l, PyObject *key, PyObject *args, PyObjec
  * set (without: a given output Python must check, another device current or a failed launch,
  * for the Python path). */
 static PyObject *run_launch(const Launch *l, PyObject *key, PyObject *args, PyObject *given) {
-    if (given != NULL && (l->finish != NULL || !outputs_clear(l, key, args, given))) return NULL;
+    if (given != NULL && !outputs_clear(l, key, args, given)) return NULL;
     if (on_record_device(l->device_index) != 1) return NULL;
     int recorded = 0; /* 1: record the call for autograd once launched (recording.h) */
     if (l->recorder != NULL) {
@@ -422,12 +416,6 @@ static PyObject *run_launch(const Launch *l, PyObject *key, PyObject *args, PyOb
     if (n_out == 1) {
         result = Py_NewRef(PyTuple_GET_ITEM(outs, 0));
         Py_DECREF(outs);
-    }
-    if (l->finish != NULL) {  /* the call's result from what was launched on (a split's partials) */
-        PyObject *finished = PyObject_CallOneArg(l->finish, result);
-        Py_DECREF(result);
-        if (finished == NULL) return NULL;
-        result = finished;
     }
     if (recorded && aten_record(result, args, l->recorder) < 0) Py_CLEAR(result); /* Python runs it again */
     return result;

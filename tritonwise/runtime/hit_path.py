@@ -113,16 +113,13 @@ def configure(
                      INT32_RANGE)
 
 
-def record(shape: tuple, layouts: tuple, device: torch.device, launch, extents: tuple = (), finish=None) -> object:
+def record(shape: tuple, layouts: tuple, device: torch.device, launch, extents: tuple = ()) -> object:
     """The typed launch record (hit.h's Record) `plan.hit` holds: outputs of `shape` and `layouts`
-    on `device`, launched as `launch` says; `extents` (dense_extent per tensor) for given outputs.
-    `finish`: None, or what the call returns is `finish(outputs)` (a split reduction's partial
-    buffers in, its results out); such a record serves no call that gives outputs."""
+    on `device`, launched as `launch` says; `extents` (dense_extent per tensor) for given outputs."""
     layouts = tuple((tuple(strides), dtype) for strides, dtype in layouts)
     packed = pack_extents(extents)
     fields = launch._asdict()
-    module = native.launch_module()
-    return module.record(shape=tuple(shape), layouts=layouts, device=device, extents=packed, finish=finish, **fields)
+    return native.launch_module().record(shape=tuple(shape), layouts=layouts, device=device, extents=packed, **fields)
 
 
 def recording(record_: object, recorder: tuple) -> object:
