@@ -29,15 +29,15 @@ import torch
 os.environ.setdefault("TRITONWISE_ATEN", "wait")  # read when the first plan launches
 from benchmarks import launch_layers  # noqa: E402
 from benchmarks.harness import check_against, gpu_us_per_kernel, median_call_us, median_us, report  # noqa: E402
-from benchmarks.payloads import add, add_alpha, polar, squared_error_sum  # noqa: E402
+from benchmarks.payloads import add, add_alpha, polar, row_sum_of_squares, squared_error_sum  # noqa: E402
 from tritonwise.runtime import aten, hit_path, native  # noqa: E402
 from tritonwise.runtime.arguments import call_signature  # noqa: E402
 
 
 def cases():
-    """Issue 13's five cases, then two outputs (polar), a fused reduction and an in-place add
-    (a given output, as FlagGems' add_ passes it): (name, tritonwise call, eager call, torch's
-    answer without side effects)."""
+    """Issue 13's five cases, then two outputs (polar), a fused reduction, an in-place add (a
+    given output, as FlagGems' add_ passes it) and two reductions along dims split in parts (a
+    few rows, a vector): (name, tritonwise call, eager call, torch's answer without side effects)."""
     a, b = torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")
     p, q = torch.randn(4, 1, 64, device="cuda"), torch.randn(8, 1, device="cuda")
     x3, y3 = torch.randn(8, 16, 8, device="cuda"), torch.randn(16, 1, device="cuda")
@@ -54,7 +54,12 @@ def cases():
         ("sum((x-y)**2) fused, 1024", lambda: squared_error_sum(a, b), lambda: ((a - b) ** 2).sum()),
     ]
     in_place = ("in place: x += 0.5 * y, 1024", lambda: add_alpha(c, b, 0.5, out0=c), lambda: c.add_(b, alpha=0.5))
-    return [(*row, row[2]) for row in rows] + [(*in_place, lambda: c + 0.5 * b)]
+    few_rows, vector = torch.randn(8, 4096, device="cuda"), torch.randn(2**16, device="cuda")
+    split = [
+        ("sum(x*x, -1) of 8x4096, split in parts", lambda: row_sum_of_squares(few_rows), lambda: (few_rows**2).sum(-1)),
+        ("sum(x*x, -1) of a 2^16 vector, split", lambda: row_sum_of_squares(vector), lambda: (vector**2).sum(-1)),
+    ]
+    return [(*row, row[2]) for row in rows] + [(*in_place, lambda: c + 0.5 * b)] + [(*row, row[2]) for row in split]
 
 
 def check_cases(chosen: list) -> None:
