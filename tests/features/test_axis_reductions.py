@@ -401,7 +401,7 @@ SPLIT_LAYOUTS = {
 
 @pytest.mark.parametrize("layout", list(SPLIT_LAYOUTS))
 @pytest.mark.parametrize("kind", ["sum", "max", "min"])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
 def test_few_long_rows_split_the_reduced_extent(layout, kind, dtype):
     """Few kept rows (here 1-3) and a long reduced extent: the kernel writes partial values
     over slices of the reduced extent, combined by torch; torch's results and dtypes, poisoned
@@ -418,6 +418,40 @@ def test_few_long_rows_split_the_reduced_extent(layout, kind, dtype):
     assert torch.equal(fn(x, x), fn(x, x))
     keep = _function(kind, dims, keepdim=True)
     _check(keep(x, x), kind, x, x, dims, True)
+
+
+def test_a_split_sums_into_its_output_only_where_the_dtypes_match(monkeypatch):
+    """dispatch.SplitLaunch.combine: torch's sum writes into the output itself only where the
+    output, the result and the float partials share a dtype; a bf16 result is summed in float and
+    copied (a bf16 `out` would round each partial before adding them)."""
+    from tritonwise.runtime import dispatch
+
+    outs = []
+
+    def recorded_sum(*args, out=None, **kwargs):
+        outs.append(None if out is None else out.dtype)
+        return torch.sum(*args, out=out, **kwargs) if out is not None else torch.sum(*args, **kwargs)
+
+    monkeypatch.setitem(dispatch._COMBINE, "sum", recorded_sum)
+    for dtype in (torch.bfloat16, torch.float32, torch.float64):
+        x = torch.randn(1, 4096).to(dtype)
+        fn = _function("sum", (1,))
+        assert fn.explain(x, x).split_parts > 1
+        _check(fn(x, x), "sum", x, x, (1,))
+    assert outs == [None, torch.float32, torch.float64]
+
+
+@pytest.mark.parametrize("rows", [3, 300], ids=["split", "unsplit"])
+def test_a_wider_given_output_receives_the_result_rounded_to_its_dtype(rows):
+    """A float16 sum given a float32 output: split or not, the output holds the float16 result
+    converted (what the kernel stores), not the wider accumulator."""
+    x = torch.randn(rows, 4096).half()
+    fn = _function("sum", (1,))
+    assert (fn.explain(x, x).split_parts > 1) == (rows == 3)
+    out = poisoned_like(torch.empty(rows))
+    assert fn(x, x, out0=out) is out
+    assert torch.equal(out, out.half().float())
+    _check(out.half(), "sum", x, x, (1,))
 
 
 def test_integer_and_many_row_reductions_do_not_split():

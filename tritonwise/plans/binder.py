@@ -169,7 +169,8 @@ def _split_launch(task: TaskPlan, reductions: tuple) -> Optional[SplitLaunch]:
     if split is None:
         return None
     kinds, accs = tuple(r.kind for r in reductions), tuple(r.acc for r in reductions)
-    return SplitLaunch(split.parts, split.rows, split.out_row_strides, kinds, accs)
+    results = tuple(r.result for r in reductions)
+    return SplitLaunch(split.parts, split.rows, split.out_row_strides, kinds, accs, results)
 
 
 def _default_dtype_decided(args: tuple, results: tuple) -> Optional[torch.dtype]:

@@ -39,9 +39,24 @@ class SplitLaunch:
     out_row_strides: tuple
     kinds: tuple
     accs: tuple
+    results: tuple  # each output's result dtype, which a given output of another dtype receives converted
 
     def buffers(self, device) -> list:
         return [torch.empty((self.parts, *self.rows), dtype=acc, device=device) for acc in self.accs]
+
+    def combine(self, partials, outputs) -> None:
+        """Each output's rows from its buffer of partial values, as the unsplit kernel stores them
+        (the accumulator rounded to the result dtype, then converted to the output's): straight
+        into the output where all three dtypes match, else through a result and a copy (torch's
+        `sum` into a narrower `out` would round the partials before adding them)."""
+        for out, buffer, kind, result, row_strides in zip(
+            outputs, partials, self.kinds, self.results, self.out_row_strides
+        ):
+            rows = torch.as_strided(out, self.rows, row_strides, out.storage_offset())
+            if rows.dtype == buffer.dtype == result:
+                _COMBINE[kind](buffer, 0, out=rows)
+            else:
+                rows.copy_(_COMBINE[kind](buffer, 0).to(result))
 
 
 @dataclass
@@ -137,12 +152,7 @@ class LaunchPlan:
         outputs = [self._output(k, o) for k, o in enumerate(outs)]
         partials = self.split.buffers(self.device)
         self._launch(self._on_device(args), partials)
-        for out, buffer, kind, row_strides in zip(outputs, partials, self.split.kinds, self.split.out_row_strides):
-            rows = torch.as_strided(out, self.split.rows, row_strides, out.storage_offset())
-            if rows.dtype == buffer.dtype:  # combined in place: no second copy kernel
-                _COMBINE[kind](buffer, 0, out=rows)
-            else:
-                rows.copy_(_COMBINE[kind](buffer, 0))
+        self.split.combine(partials, outputs)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def _accumulator(self, reduction) -> torch.Tensor:
