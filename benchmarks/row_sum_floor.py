@@ -74,7 +74,7 @@ def _split_last_combines(x_ptr, partial_ptr, ticket_ptr, out_ptr, rows, cols, st
     tile, part = tl.program_id(0), tl.program_id(1)
     r = tile * BR + tl.arange(0, BR)
     acc = tl.zeros((BR, BC), tl.float32)
-    for step in range(0, steps):
+    for step in range(steps):
         c = (part * steps + step) * BC + tl.arange(0, BC)
         acc += tl.load(x_ptr + r[:, None] * cols + c[None, :], mask=(r < rows)[:, None], other=0).to(tl.float32)
     tl.store(partial_ptr + r * PARTS + part, tl.sum(acc, 1), mask=r < rows)
