@@ -180,9 +180,9 @@ def measured_under(rate, case: Case, fn, x, expr, compiled, rounds: int = 1) -> 
 def _in_turn(measures: tuple, start: int) -> list:
     """Each of `measures` taken once, from the one at `start` (modulo their number) around; in
     their own order."""
-    order = [(start + k) % len(measures) for k in range(len(measures))]
-    taken = {index: measures[index]() for index in order}
-    return [taken[index] for index in range(len(measures))]
+    count = len(measures)
+    taken = {k % count: measures[k % count]() for k in range(start, start + count)}
+    return [taken[index] for index in range(count)]
 
 
 def timer_table(timer: str, ceiling: float, rows: list) -> str:
@@ -218,8 +218,8 @@ def target_table(ceiling: float, rows: list) -> str:
 def run(chosen_cases: list, use_compile: bool, dynamic: bool = False, rounds: int = 1) -> tuple:
     """The 1 GiB clone's GB/s and the headline rows (do_bench), the chosen schemes, and for
     each timer its copy ceiling and rows (name, bytes, tritonwise, eager, torch.compile, plain
-    read, medians of `rounds`; the rounds' range of tritonwise / torch.compile). `dynamic`: torch.compile(dynamic=True), shape-generic kernels
-    as tritonwise's are."""
+    read, medians of `rounds`; the rounds' range of tritonwise / torch.compile). `dynamic`:
+    torch.compile(dynamic=True), shape-generic kernels as tritonwise's are."""
     ceiling = copy_ceiling()
     ceilings = {timer: copy_ceiling_under(rate) for timer, rate in TIMERS.items()}
     by_timer = {timer: [] for timer in TIMERS}
