@@ -4,6 +4,12 @@ do_bench), the split as tritonwise chooses it, the unsplit by setting SPLIT_MAX_
     python -m benchmarks.split_reductions
     python -m benchmarks.split_reductions --grid         # GRID's shapes split always against never, two rounds
     python -m benchmarks.split_reductions --device cpu   # both forms checked on small inputs, nothing timed
+    python -m benchmarks.split_reductions --timers       # TIMER_CASES under three timers, combines and torch.compile
+
+`--timers` times the split of each of TIMER_CASES as tritonwise runs it, and with its partials
+combined the older way (summed into a new result, then copied into the output), as shares of a
+plain read of the same bytes, under the three timers of axis_reductions.py, torch.compile
+beside; medians of ROUNDS rounds, each timing them in turn.
 
 Both forms of every case are checked against torch before anything is timed; a wrong answer
 stops the run with a non-zero exit.
@@ -13,14 +19,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import statistics
 import sys
 
 import torch
 import triton
 
-from benchmarks.harness import check_against, gbps, smoke_arguments, smoke_run
+from benchmarks.harness import check_against, gbps, nbytes, read_ceiling, smoke_arguments, smoke_run
 from tritonwise import pointwise_dynamic
 from tritonwise.analysis import plan as plan_module
+from tritonwise.runtime import dispatch
 
 
 @triton.jit
@@ -41,6 +49,9 @@ CASES = [
 GRID = [((rows, cols), dtype) for rows in (32, 64, 128, 192, 256) for cols in (1 << 16, 1 << 18, 1 << 20)
         for dtype in (torch.float32, torch.bfloat16)]
 SMOKE_CASES = [((8, 4096), torch.float32), ((4, 2048), torch.bfloat16)]  # few rows: split on CPU too
+# --timers: one row, few rows, and a bf16 row (whose result always takes a copy)
+TIMER_CASES = [((1 << 24,), torch.float32), ((8, 1 << 22), torch.float32), ((1 << 22,), torch.bfloat16)]
+ROUNDS = 3
 
 
 @contextlib.contextmanager
@@ -81,13 +92,69 @@ def grid() -> None:
         print(f"| {shape} {str(dtype)[6:]} | {split} ({parts}) | {unsplit} | {row_sum(x, True)[1]} parts |", flush=True)
 
 
+def _combined_through_a_copy(split, partials, outputs) -> None:
+    """SplitLaunch.combine as it was before 2b25a41: every output's rows summed into a new result, then copied."""
+    for out, buffer, kind, result, row_strides in zip(outputs, partials, split.kinds, split.results,
+                                                      split.out_row_strides):
+        rows = torch.as_strided(out, split.rows, row_strides, out.storage_offset())
+        rows.copy_(dispatch._COMBINE[kind](buffer, 0).to(result))
+
+
+@contextlib.contextmanager
+def combined_through_a_copy():
+    """Split reductions inside combine their partials the older way."""
+    saved = dispatch.SplitLaunch.combine
+    dispatch.SplitLaunch.combine = _combined_through_a_copy
+    try:
+        yield
+    finally:
+        dispatch.SplitLaunch.combine = saved
+
+
+def timers(device: str) -> None:
+    """TIMER_CASES' splits as run and combined through a copy, and torch.compile, as shares of a
+    plain read under each timer (on CPU: both combines checked against torch, nothing timed)."""
+    from benchmarks.axis_reductions import TIMERS
+
+    cases = SMOKE_CASES if device == "cpu" else TIMER_CASES
+    inputs = [torch.randn(shape, device=device).to(dtype) for shape, dtype in cases]
+    functions = [row_sum(x, True)[0] for x in inputs]  # checked as run
+    for x, fn in zip(inputs, functions):
+        with combined_through_a_copy():
+            check_against(x.float().sum(-1), fn(x).float(), "combined through a copy", 2e-2, 2e-1)
+    print(f"{len(inputs)} cases, combined as run and through a copy, give torch's answer", flush=True)
+    if device == "cpu":
+        return
+    print("| case | timer | plain read GB/s | as run | combined through a copy | torch.compile |\n|---|---|---|---|---|---|")
+    for x, fn in zip(inputs, functions):
+        compiled = torch.compile(lambda t: t.sum(-1))
+        compiled(x)
+        for timer, rate in TIMERS.items():
+            plains, shares = [], [[] for _ in range(3)]
+            for _ in range(ROUNDS):
+                plains.append(read_ceiling(x, rate))
+                shares[0].append(rate(nbytes(x), fn, x) / plains[-1])
+                with combined_through_a_copy():
+                    shares[1].append(rate(nbytes(x), fn, x) / plains[-1])
+                shares[2].append(rate(nbytes(x), compiled, x) / plains[-1])
+            cells = " | ".join(f"{statistics.median(s):.3f}" for s in shares)
+            name = f"{tuple(x.shape)} {str(x.dtype)[6:]}"
+            print(f"| {name} | {timer.split(',')[0]} | {statistics.median(plains):.0f} | {cells} |", flush=True)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--grid", action="store_true", help="GRID's shapes split always against never")
+    parser.add_argument("--timers", action="store_true", help="TIMER_CASES under three timers")
     smoke_arguments(parser)
     args = parser.parse_args(argv)
     if args.grid:
         grid()
+        return 0
+    if args.timers:
+        if smoke_run(args, "split_reductions") is None:
+            return 2
+        timers(args.device)
         return 0
     smoke = smoke_run(args, "split_reductions")
     if smoke is None:

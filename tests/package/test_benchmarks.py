@@ -146,6 +146,13 @@ def test_split_reductions_stop_at_a_planted_wrong_answer(monkeypatch):
         split_reductions.main(["--device", "cpu"])
 
 
+def test_split_reductions_timers_stop_at_a_planted_wrong_combine(monkeypatch):
+    assert split_reductions.main(["--timers", "--device", "cpu"]) == 0
+    monkeypatch.setattr(split_reductions, "_combined_through_a_copy", lambda split, partials, outputs: None)
+    with pytest.raises(WrongAnswer, match="combined through a copy"):
+        split_reductions.main(["--timers", "--device", "cpu"])
+
+
 def test_new_shape_stops_at_a_planted_wrong_answer(monkeypatch):
     monkeypatch.setattr(new_shape, "add", wrong_add())
     with pytest.raises(WrongAnswer, match="add 1-D"):
