@@ -5,10 +5,11 @@ do_bench), the split as tritonwise chooses it, the unsplit by setting SPLIT_MAX_
     python -m benchmarks.split_reductions --grid         # GRID's shapes split always against never, two rounds
     python -m benchmarks.split_reductions --device cpu   # both forms checked on small inputs, nothing timed
     python -m benchmarks.split_reductions --timers       # TIMER_CASES under three timers, combines and torch.compile
+    python -m benchmarks.split_reductions --short        # SHORT's shapes split against unsplit, three timers
 
 `--timers` times the split of each of TIMER_CASES as tritonwise runs it, and with its partials
-combined the older way (summed into a new result, then copied into the output), as shares of a
-plain read of the same bytes, under the three timers of axis_reductions.py, torch.compile
+combined the older way (summed into a new result, rounded to the result dtype by a kernel of
+its own, then copied into the output), as shares of a plain read of the same bytes, under the three timers of axis_reductions.py, torch.compile
 beside; medians of ROUNDS rounds, each timing them in turn.
 
 Both forms of every case are checked against torch before anything is timed; a wrong answer
@@ -52,6 +53,10 @@ SMOKE_CASES = [((8, 4096), torch.float32), ((4, 2048), torch.bfloat16)]  # few r
 # --timers: one row, few rows, and a bf16 row (whose result always takes a copy)
 TIMER_CASES = [((1 << 24,), torch.float32), ((8, 1 << 22), torch.float32), ((1 << 22,), torch.bfloat16)]
 ROUNDS = 3
+# --short: few rows whose reduced extent is short, where a second kernel and the Python call
+# that launches it may cost more than the split saves
+SHORT = [((rows, cols), dtype) for rows in (1, 8) for cols in (1 << 11, 1 << 13, 1 << 15, 1 << 17)
+         for dtype in (torch.float32, torch.bfloat16)]
 
 
 @contextlib.contextmanager
@@ -92,8 +97,33 @@ def grid() -> None:
         print(f"| {shape} {str(dtype)[6:]} | {split} ({parts}) | {unsplit} | {row_sum(x, True)[1]} parts |", flush=True)
 
 
+def short(device: str) -> None:
+    """SHORT's shapes (on CPU: SMOKE_CASES, checked only) split whenever a part keeps 1024
+    elements, and unsplit: GB/s, medians of ROUNDS rounds, under each timer."""
+    from benchmarks.axis_reductions import TIMERS
+
+    cases = SMOKE_CASES if device == "cpu" else SHORT
+    inputs = [torch.randn(shape, device=device).to(dtype) for shape, dtype in cases]
+    pairs = [(row_sum(x, True, always=True), row_sum(x, False)[0]) for x in inputs]
+    print(f"{len(inputs)} cases, split and unsplit, give torch's answer", flush=True)
+    if device == "cpu":
+        return
+    print("| shape | parts | do_bench split / unsplit | clean flush | back to back |\n|---|---|---|---|---|")
+    for x, ((split_fn, parts), unsplit_fn) in zip(inputs, pairs):
+        cells = []
+        for rate in TIMERS.values():
+            rates = [[], []]
+            for _ in range(ROUNDS):
+                for k, fn in enumerate((split_fn, unsplit_fn)):
+                    with splitting(not k, always=not k):
+                        rates[k].append(rate(nbytes(x), fn, x))
+            cells.append(" / ".join(f"{statistics.median(r):.0f}" for r in rates))
+        print(f"| {tuple(x.shape)} {str(x.dtype)[6:]} | {parts} | {' | '.join(cells)} |", flush=True)
+
+
 def _combined_through_a_copy(split, partials, outputs) -> None:
-    """SplitLaunch.combine as it was before 2b25a41: every output's rows summed into a new result, then copied."""
+    """SplitLaunch.combine as it was before 2b25a41: every output's rows summed into a new result,
+    rounded to the result dtype by a kernel of its own, then copied."""
     for out, buffer, kind, result, row_strides in zip(outputs, partials, split.kinds, split.results,
                                                       split.out_row_strides):
         rows = torch.as_strided(out, split.rows, row_strides, out.storage_offset())
@@ -146,15 +176,16 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--grid", action="store_true", help="GRID's shapes split always against never")
     parser.add_argument("--timers", action="store_true", help="TIMER_CASES under three timers")
+    parser.add_argument("--short", action="store_true", help="SHORT's shapes split against unsplit")
     smoke_arguments(parser)
     args = parser.parse_args(argv)
     if args.grid:
         grid()
         return 0
-    if args.timers:
+    if args.timers or args.short:
         if smoke_run(args, "split_reductions") is None:
             return 2
-        timers(args.device)
+        (timers if args.timers else short)(args.device)
         return 0
     smoke = smoke_run(args, "split_reductions")
     if smoke is None:

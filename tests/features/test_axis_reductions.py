@@ -441,6 +441,39 @@ def test_a_split_sums_into_its_output_only_where_the_dtypes_match(monkeypatch):
     assert outs == [None, torch.float32, torch.float64]
 
 
+@pytest.mark.parametrize(
+    "result, out_dtype, ops",
+    [
+        (torch.float32, torch.float32, ["sum"]),  # straight into the output
+        (torch.bfloat16, torch.bfloat16, ["sum", "copy_"]),  # the copy rounds once
+        (torch.float16, torch.float32, ["sum", "_to_copy", "copy_"]),  # rounded to the result first
+    ],
+)
+def test_a_split_combines_its_partials_in_as_few_torch_ops_as_its_dtypes_allow(result, out_dtype, ops):
+    """SplitLaunch.combine, given float partials: the output holds their sum rounded to the result
+    dtype, then converted, and torch runs only the ops that takes."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from tritonwise.runtime.dispatch import SplitLaunch
+
+    class Recorded(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    split = SplitLaunch(4, (3,), ((2,),), ("sum",), (torch.float32,), (result,))
+    partials = torch.randn(4, 3) * 1000
+    out = poisoned_like(torch.empty(6, dtype=out_dtype))[::2]
+    with Recorded() as recorded:
+        split.combine([partials], [out])
+    assert [op for op in recorded.ops if op != "as_strided"] == ops
+    assert torch.equal(out, partials.sum(0).to(result).to(out_dtype))
+
+
 @pytest.mark.parametrize("rows", [3, 300], ids=["split", "unsplit"])
 def test_a_wider_given_output_receives_the_result_rounded_to_its_dtype(rows):
     """A float16 sum given a float32 output: split or not, the output holds the float16 result

@@ -47,14 +47,18 @@ class SplitLaunch:
     def combine(self, partials, outputs) -> None:
         """Each output's rows from its buffer of partial values, as the unsplit kernel stores them
         (the accumulator rounded to the result dtype, then converted to the output's): straight
-        into the output where all three dtypes match, else through a result and a copy (torch's
-        `sum` into a narrower `out` would round the partials before adding them)."""
+        into the output where all three dtypes match; else combined in the partials' dtype and
+        copied, the copy rounding once into an output of the result dtype (torch's `sum` into a
+        narrower `out` would round the partials before adding them), a wider output receiving
+        the result rounded first."""
         for out, buffer, kind, result, row_strides in zip(
             outputs, partials, self.kinds, self.results, self.out_row_strides
         ):
             rows = torch.as_strided(out, self.rows, row_strides, out.storage_offset())
             if rows.dtype == buffer.dtype == result:
                 _COMBINE[kind](buffer, 0, out=rows)
+            elif rows.dtype == result:
+                rows.copy_(_COMBINE[kind](buffer, 0))
             else:
                 rows.copy_(_COMBINE[kind](buffer, 0).to(result))
 
