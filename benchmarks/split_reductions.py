@@ -5,7 +5,7 @@ do_bench), the split as tritonwise chooses it, the unsplit by setting SPLIT_MAX_
     python -m benchmarks.split_reductions --grid         # GRID's shapes split always against never, two rounds
     python -m benchmarks.split_reductions --device cpu   # both forms checked on small inputs, nothing timed
     python -m benchmarks.split_reductions --timers       # TIMER_CASES under three timers, combines and torch.compile
-    python -m benchmarks.split_reductions --short        # SHORT's shapes split against unsplit, three timers
+    python -m benchmarks.split_reductions --short        # SHORT's shapes split against unsplit, µs per call
 
 `--timers` times the split of each of TIMER_CASES as tritonwise runs it, and with its partials
 combined the older way (summed into a new result, rounded to the result dtype by a kernel of
@@ -26,7 +26,16 @@ import sys
 import torch
 import triton
 
-from benchmarks.harness import check_against, gbps, nbytes, read_ceiling, smoke_arguments, smoke_run
+from benchmarks.harness import (
+    check_against,
+    do_bench_us,
+    gbps,
+    gpu_us_per_kernel,
+    nbytes,
+    read_ceiling,
+    smoke_arguments,
+    smoke_run,
+)
 from tritonwise import pointwise_dynamic
 from tritonwise.analysis import plan as plan_module
 from tritonwise.runtime import dispatch
@@ -99,25 +108,25 @@ def grid() -> None:
 
 def short(device: str) -> None:
     """SHORT's shapes (on CPU: SMOKE_CASES, checked only) split whenever a part keeps 1024
-    elements, and unsplit: GB/s, medians of ROUNDS rounds, under each timer."""
-    from benchmarks.axis_reductions import TIMERS
-
+    elements, and unsplit: µs per call under do_bench (host time counts where it exceeds the
+    GPU's) and back to back in a CUDA graph on one input (no host time), medians of ROUNDS rounds."""
     cases = SMOKE_CASES if device == "cpu" else SHORT
     inputs = [torch.randn(shape, device=device).to(dtype) for shape, dtype in cases]
     pairs = [(row_sum(x, True, always=True), row_sum(x, False)[0]) for x in inputs]
     print(f"{len(inputs)} cases, split and unsplit, give torch's answer", flush=True)
     if device == "cpu":
         return
-    print("| shape | parts | do_bench split / unsplit | clean flush | back to back |\n|---|---|---|---|---|")
+    timers = (do_bench_us, lambda call: gpu_us_per_kernel(call, 200))
+    print("| shape | parts | do_bench µs split / unsplit | back to back µs split / unsplit |\n|---|---|---|---|")
     for x, ((split_fn, parts), unsplit_fn) in zip(inputs, pairs):
         cells = []
-        for rate in TIMERS.values():
-            rates = [[], []]
+        for timer in timers:
+            times = [[], []]
             for _ in range(ROUNDS):
                 for k, fn in enumerate((split_fn, unsplit_fn)):
                     with splitting(not k, always=not k):
-                        rates[k].append(rate(nbytes(x), fn, x))
-            cells.append(" / ".join(f"{statistics.median(r):.0f}" for r in rates))
+                        times[k].append(timer(lambda fn=fn: fn(x)))
+            cells.append(" / ".join(f"{statistics.median(t):.2f}" for t in times))
         print(f"| {tuple(x.shape)} {str(x.dtype)[6:]} | {parts} | {' | '.join(cells)} |", flush=True)
 
 
