@@ -58,23 +58,24 @@ CASES = [
 # The rule's evidence (docs/decisions/split-rule.md): rows x reduced extent x dtype
 GRID = [((rows, cols), dtype) for rows in (32, 64, 128, 192, 256) for cols in (1 << 16, 1 << 18, 1 << 20)
         for dtype in (torch.float32, torch.bfloat16)]
-SMOKE_CASES = [((8, 4096), torch.float32), ((4, 2048), torch.bfloat16)]  # few rows: split on CPU too
+SMOKE_CASES = [((2, 1 << 16), torch.float32), ((1, 1 << 16), torch.bfloat16)]  # few rows: split on CPU too
 # --timers: one row, few rows, and a bf16 row (whose result always takes a copy)
 TIMER_CASES = [((1 << 24,), torch.float32), ((8, 1 << 22), torch.float32), ((1 << 22,), torch.bfloat16)]
 ROUNDS = 3
 # --short: few rows whose reduced extent is short, where a second kernel and the Python call
 # that launches it may cost more than the split saves
-SHORT = [((rows, cols), dtype) for rows in (1, 8) for cols in (1 << 11, 1 << 13, 1 << 15, 1 << 17)
+SHORT = [((rows, cols), dtype) for rows in (1, 8) for cols in (1 << 12, 1 << 14, 1 << 15, 1 << 16, 1 << 17)
          for dtype in (torch.float32, torch.bfloat16)]
 
 
 @contextlib.contextmanager
 def splitting(split, always: bool = False):
     """Reductions planned inside split as tritonwise chooses (True), never (False), or with
-    `always`, whatever their rows and length (up to 1024 rows)."""
-    names = ("SPLIT_MAX_ROWS", "SPLIT_ALWAYS_ROWS")
+    `always`, whatever their rows (up to 1024) and length (from 4096: the combine of 2048
+    partials, a reduction too, must not split)."""
+    names = ("SPLIT_MAX_ROWS", "SPLIT_FEW_ROWS", "SPLIT_MIN_COLS_FEW")
     saved = tuple(getattr(plan_module, name) for name in names)
-    forced = (1024, 1024) if always else (saved[0] if split else 0, saved[1])
+    forced = (1024, 1024, plan_module.SPLIT_TARGET_ROWS + 1) if always else (saved[0] if split else 0, *saved[1:])
     for name, value in zip(names, forced):
         setattr(plan_module, name, value)
     try:

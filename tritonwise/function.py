@@ -289,11 +289,17 @@ class PointwiseDynamicFunction:
 
     def generate(self, *args, collapse: bool = True, targets: Sequence = (), **kwargs):
         """Write the file these arguments need, without launching, and its kernel compiled for each
-        of `targets` into the kernel store; returns the file's path."""
+        of `targets` into the kernel store (and so for the combine of a split reduction's
+        partials); returns the file's path."""
         outs = self.outputs(kwargs)
         if not targets:
-            return self._planner.write_file(args, outs, collapse)
-        return self._planner.compile_ahead(args, outs, collapse, targets)
+            path = self._planner.write_file(args, outs, collapse)
+        else:
+            path = self._planner.compile_ahead(args, outs, collapse, targets)
+        split = self._planner.split_launch(args, outs, collapse)
+        if split is not None:  # the reductions that combine its partials, which a frozen process needs too
+            own_ops.generate_combines(split, targets)
+        return path
 
 
 hit_path.serve_calls_of(PointwiseDynamicFunction, PointwiseDynamicFunction._call_missed)

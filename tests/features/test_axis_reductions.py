@@ -399,13 +399,22 @@ SPLIT_LAYOUTS = {
 }
 
 
+@pytest.fixture
+def short_splits(monkeypatch):
+    """Few rows split from a reduced extent of 4096 (the rule waits for 2**16), so that the split's
+    mechanics run on small CPU tensors."""
+    from tritonwise.analysis import plan
+
+    monkeypatch.setattr(plan, "SPLIT_MIN_COLS_FEW", 4096)
+
+
 @pytest.mark.parametrize("layout", list(SPLIT_LAYOUTS))
 @pytest.mark.parametrize("kind", ["sum", "max", "min"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
-def test_few_long_rows_split_the_reduced_extent(layout, kind, dtype):
+def test_few_long_rows_split_the_reduced_extent(layout, kind, dtype, short_splits):
     """Few kept rows (here 1-3) and a long reduced extent: the kernel writes partial values
-    over slices of the reduced extent, combined by torch; torch's results and dtypes, poisoned
-    given outputs, and a keepdim output of another layout."""
+    over slices of the reduced extent, which a reduction along dim 0 combines; torch's results
+    and dtypes, poisoned given outputs, and a keepdim output of another layout."""
     x = SPLIT_LAYOUTS[layout](4096).to(dtype)
     dims = tuple(range(1, x.dim()))
     fn = _function(kind, dims, keepdim=False, deterministic=True)
@@ -420,62 +429,52 @@ def test_few_long_rows_split_the_reduced_extent(layout, kind, dtype):
     _check(keep(x, x), kind, x, x, dims, True)
 
 
-def test_a_split_sums_into_its_output_only_where_the_dtypes_match(monkeypatch):
-    """dispatch.SplitLaunch.combine: torch's sum writes into the output itself only where the
-    output, the result and the float partials share a dtype; a bf16 result is summed in float and
-    copied (a bf16 `out` would round each partial before adding them)."""
-    from tritonwise.runtime import dispatch
-
-    outs = []
-
-    def recorded_sum(*args, out=None, **kwargs):
-        outs.append(None if out is None else out.dtype)
-        return torch.sum(*args, out=out, **kwargs) if out is not None else torch.sum(*args, **kwargs)
-
-    monkeypatch.setitem(dispatch._COMBINE, "sum", recorded_sum)
-    for dtype in (torch.bfloat16, torch.float32, torch.float64):
-        x = torch.randn(1, 4096).to(dtype)
-        fn = _function("sum", (1,))
-        assert fn.explain(x, x).split_parts > 1
-        _check(fn(x, x), "sum", x, x, (1,))
-    assert outs == [None, torch.float32, torch.float64]
-
-
 @pytest.mark.parametrize(
-    "result, out_dtype, ops",
+    "result, out_dtype, way",
     [
-        (torch.float32, torch.float32, ["sum"]),  # straight into the output
-        (torch.bfloat16, torch.bfloat16, ["sum", "copy_"]),  # the copy rounds once
-        (torch.float16, torch.float32, ["sum", "_to_copy", "copy_"]),  # rounded to the result first
+        (torch.float32, torch.float32, "own"),
+        (torch.bfloat16, torch.bfloat16, "own"),  # rounded once, as the kernel stores
+        (torch.float64, torch.float64, "own"),
+        (torch.float16, torch.float32, "torch"),  # rounded to the result first, then widened
     ],
 )
-def test_a_split_combines_its_partials_in_as_few_torch_ops_as_its_dtypes_allow(result, out_dtype, ops):
-    """SplitLaunch.combine, given float partials: the output holds their sum rounded to the result
-    dtype, then converted, and torch runs only the ops that takes."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
+def test_a_split_combines_its_partials_rounded_once_to_the_result(result, out_dtype, way, monkeypatch):
+    """SplitLaunch.combine: an output of the result dtype takes tritonwise's own reduction along
+    dim 0 (one kernel; torch's `sum` into a bf16 `out` would round each partial before adding); a
+    wider one takes torch's sum, rounded to the result, then copied. Either way the output holds
+    the partials' sum rounded to the result dtype, then converted. The partials are integers whose
+    fp32 sums are exact, so the order of addition does not matter."""
+    from tritonwise.runtime import dispatch
     from tritonwise.runtime.dispatch import SplitLaunch
 
-    class Recorded(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.ops = []
+    taken = []
+    own, torch_sum = dispatch._combine_partials, dispatch._COMBINE["sum"]
+    monkeypatch.setattr(dispatch, "_combine_partials", lambda *a: taken.append("own") or own(*a))
+    monkeypatch.setitem(dispatch._COMBINE, "sum", lambda *a, **k: taken.append("torch") or torch_sum(*a, **k))
+    acc = torch.float64 if result == torch.float64 else torch.float32
+    split = SplitLaunch(4, (3, 16), ((32, 2),), ("sum",), (acc,), (result,))
+    partials = (torch.randn(4, 3, 16, generator=torch.Generator().manual_seed(0)) * 3000).round().to(acc)
+    out = poisoned_like(torch.empty(3, 32, dtype=out_dtype))
+    split.combine([partials], [out])
+    assert taken == [way]
+    assert torch.equal(out[:, ::2], partials.double().sum(0).to(result).to(out_dtype))
+    assert out[:, 1::2].isnan().all()  # nothing written between the rows
 
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.ops.append(func.overloadpacket.__name__)
-            return func(*args, **(kwargs or {}))
 
-    split = SplitLaunch(4, (3,), ((2,),), ("sum",), (torch.float32,), (result,))
-    partials = torch.randn(4, 3) * 1000
-    out = poisoned_like(torch.empty(6, dtype=out_dtype))[::2]
-    with Recorded() as recorded:
-        split.combine([partials], [out])
-    assert [op for op in recorded.ops if op != "as_strided"] == ops
-    assert torch.equal(out, partials.sum(0).to(result).to(out_dtype))
+def test_the_combine_of_the_most_partials_a_split_makes_does_not_split():
+    """A split makes at most SPLIT_TARGET_ROWS partials a row, and their combine is a reduction
+    along dims itself: it must not split in turn."""
+    from tritonwise.analysis import plan
+    from tritonwise.features import own_ops
+
+    partials = torch.empty(plan.SPLIT_TARGET_ROWS, 1, device="meta")
+    assert own_ops._kernel("sum").explain(partials).split_parts == 1
+    vector = torch.empty(2**24, device="meta")
+    assert _function("sum", 0).explain(vector, vector).split_parts == plan.SPLIT_TARGET_ROWS
 
 
 @pytest.mark.parametrize("rows", [3, 300], ids=["split", "unsplit"])
-def test_a_wider_given_output_receives_the_result_rounded_to_its_dtype(rows):
+def test_a_wider_given_output_receives_the_result_rounded_to_its_dtype(rows, short_splits):
     """A float16 sum given a float32 output: split or not, the output holds the float16 result
     converted (what the kernel stores), not the wider accumulator."""
     x = torch.randn(rows, 4096).half()
@@ -499,8 +498,11 @@ def test_integer_and_many_row_reductions_do_not_split():
 @pytest.mark.parametrize(
     "shape, splits",
     [
-        ((8, 2**16), True),  # few rows: split whatever their length
+        ((8, 2**16), True),  # few rows: split from a reduced extent of 2**16
         ((31, 2**16), True),
+        ((8, 2**15), False),  # shorter: one program a row reads it sooner than two kernels
+        ((1, 2**15), False),
+        ((1, 2**16), True),
         ((32, 2**16), False),  # from 32 rows, rows shorter than 2**19 read as fast unsplit
         ((64, 2**18), False),
         ((32, 2**19), True),

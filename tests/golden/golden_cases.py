@@ -98,7 +98,7 @@ def cases() -> dict:
         "row_persistent_sum_f16": (sum_squares_02, (torch.ones(3, 5, 7, dtype=torch.float16),), {}),
         "row_looped_max_f32": (row_max, (torch.ones(4, 1500),), {}),
         "column_looped_max_f32": (column_max, (torch.ones(1500, 4),), {}),
-        "split_sum_bf16": (row_sum, (torch.ones(2, 4096, dtype=torch.bfloat16),), {}),
+        "split_sum_bf16": (row_sum, (torch.ones(2, 2**16, dtype=torch.bfloat16),), {}),
         "row_looped_sum_02_int64": (sum_squares_02, (_overlapping((4096, 256, 4096), (5, 3, 1)),), {}),
     }
 

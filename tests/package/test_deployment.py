@@ -167,3 +167,28 @@ def test_freeze_nests_and_unfreeze_undoes_one_level(fresh_cache):
         add(a, b)
     tritonwise.unfreeze()
     torch.testing.assert_close(add(a, b), a + b)
+
+
+SPLIT_CHILD = r"""
+import torch, tritonwise
+from tests.support import payload_no_tl
+total = tritonwise.pointwise_dynamic(payload_no_tl.double, promotion_methods=[(0, "DEFAULT")], reductions=[("sum", -1)])
+x = torch.randn(2, 2**16).to(torch.bfloat16)
+if sys.argv[1] == "generate":
+    assert total.explain(x).split_parts > 1
+    total.generate(x)
+else:
+    with tritonwise.frozen():
+        got = total(x)
+    torch.testing.assert_close(got.float(), (2 * x.float()).sum(-1), rtol=2e-2, atol=1.0)
+"""
+
+
+def test_a_split_reduction_generated_ahead_runs_frozen_in_a_new_process(fresh_cache):
+    """`generate` writes the files of the reductions that combine a split's partials too, so a
+    frozen process serves the call from disk."""
+    env = {**os.environ, "TRITONWISE_CACHE_DIR": str(fresh_cache), "PYTHONPATH": str(ROOT)}
+    for step in ("generate", "run"):
+        code = "import sys\n" + SPLIT_CHILD
+        result = subprocess.run([sys.executable, "-c", code, step], env=env, capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, f"{step}: {result.stderr[-2000:]}"

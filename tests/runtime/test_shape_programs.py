@@ -93,7 +93,7 @@ def test_a_program_launches_a_new_shape_as_the_analysis_plans_it(module, functio
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(case=_case(any_patterns | full_rank_patterns, 40), picks=st.data())
 def test_a_program_of_a_reduction_along_dims_launches_what_the_analysis_plans(module, case, picks):
-    """A split reduction (its partials combined in torch) is never traced, nor served."""
+    """A split reduction (its partials combined after the launch) is never traced, nor served."""
     pattern, (first, second) = case
     template_args, args = ((ts[0], ts[-1]) for ts in (_inputs(pattern, first), _inputs(pattern, second)))
     rank = max(t.dim() for t in args)
@@ -108,9 +108,13 @@ def test_a_program_of_a_reduction_along_dims_launches_what_the_analysis_plans(mo
     assert not served or expected.task.split is None
 
 
-def test_a_shape_the_split_rule_would_cut_is_left_to_python(module):
-    """(512, 8192) rows do not split; (4, 8192) ones would (8 parts): the program of the first
-    serves another unsplit shape, never the second."""
+def test_a_shape_the_split_rule_would_cut_is_left_to_python(module, monkeypatch):
+    """(512, 8192) rows do not split; (4, 8192) ones would (8 parts, where few rows split from a
+    reduced extent of 4096, as here): the program of the first serves another unsplit shape, never
+    the second."""
+    from tritonwise.analysis import plan
+
+    monkeypatch.setattr(plan, "SPLIT_MIN_COLS_FEW", 4096)
     fn = _reducer("sum", (1,), False)
     table = Table(module, fn, Driver(b"ppp"))
     make = lambda rows: (torch.randn(rows, 8192), torch.randn(rows, 8192))  # noqa: E731

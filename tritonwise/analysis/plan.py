@@ -79,8 +79,11 @@ MIN_PART_EXTENT = 1024
 # Splitting buys programs at the cost of a second kernel, which only few or very long rows repay:
 # docs/decisions/split-rule.md.
 SPLIT_MAX_ROWS = 64  # more rows than this are not split
-SPLIT_ALWAYS_ROWS = 32  # fewer rows than this are always split; more only when their rows are long
+SPLIT_FEW_ROWS = 32  # fewer rows than this split from a reduced extent of SPLIT_MIN_COLS_FEW, more from SPLIT_MIN_COLS
+SPLIT_MIN_COLS_FEW = 2**16
 SPLIT_MIN_COLS = 2**19
+# A split's partials (at most SPLIT_TARGET_ROWS per row) are combined by a reduction along dims,
+# which does not split in turn while SPLIT_TARGET_ROWS < SPLIT_MIN_COLS_FEW.
 
 
 def splittable(reductions: tuple) -> bool:
@@ -94,7 +97,7 @@ def split_parts(rows: tuple, cols: tuple) -> int:
     num_rows, num_cols = math.prod(rows), math.prod(cols)
     if num_rows > SPLIT_MAX_ROWS or not num_rows:
         return 1
-    if num_rows >= SPLIT_ALWAYS_ROWS and num_cols < SPLIT_MIN_COLS:
+    if num_cols < (SPLIT_MIN_COLS if num_rows >= SPLIT_FEW_ROWS else SPLIT_MIN_COLS_FEW):
         return 1  # rows short enough that the unsplit loop reads them as fast
     parts = 1
     while (

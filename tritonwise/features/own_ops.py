@@ -4,6 +4,10 @@ FlagGems registers functions built on tritonwise as aten kernels (`neg`, `resolv
 ...), so a call preparing its operands through those aten ops could re-enter itself: what it needs
 done before a launch (resolving negative and conjugate views into their values) runs on its own
 pointwise functions over raw memory. docs/flaggems_semantics.md.
+
+A split reduction's partial values are combined by its own reductions along dim 0 too
+(`combine_partials`): one kernel into the output, where torch's reduce over a few kept columns
+is slow and an output narrower than the partials would take a second kernel for the copy.
 """
 
 from __future__ import annotations
@@ -11,9 +15,10 @@ from __future__ import annotations
 import torch
 
 from ..frontend.schema import FunctionSchema
+from ..runtime import dispatch
 from ..strided_buffer import StridedBuffer
 
-_kernels: dict = {}  # "same", "negated", "filled": the pointwise functions of this module
+_kernels: dict = {}  # "same", "negated", "filled"; "sum", "max", "min" along dim 0: this module's functions
 _function_class = None  # the class pointwise functions are made of (make_functions_with)
 
 
@@ -42,12 +47,43 @@ def _kernel(name: str):
         def fill_with(value):
             return value
 
+        @triton.jit
+        def sum_of_partials(x):
+            return x
+
+        @triton.jit
+        def max_of_partials(x):
+            return x
+
+        @triton.jit
+        def min_of_partials(x):
+            return x
+
         filling = FunctionSchema(is_tensor=[False], promotion_methods=[(0, "DEFAULT")])
         make = _function_class
         _kernels.update(
             same=make(copy_raw, copying), negated=make(negate_raw, copying), filled=make(fill_with, filling)
         )
+        for kind, payload in (("sum", sum_of_partials), ("max", max_of_partials), ("min", min_of_partials)):
+            _kernels[kind] = make(payload, copying, reductions=[(kind, 0)])
     return _kernels[name]
+
+
+def combine_partials(kind: str, partials: torch.Tensor, rows) -> None:
+    """Reduce `partials` (parts, *rows) along dim 0 by `kind` into `rows` (the output's rows, of
+    the result dtype): reduced in the partials' dtype, rounded once as it is stored."""
+    _kernel(kind)(partials, out0=rows)
+
+
+def generate_combines(split, targets=()) -> None:
+    """Write the files (and compile the kernels for `targets`) that combine the partials of
+    `split` (a SplitLaunch) into outputs of the layout it was planned for."""
+    for kind, acc, result, strides in zip(split.kinds, split.accs, split.results, split.out_row_strides):
+        partials = torch.empty((split.parts, *split.rows), dtype=acc)
+        _kernel(kind).generate(partials, targets=targets, out0=torch.empty_strided(split.rows, strides, dtype=result))
+
+
+dispatch.combine_partials_with(combine_partials)
 
 
 def resolved(a):

@@ -139,7 +139,7 @@ class Binder:
             spec=kernel.spec,
             interpreted=interpreted,
             empty_fill=0 if rows and not task.numel else None,  # a sum of nothing (max/min refused earlier)
-            split=_split_launch(task, reductions),
+            split=split_launch(task, reductions),
             default_dtype=_default_dtype_decided(args, types.results),
             **LaunchPlan.task_fields(task),
         )
@@ -163,7 +163,7 @@ def _extents(shape: tuple, out_strides: tuple, outs: tuple) -> tuple:
     return tuple(None if o is None or s is None else argcheck.dense_extent(shape, s) for o, s in zip(outs, out_strides))
 
 
-def _split_launch(task: TaskPlan, reductions: tuple) -> Optional[SplitLaunch]:
+def split_launch(task: TaskPlan, reductions: tuple) -> Optional[SplitLaunch]:
     """What the runtime needs to combine a split reduction's partial values (None: no split)."""
     split = task.split
     if split is None:

@@ -22,7 +22,7 @@ from ..runtime import arguments as argcheck
 from ..runtime.dispatch import LaunchPlan, PlanCache
 from ..runtime.interpreter import probe
 from ..runtime.kernels import compile_ahead
-from .binder import Binder, cached_file, output_layout
+from .binder import Binder, cached_file, output_layout, split_launch
 from .memo import remember
 from .shape_programs import ShapePrograms
 from .siblings import Siblings
@@ -80,6 +80,11 @@ class Planner:
         shape, strides = output_layout(task, reductions, self.along_dims)
         dtypes = [front.types.results[k] if r is None else r.result for k, r in enumerate(reductions)]
         return [((), (), dtype) if s is None else (shape, s, dtype) for s, dtype in zip(strides, dtypes)]
+
+    def split_launch(self, args: tuple, outs: tuple, collapse: bool):
+        """A call's SplitLaunch (how its partial values are combined), None where it does not split."""
+        _, _, reductions, task = self.analyze(args, outs, collapse)
+        return split_launch(task, reductions)
 
     def write_file(self, args: tuple, outs: tuple, collapse: bool, note: bool = False):
         """The file a call needs, written if missing (`note`: kept as its rank's KernelInfo); nothing runs."""

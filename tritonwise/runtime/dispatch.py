@@ -28,6 +28,15 @@ INTERPRETER_LOCK = threading.RLock()
 
 
 _COMBINE = {"sum": torch.sum, "max": torch.amax, "min": torch.amin}
+# combine(kind, partials, rows): a split's partial values reduced along dim 0 into its output's
+# rows in one kernel (features/own_ops.combine_partials, which registers itself: the runtime sits
+# below the functions that build kernels); None: torch combines them
+_combine_partials: Optional[Callable] = None
+
+
+def combine_partials_with(combine: Callable) -> None:
+    global _combine_partials
+    _combine_partials = combine
 
 
 @dataclass(frozen=True)
@@ -46,19 +55,16 @@ class SplitLaunch:
 
     def combine(self, partials, outputs) -> None:
         """Each output's rows from its buffer of partial values, as the unsplit kernel stores them
-        (the accumulator rounded to the result dtype, then converted to the output's): straight
-        into the output where all three dtypes match; else combined in the partials' dtype and
-        copied, the copy rounding once into an output of the result dtype (torch's `sum` into a
-        narrower `out` would round the partials before adding them), a wider output receiving
-        the result rounded first."""
+        (the accumulator rounded to the result dtype, then converted to the output's). An output
+        of the result dtype takes one kernel of tritonwise's own, which rounds once as it stores
+        (torch's `sum` into a narrower `out` would round the partials before adding them); a
+        wider one takes torch's combine, rounded to the result, then copied."""
         for out, buffer, kind, result, row_strides in zip(
             outputs, partials, self.kinds, self.results, self.out_row_strides
         ):
             rows = torch.as_strided(out, self.rows, row_strides, out.storage_offset())
-            if rows.dtype == buffer.dtype == result:
-                _COMBINE[kind](buffer, 0, out=rows)
-            elif rows.dtype == result:
-                rows.copy_(_COMBINE[kind](buffer, 0))
+            if rows.dtype == result and _combine_partials is not None:
+                _combine_partials(kind, buffer, rows)
             else:
                 rows.copy_(_COMBINE[kind](buffer, 0).to(result))
 
