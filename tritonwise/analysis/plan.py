@@ -66,7 +66,8 @@ class TaskPlan:
 @dataclass(frozen=True)
 class SplitRows:
     """A reduction along dims with too few rows to fill the GPU, split in `parts` slices of its
-    outer reduced dim into a dense (parts, *rows) buffer of partials, then combined."""
+    outer reduced dim into a dense (parts, *rows) buffer of partials, parts innermost, then
+    combined."""
 
     parts: int
     rows: tuple
@@ -214,11 +215,12 @@ def analyze_rows(
 
 def _split_task(shape, out_strides, rows, cols, row_strides, col_strides, n_inputs, parts, itemsize, config):
     """The task (parts, *rows, cols[0] / parts, *cols[1:]): the outer reduced dim cut in `parts`
-    slices that become the outer kept dim; outputs replaced by the dense partial buffer."""
+    slices that become the outer kept dim; outputs replaced by the dense partial buffer, whose
+    parts are its innermost dim, so that their combine reduces contiguous rows."""
     extent = cols[0] // parts
     task_shape = (parts, *rows, extent, *cols[1:])
     strides = [(c[0] * extent, *r, *c) for r, c in zip(row_strides[:n_inputs], col_strides[:n_inputs])]
-    buffer = dense_strides((parts, *rows), list(range(len(rows), -1, -1)))
+    buffer = dense_strides((parts, *rows), [0, *range(len(rows), 0, -1)])
     strides += [(*buffer, *(0,) * len(cols))] * (len(row_strides) - n_inputs)
     split = SplitRows(parts, rows, tuple(row_strides[n_inputs:]))
     plan = tile(shape, out_strides, task_shape, tuple(strides), itemsize, config, split=1 + len(rows), work=rows)

@@ -78,8 +78,8 @@ def combine_partials(kind: str, partials: torch.Tensor, rows) -> None:
 def generate_combines(split, targets=()) -> None:
     """Write the files (and compile the kernels for `targets`) that combine the partials of
     `split` (a SplitLaunch) into outputs of the layout it was planned for."""
-    for kind, acc, result, strides in zip(split.kinds, split.accs, split.results, split.out_row_strides):
-        partials = torch.empty((split.parts, *split.rows), dtype=acc)
+    layouts = zip(split.kinds, split.buffers("cpu"), split.results, split.out_row_strides)
+    for kind, partials, result, strides in layouts:
         _kernel(kind).generate(partials, targets=targets, out0=torch.empty_strided(split.rows, strides, dtype=result))
 
 

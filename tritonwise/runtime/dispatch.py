@@ -51,7 +51,10 @@ class SplitLaunch:
     results: tuple  # each output's result dtype, which a given output of another dtype receives converted
 
     def buffers(self, device) -> list:
-        return [torch.empty((self.parts, *self.rows), dtype=acc, device=device) for acc in self.accs]
+        """Each output's (parts, *rows) buffer of partials, laid out as the analysis planned it:
+        dense, parts innermost (analysis/plan._split_task)."""
+        shape = (*self.rows, self.parts)
+        return [torch.empty(shape, dtype=acc, device=device).movedim(-1, 0) for acc in self.accs]
 
     def combine(self, partials, outputs) -> None:
         """Each output's rows from its buffer of partial values, as the unsplit kernel stores them

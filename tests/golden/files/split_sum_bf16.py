@@ -5,7 +5,7 @@
 #   rank     3    scheme row_persistent    index int32
 #   blocks   64x16  16x64  8x128  4x256  2x512  1x1024    aligned True
 #   in0      x: bfloat16 strides [s, s, 1]
-#   out0     sum of the bfloat16 result along the columns, in float32, stored as float32 strides [s, 1, 0]
+#   out0     sum of the bfloat16 result along the columns, in float32, stored as float32 strides [1, s, 0]
 #   call     out0 from in0 as float32
 #   key      <key>    generator <generator>    triton <triton>
 #
@@ -23,14 +23,14 @@ if "square" not in globals():
         return x * x
 
 
-@triton.jit(do_not_specialize=["size1", "out0_stride0", "num_rows", "num_tiles"])
+@triton.jit(do_not_specialize=["size1", "out0_stride1", "num_rows", "num_tiles"])
 def square_r3_row_persistent_i32_bf16_f32(
     in0_ptr,
     out0_ptr,
     size1: tl.int32,
     in0_stride0: tl.int32,
     in0_stride1: tl.int32,
-    out0_stride0: tl.int32,
+    out0_stride1: tl.int32,
     num_rows: tl.int32,
     num_cols: tl.int32,
     num_tiles: tl.int32,
@@ -54,10 +54,10 @@ def square_r3_row_persistent_i32_bf16_f32(
         in0 = tl.load(in0_ptr + (i0*in0_stride0 + i1*in0_stride1)[:, None] + (j2)[None, :], mask=mask).to(tl.float32)
         out0 = square(in0)
         acc0 = tl.sum(tl.where(mask, out0.to(tl.float32).to(tl.bfloat16).to(tl.float32), 0), axis=1, keep_dims=True)
-        tl.store(out0_ptr + (i0*out0_stride0 + i1)[:, None], acc0, mask=mask_m[:, None])
+        tl.store(out0_ptr + (i0 + i1*out0_stride1)[:, None], acc0, mask=mask_m[:, None])
 
 
-def launch(grid, in0_ptr, out0_ptr, size1, in0_stride0, in0_stride1, out0_stride0, num_rows, num_cols, num_tiles, BLOCK_M, BLOCK_N, GRID_STRIDE, num_warps):
+def launch(grid, in0_ptr, out0_ptr, size1, in0_stride0, in0_stride1, out0_stride1, num_rows, num_cols, num_tiles, BLOCK_M, BLOCK_N, GRID_STRIDE, num_warps):
     """Run square_r3_row_persistent_i32_bf16_f32 on `grid` programs; operands in payload order, then outputs,
     index arguments, the block (one of those listed above), GRID_STRIDE (whether
     `grid` is smaller than num_tiles) and the warps.
@@ -65,7 +65,7 @@ def launch(grid, in0_ptr, out0_ptr, size1, in0_stride0, in0_stride1, out0_stride
     Returns what Triton returns: the compiled kernel on GPU.
     """
     return square_r3_row_persistent_i32_bf16_f32[grid](
-        in0_ptr, out0_ptr, size1, in0_stride0, in0_stride1, out0_stride0, num_rows, num_cols, num_tiles,
+        in0_ptr, out0_ptr, size1, in0_stride0, in0_stride1, out0_stride1, num_rows, num_cols, num_tiles,
         BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, GRID_STRIDE=GRID_STRIDE, num_warps=num_warps,
     )
 
@@ -81,7 +81,7 @@ LAYOUT = dict(
     aligned=True,
     deterministic=False,
     inputs=[('in0', 'bfloat16', 'ss1')],
-    outputs=[('out0', 'float32', 's10', 'float32')],
+    outputs=[('out0', 'float32', '1s0', 'float32')],
 )
 
 if __name__ == "__main__":
