@@ -513,3 +513,14 @@ def test_integer_and_many_row_reductions_do_not_split():
 def test_the_split_rule_follows_the_row_count_and_the_row_length(shape, splits):
     x = torch.empty(shape, device="meta")
     assert (_function("sum", -1).explain(x, x).split_parts > 1) == splits
+
+
+@pytest.mark.parametrize("extent", [2048, 4096, 2**15])
+def test_few_columns_split_at_any_extent_a_part_can_take(extent):
+    """Kept elements along unit stride (a column sum of a narrow row-major matrix) share one
+    program's tile, so few of them split from two parts of MIN_PART_EXTENT; the same sums laid
+    out as rows wait for SPLIT_MIN_COLS_FEW."""
+    columns = torch.empty(extent, 8, device="meta")
+    assert _function("sum", 0).explain(columns, columns).split_parts > 1
+    rows = columns.t().contiguous()
+    assert _function("sum", 1).explain(rows, rows).split_parts == 1

@@ -80,7 +80,9 @@ MIN_PART_EXTENT = 1024
 # Splitting buys programs at the cost of a second kernel, which only few or very long rows repay:
 # docs/decisions/split-rule.md.
 SPLIT_MAX_ROWS = 64  # more rows than this are not split
-SPLIT_FEW_ROWS = 32  # fewer rows than this split from a reduced extent of SPLIT_MIN_COLS_FEW, more from SPLIT_MIN_COLS
+# Fewer rows than SPLIT_FEW_ROWS split from a reduced extent of SPLIT_MIN_COLS_FEW (at any where
+# the kept dims run along unit stride), more from SPLIT_MIN_COLS.
+SPLIT_FEW_ROWS = 32
 SPLIT_MIN_COLS_FEW = 2**16
 SPLIT_MIN_COLS = 2**19
 # A split's partials (at most SPLIT_TARGET_ROWS per row) are combined by a reduction along dims,
@@ -88,17 +90,23 @@ SPLIT_MIN_COLS = 2**19
 
 
 def splittable(reductions: tuple) -> bool:
-    """Whether a reduction along dims may split: torch combines the partials, so float accumulators
-    only (a narrow integer reduces in float in the kernel, which torch's sum would not repeat)."""
+    """Whether a reduction along dims may split: its partials are combined in their own dtype,
+    so float accumulators only (a narrow integer reduces in float in the kernel, which torch's sum would not repeat)."""
     return all(r.acc.is_floating_point and r.result.is_floating_point for r in reductions)
 
 
-def split_parts(rows: tuple, cols: tuple) -> int:
-    """How many equal slices to cut the outer reduced dim into (1: no split), a power of two dividing it."""
+def split_parts(rows: tuple, cols: tuple, kept_unit_stride: bool = False) -> int:
+    """How many equal slices to cut the outer reduced dim into (1: no split), a power of two
+    dividing it. `kept_unit_stride`: the kept dims run along unit stride (column_looped), where
+    few kept elements share one program, so few rows split at any extent a part can take."""
     num_rows, num_cols = math.prod(rows), math.prod(cols)
     if num_rows > SPLIT_MAX_ROWS or not num_rows:
         return 1
-    if num_cols < (SPLIT_MIN_COLS if num_rows >= SPLIT_FEW_ROWS else SPLIT_MIN_COLS_FEW):
+    if num_rows >= SPLIT_FEW_ROWS:
+        min_cols = SPLIT_MIN_COLS
+    else:
+        min_cols = 0 if kept_unit_stride else SPLIT_MIN_COLS_FEW
+    if num_cols < min_cols:
         return 1  # rows short enough that the unsplit loop reads them as fast
     parts = 1
     while (
@@ -203,7 +211,7 @@ def analyze_rows(
     cols, col_strides = _collapsed_group(shape, operands, reduced_order, fill=0)
     if 0 in cols:  # nothing to read: one empty column dim (no index arithmetic divides by 0)
         cols, col_strides = (0,), tuple((0,) for _ in operands)
-    parts = split_parts(rows, cols) if splittable else 1
+    parts = split_parts(rows, cols, row_strides[0][-1] == 1) if splittable else 1
     if parts > 1:
         return _split_task(
             shape, out_strides, rows, cols, row_strides, col_strides, len(in_strides), parts, itemsize, config
