@@ -515,6 +515,19 @@ def test_the_split_rule_follows_the_row_count_and_the_row_length(shape, splits):
     assert (_function("sum", -1).explain(x, x).split_parts > 1) == splits
 
 
+@pytest.mark.parametrize("run, block_m", [(2, 2), (3, 4), (5, 8), (8, 8), (12, 16)])
+@pytest.mark.parametrize("kind", ["sum", "max"])
+def test_a_column_reduction_of_a_short_run_takes_a_tile_no_wider_than_it(run, block_m, kind):
+    """column_looped: kept runs shorter than 16 elements take the narrowest tile that covers
+    them (wider ones mask lanes off); torch's results on a poisoned output."""
+    x = torch.randn(96, run)
+    fn = _function(kind, 0)
+    assert fn.explain(x, x).block[0] == block_m
+    out = poisoned_like(torch.empty(run))
+    assert fn(x, x, out0=out) is out
+    _check(out, kind, x, x, (0,))
+
+
 @pytest.mark.parametrize("extent", [2048, 4096, 2**15])
 def test_few_columns_split_at_any_extent_a_part_can_take(extent):
     """Kept elements along unit stride (a column sum of a narrow row-major matrix) share one

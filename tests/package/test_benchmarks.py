@@ -22,6 +22,7 @@ from benchmarks import (
     cold_start,
     column_split,
     dtensor_scaling,
+    narrow_columns,
     new_shape,
     payloads,
     split_reductions,
@@ -119,8 +120,9 @@ def test_no_benchmark_edits_sys_path():
         (split_reductions.main, ["--device", "cpu"]),
         (new_shape.main, ["--device", "cpu", "--shapes", "2"]),
         (column_split.main, ["--device", "cpu"]),
+        (narrow_columns.main, ["--device", "cpu"]),
     ],
-    ids=["bench", "axis_reductions", "split_reductions", "new_shape", "column_split"],
+    ids=["bench", "axis_reductions", "split_reductions", "new_shape", "column_split", "narrow_columns"],
 )
 def test_a_smoke_run_checks_every_case_and_passes(main, argv, capsys):
     assert main(argv) == 0
@@ -151,6 +153,15 @@ def test_split_reductions_timers_stop_at_a_planted_wrong_combine(monkeypatch):
     monkeypatch.setattr(split_reductions, "_combined_through_a_copy", lambda split, partials, outputs: None)
     with pytest.raises(WrongAnswer, match="combined through a copy"):
         split_reductions.main(["--timers", "--device", "cpu"])
+
+
+def test_narrow_columns_stop_at_a_planted_wrong_answer_and_time_two_tilings(monkeypatch):
+    x = torch.randn(2048, 8)
+    tiles = {form: narrow_columns.column_sum(x, form)[1].block for form in narrow_columns.FORMS}
+    assert tiles == {"as generated": (8, 1024), "wide tiles": (16, 512)}
+    monkeypatch.setattr(narrow_columns, "ident", _doubled)
+    with pytest.raises(WrongAnswer, match="as generated"):
+        narrow_columns.main(["--device", "cpu"])
 
 
 def test_new_shape_stops_at_a_planted_wrong_answer(monkeypatch):

@@ -9,6 +9,9 @@ from .base import blocks_of_area, ceil_div, pow2_floor, prod
 from .row_looped import RowLooped
 
 COLUMN_BLOCK_M = (128, 64, 32, 16)  # BLOCK_M choices; BLOCK_N makes the block 8192 elements
+# Kept runs shorter than 16 elements (a column sum of a narrow matrix) take a tile no wider than
+# the run: a wider one masks lanes off, and with a run of 8 read half as fast.
+NARROW_BLOCK_M = (8, 4, 2)
 # The widest tile that still makes MIN_PROGRAMS programs, its loop pipelined (LOOP_STAGES,
 # inherited) so that few programs keep loads in flight; docs/decisions/column-looped-tile.md.
 MIN_PROGRAMS = 128
@@ -36,14 +39,20 @@ class ColumnLooped(RowLooped):
         return first[split - 1] == 1 and first[-1] != 1
 
     def block_choices(self, rank, itemsize, aligned, config) -> tuple:
-        tall = blocks_of_area(8192, COLUMN_BLOCK_M, pow2_floor(config.max_tile_size))
+        tall = blocks_of_area(8192, COLUMN_BLOCK_M + NARROW_BLOCK_M, pow2_floor(config.max_tile_size))
         return tuple((bm, bn) for bn, bm in tall)
 
     def pick_block(self, task_shape, m_dim, choices) -> tuple:
-        """The widest tile that still makes MIN_PROGRAMS programs, or whose columns already
+        """For a kept run (the innermost kept dim) shorter than 16, the narrowest tile that covers
+        it; else the widest tile that still makes MIN_PROGRAMS programs, or whose columns already
         cover the reduced extent (narrower tiles would only add idle lanes)."""
+        run = task_shape[m_dim - 1]
+        covering = [b for b in choices if b[0] >= run]
+        if run < COLUMN_BLOCK_M[-1] and covering:
+            return min(covering, key=lambda b: b[0])
+        wide = [b for b in choices if b[0] >= COLUMN_BLOCK_M[-1]] or choices
         rows, cols = prod(task_shape[:m_dim]), prod(task_shape[m_dim:])
-        return next((b for b in choices if ceil_div(rows, b[0]) >= MIN_PROGRAMS or b[1] >= cols), choices[-1])
+        return next((b for b in wide if ceil_div(rows, b[0]) >= MIN_PROGRAMS or b[1] >= cols), wide[-1])
 
     def warps(self, block) -> int:
         return LOOP_WARPS

@@ -3,7 +3,7 @@
 #   payload  golden_cases.square  (source sha256 fde6b93ec09a50ae)
 #   kernel   square_r2_column_looped_i32_f32
 #   rank     2    scheme column_looped    index int32
-#   blocks   128x64  64x128  32x256  16x512    aligned False
+#   blocks   128x64  64x128  32x256  16x512  8x1024  4x2048  2x4096    aligned False
 #   in0      x: float32 strides [1, s]
 #   out0     max of the float32 result along the columns, in float32 strides [1, 0]
 #   call     out0 from the inputs as loaded
@@ -82,7 +82,7 @@ LAYOUT = dict(
     payload='square',
     scheme='column_looped',
     m_dim=1,
-    blocks=[(128, 64), (64, 128), (32, 256), (16, 512)],
+    blocks=[(128, 64), (64, 128), (32, 256), (16, 512), (8, 1024), (4, 2048), (2, 4096)],
     index_bits=32,
     aligned=False,
     deterministic=False,

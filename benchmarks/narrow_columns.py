@@ -1,0 +1,126 @@
+"""Column sums of narrow matrices (GPU): tritonwise as it tiles them, with the tiles it took before
+narrow ones (BLOCK_M of at least 16), and torch; µs per call.
+
+    python -m benchmarks.narrow_columns [--rounds 3]
+    python -m benchmarks.narrow_columns --device cpu   # both forms checked on small inputs, nothing timed
+
+A column sum of a row-major (rows, k) matrix keeps k elements along unit stride: column_looped,
+and with fewer than 32 kept elements a split of the rows into parts. Each form is a fresh
+function planned under its tile rule, checked against torch on a poisoned output, then timed in
+alternated rounds: back to back in a CUDA graph on one input (no host time) and under do_bench
+(where host time counts once it exceeds the GPU's). docs/decisions/column-looped-tile.md reads
+the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import sys
+
+import torch
+import triton
+
+from benchmarks.harness import (
+    check_against,
+    do_bench_us,
+    gpu_us_per_kernel,
+    header,
+    positive_int,
+    report,
+    smoke_arguments,
+    smoke_run,
+)
+from tritonwise import pointwise_dynamic
+from tritonwise.analysis import tiling
+from tritonwise.schemes import column_looped
+
+
+@triton.jit
+def ident(x):
+    return x
+
+
+CASES = {
+    False: [((2048, 8), torch.float32), ((16384, 8), torch.float32), ((262144, 8), torch.float32),
+            ((16384, 8), torch.bfloat16), ((65536, 4), torch.float32), ((4096, 2), torch.float32),
+            ((16384, 16), torch.float32), ((32768, 32), torch.float32)],
+    True: [((2048, 8), torch.float32), ((300, 3), torch.bfloat16), ((64, 12), torch.float32)],
+}
+
+
+@contextlib.contextmanager
+def wide_tiles():
+    """column_looped as it tiled before narrow tiles: BLOCK_M of 16 or more, whatever the run."""
+    scheme = column_looped.ColumnLooped
+    saved = scheme.block_choices
+
+    def wide(self, rank, itemsize, aligned, config):
+        return tuple(b for b in saved(self, rank, itemsize, aligned, config) if b[0] >= column_looped.COLUMN_BLOCK_M[-1])
+
+    scheme.block_choices = wide
+    tiling._block_choices.cache_clear()
+    try:
+        yield
+    finally:
+        scheme.block_choices = saved
+        tiling._block_choices.cache_clear()
+
+
+FORMS = {"as generated": contextlib.nullcontext, "wide tiles": wide_tiles}
+
+
+def column_sum(x, form: str):
+    """A fresh column-sum function planned for `x` under `form`, checked against torch on a
+    poisoned output: (the function, its explanation)."""
+    with FORMS[form]():
+        fn = pointwise_dynamic(ident, promotion_methods=[(0, "DEFAULT")], reductions=[("sum", 0)])
+        out = torch.full(x.shape[1:], float("nan"), dtype=x.dtype, device=x.device)
+        tol = 2e-2 if x.dtype == torch.bfloat16 else 1e-4
+        name = f"sum(x, 0) {tuple(x.shape)} {str(x.dtype)[6:]}, {form}"
+        check_against(x.float().sum(0), fn(x, out0=out).float(), name, rtol=tol, atol=100 * tol)
+        return fn, fn.explain(x)
+
+
+def case_row(x, rounds: int) -> str:
+    forms = {form: column_sum(x, form) for form in FORMS}
+    calls = {form: (lambda fn=fn: fn(x)) for form, (fn, _) in forms.items()}
+    calls["torch"] = lambda: x.sum(0)
+    timers = {"graph": lambda call: gpu_us_per_kernel(call, 100), "do_bench": do_bench_us}
+    times = {(t, c): [] for t in timers for c in calls}
+    for _ in range(rounds):
+        for t, timer in timers.items():
+            for c, call in calls.items():
+                times[t, c].append(timer(call))
+    tiles = ", ".join(f"{e.block} on {e.grid[0]} programs, {e.split_parts} parts" for _, e in forms.values())
+    cells = " | ".join(" / ".join(f"{statistics.median(times[t, c]):.2f}" for c in calls) for t in timers)
+    return f"| {tuple(x.shape)} {str(x.dtype)[6:]} | {tiles} | {cells} |"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    smoke_arguments(parser)
+    parser.add_argument("--rounds", type=positive_int, default=3)
+    args = parser.parse_args(argv)
+    smoke = smoke_run(args, "narrow_columns")
+    if smoke is None:
+        return 2
+    inputs = [torch.randn(shape, device=args.device).to(dtype) for shape, dtype in CASES[smoke]]
+    if smoke:
+        for x in inputs:
+            for form in FORMS:
+                column_sum(x, form)
+        print(f"both forms of {len(inputs)} cases checked: they give torch's answer")
+        return 0
+    lines = [
+        "| case | tiles: as generated, wide | graph µs: as generated / wide / torch | do_bench µs: the same |",
+        "|---|---|---|---|",
+    ]
+    lines += [case_row(x, args.rounds) for x in inputs]
+    report(header() + f"\nMedians of {args.rounds} alternated rounds\n\n" + "\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
