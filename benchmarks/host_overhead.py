@@ -54,9 +54,9 @@ def cases():
         ("sum((x-y)**2) fused, 1024", lambda: squared_error_sum(a, b), lambda: ((a - b) ** 2).sum()),
     ]
     in_place = ("in place: x += 0.5 * y, 1024", lambda: add_alpha(c, b, 0.5, out0=c), lambda: c.add_(b, alpha=0.5))
-    few_rows, vector = torch.randn(8, 4096, device="cuda"), torch.randn(2**16, device="cuda")
+    few_rows, vector = torch.randn(8, 2**16, device="cuda"), torch.randn(2**16, device="cuda")
     split = [
-        ("sum(x*x, -1) of 8x4096, split in parts", lambda: row_sum_of_squares(few_rows), lambda: (few_rows**2).sum(-1)),
+        ("sum(x*x, -1) of 8x2^16, split in parts", lambda: row_sum_of_squares(few_rows), lambda: (few_rows**2).sum(-1)),
         ("sum(x*x, -1) of a 2^16 vector, split", lambda: row_sum_of_squares(vector), lambda: (vector**2).sum(-1)),
     ]
     return [(*row, row[2]) for row in rows] + [(*in_place, lambda: c + 0.5 * b)] + [(*row, row[2]) for row in split]
