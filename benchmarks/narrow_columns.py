@@ -1,11 +1,12 @@
-"""Column sums of narrow matrices (GPU): tritonwise as it tiles them, with the tiles it took before
-narrow ones (BLOCK_M of at least 16), and torch; µs per call.
+"""Column sums of narrow matrices (GPU): tritonwise as it plans them, with the tiles it took before
+narrow ones (BLOCK_M of at least 16), with the split rule counting kept elements as its rows (not
+tiles of 16 of them), and torch; µs per call.
 
     python -m benchmarks.narrow_columns [--rounds 3]
     python -m benchmarks.narrow_columns --device cpu   # both forms checked on small inputs, nothing timed
 
 A column sum of a row-major (rows, k) matrix keeps k elements along unit stride: column_looped,
-and with fewer than 32 kept elements a split of the rows into parts. Each form is a fresh
+and with few tiles of 16 kept elements a split of the rows into parts. Each form is a fresh
 function planned under its tile rule, checked against torch on a poisoned output, then timed in
 alternated rounds: back to back in a CUDA graph on one input (no host time) and under do_bench
 (where host time counts once it exceeds the GPU's). docs/decisions/column-looped-tile.md reads
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import statistics
 import sys
 
@@ -33,7 +35,7 @@ from benchmarks.harness import (
     smoke_run,
 )
 from tritonwise import pointwise_dynamic
-from tritonwise.analysis import tiling
+from tritonwise.analysis import plan, tiling
 from tritonwise.schemes import column_looped
 
 
@@ -45,7 +47,8 @@ def ident(x):
 CASES = {
     False: [((2048, 8), torch.float32), ((16384, 8), torch.float32), ((262144, 8), torch.float32),
             ((16384, 8), torch.bfloat16), ((65536, 4), torch.float32), ((4096, 2), torch.float32),
-            ((16384, 16), torch.float32), ((32768, 32), torch.float32)],
+            ((16384, 16), torch.float32), ((32768, 32), torch.float32), ((32768, 64), torch.float32),
+            ((131072, 64), torch.float32), ((16384, 128), torch.float32), ((65536, 256), torch.float32)],
     True: [((2048, 8), torch.float32), ((300, 3), torch.bfloat16), ((64, 12), torch.float32)],
 }
 
@@ -68,7 +71,23 @@ def wide_tiles():
         tiling._block_choices.cache_clear()
 
 
-FORMS = {"as generated": contextlib.nullcontext, "wide tiles": wide_tiles}
+@contextlib.contextmanager
+def rows_by_element():
+    """The split rule as it counted a column layout's rows before: one per kept element."""
+    saved = plan.split_parts
+
+    def by_element(rows, cols, kept_unit_stride=False):
+        elements = (math.prod(rows) * column_looped.COLUMN_BLOCK_M[-1],) if kept_unit_stride else rows
+        return saved(elements, cols, kept_unit_stride)
+
+    plan.split_parts = by_element
+    try:
+        yield
+    finally:
+        plan.split_parts = saved
+
+
+FORMS = {"as generated": contextlib.nullcontext, "wide tiles": wide_tiles, "rows by element": rows_by_element}
 
 
 def column_sum(x, form: str):
@@ -95,7 +114,7 @@ def case_row(x, rounds: int) -> str:
         for t, timer in timers.items():
             for c, call in calls.items():
                 times[t, c].append(timer(call))
-    tiles = ", ".join(f"{e.block} on {e.grid[0]} programs, {e.split_parts} parts" for _, e in forms.values())
+    tiles = "; ".join(f"{e.block} on {e.grid[0]} programs, {e.split_parts} parts" for _, e in forms.values())
     cells = " | ".join(" / ".join(f"{statistics.median(times[t, c]):.2f}" for c in calls) for t in timers)
     return f"| {tuple(x.shape)} {str(x.dtype)[6:]} | {tiles} | {cells} |"
 
@@ -116,7 +135,7 @@ def main(argv=None) -> int:
         print(f"both forms of {len(inputs)} cases checked: they give torch's answer")
         return 0
     lines = [
-        "| case | tiles: as generated, wide | graph µs: as generated / wide / torch | do_bench µs: the same |",
+        "| case | tiles: as generated; wide; rows by element | graph µs: as generated / wide / rows by element / torch | do_bench µs: the same |",
         "|---|---|---|---|",
     ]
     lines += [case_row(x, args.rounds) for x in inputs]

@@ -528,12 +528,24 @@ def test_a_column_reduction_of_a_short_run_takes_a_tile_no_wider_than_it(run, bl
     _check(out, kind, x, x, (0,))
 
 
-@pytest.mark.parametrize("extent", [2048, 4096, 2**15])
-def test_few_columns_split_at_any_extent_a_part_can_take(extent):
-    """Kept elements along unit stride (a column sum of a narrow row-major matrix) share one
-    program's tile, so few of them split from two parts of MIN_PART_EXTENT; the same sums laid
-    out as rows wait for SPLIT_MIN_COLS_FEW."""
-    columns = torch.empty(extent, 8, device="meta")
-    assert _function("sum", 0).explain(columns, columns).split_parts > 1
-    rows = columns.t().contiguous()
-    assert _function("sum", 1).explain(rows, rows).split_parts == 1
+@pytest.mark.parametrize(
+    "shape, splits",
+    [
+        ((2048, 8), True),  # one tile of kept elements: any extent two parts can take
+        ((2**15, 8), True),
+        ((32768, 32), True),  # two tiles of 16
+        ((16384, 128), True),  # eight
+        ((2**16, 1024), False),  # 64 tiles, from 2**19 reduced elements
+        ((2**19, 1024), True),
+        ((8192, 8192), False),  # 512 tiles: programs enough
+    ],
+)
+def test_columns_split_by_the_tiles_of_kept_elements_they_make(shape, splits):
+    """Kept elements along unit stride (a column sum of a row-major matrix) share programs, 16 to
+    a tile: the split rule counts those tiles as its rows, and few of them split at any extent
+    two parts of MIN_PART_EXTENT can take. The same sums laid out as rows count rows."""
+    columns = torch.empty(shape, device="meta")
+    assert (_function("sum", 0).explain(columns, columns).split_parts > 1) == splits
+    if shape[1] == 8:
+        rows = torch.empty(shape[::-1], device="meta")
+        assert _function("sum", 1).explain(rows, rows).split_parts == 1

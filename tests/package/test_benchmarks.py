@@ -156,10 +156,16 @@ def test_split_reductions_timers_stop_at_a_planted_wrong_combine(monkeypatch):
 
 
 def test_narrow_columns_stop_at_a_planted_wrong_answer_and_time_two_tilings(monkeypatch):
-    x = torch.randn(2048, 8)
+    x = torch.randn(2048, 32)
     plans = {form: narrow_columns.column_sum(x, form)[1] for form in narrow_columns.FORMS}
-    assert {form: plan.block for form, plan in plans.items()} == {"as generated": (8, 1024), "wide tiles": (16, 512)}
+    assert {form: plan.split_parts for form, plan in plans.items()} == {
+        "as generated": 2, "wide tiles": 2, "rows by element": 1
+    }
     assert all(plan.rung == "plan cache" for plan in plans.values())  # what the timed calls take
+    narrow = torch.randn(2048, 8)
+    assert [narrow_columns.column_sum(narrow, form)[1].block for form in ("as generated", "wide tiles")] == [
+        (8, 1024), (16, 512)
+    ]
     monkeypatch.setattr(narrow_columns, "ident", _doubled)
     with pytest.raises(WrongAnswer, match="as generated"):
         narrow_columns.main(["--device", "cpu"])

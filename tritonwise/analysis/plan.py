@@ -9,6 +9,8 @@ from typing import Optional, Sequence
 
 from ..config import CodeGenConfig
 from ..schemes import get_scheme
+from ..schemes.base import ceil_div
+from ..schemes.column_looped import COLUMN_BLOCK_M
 from .broadcast import broadcast_shapes, broadcast_strides
 from .layout import collapse, dense_strides, dim_order
 from .tiling import ALIGNMENT, Tiling, choose_tiling, index_bits, operand_classes
@@ -97,9 +99,12 @@ def splittable(reductions: tuple) -> bool:
 
 def split_parts(rows: tuple, cols: tuple, kept_unit_stride: bool = False) -> int:
     """How many equal slices to cut the outer reduced dim into (1: no split), a power of two
-    dividing it. `kept_unit_stride`: the kept dims run along unit stride (column_looped), where
-    few kept elements share one program, so few rows split at any extent a part can take."""
+    dividing it. `kept_unit_stride`: the kept dims run along unit stride (column_looped), where a
+    program takes a tile of 16 adjacent kept elements (fewer for a shorter run): the rule counts
+    such tiles as its rows, and few of them split at any extent a part can take."""
     num_rows, num_cols = math.prod(rows), math.prod(cols)
+    if kept_unit_stride:
+        num_rows = ceil_div(num_rows, COLUMN_BLOCK_M[-1])
     if num_rows > SPLIT_MAX_ROWS or not num_rows:
         return 1
     if num_rows >= SPLIT_FEW_ROWS:
