@@ -54,7 +54,7 @@ class Explanation:
         )
 
     def __str__(self) -> str:
-        split = f"; split: the reduced extent in {self.split_parts} parts, partial values combined by torch"
+        split = f"; split: the reduced extent in {self.split_parts} parts, partial values combined by a second reduction"
         warps = f"{self.num_warps} warp{'s' if self.num_warps != 1 else ''}"
         rows = [
             ("kernel", self.kernel),

@@ -41,7 +41,7 @@ def combine_partials_with(combine: Callable) -> None:
 
 @dataclass(frozen=True)
 class SplitLaunch:
-    """A split reduction (SplitRows): the kernel writes partials per output, which torch combines into the outputs."""
+    """A split reduction (SplitRows): the kernel writes partials per output, combined into the outputs after it."""
 
     parts: int
     rows: tuple
