@@ -45,10 +45,20 @@ def ident(x):
 
 
 CASES = {
-    False: [((2048, 8), torch.float32), ((16384, 8), torch.float32), ((262144, 8), torch.float32),
-            ((16384, 8), torch.bfloat16), ((65536, 4), torch.float32), ((4096, 2), torch.float32),
-            ((16384, 16), torch.float32), ((32768, 32), torch.float32), ((32768, 64), torch.float32),
-            ((131072, 64), torch.float32), ((16384, 128), torch.float32), ((65536, 256), torch.float32)],
+    False: [
+        ((2048, 8), torch.float32),
+        ((16384, 8), torch.float32),
+        ((262144, 8), torch.float32),
+        ((16384, 8), torch.bfloat16),
+        ((65536, 4), torch.float32),
+        ((4096, 2), torch.float32),
+        ((16384, 16), torch.float32),
+        ((32768, 32), torch.float32),
+        ((32768, 64), torch.float32),
+        ((131072, 64), torch.float32),
+        ((16384, 128), torch.float32),
+        ((65536, 256), torch.float32),
+    ],
     True: [((2048, 8), torch.float32), ((300, 3), torch.bfloat16), ((64, 12), torch.float32)],
 }
 
@@ -60,7 +70,9 @@ def wide_tiles():
     saved = scheme.block_choices
 
     def wide(self, rank, itemsize, aligned, config):
-        return tuple(b for b in saved(self, rank, itemsize, aligned, config) if b[0] >= column_looped.COLUMN_BLOCK_M[-1])
+        return tuple(
+            b for b in saved(self, rank, itemsize, aligned, config) if b[0] >= column_looped.COLUMN_BLOCK_M[-1]
+        )
 
     scheme.block_choices = wide
     tiling._block_choices.cache_clear()
@@ -135,7 +147,8 @@ def main(argv=None) -> int:
         print(f"both forms of {len(inputs)} cases checked: they give torch's answer")
         return 0
     lines = [
-        "| case | tiles: as generated; wide; rows by element | graph µs: as generated / wide / rows by element / torch | do_bench µs: the same |",
+        "| case | tiles: as generated; wide; rows by element "
+        "| graph µs: as generated / wide / rows by element / torch | do_bench µs: the same |",
         "|---|---|---|---|",
     ]
     lines += [case_row(x, args.rounds) for x in inputs]

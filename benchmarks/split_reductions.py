@@ -8,9 +8,10 @@ do_bench), the split as tritonwise chooses it, the unsplit by setting SPLIT_MAX_
     python -m benchmarks.split_reductions --short        # SHORT's shapes split against unsplit, µs per call
 
 `--timers` times the split of each of TIMER_CASES as tritonwise runs it, and with its partials
-combined the older way (summed into a new result, rounded to the result dtype by a kernel of
-its own, then copied into the output), as shares of a plain read of the same bytes, under the three timers of axis_reductions.py, torch.compile
-beside; medians of ROUNDS rounds, each timing them in turn.
+combined the older way (torch's sum into a new result, rounded to the result dtype by a kernel
+of its own, then copied into the output), as shares of a plain read of the same bytes, under
+the three timers of axis_reductions.py, torch.compile beside; medians of ROUNDS rounds, each
+timing them in turn.
 
 Both forms of every case are checked against torch before anything is timed; a wrong answer
 stops the run with a non-zero exit.
@@ -59,7 +60,7 @@ CASES = [
 GRID = [((rows, cols), dtype) for rows in (32, 64, 128, 192, 256) for cols in (1 << 16, 1 << 18, 1 << 20)
         for dtype in (torch.float32, torch.bfloat16)]
 SMOKE_CASES = [((2, 1 << 16), torch.float32), ((1, 1 << 16), torch.bfloat16)]  # few rows: split on CPU too
-# --timers: one row, few rows, and a bf16 row (whose result always takes a copy)
+# --timers: one row, few rows, and a bf16 row (whose older combine took a rounding kernel and a copy)
 TIMER_CASES = [((1 << 24,), torch.float32), ((8, 1 << 22), torch.float32), ((1 << 22,), torch.bfloat16)]
 ROUNDS = 3
 # --short: few rows whose reduced extent is short, where a second kernel and the Python call

@@ -452,7 +452,7 @@ def test_a_split_combines_its_partials_rounded_once_to_the_result(result, out_dt
     monkeypatch.setattr(dispatch, "_combine_partials", lambda *a: taken.append("own") or own(*a))
     monkeypatch.setitem(dispatch._COMBINE, "sum", lambda *a, **k: taken.append("torch") or torch_sum(*a, **k))
     acc = torch.float64 if result == torch.float64 else torch.float32
-    split = SplitLaunch(4, (3, 16), ((32, 2),), ("sum",), (acc,), (result,))
+    split = SplitLaunch(4, (3, 16), ((32, 2),), (1, 64, 4), ("sum",), (acc,), (result,))
     partials = (torch.randn(4, 3, 16, generator=torch.Generator().manual_seed(0)) * 3000).round().to(acc)
     out = poisoned_like(torch.empty(3, 32, dtype=out_dtype))
     split.combine([partials], [out])

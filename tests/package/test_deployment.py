@@ -22,7 +22,6 @@ import tritonwise
 from tritonwise.runtime import cache
 
 
-
 @contextlib.contextmanager
 def read_only(directory: Path):
     """`directory` made unwritable for this process: chmod for a user, chattr +i for root (who
@@ -190,5 +189,7 @@ def test_a_split_reduction_generated_ahead_runs_frozen_in_a_new_process(fresh_ca
     env = {**os.environ, "TRITONWISE_CACHE_DIR": str(fresh_cache), "PYTHONPATH": str(ROOT)}
     for step in ("generate", "run"):
         code = "import sys\n" + SPLIT_CHILD
-        result = subprocess.run([sys.executable, "-c", code, step], env=env, capture_output=True, text=True, timeout=300)
+        result = subprocess.run(
+            [sys.executable, "-c", code, step], env=env, capture_output=True, text=True, timeout=300
+        )
         assert result.returncode == 0, f"{step}: {result.stderr[-2000:]}"

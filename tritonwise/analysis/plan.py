@@ -74,6 +74,7 @@ class SplitRows:
     parts: int
     rows: tuple
     out_row_strides: tuple
+    partial_strides: tuple  # of the (parts, *rows) buffer: dense, parts innermost
 
 
 # A split aims at this many (row, part) pairs, each part reading at least MIN_PART_EXTENT.
@@ -235,7 +236,7 @@ def _split_task(shape, out_strides, rows, cols, row_strides, col_strides, n_inpu
     strides = [(c[0] * extent, *r, *c) for r, c in zip(row_strides[:n_inputs], col_strides[:n_inputs])]
     buffer = dense_strides((parts, *rows), [0, *range(len(rows), 0, -1)])
     strides += [(*buffer, *(0,) * len(cols))] * (len(row_strides) - n_inputs)
-    split = SplitRows(parts, rows, tuple(row_strides[n_inputs:]))
+    split = SplitRows(parts, rows, tuple(row_strides[n_inputs:]), buffer)
     plan = tile(shape, out_strides, task_shape, tuple(strides), itemsize, config, split=1 + len(rows), work=rows)
     return replace(plan, split=split)
 

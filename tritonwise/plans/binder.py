@@ -170,7 +170,7 @@ def split_launch(task: TaskPlan, reductions: tuple) -> Optional[SplitLaunch]:
         return None
     kinds, accs = tuple(r.kind for r in reductions), tuple(r.acc for r in reductions)
     results = tuple(r.result for r in reductions)
-    return SplitLaunch(split.parts, split.rows, split.out_row_strides, kinds, accs, results)
+    return SplitLaunch(split.parts, split.rows, split.out_row_strides, split.partial_strides, kinds, accs, results)
 
 
 def _default_dtype_decided(args: tuple, results: tuple) -> Optional[torch.dtype]:

@@ -46,15 +46,15 @@ class SplitLaunch:
     parts: int
     rows: tuple
     out_row_strides: tuple
+    partial_strides: tuple  # the buffers' layout, as the analysis planned it (SplitRows)
     kinds: tuple
     accs: tuple
     results: tuple  # each output's result dtype, which a given output of another dtype receives converted
 
     def buffers(self, device) -> list:
-        """Each output's (parts, *rows) buffer of partials, laid out as the analysis planned it:
-        dense, parts innermost (analysis/plan._split_task)."""
-        shape = (*self.rows, self.parts)
-        return [torch.empty(shape, dtype=acc, device=device).movedim(-1, 0) for acc in self.accs]
+        """Each output's (parts, *rows) buffer of partials."""
+        shape, strides = (self.parts, *self.rows), self.partial_strides
+        return [torch.empty_strided(shape, strides, dtype=acc, device=device) for acc in self.accs]
 
     def combine(self, partials, outputs) -> None:
         """Each output's rows from its buffer of partial values, as the unsplit kernel stores them
