@@ -3,7 +3,7 @@ narrow ones (BLOCK_M of at least 16), with the split rule counting kept elements
 tiles of 16 of them), and torch; µs per call.
 
     python -m benchmarks.narrow_columns [--rounds 3]
-    python -m benchmarks.narrow_columns --device cpu   # both forms checked on small inputs, nothing timed
+    python -m benchmarks.narrow_columns --device cpu   # every form checked on small inputs, nothing timed
 
 A column sum of a row-major (rows, k) matrix keeps k elements along unit stride: column_looped,
 and with few tiles of 16 kept elements a split of the rows into parts. Each form is a fresh
@@ -144,7 +144,7 @@ def main(argv=None) -> int:
         for x in inputs:
             for form in FORMS:
                 column_sum(x, form)
-        print(f"both forms of {len(inputs)} cases checked: they give torch's answer")
+        print(f"every form of {len(inputs)} cases checked: they give torch's answer")
         return 0
     lines = [
         "| case | tiles: as generated; wide; rows by element "
