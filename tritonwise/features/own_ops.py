@@ -61,11 +61,10 @@ def _kernel(name: str):
 
         filling = FunctionSchema(is_tensor=[False], promotion_methods=[(0, "DEFAULT")])
         make = _function_class
-        _kernels.update(
-            same=make(copy_raw, copying), negated=make(negate_raw, copying), filled=make(fill_with, filling)
-        )
+        built = dict(same=make(copy_raw, copying), negated=make(negate_raw, copying), filled=make(fill_with, filling))
         for kind, payload in (("sum", sum_of_partials), ("max", max_of_partials), ("min", min_of_partials)):
-            _kernels[kind] = make(payload, copying, reductions=[(kind, 0)])
+            built[kind] = make(payload, copying, reductions=[(kind, 0)])
+        _kernels.update(built)  # at once: another thread finds all of them or none
     return _kernels[name]
 
 
