@@ -1,6 +1,6 @@
 """Column sums of narrow matrices (GPU): tritonwise as it plans them, with the tiles it took before
 narrow ones (BLOCK_M of at least 16), with the split rule counting kept elements as its rows (not
-tiles of 16 of them), and torch; µs per call.
+tiles of 16 of them), unsplit, and torch; µs per call.
 
     python -m benchmarks.narrow_columns [--rounds 3]
     python -m benchmarks.narrow_columns --device cpu   # every form checked on small inputs, nothing timed
@@ -99,7 +99,23 @@ def rows_by_element():
         plan.split_parts = saved
 
 
-FORMS = {"as generated": contextlib.nullcontext, "wide tiles": wide_tiles, "rows by element": rows_by_element}
+@contextlib.contextmanager
+def unsplit():
+    """No split at all (SPLIT_MAX_ROWS = 0)."""
+    saved = plan.SPLIT_MAX_ROWS
+    plan.SPLIT_MAX_ROWS = 0
+    try:
+        yield
+    finally:
+        plan.SPLIT_MAX_ROWS = saved
+
+
+FORMS = {
+    "as generated": contextlib.nullcontext,
+    "wide tiles": wide_tiles,
+    "rows by element": rows_by_element,
+    "unsplit": unsplit,
+}
 
 
 def column_sum(x, form: str):
@@ -147,8 +163,8 @@ def main(argv=None) -> int:
         print(f"every form of {len(inputs)} cases checked: they give torch's answer")
         return 0
     lines = [
-        "| case | tiles: as generated; wide; rows by element "
-        "| graph µs: as generated / wide / rows by element / torch | do_bench µs: the same |",
+        "| case | tiles: as generated; wide; rows by element; unsplit "
+        "| graph µs: as generated / wide / rows by element / unsplit / torch | do_bench µs: the same |",
         "|---|---|---|---|",
     ]
     lines += [case_row(x, args.rounds) for x in inputs]

@@ -298,7 +298,7 @@ class PointwiseDynamicFunction:
             path = self._planner.compile_ahead(args, outs, collapse, targets)
         split = self._planner.split_launch(args, outs, collapse)
         if split is not None:  # the reductions that combine its partials, which a frozen process needs too
-            own_ops.generate_combines(split, targets)
+            own_ops.generate_combines(split, outs, targets)
         return path
 
 

@@ -429,21 +429,24 @@ def test_few_long_rows_split_the_reduced_extent(layout, kind, dtype, short_split
     _check(keep(x, x), kind, x, x, dims, True)
 
 
+@pytest.mark.parametrize("layout", [(1, 64, 4), (48, 16, 1)], ids=["parts innermost", "parts outermost"])
 @pytest.mark.parametrize(
     "result, out_dtype, way",
     [
         (torch.float32, torch.float32, "own"),
         (torch.bfloat16, torch.bfloat16, "own"),  # rounded once, as the kernel stores
         (torch.float64, torch.float64, "own"),
+        (torch.float32, torch.bfloat16, "own"),  # nothing to round before the conversion
         (torch.float16, torch.float32, "torch"),  # rounded to the result first, then widened
     ],
 )
-def test_a_split_combines_its_partials_rounded_once_to_the_result(result, out_dtype, way, monkeypatch):
-    """SplitLaunch.combine: an output of the result dtype takes tritonwise's own reduction along
-    dim 0 (one kernel; torch's `sum` into a bf16 `out` would round each partial before adding); a
-    wider one takes torch's sum, rounded to the result, then copied. Either way the output holds
-    the partials' sum rounded to the result dtype, then converted. The partials are integers whose
-    fp32 sums are exact, so the order of addition does not matter."""
+def test_a_split_combines_its_partials_rounded_once_to_the_result(result, out_dtype, way, layout, monkeypatch):
+    """SplitLaunch.combine: tritonwise's own reduction along dim 0 (one kernel; torch's `sum` into
+    a bf16 `out` would round each partial before adding), unless a result narrower than the
+    partials goes into an output of another dtype: torch's sum, rounded to the result, then
+    copied. Either way the output holds the partials' sum rounded to the result dtype, then
+    converted. The partials are integers whose fp32 sums are exact, so the order of addition does
+    not matter; both of the analysis' buffer layouts."""
     from tritonwise.runtime import dispatch
     from tritonwise.runtime.dispatch import SplitLaunch
 
@@ -452,25 +455,59 @@ def test_a_split_combines_its_partials_rounded_once_to_the_result(result, out_dt
     monkeypatch.setattr(dispatch, "_combine_partials", lambda *a: taken.append("own") or own(*a))
     monkeypatch.setitem(dispatch._COMBINE, "sum", lambda *a, **k: taken.append("torch") or torch_sum(*a, **k))
     acc = torch.float64 if result == torch.float64 else torch.float32
-    split = SplitLaunch(4, (3, 16), ((32, 2),), (1, 64, 4), ("sum",), (acc,), (result,))
-    partials = (torch.randn(4, 3, 16, generator=torch.Generator().manual_seed(0)) * 3000).round().to(acc)
+    split = SplitLaunch(4, (3, 16), ((32, 2),), layout, ("sum",), (acc,), (result,))
+    values = (torch.randn(4, 3, 16, generator=torch.Generator().manual_seed(0)) * 3000).round().to(acc)
+    partials = split.buffers("cpu")[0].copy_(values)
     out = poisoned_like(torch.empty(3, 32, dtype=out_dtype))
     split.combine([partials], [out])
     assert taken == [way]
-    assert torch.equal(out[:, ::2], partials.double().sum(0).to(result).to(out_dtype))
+    assert torch.equal(out[:, ::2], values.double().sum(0).to(result).to(out_dtype))
     assert out[:, 1::2].isnan().all()  # nothing written between the rows
 
 
-def test_the_combine_of_the_most_partials_a_split_makes_does_not_split():
-    """A split makes at most SPLIT_TARGET_ROWS partials a row, and their combine is a reduction
-    along dims itself: it must not split in turn."""
-    from tritonwise.analysis import plan
+@pytest.mark.parametrize(
+    "shape, dim", [((2**24,), 0), ((2**20, 16), 0), ((2**19, 1024), 0), ((4, 2**21), 1)], ids=str
+)
+def test_the_combine_of_a_split_does_not_split_in_turn(shape, dim):
+    """The most partials the rule makes, a vector's and columns' (whose buffers keep the parts
+    outermost): their combine, a reduction along dims itself, reads them in one pass."""
     from tritonwise.features import own_ops
 
-    partials = torch.empty(plan.SPLIT_TARGET_ROWS, 1, device="meta")
+    x = torch.empty(shape, device="meta")
+    split = _function("sum", dim).plan((x, x), (None,), collapse=True).split
+    assert split is not None and split.parts > 1
+    partials = split.buffers("meta")[0]
     assert own_ops._kernel("sum").explain(partials).split_parts == 1
-    vector = torch.empty(2**24, device="meta")
-    assert _function("sum", 0).explain(vector, vector).split_parts == plan.SPLIT_TARGET_ROWS
+
+
+def test_a_split_writes_into_a_strided_buffer_output():
+    """A given output that is a StridedBuffer (a view torch cannot express): the combine writes
+    its rows through the same kind of view."""
+    from tritonwise import StridedBuffer
+
+    x = torch.randn(2, 4096)
+    fn = _function("sum", 1)
+    with pytest.MonkeyPatch.context() as patch:
+        from tritonwise.analysis import plan
+
+        patch.setattr(plan, "SPLIT_MIN_COLS_FEW", 4096)
+        assert fn.explain(x, x).split_parts > 1
+        storage = poisoned_like(torch.empty(7))
+        out = StridedBuffer(storage, (2,), (-3,), offset=4)  # elements 4 and 1, in that order
+        fn(x, x, out0=out)
+    _check(storage[[4, 1]], "sum", x, x, (1,))
+    assert storage[[0, 2, 3, 5, 6]].isnan().all()
+
+
+def test_a_split_refuses_an_output_partly_overlapping_its_input(short_splits):
+    """As an unsplit call does (docs/api.md): a split writes its output after reading, but the
+    rule is the same whatever the plan."""
+    storage = torch.randn(2 * 4096 + 1)
+    x = storage[: 2 * 4096].view(2, 4096)
+    fn = _function("sum", 1)
+    assert fn.explain(x, x).split_parts > 1
+    with pytest.raises(RuntimeError, match="partially overlaps input 0"):
+        fn(x, x, out0=storage[4095:4097])
 
 
 @pytest.mark.parametrize("rows", [3, 300], ids=["split", "unsplit"])

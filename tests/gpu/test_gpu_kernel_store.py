@@ -146,3 +146,33 @@ def test_frozen_processes_load_stored_kernels_and_refuse_to_compile(env):
     kernel_file.unlink()  # the file is cached, the kernel is not: compiling it is refused
     report = child(env, names=["nd"], frozen=True)
     assert "FrozenError" in report["nd"]["error"] and "compiling" in report["nd"]["error"]
+
+
+SPLIT_CHILD = r"""
+import sys, torch, tritonwise
+from tests.support import payload_no_tl
+from tritonwise.runtime.kernels import device_target
+total = tritonwise.pointwise_dynamic(payload_no_tl.double, promotion_methods=[(0, "DEFAULT")], reductions=[("sum", -1)])
+x = torch.randn(8, 1 << 16, device="cuda")
+base = torch.zeros(16, device="cuda")
+for offset in (0, 1):  # an output 16-byte aligned, and one 4 bytes further
+    out = base[offset : offset + 8]
+    if sys.argv[1] == "generate":
+        assert total.explain(x, out0=out).split_parts > 1
+        total.generate(x, out0=out, targets=[device_target(0)])
+    else:
+        with tritonwise.frozen():
+            total(x, out0=out)
+        torch.testing.assert_close(out, (2 * x).sum(-1), rtol=1e-4, atol=1e-2)
+"""
+
+
+def test_a_split_compiled_ahead_for_given_outputs_runs_frozen(tmp_path):
+    """`generate(..., targets=...)` compiles the combine of a split's partials for the output it
+    is given, so a frozen process launches it whatever that output's alignment."""
+    env = {**os.environ, "TRITONWISE_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    for step in ("generate", "run"):
+        result = subprocess.run(
+            [sys.executable, "-c", SPLIT_CHILD, step], env=env, capture_output=True, text=True, timeout=300
+        )
+        assert result.returncode == 0, f"{step}: {result.stderr[-2000:]}"

@@ -68,13 +68,12 @@ class TaskPlan:
 @dataclass(frozen=True)
 class SplitRows:
     """A reduction along dims with too few rows to fill the GPU, split in `parts` slices of its
-    outer reduced dim into a dense (parts, *rows) buffer of partials, parts innermost, then
-    combined."""
+    outer reduced dim into a dense (parts, *rows) buffer of partials, then combined."""
 
     parts: int
     rows: tuple
     out_row_strides: tuple
-    partial_strides: tuple  # of the (parts, *rows) buffer: dense, parts innermost
+    partial_strides: tuple  # of the (parts, *rows) buffer: dense, parts innermost for rows, outermost for columns
 
 
 # A split aims at this many (row, part) pairs, each part reading at least MIN_PART_EXTENT.
@@ -89,7 +88,9 @@ SPLIT_FEW_ROWS = 32
 SPLIT_MIN_COLS_FEW = 2**16
 SPLIT_MIN_COLS = 2**19
 # A split's partials (at most SPLIT_TARGET_ROWS per row) are combined by a reduction along dims,
-# which does not split in turn while SPLIT_TARGET_ROWS < SPLIT_MIN_COLS_FEW.
+# which does not split in turn: rows reduce at most SPLIT_TARGET_ROWS < SPLIT_MIN_COLS_FEW parts,
+# columns (at least one tile of kept elements) at most SPLIT_TARGET_ROWS / 2, fewer than two parts
+# of MIN_PART_EXTENT.
 
 
 def splittable(reductions: tuple) -> bool:
@@ -217,24 +218,30 @@ def analyze_rows(
     cols, col_strides = _collapsed_group(shape, operands, reduced_order, fill=0)
     if 0 in cols:  # nothing to read: one empty column dim (no index arithmetic divides by 0)
         cols, col_strides = (0,), tuple((0,) for _ in operands)
-    parts = split_parts(rows, cols, row_strides[0][-1] == 1) if splittable else 1
-    if parts > 1:
-        return _split_task(
-            shape, out_strides, rows, cols, row_strides, col_strides, len(in_strides), parts, itemsize, config
-        )
     task_shape = rows + cols
     strides = tuple(r + c for r, c in zip(row_strides, col_strides))
+    columns = get_scheme("column_looped").applies(task_shape, strides, len(rows), config)
+    parts = split_parts(rows, cols, columns) if splittable else 1
+    if parts > 1:
+        return _split_task(
+            shape, out_strides, rows, cols, row_strides, col_strides, len(in_strides), parts, itemsize, config, columns
+        )
     return tile(shape, out_strides, task_shape, strides, itemsize, config, split=len(rows), work=rows)
 
 
-def _split_task(shape, out_strides, rows, cols, row_strides, col_strides, n_inputs, parts, itemsize, config):
+def _split_task(
+    shape, out_strides, rows, cols, row_strides, col_strides, n_inputs, parts, itemsize, config, columns
+):
     """The task (parts, *rows, cols[0] / parts, *cols[1:]): the outer reduced dim cut in `parts`
-    slices that become the outer kept dim; outputs replaced by the dense partial buffer, whose
-    parts are its innermost dim, so that their combine reduces contiguous rows."""
+    slices that become the outer kept dim; outputs replaced by the dense partial buffer. Rows keep
+    the parts innermost, so that their combine reduces contiguous rows; `columns` (kept elements
+    along unit stride) keep them outermost, so that the kernel's stores of adjacent kept elements
+    stay adjacent (and in the aligned class) and the combine reduces columns."""
     extent = cols[0] // parts
     task_shape = (parts, *rows, extent, *cols[1:])
     strides = [(c[0] * extent, *r, *c) for r, c in zip(row_strides[:n_inputs], col_strides[:n_inputs])]
-    buffer = dense_strides((parts, *rows), [0, *range(len(rows), 0, -1)])
+    kept = list(range(len(rows), 0, -1))
+    buffer = dense_strides((parts, *rows), kept + [0] if columns else [0] + kept)
     strides += [(*buffer, *(0,) * len(cols))] * (len(row_strides) - n_inputs)
     split = SplitRows(parts, rows, tuple(row_strides[n_inputs:]), buffer)
     plan = tile(shape, out_strides, task_shape, tuple(strides), itemsize, config, split=1 + len(rows), work=rows)

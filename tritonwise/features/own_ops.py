@@ -74,12 +74,16 @@ def combine_partials(kind: str, partials: torch.Tensor, rows) -> None:
     _kernel(kind)(partials, out0=rows)
 
 
-def generate_combines(split, targets=()) -> None:
+def generate_combines(split, outs: tuple, targets=()) -> None:
     """Write the files (and compile the kernels for `targets`) that combine the partials of
-    `split` (a SplitLaunch) into outputs of the layout it was planned for."""
-    layouts = zip(split.kinds, split.buffers("cpu"), split.results, split.out_row_strides)
-    for kind, partials, result, strides in layouts:
-        _kernel(kind).generate(partials, targets=targets, out0=torch.empty_strided(split.rows, strides, dtype=result))
+    `split` (a SplitLaunch) into `outs`, the given outputs (None: one it allocates)."""
+    for k, out in enumerate(outs):
+        device = "cpu" if out is None else out.device
+        if out is None:
+            out = torch.empty_strided(split.rows, split.out_row_strides[k], dtype=split.results[k], device=device)
+        if split.own_combine(k, out.dtype):
+            rows = split.rows_of(out, k)
+            _kernel(split.kinds[k]).generate(split.buffers(device)[k], targets=targets, out0=rows)
 
 
 dispatch.combine_partials_with(combine_partials)

@@ -58,18 +58,29 @@ class SplitLaunch:
 
     def combine(self, partials, outputs) -> None:
         """Each output's rows from its buffer of partial values, as the unsplit kernel stores them
-        (the accumulator rounded to the result dtype, then converted to the output's). An output
-        of the result dtype takes one kernel of tritonwise's own, which rounds once as it stores
-        (torch's `sum` into a narrower `out` would round the partials before adding them); a
-        wider one takes torch's combine, rounded to the result, then copied."""
-        for out, buffer, kind, result, row_strides in zip(
-            outputs, partials, self.kinds, self.results, self.out_row_strides
-        ):
-            rows = torch.as_strided(out, self.rows, row_strides, out.storage_offset())
-            if rows.dtype == result and _combine_partials is not None:
-                _combine_partials(kind, buffer, rows)
+        (the accumulator rounded to the result dtype, then converted to the output's)."""
+        for k, (out, buffer) in enumerate(zip(outputs, partials)):
+            rows = self.rows_of(out, k)
+            if self.own_combine(k, rows.dtype) and _combine_partials is not None:
+                _combine_partials(self.kinds[k], buffer, rows)
             else:
-                rows.copy_(_COMBINE[kind](buffer, 0).to(result))
+                rows.copy_(_COMBINE[self.kinds[k]](buffer, 0).to(self.results[k]))
+
+    def own_combine(self, k: int, out_dtype: torch.dtype) -> bool:
+        """Whether output `k` takes tritonwise's own combine, one kernel that rounds once as it
+        stores: where its dtype is the result's, or the result's is the partials' (nothing to
+        round in between). Else torch's combine, rounded to the result, then converted (torch's
+        `sum` into a narrower `out` would round the partials before adding them)."""
+        return out_dtype == self.results[k] or self.results[k] == self.accs[k]
+
+    def rows_of(self, out, k: int):
+        """Output `k`'s rows: the (*rows) view of `out` (a tensor or StridedBuffer) the combine writes."""
+        strides = self.out_row_strides[k]
+        if isinstance(out, StridedBuffer):
+            base = out.unwrap()
+            start = out.offset - base.storage_offset() * base.element_size() // out.element_size()
+            return StridedBuffer(base, self.rows, strides, dtype=out.dtype, offset=start)
+        return torch.as_strided(out, self.rows, strides, out.storage_offset())
 
 
 @dataclass
@@ -163,6 +174,8 @@ class LaunchPlan:
     def _run_split(self, args: tuple, outs: list):
         """A split reduction along dims: the kernel writes partial values, combined here."""
         outputs = [self._output(k, o) for k, o in enumerate(outs)]
+        if self.out_extents:
+            self._check_overlap(args, outs, outputs)
         partials = self.split.buffers(self.device)
         self._launch(self._on_device(args), partials)
         self.split.combine(partials, outputs)
