@@ -570,8 +570,10 @@ def test_a_column_reduction_of_a_short_run_takes_a_tile_no_wider_than_it(run, bl
     [
         ((2048, 8), True),  # one tile of kept elements: any extent two parts can take
         ((2**15, 8), True),
-        ((32768, 32), True),  # two tiles of 16
-        ((16384, 128), True),  # eight
+        ((32768, 32), True),  # two tiles of 16, in 32 parts
+        ((16384, 128), True),  # eight, in 16 parts
+        ((8192, 128), False),  # 8 parts: runs of 16 or more take MIN_COLUMN_PARTS
+        ((2048, 64), False),
         ((2**16, 1024), False),  # 64 tiles, from 2**19 reduced elements
         ((2**19, 1024), True),
         ((8192, 8192), False),  # 512 tiles: programs enough
@@ -580,7 +582,8 @@ def test_a_column_reduction_of_a_short_run_takes_a_tile_no_wider_than_it(run, bl
 def test_columns_split_by_the_tiles_of_kept_elements_they_make(shape, splits):
     """Kept elements along unit stride (a column sum of a row-major matrix) share programs, 16 to
     a tile: the split rule counts those tiles as its rows, and few of them split at any extent
-    two parts of MIN_PART_EXTENT can take. The same sums laid out as rows count rows."""
+    two parts of MIN_PART_EXTENT can take, into 16 parts or more where the run of kept elements
+    is 16 or longer. The same sums laid out as rows count rows."""
     columns = torch.empty(shape, device="meta")
     assert (_function("sum", 0).explain(columns, columns).split_parts > 1) == splits
     if shape[1] == 8:

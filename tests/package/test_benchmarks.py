@@ -156,10 +156,10 @@ def test_split_reductions_timers_stop_at_a_planted_wrong_combine(monkeypatch):
 
 
 def test_narrow_columns_stop_at_a_planted_wrong_answer_and_time_two_tilings(monkeypatch):
-    x = torch.randn(2048, 32)
+    x = torch.randn(16384, 32)
     plans = {form: narrow_columns.column_sum(x, form)[1] for form in narrow_columns.FORMS}
     assert {form: plan.split_parts for form, plan in plans.items()} == {
-        "as generated": 2, "wide tiles": 2, "rows by element": 1, "unsplit": 1
+        "as generated": 16, "wide tiles": 16, "rows by element": 1, "unsplit": 1
     }
     assert all(plan.rung == "plan cache" for plan in plans.values())  # what the timed calls take
     narrow = torch.randn(2048, 8)

@@ -73,7 +73,7 @@ class SplitRows:
     parts: int
     rows: tuple
     out_row_strides: tuple
-    partial_strides: tuple  # of the (parts, *rows) buffer: dense, parts innermost for rows, outermost for columns
+    partial_strides: tuple  # of the (parts, *rows) buffer: dense, parts innermost
 
 
 # A split aims at this many (row, part) pairs, each part reading at least MIN_PART_EXTENT.
@@ -87,15 +87,18 @@ SPLIT_MAX_ROWS = 64  # more rows than this are not split
 SPLIT_FEW_ROWS = 32
 SPLIT_MIN_COLS_FEW = 2**16
 SPLIT_MIN_COLS = 2**19
-# A split's partials (at most SPLIT_TARGET_ROWS per row) are combined by a reduction along dims,
-# which does not split in turn: rows reduce at most SPLIT_TARGET_ROWS < SPLIT_MIN_COLS_FEW parts,
-# columns (at least one tile of kept elements) at most SPLIT_TARGET_ROWS / 2, fewer than two parts
-# of MIN_PART_EXTENT.
+# Columns whose run of kept elements is 16 or longer split only into MIN_COLUMN_PARTS or more:
+# fewer parts leave the partial buffer (parts innermost) out of the aligned class, and such splits
+# read slower than unsplit.
+MIN_COLUMN_PARTS = 16
+# A split's partials (at most SPLIT_TARGET_ROWS per row, parts innermost) are combined by a
+# reduction of rows, which does not split in turn while SPLIT_TARGET_ROWS < SPLIT_MIN_COLS_FEW.
 
 
 def splittable(reductions: tuple) -> bool:
     """Whether a reduction along dims may split: its partials are combined in their own dtype,
-    so float accumulators only (a narrow integer reduces in float in the kernel, which torch's sum would not repeat)."""
+    so float accumulators only (a narrow integer reduces in float in the kernel, which a combine
+    in the integer's dtype would not repeat)."""
     return all(r.acc.is_floating_point and r.result.is_floating_point for r in reductions)
 
 
@@ -103,7 +106,8 @@ def split_parts(rows: tuple, cols: tuple, kept_unit_stride: bool = False) -> int
     """How many equal slices to cut the outer reduced dim into (1: no split), a power of two
     dividing it. `kept_unit_stride`: the kept dims run along unit stride (column_looped), where a
     program takes a tile of 16 adjacent kept elements (fewer for a shorter run): the rule counts
-    such tiles as its rows, and few of them split at any extent a part can take."""
+    such tiles as its rows, and few of them split at any extent a part can take, into at least
+    MIN_COLUMN_PARTS parts where the run is 16 or longer."""
     num_rows, num_cols = math.prod(rows), math.prod(cols)
     if kept_unit_stride:
         num_rows = ceil_div(num_rows, COLUMN_BLOCK_M[-1])
@@ -122,6 +126,8 @@ def split_parts(rows: tuple, cols: tuple, kept_unit_stride: bool = False) -> int
         and cols[0] % (parts * 2) == 0
     ):
         parts *= 2
+    if kept_unit_stride and rows[-1] >= COLUMN_BLOCK_M[-1] and parts < MIN_COLUMN_PARTS:
+        return 1
     return parts
 
 
@@ -224,24 +230,19 @@ def analyze_rows(
     parts = split_parts(rows, cols, columns) if splittable else 1
     if parts > 1:
         return _split_task(
-            shape, out_strides, rows, cols, row_strides, col_strides, len(in_strides), parts, itemsize, config, columns
+            shape, out_strides, rows, cols, row_strides, col_strides, len(in_strides), parts, itemsize, config
         )
     return tile(shape, out_strides, task_shape, strides, itemsize, config, split=len(rows), work=rows)
 
 
-def _split_task(
-    shape, out_strides, rows, cols, row_strides, col_strides, n_inputs, parts, itemsize, config, columns
-):
+def _split_task(shape, out_strides, rows, cols, row_strides, col_strides, n_inputs, parts, itemsize, config):
     """The task (parts, *rows, cols[0] / parts, *cols[1:]): the outer reduced dim cut in `parts`
-    slices that become the outer kept dim; outputs replaced by the dense partial buffer. Rows keep
-    the parts innermost, so that their combine reduces contiguous rows; `columns` (kept elements
-    along unit stride) keep them outermost, so that the kernel's stores of adjacent kept elements
-    stay adjacent (and in the aligned class) and the combine reduces columns."""
+    slices that become the outer kept dim; outputs replaced by the dense partial buffer, whose
+    parts are its innermost dim, so that their combine reduces contiguous rows."""
     extent = cols[0] // parts
     task_shape = (parts, *rows, extent, *cols[1:])
     strides = [(c[0] * extent, *r, *c) for r, c in zip(row_strides[:n_inputs], col_strides[:n_inputs])]
-    kept = list(range(len(rows), 0, -1))
-    buffer = dense_strides((parts, *rows), kept + [0] if columns else [0] + kept)
+    buffer = dense_strides((parts, *rows), [0, *range(len(rows), 0, -1)])
     strides += [(*buffer, *(0,) * len(cols))] * (len(row_strides) - n_inputs)
     split = SplitRows(parts, rows, tuple(row_strides[n_inputs:]), buffer)
     plan = tile(shape, out_strides, task_shape, tuple(strides), itemsize, config, split=1 + len(rows), work=rows)
