@@ -58,6 +58,11 @@ CASES = {
         ((131072, 64), torch.float32),
         ((16384, 128), torch.float32),
         ((65536, 256), torch.float32),
+        # short extents, which a run of 16 or more no longer splits (fewer than MIN_COLUMN_PARTS parts)
+        ((2048, 16), torch.float32),
+        ((2048, 64), torch.float32),
+        ((2048, 256), torch.float32),
+        ((8192, 128), torch.float32),
     ],
     True: [((2048, 8), torch.float32), ((300, 3), torch.bfloat16), ((64, 12), torch.float32)],
 }
@@ -85,18 +90,19 @@ def wide_tiles():
 
 @contextlib.contextmanager
 def rows_by_element():
-    """The split rule as it counted a column layout's rows before: one per kept element."""
-    saved = plan.split_parts
+    """The split rule as it was before 81fc284: a column layout's rows counted one per kept
+    element, and no least number of parts."""
+    saved, saved_parts = plan.split_parts, plan.MIN_COLUMN_PARTS
 
     def by_element(rows, cols, kept_unit_stride=False):
         elements = (math.prod(rows) * column_looped.COLUMN_BLOCK_M[-1],) if kept_unit_stride else rows
         return saved(elements, cols, kept_unit_stride)
 
-    plan.split_parts = by_element
+    plan.split_parts, plan.MIN_COLUMN_PARTS = by_element, 1
     try:
         yield
     finally:
-        plan.split_parts = saved
+        plan.split_parts, plan.MIN_COLUMN_PARTS = saved, saved_parts
 
 
 @contextlib.contextmanager

@@ -429,7 +429,7 @@ def test_few_long_rows_split_the_reduced_extent(layout, kind, dtype, short_split
     _check(keep(x, x), kind, x, x, dims, True)
 
 
-@pytest.mark.parametrize("layout", [(1, 64, 4), (48, 16, 1)], ids=["parts innermost", "parts outermost"])
+@pytest.mark.parametrize("layout", [(1, 64, 4), (48, 16, 1)], ids=["parts innermost", "parts outermost"])  # any layout
 @pytest.mark.parametrize(
     "result, out_dtype, way",
     [
@@ -446,7 +446,7 @@ def test_a_split_combines_its_partials_rounded_once_to_the_result(result, out_dt
     partials goes into an output of another dtype: torch's sum, rounded to the result, then
     copied. Either way the output holds the partials' sum rounded to the result dtype, then
     converted. The partials are integers whose fp32 sums are exact, so the order of addition does
-    not matter; both of the analysis' buffer layouts."""
+    not matter; the analysis lays partials out parts innermost, and the combine takes any layout."""
     from tritonwise.runtime import dispatch
     from tritonwise.runtime.dispatch import SplitLaunch
 
@@ -469,8 +469,8 @@ def test_a_split_combines_its_partials_rounded_once_to_the_result(result, out_dt
     "shape, dim", [((2**24,), 0), ((2**20, 16), 0), ((2**19, 1024), 0), ((4, 2**21), 1)], ids=str
 )
 def test_the_combine_of_a_split_does_not_split_in_turn(shape, dim):
-    """The most partials the rule makes, a vector's and columns' (whose buffers keep the parts
-    outermost): their combine, a reduction along dims itself, reads them in one pass."""
+    """The most partials the rule makes, a vector's, rows' and columns': their combine, a
+    reduction along dims itself, reads them in one pass."""
     from tritonwise.features import own_ops
 
     x = torch.empty(shape, device="meta")
@@ -492,11 +492,16 @@ def test_a_split_writes_into_a_strided_buffer_output():
 
         patch.setattr(plan, "SPLIT_MIN_COLS_FEW", 4096)
         assert fn.explain(x, x).split_parts > 1
-        storage = poisoned_like(torch.empty(7))
-        out = StridedBuffer(storage, (2,), (-3,), offset=4)  # elements 4 and 1, in that order
+        storage = poisoned_like(torch.empty(9))
+        base = storage[1:]  # a storage offset of 1
+        out = StridedBuffer(base, (2,), (-3,), offset=4)  # elements 5 and 2 of the storage, in that order
         fn(x, x, out0=out)
-    _check(storage[[4, 1]], "sum", x, x, (1,))
-    assert storage[[0, 2, 3, 5, 6]].isnan().all()
+        _check(storage[[5, 2]], "sum", x, x, (1,))
+        assert storage[[0, 1, 3, 4, 6, 7, 8]].isnan().all()
+        halves = torch.zeros(4)[1:]  # bf16 values over fp32 storage, 2 bf16 elements of storage offset
+        view = StridedBuffer(halves, (2,), (-1,), dtype=torch.bfloat16, offset=3)  # bf16 elements 4 and 3
+        fn(x.bfloat16(), x.bfloat16(), out0=view)
+        _check(view.values(), "sum", x.bfloat16(), x.bfloat16(), (1,))
 
 
 def test_a_split_refuses_an_output_partly_overlapping_its_input(short_splits):
@@ -566,26 +571,35 @@ def test_a_column_reduction_of_a_short_run_takes_a_tile_no_wider_than_it(run, bl
 
 
 @pytest.mark.parametrize(
-    "shape, splits",
+    "shape, parts",
     [
-        ((2048, 8), True),  # one tile of kept elements: any extent two parts can take
-        ((2**15, 8), True),
-        ((32768, 32), True),  # two tiles of 16, in 32 parts
-        ((16384, 128), True),  # eight, in 16 parts
-        ((8192, 128), False),  # 8 parts: runs of 16 or more take MIN_COLUMN_PARTS
-        ((2048, 64), False),
-        ((2**16, 1024), False),  # 64 tiles, from 2**19 reduced elements
-        ((2**19, 1024), True),
-        ((8192, 8192), False),  # 512 tiles: programs enough
+        ((2048, 8), 2),  # one tile of kept elements: any extent two parts can take
+        ((2**15, 8), 32),
+        ((2048, 15), 2),  # a run shorter than 16: any number of parts
+        ((2048, 16), 1),  # 16 or longer: MIN_COLUMN_PARTS (16) parts or none
+        ((8192, 16), 1),
+        ((16384, 16), 16),
+        ((32768, 32), 32),  # two tiles of 16
+        ((16384, 128), 16),  # eight
+        ((8192, 128), 1),
+        ((2**16, 1024), 1),  # 64 tiles, from 2**19 reduced elements
+        ((2**19, 1024), 32),
+        ((8192, 8192), 1),  # 512 tiles: programs enough
     ],
 )
-def test_columns_split_by_the_tiles_of_kept_elements_they_make(shape, splits):
+def test_columns_split_by_the_tiles_of_kept_elements_they_make(shape, parts):
     """Kept elements along unit stride (a column sum of a row-major matrix) share programs, 16 to
     a tile: the split rule counts those tiles as its rows, and few of them split at any extent
     two parts of MIN_PART_EXTENT can take, into 16 parts or more where the run of kept elements
     is 16 or longer. The same sums laid out as rows count rows."""
     columns = torch.empty(shape, device="meta")
-    assert (_function("sum", 0).explain(columns, columns).split_parts > 1) == splits
+    assert _function("sum", 0).explain(columns, columns).split_parts == parts
     if shape[1] == 8:
         rows = torch.empty(shape[::-1], device="meta")
         assert _function("sum", 1).explain(rows, rows).split_parts == 1
+
+
+def test_rows_split_into_few_parts_whatever_their_count():
+    """MIN_COLUMN_PARTS is a column layout's: 20 rows of 65544 (8 x 8193) split into 8 parts."""
+    x = torch.empty(20, 65544, device="meta")
+    assert _function("sum", 1).explain(x, x).split_parts == 8

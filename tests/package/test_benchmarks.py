@@ -163,9 +163,9 @@ def test_narrow_columns_stop_at_a_planted_wrong_answer_and_time_two_tilings(monk
     }
     assert all(plan.rung == "plan cache" for plan in plans.values())  # what the timed calls take
     narrow = torch.randn(2048, 8)
-    assert [narrow_columns.column_sum(narrow, form)[1].block for form in ("as generated", "wide tiles")] == [
-        (8, 1024), (16, 512)
-    ]
+    plans = {form: narrow_columns.column_sum(narrow, form)[1] for form in narrow_columns.FORMS}
+    assert [plans[form].block for form in ("as generated", "wide tiles")] == [(8, 1024), (16, 512)]
+    assert plans["rows by element"].split_parts == plans["as generated"].split_parts == 2
     monkeypatch.setattr(narrow_columns, "ident", _doubled)
     with pytest.raises(WrongAnswer, match="as generated"):
         narrow_columns.main(["--device", "cpu"])

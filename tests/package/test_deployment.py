@@ -173,24 +173,29 @@ import torch, tritonwise
 from tests.support import payload_no_tl
 total = tritonwise.pointwise_dynamic(payload_no_tl.double, promotion_methods=[(0, "DEFAULT")], reductions=[("sum", -1)])
 x = torch.randn(2, 2**16).to(torch.bfloat16)
+y = torch.randn(2, 2**16)
 given = torch.empty(3, dtype=torch.bfloat16)[1:]  # an output one element into its storage
+wider = torch.empty(2, dtype=torch.float64)  # an output whose combine is a file of its own
 if sys.argv[1] == "generate":
     assert total.explain(x).split_parts > 1
     total.generate(x)
     total.generate(x, out0=given)
+    total.generate(y, out0=wider)
 else:
     with tritonwise.frozen():
         got = total(x)
         total(x, out0=given)
+        total(y, out0=wider)
     for value in (got, given):
         torch.testing.assert_close(value.float(), (2 * x.float()).sum(-1), rtol=2e-2, atol=1.0)
+    torch.testing.assert_close(wider, (2 * y).sum(-1).double(), rtol=1e-5, atol=1e-3)
 """
 
 
 def test_a_split_reduction_generated_ahead_runs_frozen_in_a_new_process(fresh_cache):
     """`generate` writes the files of the reductions that combine a split's partials too, for an
-    output it allocates and for a given one (here not 16-byte aligned), so a frozen process serves
-    both calls from disk."""
+    output it allocates and for given ones (one not 16-byte aligned, one of another dtype, whose
+    combine is a file of its own), so a frozen process serves every call from disk."""
     env = {**os.environ, "TRITONWISE_CACHE_DIR": str(fresh_cache), "PYTHONPATH": str(ROOT)}
     for step in ("generate", "run"):
         code = "import sys\n" + SPLIT_CHILD

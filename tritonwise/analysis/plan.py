@@ -87,9 +87,9 @@ SPLIT_MAX_ROWS = 64  # more rows than this are not split
 SPLIT_FEW_ROWS = 32
 SPLIT_MIN_COLS_FEW = 2**16
 SPLIT_MIN_COLS = 2**19
-# Columns whose run of kept elements is 16 or longer split only into MIN_COLUMN_PARTS or more:
-# fewer parts leave the partial buffer (parts innermost) out of the aligned class, and such splits
-# read slower than unsplit.
+# Columns whose run of kept elements is 16 or longer (wide tiles) split only into MIN_COLUMN_PARTS
+# or more: such splits into fewer parts, whose partial buffer (parts innermost) is also out of the
+# aligned class, read slower than unsplit (docs/decisions/split-rule.md).
 MIN_COLUMN_PARTS = 16
 # A split's partials (at most SPLIT_TARGET_ROWS per row, parts innermost) are combined by a
 # reduction of rows, which does not split in turn while SPLIT_TARGET_ROWS < SPLIT_MIN_COLS_FEW.

@@ -70,7 +70,8 @@ def _kernel(name: str):
 
 def combine_partials(kind: str, partials: torch.Tensor, rows) -> None:
     """Reduce `partials` (parts, *rows) along dim 0 by `kind` into `rows` (the output's rows, of
-    the result dtype): reduced in the partials' dtype, rounded once as it is stored."""
+    the result dtype, or of any where the result's is the partials'): reduced in the partials'
+    dtype, rounded once as it is stored."""
     _kernel(kind)(partials, out0=rows)
 
 
