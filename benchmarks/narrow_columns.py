@@ -20,6 +20,7 @@ import contextlib
 import math
 import statistics
 import sys
+from unittest import mock
 
 import torch
 import triton
@@ -68,52 +69,41 @@ CASES = {
 }
 
 
+def _wide_block_choices(self, rank, itemsize, aligned, config):
+    """column_looped's blocks without the narrow ones."""
+    blocks = _BLOCK_CHOICES(self, rank, itemsize, aligned, config)
+    return tuple(b for b in blocks if b[0] >= column_looped.COLUMN_BLOCK_M[-1])
+
+
+def _split_parts_by_element(rows, cols, kept_unit_stride=False):
+    """The split rule counting a column layout's rows one per kept element."""
+    elements = (math.prod(rows) * column_looped.COLUMN_BLOCK_M[-1],) if kept_unit_stride else rows
+    return _SPLIT_PARTS(elements, cols, kept_unit_stride)
+
+
+_BLOCK_CHOICES, _SPLIT_PARTS = column_looped.ColumnLooped.block_choices, plan.split_parts
+
+
 @contextlib.contextmanager
 def wide_tiles():
     """column_looped as it tiled before narrow tiles: BLOCK_M of 16 or more, whatever the run."""
-    scheme = column_looped.ColumnLooped
-    saved = scheme.block_choices
-
-    def wide(self, rank, itemsize, aligned, config):
-        return tuple(
-            b for b in saved(self, rank, itemsize, aligned, config) if b[0] >= column_looped.COLUMN_BLOCK_M[-1]
-        )
-
-    scheme.block_choices = wide
     tiling._block_choices.cache_clear()
     try:
-        yield
+        with mock.patch.object(column_looped.ColumnLooped, "block_choices", _wide_block_choices):
+            yield
     finally:
-        scheme.block_choices = saved
         tiling._block_choices.cache_clear()
 
 
-@contextlib.contextmanager
 def rows_by_element():
     """The split rule as it was before 81fc284: a column layout's rows counted one per kept
     element, and no least number of parts."""
-    saved, saved_parts = plan.split_parts, plan.MIN_COLUMN_PARTS
-
-    def by_element(rows, cols, kept_unit_stride=False):
-        elements = (math.prod(rows) * column_looped.COLUMN_BLOCK_M[-1],) if kept_unit_stride else rows
-        return saved(elements, cols, kept_unit_stride)
-
-    plan.split_parts, plan.MIN_COLUMN_PARTS = by_element, 1
-    try:
-        yield
-    finally:
-        plan.split_parts, plan.MIN_COLUMN_PARTS = saved, saved_parts
+    return mock.patch.multiple(plan, split_parts=_split_parts_by_element, MIN_COLUMN_PARTS=1)
 
 
-@contextlib.contextmanager
 def unsplit():
     """No split at all (SPLIT_MAX_ROWS = 0)."""
-    saved = plan.SPLIT_MAX_ROWS
-    plan.SPLIT_MAX_ROWS = 0
-    try:
-        yield
-    finally:
-        plan.SPLIT_MAX_ROWS = saved
+    return mock.patch.object(plan, "SPLIT_MAX_ROWS", 0)
 
 
 FORMS = {

@@ -23,6 +23,7 @@ import argparse
 import contextlib
 import statistics
 import sys
+from unittest import mock
 
 import torch
 import triton
@@ -69,21 +70,14 @@ SHORT = [((rows, cols), dtype) for rows in (1, 8) for cols in (1 << 12, 1 << 14,
          for dtype in (torch.float32, torch.bfloat16)]
 
 
-@contextlib.contextmanager
 def splitting(split, always: bool = False):
     """Reductions planned inside split as tritonwise chooses (True), never (False), or with
     `always`, whatever their rows (up to 1024) and length (from 4096: the combine of 2048
     partials, a reduction too, must not split)."""
-    names = ("SPLIT_MAX_ROWS", "SPLIT_FEW_ROWS", "SPLIT_MIN_COLS_FEW")
-    saved = tuple(getattr(plan_module, name) for name in names)
-    forced = (1024, 1024, plan_module.SPLIT_TARGET_ROWS + 1) if always else (saved[0] if split else 0, *saved[1:])
-    for name, value in zip(names, forced):
-        setattr(plan_module, name, value)
-    try:
-        yield
-    finally:
-        for name, value in zip(names, saved):
-            setattr(plan_module, name, value)
+    if always:
+        limit = plan_module.SPLIT_TARGET_ROWS + 1
+        return mock.patch.multiple(plan_module, SPLIT_MAX_ROWS=1024, SPLIT_FEW_ROWS=1024, SPLIT_MIN_COLS_FEW=limit)
+    return contextlib.nullcontext() if split else mock.patch.object(plan_module, "SPLIT_MAX_ROWS", 0)
 
 
 def row_sum(x, split: bool, always: bool = False):

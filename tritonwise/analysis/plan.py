@@ -226,8 +226,10 @@ def analyze_rows(
         cols, col_strides = (0,), tuple((0,) for _ in operands)
     task_shape = rows + cols
     strides = tuple(r + c for r, c in zip(row_strides, col_strides))
-    columns = get_scheme("column_looped").applies(task_shape, strides, len(rows), config)
-    parts = split_parts(rows, cols, columns) if splittable else 1
+    parts = 1
+    if splittable:
+        columns = get_scheme("column_looped").applies(task_shape, strides, len(rows), config)
+        parts = split_parts(rows, cols, columns)
     if parts > 1:
         return _split_task(
             shape, out_strides, rows, cols, row_strides, col_strides, len(in_strides), parts, itemsize, config
