@@ -1,6 +1,7 @@
 """Column sums of narrow matrices (GPU): tritonwise as it plans them, with the tiles it took before
 narrow ones (BLOCK_M of at least 16), with the split rule counting kept elements as its rows (not
-tiles of 16 of them), unsplit, and torch; µs per call.
+tiles of 16 of them), unsplit, split however small, with narrow tiles pipelining their loop, and
+torch; µs per call.
 
     python -m benchmarks.narrow_columns [--rounds 3]
     python -m benchmarks.narrow_columns --device cpu   # every form checked on small inputs, nothing timed
@@ -9,8 +10,8 @@ A column sum of a row-major (rows, k) matrix keeps k elements along unit stride:
 and with few tiles of 16 kept elements a split of the rows into parts. Each form is a fresh
 function planned under its tile rule, checked against torch on a poisoned output, then timed in
 alternated rounds: back to back in a CUDA graph on one input (no host time) and under do_bench
-(where host time counts once it exceeds the GPU's). docs/decisions/column-looped-tile.md reads
-the figures.
+(where host time counts once it exceeds the GPU's). docs/decisions/column-looped-tile.md and
+split-rule.md read the figures.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import os
 import statistics
 import sys
+import tempfile
 from unittest import mock
 
 import torch
@@ -48,11 +51,13 @@ def ident(x):
 CASES = {
     False: [
         ((2048, 8), torch.float32),
+        ((4096, 8), torch.float32),
         ((16384, 8), torch.float32),
         ((262144, 8), torch.float32),
         ((16384, 8), torch.bfloat16),
         ((65536, 4), torch.float32),
         ((4096, 2), torch.float32),
+        ((16384, 2), torch.float32),
         ((16384, 16), torch.float32),
         ((32768, 32), torch.float32),
         ((32768, 64), torch.float32),
@@ -97,8 +102,13 @@ def wide_tiles():
 
 def rows_by_element():
     """The split rule as it was before 81fc284: a column layout's rows counted one per kept
-    element, and no least number of parts."""
-    return mock.patch.multiple(plan, split_parts=_split_parts_by_element, MIN_COLUMN_PARTS=1)
+    element, no least number of parts, and a split whatever a tile's program reads."""
+    return mock.patch.multiple(plan, split_parts=_split_parts_by_element, MIN_COLUMN_PARTS=1, COLUMN_UNSPLIT_ELEMENTS=0)
+
+
+def split_however_small():
+    """Columns split whatever a tile's program reads (before COLUMN_UNSPLIT_ELEMENTS)."""
+    return mock.patch.object(plan, "COLUMN_UNSPLIT_ELEMENTS", 0)
 
 
 def unsplit():
@@ -106,11 +116,24 @@ def unsplit():
     return mock.patch.object(plan, "SPLIT_MAX_ROWS", 0)
 
 
-FORMS = {
+@contextlib.contextmanager
+def pipelined_narrow_tiles():
+    """Every column_looped tile pipelining its loop, narrow ones too (before 2026-11-27). A patched
+    method is no part of a file's key, so the form writes its files to a directory of its own."""
+    stages = lambda self: str(self.loop_stages)  # noqa: E731
+    with tempfile.TemporaryDirectory(prefix="narrow-pipelined-") as directory:
+        with mock.patch.dict(os.environ, {"TRITONWISE_CACHE_DIR": directory}):
+            with mock.patch.object(column_looped.ColumnLooped, "loop_num_stages", stages):
+                yield
+
+
+FORMS = {  # "as generated" first: it builds the combine's function in the cache the others share
     "as generated": contextlib.nullcontext,
     "wide tiles": wide_tiles,
     "rows by element": rows_by_element,
     "unsplit": unsplit,
+    "split however small": split_however_small,
+    "pipelined narrow tiles": pipelined_narrow_tiles,
 }
 
 
@@ -159,8 +182,7 @@ def main(argv=None) -> int:
         print(f"every form of {len(inputs)} cases checked: they give torch's answer")
         return 0
     lines = [
-        "| case | tiles: as generated; wide; rows by element; unsplit "
-        "| graph µs: as generated / wide / rows by element / unsplit / torch | do_bench µs: the same |",
+        "| case | tiles: " + "; ".join(FORMS) + " | graph µs: " + " / ".join(FORMS) + " / torch | do_bench µs: the same |",
         "|---|---|---|---|",
     ]
     lines += [case_row(x, args.rounds) for x in inputs]

@@ -96,3 +96,20 @@ def test_an_aligned_reduction_loads_16_bytes_at_a_time(entry, shape, scheme):
     ptx = compile_for_sm90(fn, x, specialized=True).asm["ptx"]
     loads = set(re.findall(r"ld\.global\S*", ptx))
     assert loads and all(".v4." in load for load in loads), loads
+
+
+@pytest.mark.parametrize(
+    "shape, pipelined",
+    [((2048, 8), False), ((4096, 2), False), ((3, 2048, 64), True), ((2048, 40), True)],
+    ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else None,
+)
+def test_only_wide_column_tiles_pipeline_their_loop(shape, pipelined):
+    """ColumnLooped.loop_num_stages: tiles of 16 kept elements or more pipeline the loop over the
+    reduced dim (asynchronous copies into shared memory); a narrow tile over a run of fewer than
+    16 runs a plain loop, whose one-element loads pipelined were slower
+    (docs/decisions/column-looped-tile.md)."""
+    fn, x = _identity_reduced(("sum", 0)), torch.zeros(shape)
+    plan = fn.explain(x)
+    assert plan.scheme == "column_looped" and (plan.block[0] >= 16) == pipelined, plan
+    ttgir = compile_for_sm90(fn, x).asm["ttgir"]
+    assert ("async_copy_global_to_local" in ttgir) == pipelined

@@ -401,11 +401,12 @@ SPLIT_LAYOUTS = {
 
 @pytest.fixture
 def short_splits(monkeypatch):
-    """Few rows split from a reduced extent of 4096 (the rule waits for 2**16), so that the split's
-    mechanics run on small CPU tensors."""
+    """Few rows split from a reduced extent of 4096 (the rule waits for 2**16), and columns
+    whatever a tile's program reads, so that the split's mechanics run on small CPU tensors."""
     from tritonwise.analysis import plan
 
     monkeypatch.setattr(plan, "SPLIT_MIN_COLS_FEW", 4096)
+    monkeypatch.setattr(plan, "COLUMN_UNSPLIT_ELEMENTS", 0)
 
 
 @pytest.mark.parametrize("layout", list(SPLIT_LAYOUTS))
@@ -573,8 +574,11 @@ def test_a_column_reduction_of_a_short_run_takes_a_tile_no_wider_than_it(run, bl
 @pytest.mark.parametrize(
     "shape, parts",
     [
-        ((2048, 8), 2),  # one tile of kept elements: any extent two parts can take
+        ((2048, 8), 1),  # one tile of kept elements, whose program reads 2**14 of them: unsplit
+        ((4096, 8), 4),  # more: any extent two parts can take
         ((2**15, 8), 32),
+        ((8192, 2), 1),
+        ((16384, 2), 16),
         ((2048, 15), 2),  # a run shorter than 16: any number of parts
         ((2048, 16), 1),  # 16 or longer: MIN_COLUMN_PARTS (16) parts or none
         ((8192, 16), 1),
@@ -589,9 +593,10 @@ def test_a_column_reduction_of_a_short_run_takes_a_tile_no_wider_than_it(run, bl
 )
 def test_columns_split_by_the_tiles_of_kept_elements_they_make(shape, parts):
     """Kept elements along unit stride (a column sum of a row-major matrix) share programs, 16 to
-    a tile: the split rule counts those tiles as its rows, and few of them split at any extent
-    two parts of MIN_PART_EXTENT can take, into 16 parts or more where the run of kept elements
-    is 16 or longer. The same sums laid out as rows count rows."""
+    a tile: the split rule counts those tiles as its rows, and few of them split once a tile's
+    program would read more than COLUMN_UNSPLIT_ELEMENTS (2**14), at any extent two parts of
+    MIN_PART_EXTENT can take, into 16 parts or more where the run of kept elements is 16 or
+    longer. The same sums laid out as rows count rows."""
     columns = torch.empty(shape, device="meta")
     assert _function("sum", 0).explain(columns, columns).split_parts == parts
     if shape[1] == 8:

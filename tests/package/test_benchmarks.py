@@ -9,6 +9,7 @@ import os
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -159,13 +160,18 @@ def test_narrow_columns_stop_at_a_planted_wrong_answer_and_time_two_tilings(monk
     x = torch.randn(16384, 32)
     plans = {form: narrow_columns.column_sum(x, form)[1] for form in narrow_columns.FORMS}
     assert {form: plan.split_parts for form, plan in plans.items()} == {
-        "as generated": 16, "wide tiles": 16, "rows by element": 1, "unsplit": 1
+        "as generated": 16, "wide tiles": 16, "rows by element": 1, "unsplit": 1, "split however small": 16,
+        "pipelined narrow tiles": 16,
     }
     assert all(plan.rung == "plan cache" for plan in plans.values())  # what the timed calls take
     narrow = torch.randn(2048, 8)
     plans = {form: narrow_columns.column_sum(narrow, form)[1] for form in narrow_columns.FORMS}
     assert [plans[form].block for form in ("as generated", "wide tiles")] == [(8, 1024), (16, 512)]
-    assert plans["rows by element"].split_parts == plans["as generated"].split_parts == 2
+    assert plans["rows by element"].split_parts == plans["split however small"].split_parts == 2
+    assert plans["as generated"].split_parts == 1
+    with narrow_columns.FORMS["pipelined narrow tiles"]():  # its files live as long as the form
+        fn = narrow_columns.column_sum(narrow, "as generated")[0]
+        assert "num_stages=3)" in Path(fn.explain(narrow).path).read_text()
     monkeypatch.setattr(narrow_columns, "ident", _doubled)
     with pytest.raises(WrongAnswer, match="as generated"):
         narrow_columns.main(["--device", "cpu"])
@@ -268,6 +274,7 @@ def test_cold_start_exits_non_zero_when_a_first_call_is_wrong(monkeypatch):
 
 PLANTED = """
 import sys
+from pathlib import Path
 
 import triton
 

@@ -125,18 +125,20 @@ def test_a_shape_the_split_rule_would_cut_is_left_to_python(module, monkeypatch)
 
 
 def test_a_column_program_serves_only_shapes_the_split_rule_leaves_whole(module):
-    """A column sum's program traced on an unsplit (2048, 64) serves (3072, 64); (16384, 64)
-    would split into 16 parts and (2048, 8) into 2 (a run shorter than 16), so they are left to
-    Python."""
+    """A column sum's program traced on an unsplit (2048, 64) serves (3072, 64), and one traced on
+    an unsplit (2048, 8) (one tile, read by one program of 2**14 elements) serves (1024, 8);
+    (16384, 64) would split into 16 parts and (4096, 8) into 4 (a run shorter than 16), so they
+    are left to Python."""
     fn = _reducer("sum", (0,), False)
     table = Table(module, fn, Driver(b"ppp"))
     make = lambda rows, cols: (torch.randn(rows, cols), torch.randn(rows, cols))  # noqa: E731
-    template = table.add(make(2048, 64))
-    assert template.task.split is None
-    for rows, cols in ((16384, 64), (2048, 8)):
+    for rows, cols in ((2048, 64), (2048, 8)):
+        assert table.add(make(rows, cols)).task.split is None
+    for rows, cols in ((16384, 64), (4096, 8)):
         assert fn.plan(make(rows, cols), (None,), collapse=True).task.split is not None
         assert table.call(make(rows, cols))[1] is None
-    assert check_launch(table, make(3072, 64), None, fn.plan(make(3072, 64), (None,), collapse=True))
+    for rows, cols in ((3072, 64), (1024, 8)):
+        assert check_launch(table, make(rows, cols), None, fn.plan(make(rows, cols), (None,), collapse=True))
 
 
 def _rows_into(rows: int, offset=None):

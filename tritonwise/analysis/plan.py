@@ -82,11 +82,13 @@ MIN_PART_EXTENT = 1024
 # Splitting buys programs at the cost of a second kernel, which only few or very long rows repay:
 # docs/decisions/split-rule.md.
 SPLIT_MAX_ROWS = 64  # more rows than this are not split
-# Fewer rows than SPLIT_FEW_ROWS split from a reduced extent of SPLIT_MIN_COLS_FEW (at any where
-# the kept dims run along unit stride), more from SPLIT_MIN_COLS.
+# Fewer rows than SPLIT_FEW_ROWS split from a reduced extent of SPLIT_MIN_COLS_FEW, more from
+# SPLIT_MIN_COLS. Where the kept dims run along unit stride, fewer tiles than SPLIT_FEW_ROWS split
+# once a tile's program would read more than COLUMN_UNSPLIT_ELEMENTS.
 SPLIT_FEW_ROWS = 32
 SPLIT_MIN_COLS_FEW = 2**16
 SPLIT_MIN_COLS = 2**19
+COLUMN_UNSPLIT_ELEMENTS = 2**14
 # Columns whose run of kept elements is 16 or longer (wide tiles) split only into MIN_COLUMN_PARTS
 # or more: such splits into fewer parts, whose partial buffer (parts innermost) is also out of the
 # aligned class, read slower than unsplit (docs/decisions/split-rule.md).
@@ -106,18 +108,20 @@ def split_parts(rows: tuple, cols: tuple, kept_unit_stride: bool = False) -> int
     """How many equal slices to cut the outer reduced dim into (1: no split), a power of two
     dividing it. `kept_unit_stride`: the kept dims run along unit stride (column_looped), where a
     program takes a tile of 16 adjacent kept elements (fewer for a shorter run): the rule counts
-    such tiles as its rows, and few of them split at any extent a part can take, into at least
-    MIN_COLUMN_PARTS parts where the run is 16 or longer."""
+    such tiles as its rows, and few of them split once a tile's program would read more than
+    COLUMN_UNSPLIT_ELEMENTS, into at least MIN_COLUMN_PARTS parts where the run is 16 or longer."""
     num_rows, num_cols = math.prod(rows), math.prod(cols)
     if kept_unit_stride:
         num_rows = ceil_div(num_rows, COLUMN_BLOCK_M[-1])
     if num_rows > SPLIT_MAX_ROWS or not num_rows:
         return 1
     if num_rows >= SPLIT_FEW_ROWS:
-        min_cols = SPLIT_MIN_COLS
+        short = num_cols < SPLIT_MIN_COLS
+    elif kept_unit_stride:  # what one tile's program reads
+        short = num_cols * min(rows[-1], COLUMN_BLOCK_M[-1]) <= COLUMN_UNSPLIT_ELEMENTS
     else:
-        min_cols = 0 if kept_unit_stride else SPLIT_MIN_COLS_FEW
-    if num_cols < min_cols:
+        short = num_cols < SPLIT_MIN_COLS_FEW
+    if short:
         return 1  # rows short enough that the unsplit loop reads them as fast
     parts = 1
     while (
