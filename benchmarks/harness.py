@@ -255,14 +255,11 @@ def empty_kernel(device) -> Callable:
     return lambda: _store_one[(1,)](out)
 
 
-def read_ceiling(x: torch.Tensor, rate) -> float:
-    """The best GB/s of a plain Triton read of contiguous `x` in memory order (each block
-    summed, one partial per program) over READ_CONFIGS, as `rate(nbytes, read, x)` times
-    `read(t)`, a read of a tensor like `x` (`timed` makes such a rate of a timer of functions
-    without arguments). A reduction reads each input once and writes almost nothing, so this
-    bounds what any reduction of those bytes can reach under that timer."""
+def plain_reads(x: torch.Tensor) -> dict:
+    """{(block, warps): read(t)} over READ_CONFIGS: a plain Triton read of a tensor like contiguous
+    `x` in memory order (each block summed, one partial per program), each checked on `x` first."""
     flat = x.contiguous().view(-1)
-    best = 0.0
+    reads = {}
     for block, warps in READ_CONFIGS:
         programs = triton.cdiv(flat.numel(), block)
         partial = torch.empty(programs, device=x.device)
@@ -272,8 +269,26 @@ def read_ceiling(x: torch.Tensor, rate) -> float:
 
         read(flat)
         check_against(flat.float().sum(), partial.sum(), f"plain read, block {block}", 1e-3, 1e-2 * programs)
-        best = max(best, rate(nbytes(flat), read, flat))
-    return best
+        reads[block, warps] = read
+    return reads
+
+
+def read_ceiling(x: torch.Tensor, rate) -> float:
+    """The best GB/s of the plain reads of contiguous `x` over READ_CONFIGS, as `rate(nbytes,
+    read, x)` times `read(t)`, a read of a tensor like `x` (`timed` makes such a rate of a timer
+    of functions without arguments). A reduction reads each input once and writes almost nothing,
+    so this bounds what any reduction of those bytes can reach under that timer."""
+    flat = x.contiguous().view(-1)
+    return max(rate(nbytes(flat), read, flat) for read in plain_reads(x).values())
+
+
+def best_plain_read(x: torch.Tensor, rate, samples: int = 3) -> Callable:
+    """The plain read of `x` (plain_reads) whose median of `samples` timings by `rate` is highest:
+    one kernel to time beside another in rounds. read_ceiling's best of five single timings sits
+    above a typical timing of any one of them where timings scatter (small inputs)."""
+    flat = x.contiguous().view(-1)
+    reads = plain_reads(x).values()
+    return max(reads, key=lambda read: statistics.median(rate(nbytes(flat), read, flat) for _ in range(samples)))
 
 
 def timed(gbps) -> Callable:

@@ -23,6 +23,7 @@ from benchmarks import (
     cold_start,
     column_split,
     dtensor_scaling,
+    harness,
     narrow_columns,
     new_shape,
     payloads,
@@ -192,22 +193,36 @@ def test_column_split_stops_at_a_planted_wrong_form(monkeypatch):
 
 
 def test_axis_reductions_rounds_start_one_further_along_and_keep_the_ratios_range(monkeypatch):
-    """measured_under: each round takes the four measurements from a place one further along, the
+    """measured_under: each round takes the five measurements from a place one further along, the
     medians stay in their own order, and the rounds' lowest and highest tritonwise / torch.compile
-    come last."""
+    come last; the plain read's configuration is picked once, before the rounds."""
     taken = []
-    times = {"ours": iter([4.0, 6.0, 5.0]), "eager": iter([1.0] * 3), "compiled": iter([5.0, 5.0, 2.0])}
+    times = {"ours": iter([4.0, 6.0, 5.0]), "eager": iter([1.0] * 3), "compiled": iter([5.0, 5.0, 2.0]),
+             "read": iter([6.0, 7.0, 8.0])}
 
     def rate(nbytes, call, x):
         taken.append(call)
         return next(times[call])
 
-    monkeypatch.setattr(axis_reductions, "read_ceiling", lambda x, rate: taken.append("read") or 7.0)
+    monkeypatch.setattr(axis_reductions, "best_plain_read", lambda x, rate: taken.append("pick") or "read")
+    monkeypatch.setattr(axis_reductions, "read_ceiling", lambda x, rate: taken.append("best") or 9.0)
     case = axis_reductions.Case("c", 1, None, None)
     measured = axis_reductions.measured_under(rate, case, "ours", None, "eager", "compiled", rounds=3)
-    assert taken == ["ours", "eager", "compiled", "read", "eager", "compiled", "read", "ours"] + [
-        "compiled", "read", "ours", "eager"]
-    assert measured == (5.0, 1.0, 5.0, 7.0, (0.8, 2.5))
+    assert taken == ["pick", "ours", "eager", "compiled", "read", "best", "eager", "compiled", "read", "best"] + [
+        "ours", "compiled", "read", "best", "ours", "eager"]
+    assert measured == (5.0, 1.0, 5.0, 7.0, 9.0, (0.8, 2.5))
+
+
+def test_the_plain_read_picked_is_the_configuration_of_the_highest_median(monkeypatch):
+    """best_plain_read: each configuration timed `samples` times; the one of the highest median
+    wins, not the one of the highest single timing."""
+    timings = {(2048, 16): [9.0, 1.0, 1.0], (4096, 16): [3.0, 3.0, 3.0], (4096, 8): [2.0] * 3,
+               (8192, 8): [2.0] * 3, (8192, 16): [2.0] * 3}
+    reads = {config: f"read {config}" for config in timings}
+    monkeypatch.setattr(harness, "plain_reads", lambda x: reads)
+    left = {reads[c]: iter(v) for c, v in timings.items()}
+    picked = harness.best_plain_read(torch.zeros(4), lambda nbytes, read, x: next(left[read]))
+    assert picked == reads[4096, 16]
 
 
 def test_row_sum_floor_split_whose_last_program_combines_gives_torchs_sums(monkeypatch):
