@@ -50,6 +50,7 @@ from benchmarks.harness import (
     gbps_after_clean_flush,
     gpu_us_per_kernel,
     header,
+    in_rounds,
     mismatch,
     nbytes,
     positive_int,
@@ -179,17 +180,9 @@ def measured_under(rate, case: Case, fn, x, expr, compiled, rounds: int = 1) -> 
         lambda: rate(n, read, x),
         lambda: read_ceiling(x, rate),
     )
-    samples = [_in_turn(measures, start) for start in range(rounds)]
+    samples = in_rounds(measures, rounds)
     ratios = [ours / compiled_rate for ours, _, compiled_rate, *_ in samples]
     return (*(statistics.median(column) for column in zip(*samples)), (min(ratios), max(ratios)))
-
-
-def _in_turn(measures: tuple, start: int) -> list:
-    """Each of `measures` taken once, from the one at `start` (modulo their number) around; in
-    their own order."""
-    count = len(measures)
-    taken = {k % count: measures[k % count]() for k in range(start, start + count)}
-    return [taken[index] for index in range(count)]
 
 
 def timer_table(timer: str, ceiling: float, rows: list) -> str:

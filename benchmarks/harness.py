@@ -15,7 +15,7 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import torch
 import triton
@@ -289,6 +289,18 @@ def best_plain_read(x: torch.Tensor, rate, samples: int = 3) -> Callable:
     flat = x.contiguous().view(-1)
     reads = plain_reads(x).values()
     return max(reads, key=lambda read: statistics.median(rate(nbytes(flat), read, flat) for _ in range(samples)))
+
+
+def in_rounds(measures: Sequence[Callable[[], float]], rounds: int) -> list:
+    """Each of `measures` taken once a round for `rounds` rounds (this host's figures drift within
+    a run), each round starting one further along (a place in the order can favour whoever takes
+    it): per round, the figures in the measures' own order."""
+    count = len(measures)
+    samples = []
+    for start in range(rounds):
+        taken = {k % count: measures[k % count]() for k in range(start, start + count)}
+        samples.append([taken[index] for index in range(count)])
+    return samples
 
 
 def timed(gbps) -> Callable:

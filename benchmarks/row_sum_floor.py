@@ -1,7 +1,5 @@
 """The floor of the two 4 MiB bf16 row sums: the fastest plain-Triton row sums we can write.
 
-    python -m benchmarks.row_sum_floor
-
 The cases are axis_reductions.py's `sum(x, -1)` of bf16 16384x128 and 128x16384. Three families
 of plain-Triton kernels, each over a sweep of tiles and warps, bound what a row sum of these
 bytes can reach:
@@ -14,15 +12,21 @@ bytes can reach:
 - for few rows, split where the last program combines: programs over the columns too, each
   storing fp32 partials; the last of a row tile's programs to take a ticket (an atomic counter
   it then resets) adds them in order and stores the sums. One kernel, deterministic.
-Each variant is checked against torch before it is timed. Every variant is timed under do_bench,
-and the three best again after a clean L2 flush and back to back in a CUDA graph (the timers of
-axis_reductions.py), beside the plain read of the same bytes (harness.read_ceiling) and
-tritonwise's own `sum(x, -1)` under the same timer.
+Each variant is checked against torch before it is timed. Every variant is timed once under
+do_bench; the three best of each family are then timed under each timer of axis_reductions.py
+(do_bench, after a clean L2 flush, back to back in a CUDA graph) in alternated rounds beside
+tritonwise's own `sum(x, -1)` and one plain read of the same bytes (harness.best_plain_read),
+each figure the median of its rounds: at 4 MiB single timings scatter by a tenth, and the best of
+several single timings would sit above what any one kernel reads.
+
+    python -m benchmarks.row_sum_floor [--rounds 5]
 """
 
 from __future__ import annotations
 
+import argparse
 import itertools
+import statistics
 import sys
 
 import torch
@@ -30,14 +34,24 @@ import triton
 import triton.language as tl
 
 from benchmarks.axis_reductions import TIMERS, sum_last
-from benchmarks.harness import check_against, header, mismatch, nbytes, read_ceiling, report
+from benchmarks.harness import (
+    best_plain_read,
+    check_against,
+    header,
+    in_rounds,
+    mismatch,
+    nbytes,
+    positive_int,
+    report,
+)
 
 SHAPES = ((16384, 128), (128, 16384))
 ROWS_PER_TILE = (1, 2, 4, 8, 16, 32, 64)
 COLS_PER_TILE = (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 WARPS = (4, 8, 16)
 MAX_TILE = 16384  # elements a program holds at once
-RETIMED = 3  # variants timed again under the other timers
+RETIMED = 3  # variants of each family timed in rounds under every timer
+FAMILIES = ("one pass", "split, atomics", "the last program combines")
 # Rows fewer than this also try the split whose last program combines: (parts, rows a tile,
 # columns a step, warps) of each variant
 FEW_ROWS = 1024
@@ -143,28 +157,33 @@ def checked(x: torch.Tensor, variant: tuple) -> bool:
     return mismatch(expected, result.float(), f"{variant[0]} {tile} {warps} warps", 2e-2, 2e-1) is None
 
 
-def floor_rows(x: torch.Tensor) -> list:
-    """Table rows for x: per timer, the best of each family, the plain read and tritonwise."""
+def floor_rows(x: torch.Tensor, rounds: int) -> list:
+    """Table rows for x: per timer, the best of each family, the plain read and tritonwise, each
+    the median of `rounds` alternated rounds."""
     moved = nbytes(x)
     check_against(x.sum(-1).float(), sum_last(x).float(), "tritonwise sum(x, -1)", 2e-2, 2e-1)
-    timed = []
+    ranked = []
     for variant in variants(x):
         if checked(x, variant):
-            timed.append((TIMERS["do_bench"](moved, variant[3], x), variant))
+            ranked.append((TIMERS["do_bench"](moved, variant[3], x), variant))
         else:
             print(f"wrong answer, not timed: {variant[0]} tile {variant[1]}, {variant[2]} warps", flush=True)
+    candidates = []
+    for family in FAMILIES:  # a split needs more than one tile along the row: none for rows this short
+        best = sorted((r for r in ranked if r[1][0].endswith(family)), key=lambda r: -r[0])[:RETIMED]
+        candidates += [(family, f"{kernel}, tile {tile}, {warps} warps", call) for _, (kernel, tile, warps, call, _)
+                       in best]
     name = "x".join(map(str, x.shape))
     rows = []
-    for family in ("one pass", "split, atomics", "the last program combines"):
-        best = sorted((t for t in timed if t[1][0].endswith(family)), key=lambda t: -t[0])[:RETIMED]
-        if not best:  # a split needs more than one tile along the row: none for rows this short
-            continue
-        for timer, rate in TIMERS.items():
-            rates = [(rate(moved, v[3], x), v) for _, v in best]
-            gb, (kernel, tile, warps, _, _) = max(rates, key=lambda r: r[0])
-            rows.append((name, timer, f"{kernel}, tile {tile}, {warps} warps", gb))
     for timer, rate in TIMERS.items():
-        plain, ours = read_ceiling(x, rate), rate(moved, lambda t: sum_last(t), x)
+        calls = [best_plain_read(x, rate), lambda t: sum_last(t)] + [call for _, _, call in candidates]
+        samples = in_rounds([lambda call=call: rate(moved, call, x) for call in calls], rounds)
+        plain, ours, *theirs = (statistics.median(column) for column in zip(*samples))
+        for family in FAMILIES:
+            timed = [(gb, what) for gb, (fam, what, _) in zip(theirs, candidates) if fam == family]
+            if timed:
+                gb, what = max(timed)
+                rows.append((name, timer, what, gb))
         rows.append((name, timer, "plain read of the same bytes", plain))
         rows.append((name, timer, "tritonwise sum(x, -1)", ours))
     return rows
@@ -178,14 +197,17 @@ def table(rows: list) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=positive_int, default=5)
+    args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("row_sum_floor needs a CUDA GPU", file=sys.stderr)
         return 2
     rows = []
     for shape in SHAPES:
-        rows += floor_rows(torch.randn(shape, device="cuda", dtype=torch.bfloat16))
-    report(header() + "\n" + table(rows) + "\n")
+        rows += floor_rows(torch.randn(shape, device="cuda", dtype=torch.bfloat16), args.rounds)
+    report(header() + f"\nMedians of {args.rounds} alternated rounds\n\n" + table(rows) + "\n")
     return 0
 
 

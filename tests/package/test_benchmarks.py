@@ -244,6 +244,30 @@ def test_row_sum_floor_split_whose_last_program_combines_gives_torchs_sums(monke
         assert all(row_sum_floor.checked(x, variant) and row_sum_floor.checked(x, variant) for variant in found)
 
 
+def test_row_sum_floor_keeps_each_familys_best_median_over_alternated_rounds(monkeypatch):
+    """floor_rows: one do_bench timing ranks the variants, the best of each family are timed in
+    rounds beside tritonwise and one plain read, and a family's row is its best median: "a" won
+    the ranking by one fast timing and loses to the steadier "b" in the rounds."""
+    from benchmarks import row_sum_floor as floor
+
+    fake = [("one pass", (1, 8), 4, "a", None), ("one pass", (2, 8), 4, "b", None),
+            ("split, atomics", (1, 4), 4, "c", None)]
+    series = {"a": iter([9.0, 1.0, 1.0, 1.0]), "b": iter([5.0] * 4), "c": iter([3.0] * 4),
+              "plain": iter([6.0] * 3), "ours": iter([7.0] * 3)}
+    rate = lambda nbytes, call, x: next(series[call if isinstance(call, str) else "ours"])  # noqa: E731
+    monkeypatch.setattr(floor, "variants", lambda x: fake)
+    monkeypatch.setattr(floor, "checked", lambda x, variant: True)
+    monkeypatch.setattr(floor, "sum_last", lambda t: t.sum(-1))
+    monkeypatch.setattr(floor, "best_plain_read", lambda x, rate: "plain")
+    monkeypatch.setattr(floor, "TIMERS", {"do_bench": rate})
+    assert floor.floor_rows(torch.ones(4, 8), rounds=3) == [
+        ("4x8", "do_bench", "one pass, tile (2, 8), 4 warps", 5.0),
+        ("4x8", "do_bench", "split, atomics, tile (1, 4), 4 warps", 3.0),
+        ("4x8", "do_bench", "plain read of the same bytes", 6.0),
+        ("4x8", "do_bench", "tritonwise sum(x, -1)", 7.0),
+    ]
+
+
 def test_torch_op_comparison_fails_a_planted_wrong_variant_and_passes_the_others(monkeypatch, capsys):
     from benchmarks import torch_op_vs_triton_op as torch_op  # registers its custom ops
 
