@@ -1,13 +1,14 @@
 """Column sums of narrow matrices (GPU): tritonwise as it plans them, with the tiles it took before
 narrow ones (BLOCK_M of at least 16), with the split rule counting kept elements as its rows (not
-tiles of 16 of them), unsplit, split however small, with narrow tiles pipelining their loop, and
-torch; µs per call.
+tiles of 16 of them), unsplit, split however small, with narrow tiles pipelining their loop, with
+the split rule counting narrow tiles as tiles of 16, and torch; µs per call.
 
     python -m benchmarks.narrow_columns [--rounds 3]
     python -m benchmarks.narrow_columns --device cpu   # every form checked on small inputs, nothing timed
 
 A column sum of a row-major (rows, k) matrix keeps k elements along unit stride: column_looped,
-and with few tiles of 16 kept elements a split of the rows into parts. Each form is a fresh
+and with few tiles of 16 kept elements a split of the rows into parts. Each case sums over dim -2:
+a (batch, rows, k) case is a batch of such matrices, whose kept elements make several runs. Each form is a fresh
 function planned under its tile rule, checked against torch on a poisoned output, then timed in
 alternated rounds: back to back in a CUDA graph on one input (no host time) and under do_bench
 (where host time counts once it exceeds the GPU's). docs/decisions/column-looped-tile.md and
@@ -69,8 +70,17 @@ CASES = {
         ((2048, 64), torch.float32),
         ((2048, 256), torch.float32),
         ((8192, 128), torch.float32),
+        # batches of narrow matrices, their sum over the middle dim: several runs of kept elements
+        ((64, 65536, 8), torch.float32),
+        ((64, 65536, 8), torch.bfloat16),
+        ((64, 16384, 8), torch.float32),
+        ((48, 65536, 8), torch.float32),
+        ((64, 65536, 3), torch.float32),
+        ((64, 131072, 4), torch.float32),
+        ((128, 16384, 4), torch.float32),
+        ((8, 262144, 8), torch.float32),
     ],
-    True: [((2048, 8), torch.float32), ((300, 3), torch.bfloat16), ((64, 12), torch.float32)],
+    True: [((2048, 8), torch.float32), ((300, 3), torch.bfloat16), ((64, 12), torch.float32), ((4, 96, 8), torch.float32)],
 }
 
 
@@ -106,6 +116,12 @@ def rows_by_element():
     return mock.patch.multiple(plan, split_parts=_split_parts_by_element, MIN_COLUMN_PARTS=1, COLUMN_UNSPLIT_ELEMENTS=0)
 
 
+def narrow_tiles_counted_as_wide():
+    """The split rule counting a narrow run's programs as tiles of 16 kept elements, and 32 of
+    them or more as many (before narrow tiles counted their own)."""
+    return mock.patch.object(plan, "kept_per_program", lambda run: column_looped.COLUMN_BLOCK_M[-1])
+
+
 def split_however_small():
     """Columns split whatever a tile's program reads (before COLUMN_UNSPLIT_ELEMENTS)."""
     return mock.patch.object(plan, "COLUMN_UNSPLIT_ELEMENTS", 0)
@@ -134,6 +150,7 @@ FORMS = {  # "as generated" first: it builds the combine's function in the cache
     "unsplit": unsplit,
     "split however small": split_however_small,
     "pipelined narrow tiles": pipelined_narrow_tiles,
+    "narrow tiles counted as wide": narrow_tiles_counted_as_wide,
 }
 
 
@@ -142,11 +159,11 @@ def column_sum(x, form: str):
     signature differs from the checked one's), checked against torch on a poisoned output: (the
     function, its explanation)."""
     with FORMS[form]():
-        fn = pointwise_dynamic(ident, promotion_methods=[(0, "DEFAULT")], reductions=[("sum", 0)])
-        out = torch.full(x.shape[1:], float("nan"), dtype=x.dtype, device=x.device)
+        fn = pointwise_dynamic(ident, promotion_methods=[(0, "DEFAULT")], reductions=[("sum", -2)])
+        out = torch.full(x.shape[:-2] + x.shape[-1:], float("nan"), dtype=x.dtype, device=x.device)
         tol = 2e-2 if x.dtype == torch.bfloat16 else 1e-4
         name = f"sum(x, 0) {tuple(x.shape)} {str(x.dtype)[6:]}, {form}"
-        check_against(x.float().sum(0), fn(x, out0=out).float(), name, rtol=tol, atol=100 * tol)
+        check_against(x.float().sum(-2), fn(x, out0=out).float(), name, rtol=tol, atol=100 * tol)
         fn(x)
         return fn, fn.explain(x)  # its rung: "plan cache", where the timed calls find this plan
 
@@ -154,7 +171,7 @@ def column_sum(x, form: str):
 def case_row(x, rounds: int) -> str:
     forms = {form: column_sum(x, form) for form in FORMS}
     calls = {form: (lambda fn=fn: fn(x)) for form, (fn, _) in forms.items()}
-    calls["torch"] = lambda: x.sum(0)
+    calls["torch"] = lambda: x.sum(-2)
     timers = {"graph": lambda call: gpu_us_per_kernel(call, 100), "do_bench": do_bench_us}
     times = {(t, c): [] for t in timers for c in calls}
     for _ in range(rounds):

@@ -604,6 +604,25 @@ def test_columns_split_by_the_tiles_of_kept_elements_they_make(shape, parts):
         assert _function("sum", 1).explain(rows, rows).split_parts == 1
 
 
+@pytest.mark.parametrize(
+    "shape, parts",
+    [
+        ((64, 65536, 8), 32),  # 64 programs of a narrow tile (8 kept elements each): few
+        ((64, 65536, 3), 32),  # runs of 3 take tiles of 4: 64 programs
+        ((64, 2048, 8), 1),  # one program reads 2**14 elements: unsplit
+        ((128, 16384, 4), 1),  # 128 programs: many
+        ((32, 65536, 16), 1),  # 32 wide tiles: many, below 2**19 reduced elements
+        ((32, 2**19, 16), 64),
+    ],
+)
+def test_narrow_runs_of_a_batch_count_their_own_tiles(shape, parts):
+    """A sum over the middle dim of (batch, rows, k) keeps batch runs of k elements: the split
+    rule counts the programs their tiles make, narrow tiles (k < 16) holding fewer kept elements
+    than 16, and up to SPLIT_MAX_ROWS (64) of those count as few (kept_per_program)."""
+    x = torch.empty(shape, device="meta")
+    assert _function("sum", 1).explain(x, x).split_parts == parts
+
+
 def test_rows_split_into_few_parts_whatever_their_count():
     """MIN_COLUMN_PARTS is a column layout's: 20 rows of 65544 (8 x 8193) split into 8 parts."""
     x = torch.empty(20, 65544, device="meta")

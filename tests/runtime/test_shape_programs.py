@@ -141,6 +141,19 @@ def test_a_column_program_serves_only_shapes_the_split_rule_leaves_whole(module)
         assert check_launch(table, make(rows, cols), None, fn.plan(make(rows, cols), (None,), collapse=True))
 
 
+def test_a_wide_column_program_never_serves_a_narrow_run_the_rule_splits(module):
+    """A sum over the middle dim traced on an unsplit (32, 16384, 16) (32 wide tiles, below 2**19
+    reduced elements) leaves (64, 16384, 8), of the same class, to Python: 64 programs of narrow
+    tiles count as few and split (kept_per_program's guard on the run)."""
+    fn = _reducer("sum", (1,), False)
+    table = Table(module, fn, Driver(b"ppp"))
+    make = lambda *shape: (torch.randn(shape), torch.randn(shape))  # noqa: E731
+    assert table.add(make(32, 16384, 16)).task.split is None
+    assert fn.plan(make(64, 16384, 8), (None,), collapse=True).task.split is not None
+    assert table.call(make(64, 16384, 8))[1] is None
+    assert check_launch(table, make(32, 8192, 16), None, fn.plan(make(32, 8192, 16), (None,), collapse=True))
+
+
 def _rows_into(rows: int, offset=None):
     """(x, y) of `rows` rows of 64 and an output of `rows` sums: its own memory, or (`offset`) a
     view `offset` elements into x's."""

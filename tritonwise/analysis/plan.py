@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 from ..config import CodeGenConfig
 from ..schemes import get_scheme
 from ..schemes.base import ceil_div
-from ..schemes.column_looped import COLUMN_BLOCK_M
+from ..schemes.column_looped import COLUMN_BLOCK_M, kept_per_program
 from .broadcast import broadcast_shapes, broadcast_strides
 from .layout import collapse, dense_strides, dim_order
 from .tiling import ALIGNMENT, Tiling, choose_tiling, index_bits, operand_classes
@@ -83,8 +83,8 @@ MIN_PART_EXTENT = 1024
 # docs/decisions/split-rule.md.
 SPLIT_MAX_ROWS = 64  # more rows than this are not split
 # Fewer rows than SPLIT_FEW_ROWS split from a reduced extent of SPLIT_MIN_COLS_FEW, more from
-# SPLIT_MIN_COLS. Where the kept dims run along unit stride, fewer tiles than SPLIT_FEW_ROWS split
-# once a tile's program would read more than COLUMN_UNSPLIT_ELEMENTS.
+# SPLIT_MIN_COLS. Where the kept dims run along unit stride, fewer tiles than SPLIT_FEW_ROWS (narrow
+# tiles: up to SPLIT_MAX_ROWS) split once a tile's program would read more than COLUMN_UNSPLIT_ELEMENTS.
 SPLIT_FEW_ROWS = 32
 SPLIT_MIN_COLS_FEW = 2**16
 SPLIT_MIN_COLS = 2**19
@@ -107,15 +107,20 @@ def splittable(reductions: tuple) -> bool:
 def split_parts(rows: tuple, cols: tuple, kept_unit_stride: bool = False) -> int:
     """How many equal slices to cut the outer reduced dim into (1: no split), a power of two
     dividing it. `kept_unit_stride`: the kept dims run along unit stride (column_looped), where a
-    program takes a tile of 16 adjacent kept elements (fewer for a shorter run): the rule counts
-    such tiles as its rows, and few of them split once a tile's program would read more than
-    COLUMN_UNSPLIT_ELEMENTS, into at least MIN_COLUMN_PARTS parts where the run is 16 or longer."""
+    program takes a tile of 16 adjacent kept elements, or a narrow one for a shorter run
+    (kept_per_program): the rule counts such tiles as its rows, and few of them split once a
+    tile's program would read more than COLUMN_UNSPLIT_ELEMENTS, into at least MIN_COLUMN_PARTS
+    parts where the run is 16 or longer. Narrow tiles, which load one element at a time, count
+    as few up to SPLIT_MAX_ROWS."""
     num_rows, num_cols = math.prod(rows), math.prod(cols)
+    narrow = False
     if kept_unit_stride:
-        num_rows = ceil_div(num_rows, COLUMN_BLOCK_M[-1])
+        width = kept_per_program(rows[-1])
+        narrow = width < COLUMN_BLOCK_M[-1]
+        num_rows = ceil_div(num_rows, width)
     if num_rows > SPLIT_MAX_ROWS or not num_rows:
         return 1
-    if num_rows >= SPLIT_FEW_ROWS:
+    if num_rows >= SPLIT_FEW_ROWS and not narrow:
         short = num_cols < SPLIT_MIN_COLS
     elif kept_unit_stride:  # what one tile's program reads
         short = num_cols * min(rows[-1], COLUMN_BLOCK_M[-1]) <= COLUMN_UNSPLIT_ELEMENTS

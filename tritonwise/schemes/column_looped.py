@@ -19,6 +19,14 @@ MIN_PROGRAMS = 128
 LOOP_WARPS = 4
 
 
+def kept_per_program(run) -> int:
+    """BLOCK_M of the narrowest tile a kept run of `run` adjacent elements takes: for a run shorter
+    than 16 the narrowest of NARROW_BLOCK_M covering it, else 16 (wider where programs are many)."""
+    if run < COLUMN_BLOCK_M[-1]:
+        return min(m for m in NARROW_BLOCK_M + COLUMN_BLOCK_M[-1:] if m >= run)
+    return COLUMN_BLOCK_M[-1]
+
+
 class ColumnLooped(RowLooped):
     name = "column_looped"
     clamps_rows = False  # its rows run along unit stride: a clamped index would lose the wide loads
@@ -47,9 +55,11 @@ class ColumnLooped(RowLooped):
         it; else the widest tile that still makes MIN_PROGRAMS programs, or whose columns already
         cover the reduced extent (narrower tiles would only add idle lanes)."""
         run = task_shape[m_dim - 1]
-        covering = [b for b in choices if b[0] >= run]
-        if run < COLUMN_BLOCK_M[-1] and covering:
-            return min(covering, key=lambda b: b[0])
+        if run < COLUMN_BLOCK_M[-1]:
+            width = kept_per_program(run)
+            narrow = [b for b in choices if b[0] == width]
+            if narrow:
+                return narrow[0]
         wide = [b for b in choices if b[0] >= COLUMN_BLOCK_M[-1]] or choices
         rows, cols = prod(task_shape[:m_dim]), prod(task_shape[m_dim:])
         return next((b for b in wide if ceil_div(rows, b[0]) >= MIN_PROGRAMS or b[1] >= cols), wide[-1])
