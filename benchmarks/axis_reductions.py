@@ -171,13 +171,13 @@ def measured_under(rate, case: Case, fn, x, expr, compiled, rounds: int = 1) -> 
     kernel, the configuration best_plain_read picks before the rounds; the best plain read is
     read_ceiling's best of its five configurations each round, which sits above a typical timing
     of any one kernel where timings scatter (the 4 MiB cases)."""
-    n = case.nbytes
+    n, flat = case.nbytes, x.contiguous().view(-1)
     read = best_plain_read(x, rate)
     measures = (
         lambda: rate(n, fn, x),
         lambda: rate(n, expr, x),
         lambda: _rate_or_nan(rate, n, compiled, x),
-        lambda: rate(n, read, x),
+        lambda: rate(nbytes(flat), read, flat),
         lambda: read_ceiling(x, rate),
     )
     samples = in_rounds(measures, rounds)

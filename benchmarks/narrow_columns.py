@@ -1,7 +1,8 @@
 """Column sums of narrow matrices (GPU): tritonwise as it plans them, with the tiles it took before
 narrow ones (BLOCK_M of at least 16), with the split rule counting kept elements as its rows (not
 tiles of 16 of them), unsplit, split however small, with narrow tiles pipelining their loop, with
-the split rule counting narrow tiles as tiles of 16, and torch; µs per call.
+the split rule counting narrow tiles as tiles of 16, with wide tiles split into any number of
+parts, and torch; µs per call.
 
     python -m benchmarks.narrow_columns [--rounds 3]
     python -m benchmarks.narrow_columns --device cpu   # every form checked on small inputs, nothing timed
@@ -59,6 +60,8 @@ CASES = {
         ((65536, 4), torch.float32),
         ((4096, 2), torch.float32),
         ((16384, 2), torch.float32),
+        ((2048, 12), torch.float32),  # a run of 9 to 15 takes the wide tile of 16
+        ((16384, 12), torch.float32),
         ((16384, 16), torch.float32),
         ((32768, 32), torch.float32),
         ((32768, 64), torch.float32),
@@ -87,12 +90,12 @@ CASES = {
 def _wide_block_choices(self, rank, itemsize, aligned, config):
     """column_looped's blocks without the narrow ones."""
     blocks = _BLOCK_CHOICES(self, rank, itemsize, aligned, config)
-    return tuple(b for b in blocks if b[0] >= column_looped.COLUMN_BLOCK_M[-1])
+    return tuple(b for b in blocks if b[0] >= column_looped.WIDE_BLOCK_M)
 
 
 def _split_parts_by_element(rows, cols, kept_unit_stride=False):
     """The split rule counting a column layout's rows one per kept element."""
-    elements = (math.prod(rows) * column_looped.COLUMN_BLOCK_M[-1],) if kept_unit_stride else rows
+    elements = (math.prod(rows) * column_looped.WIDE_BLOCK_M,) if kept_unit_stride else rows
     return _SPLIT_PARTS(elements, cols, kept_unit_stride)
 
 
@@ -119,7 +122,12 @@ def rows_by_element():
 def narrow_tiles_counted_as_wide():
     """The split rule counting a narrow run's programs as tiles of 16 kept elements, and 32 of
     them or more as many (before narrow tiles counted their own)."""
-    return mock.patch.object(plan, "kept_per_program", lambda run: column_looped.COLUMN_BLOCK_M[-1])
+    return mock.patch.object(plan, "kept_per_program", lambda run: column_looped.WIDE_BLOCK_M)
+
+
+def wide_tiles_in_any_parts():
+    """Wide tiles split into any number of parts (before MIN_COLUMN_PARTS)."""
+    return mock.patch.object(plan, "MIN_COLUMN_PARTS", 1)
 
 
 def split_however_small():
@@ -151,6 +159,7 @@ FORMS = {  # "as generated" first: it builds the combine's function in the cache
     "split however small": split_however_small,
     "pipelined narrow tiles": pipelined_narrow_tiles,
     "narrow tiles counted as wide": narrow_tiles_counted_as_wide,
+    "wide tiles in any parts": wide_tiles_in_any_parts,
 }
 
 

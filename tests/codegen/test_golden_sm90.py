@@ -100,13 +100,14 @@ def test_an_aligned_reduction_loads_16_bytes_at_a_time(entry, shape, scheme):
 
 @pytest.mark.parametrize(
     "shape, pipelined",
-    [((2048, 8), False), ((4096, 2), False), ((3, 2048, 64), True), ((2048, 40), True)],
+    [((2048, 8), False), ((4096, 2), False), ((16384, 8), False), ((2048, 12), True), ((3, 2048, 64), True),
+     ((2048, 40), True)],
     ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else None,
 )
 def test_only_wide_column_tiles_pipeline_their_loop(shape, pipelined):
-    """ColumnLooped.loop_num_stages: tiles of 16 kept elements or more pipeline the loop over the
-    reduced dim (asynchronous copies into shared memory); a narrow tile over a run of fewer than
-    16 runs a plain loop, whose one-element loads pipelined were slower
+    """ColumnLooped.pipelined_from: tiles of 16 kept elements or more (a run of 12 takes one)
+    pipeline the loop over the reduced dim (asynchronous copies into shared memory); a narrow
+    tile (runs of 8 or fewer), split in parts or not, runs a plain loop, which read faster
     (docs/decisions/column-looped-tile.md)."""
     fn, x = _identity_reduced(("sum", 0)), torch.zeros(shape)
     plan = fn.explain(x)

@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 from ..config import CodeGenConfig
 from ..schemes import get_scheme
 from ..schemes.base import ceil_div
-from ..schemes.column_looped import COLUMN_BLOCK_M, kept_per_program
+from ..schemes.column_looped import WIDE_BLOCK_M, kept_per_program
 from .broadcast import broadcast_shapes, broadcast_strides
 from .layout import collapse, dense_strides, dim_order
 from .tiling import ALIGNMENT, Tiling, choose_tiling, index_bits, operand_classes
@@ -89,7 +89,7 @@ SPLIT_FEW_ROWS = 32
 SPLIT_MIN_COLS_FEW = 2**16
 SPLIT_MIN_COLS = 2**19
 COLUMN_UNSPLIT_ELEMENTS = 2**14
-# Columns whose run of kept elements is 16 or longer (wide tiles) split only into MIN_COLUMN_PARTS
+# Columns of wide tiles (a run of kept elements longer than 8) split only into MIN_COLUMN_PARTS
 # or more: such splits into fewer parts, whose partial buffer (parts innermost) is also out of the
 # aligned class, read slower than unsplit (docs/decisions/split-rule.md).
 MIN_COLUMN_PARTS = 16
@@ -107,23 +107,23 @@ def splittable(reductions: tuple) -> bool:
 def split_parts(rows: tuple, cols: tuple, kept_unit_stride: bool = False) -> int:
     """How many equal slices to cut the outer reduced dim into (1: no split), a power of two
     dividing it. `kept_unit_stride`: the kept dims run along unit stride (column_looped), where a
-    program takes a tile of 16 adjacent kept elements, or a narrow one for a shorter run
+    program takes a tile of 16 adjacent kept elements, or a narrow one for a run of 8 or fewer
     (kept_per_program): the rule counts such tiles as its rows, and few of them split once a
-    tile's program would read more than COLUMN_UNSPLIT_ELEMENTS, into at least MIN_COLUMN_PARTS
-    parts where the run is 16 or longer. Narrow tiles, which load one element at a time, count
-    as few up to SPLIT_MAX_ROWS."""
-    num_rows, num_cols = math.prod(rows), math.prod(cols)
-    narrow = False
+    tile's program would read more than COLUMN_UNSPLIT_ELEMENTS, wide tiles into at least
+    MIN_COLUMN_PARTS parts. Programs of narrow tiles, which read slower than wide ones, count as
+    few up to SPLIT_MAX_ROWS (docs/decisions/split-rule.md)."""
+    kept, num_cols = math.prod(rows), math.prod(cols)
+    num_rows, width = kept, None
     if kept_unit_stride:
         width = kept_per_program(rows[-1])
-        narrow = width < COLUMN_BLOCK_M[-1]
-        num_rows = ceil_div(num_rows, width)
+        num_rows = ceil_div(kept, width)
+    narrow = width is not None and width < WIDE_BLOCK_M
     if num_rows > SPLIT_MAX_ROWS or not num_rows:
         return 1
     if num_rows >= SPLIT_FEW_ROWS and not narrow:
         short = num_cols < SPLIT_MIN_COLS
     elif kept_unit_stride:  # what one tile's program reads
-        short = num_cols * min(rows[-1], COLUMN_BLOCK_M[-1]) <= COLUMN_UNSPLIT_ELEMENTS
+        short = num_cols * min(width, kept) <= COLUMN_UNSPLIT_ELEMENTS
     else:
         short = num_cols < SPLIT_MIN_COLS_FEW
     if short:
@@ -135,7 +135,7 @@ def split_parts(rows: tuple, cols: tuple, kept_unit_stride: bool = False) -> int
         and cols[0] % (parts * 2) == 0
     ):
         parts *= 2
-    if kept_unit_stride and rows[-1] >= COLUMN_BLOCK_M[-1] and parts < MIN_COLUMN_PARTS:
+    if kept_unit_stride and not narrow and parts < MIN_COLUMN_PARTS:
         return 1
     return parts
 

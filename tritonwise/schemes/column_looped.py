@@ -9,27 +9,26 @@ from .base import blocks_of_area, ceil_div, pow2_floor, prod
 from .row_looped import RowLooped
 
 COLUMN_BLOCK_M = (128, 64, 32, 16)  # BLOCK_M choices; BLOCK_N makes the block 8192 elements
-# Kept runs shorter than 16 elements (a column sum of a narrow matrix) take a tile no wider than
-# the run: a wider one masks lanes off, and with a run of 8 read half as fast.
+WIDE_BLOCK_M = COLUMN_BLOCK_M[-1]  # the narrowest wide tile
+# Kept runs of 8 elements or fewer (a column sum of a narrow matrix) take a narrow tile, no wider
+# than the run: a wider one masks lanes off, and with a run of 8 read half as fast. Narrow tiles
+# run a plain loop; wide ones pipeline it (LOOP_STAGES, inherited) so that few programs keep loads
+# in flight. The widest tile that still makes MIN_PROGRAMS programs; docs/decisions/column-looped-tile.md.
 NARROW_BLOCK_M = (8, 4, 2)
-# The widest tile that still makes MIN_PROGRAMS programs, its loop pipelined (LOOP_STAGES,
-# inherited) so that few programs keep loads in flight, narrow tiles excepted (loop_num_stages);
-# docs/decisions/column-looped-tile.md.
 MIN_PROGRAMS = 128
 LOOP_WARPS = 4
 
 
 def kept_per_program(run) -> int:
-    """BLOCK_M of the narrowest tile a kept run of `run` adjacent elements takes: for a run shorter
-    than 16 the narrowest of NARROW_BLOCK_M covering it, else 16 (wider where programs are many)."""
-    if run < COLUMN_BLOCK_M[-1]:
-        return min(m for m in NARROW_BLOCK_M + COLUMN_BLOCK_M[-1:] if m >= run)
-    return COLUMN_BLOCK_M[-1]
+    """BLOCK_M of the narrowest tile a kept run of `run` adjacent elements takes: the narrowest of
+    NARROW_BLOCK_M covering it, else WIDE_BLOCK_M (wider where programs are many)."""
+    return min((m for m in NARROW_BLOCK_M if m >= run), default=WIDE_BLOCK_M)
 
 
 class ColumnLooped(RowLooped):
     name = "column_looped"
     clamps_rows = False  # its rows run along unit stride: a clamped index would lose the wide loads
+    pipelined_from = ("BLOCK_M", WIDE_BLOCK_M)  # narrow tiles ran slower pipelined (column-looped-tile.md)
     aligned_counts = ("num_rows",)
 
     def aligned_dims(self, rank, m_dim) -> list:
@@ -51,24 +50,18 @@ class ColumnLooped(RowLooped):
         return tuple((bm, bn) for bn, bm in tall)
 
     def pick_block(self, task_shape, m_dim, choices) -> tuple:
-        """For a kept run (the innermost kept dim) shorter than 16, the narrowest tile that covers
-        it; else the widest tile that still makes MIN_PROGRAMS programs, or whose columns already
-        cover the reduced extent (narrower tiles would only add idle lanes)."""
+        """For a kept run (the innermost kept dim) shorter than 16, the narrowest tile covering it
+        (kept_per_program); else the widest tile that still makes MIN_PROGRAMS programs, or whose
+        columns already cover the reduced extent (narrower tiles would only add idle lanes)."""
         run = task_shape[m_dim - 1]
-        if run < COLUMN_BLOCK_M[-1]:
+        if run < WIDE_BLOCK_M:
             width = kept_per_program(run)
-            narrow = [b for b in choices if b[0] == width]
-            if narrow:
-                return narrow[0]
-        wide = [b for b in choices if b[0] >= COLUMN_BLOCK_M[-1]] or choices
+            covering = [b for b in choices if b[0] == width]
+            if covering:
+                return covering[0]
+        wide = [b for b in choices if b[0] >= WIDE_BLOCK_M] or choices
         rows, cols = prod(task_shape[:m_dim]), prod(task_shape[m_dim:])
         return next((b for b in wide if ceil_div(rows, b[0]) >= MIN_PROGRAMS or b[1] >= cols), wide[-1])
 
     def warps(self, block) -> int:
         return LOOP_WARPS
-
-    def loop_num_stages(self) -> str:
-        """Tiles of 16 kept elements or more pipeline their loop; narrow tiles run a plain one: their
-        loads take one element each, and pipelined, the fp32 splits of narrow column sums ran
-        1.3-3.7x slower (bf16 the same either way)."""
-        return f"{self.loop_stages} if BLOCK_M >= {COLUMN_BLOCK_M[-1]} else 1"

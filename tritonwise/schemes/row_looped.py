@@ -40,7 +40,7 @@ class RowLooped(RowPersistent):
     block_widths = LOOP_BLOCK_NS
     block_area = LOOP_BLOCK_AREA
     loop_stages = LOOP_STAGES  # software pipelining of the column loop (tl.range's num_stages)
-    pipelined_width = PIPELINED_WIDTH  # blocks at least this wide pipeline; None: every block does
+    pipelined_from = ("BLOCK_N", PIPELINED_WIDTH)  # blocks at least this long along this dim pipeline
     load_eviction = LOAD_EVICTION
 
     def applies(self, task_shape, strides, split, config) -> bool:
@@ -66,8 +66,7 @@ class RowLooped(RowPersistent):
         return BLOCK_WARPS.get(block) or super().warps(block)
 
     def loop_num_stages(self) -> str:
-        """tl.range's num_stages in the generated column loop: a constant, or where only wide
-        blocks pipeline, a compile-time expression of BLOCK_N (1: a plain loop)."""
-        if self.pipelined_width is None:
-            return str(self.loop_stages)
-        return f"{self.loop_stages} if BLOCK_N >= {self.pipelined_width} else 1"
+        """tl.range's num_stages in the generated column loop: a compile-time expression of the
+        block (`pipelined_from`), 1 being a plain loop."""
+        dim, least = self.pipelined_from
+        return f"{self.loop_stages} if {dim} >= {least} else 1"
