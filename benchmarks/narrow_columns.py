@@ -1,6 +1,6 @@
 """Column sums of narrow matrices (GPU): tritonwise as it plans them, with the tiles it took before
 narrow ones (BLOCK_M of at least 16), with the split rule counting kept elements as its rows (not
-tiles of 16 of them), unsplit, split however small, with narrow tiles pipelining their loop, with
+tiles of 16 of them), unsplit, split however small, pipelining the loop in the unaligned class, with
 the split rule counting narrow tiles as tiles of 16, with wide tiles split into any number of
 parts, and torch; µs per call.
 
@@ -141,6 +141,38 @@ def unsplit():
 
 
 @contextlib.contextmanager
+def pipelined_when_unaligned():
+    """column_looped pipelining its loop in files of the unaligned class too (before 2026-11-27;
+    narrow tiles are always there). A patched attribute is no part of a file's key, so the form
+    writes its files to a directory of its own."""
+    with tempfile.TemporaryDirectory(prefix="narrow-pipelined-") as directory:
+        with mock.patch.dict(os.environ, {"TRITONWISE_CACHE_DIR": directory}):
+            with mock.patch.object(column_looped.ColumnLooped, "pipelines_unaligned", True):
+                yield
+
+
+def narrow_tiles_counted_as_wide():
+    """The split rule counting a narrow run's programs as tiles of 16 kept elements, and 32 of
+    them or more as many (before narrow tiles counted their own)."""
+    return mock.patch.object(plan, "kept_per_program", lambda run: column_looped.WIDE_BLOCK_M)
+
+
+def wide_tiles_in_any_parts():
+    """Wide tiles split into any number of parts (before MIN_COLUMN_PARTS)."""
+    return mock.patch.object(plan, "MIN_COLUMN_PARTS", 1)
+
+
+def split_however_small():
+    """Columns split whatever a tile's program reads (before COLUMN_UNSPLIT_ELEMENTS)."""
+    return mock.patch.object(plan, "COLUMN_UNSPLIT_ELEMENTS", 0)
+
+
+def unsplit():
+    """No split at all (SPLIT_MAX_ROWS = 0)."""
+    return mock.patch.object(plan, "SPLIT_MAX_ROWS", 0)
+
+
+@contextlib.contextmanager
 def pipelined_narrow_tiles():
     """Every column_looped tile pipelining its loop, narrow ones too (before 2026-11-27). A patched
     method is no part of a file's key, so the form writes its files to a directory of its own."""
@@ -157,7 +189,7 @@ FORMS = {  # "as generated" first: it builds the combine's function in the cache
     "rows by element": rows_by_element,
     "unsplit": unsplit,
     "split however small": split_however_small,
-    "pipelined narrow tiles": pipelined_narrow_tiles,
+    "pipelined when unaligned": pipelined_when_unaligned,
     "narrow tiles counted as wide": narrow_tiles_counted_as_wide,
     "wide tiles in any parts": wide_tiles_in_any_parts,
 }

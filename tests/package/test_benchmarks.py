@@ -162,7 +162,7 @@ def test_narrow_columns_stop_at_a_planted_wrong_answer_and_time_two_tilings(monk
     plans = {form: narrow_columns.column_sum(x, form)[1] for form in narrow_columns.FORMS}
     assert {form: plan.split_parts for form, plan in plans.items()} == {
         "as generated": 16, "wide tiles": 16, "rows by element": 1, "unsplit": 1, "split however small": 16,
-        "pipelined narrow tiles": 16, "narrow tiles counted as wide": 16, "wide tiles in any parts": 16,
+        "pipelined when unaligned": 16, "narrow tiles counted as wide": 16, "wide tiles in any parts": 16,
     }
     assert all(plan.rung == "plan cache" for plan in plans.values())  # what the timed calls take
     narrow = torch.randn(2048, 8)
@@ -170,13 +170,13 @@ def test_narrow_columns_stop_at_a_planted_wrong_answer_and_time_two_tilings(monk
     assert [plans[form].block for form in ("as generated", "wide tiles")] == [(8, 1024), (16, 512)]
     assert plans["rows by element"].split_parts == plans["split however small"].split_parts == 2
     assert plans["as generated"].split_parts == 1
-    with narrow_columns.FORMS["pipelined narrow tiles"]():  # the file the form writes pipelines
+    with narrow_columns.FORMS["pipelined when unaligned"]():  # the file the form writes pipelines
         inside = narrow_columns.column_sum(narrow, "as generated")[0].explain(narrow)
         assert "num_stages=3)" in Path(inside.path).read_text()
-    fn, inside = narrow_columns.column_sum(narrow, "pipelined narrow tiles")
+    fn, inside = narrow_columns.column_sum(narrow, "pipelined when unaligned")
     cached = lambda: {str(plan.path) for plan in fn.plan_cache.by_key.values()}  # noqa: E731
     assert cached() == {inside.path} and not Path(inside.path).exists()  # loaded, its directory gone
-    check_against(narrow.sum(0), fn(narrow), "pipelined narrow tiles, after the form")  # a timed call
+    check_against(narrow.sum(0), fn(narrow), "pipelined when unaligned, after the form")  # a timed call
     assert cached() == {inside.path}  # served by what the form loaded
     monkeypatch.setattr(narrow_columns, "ident", _doubled)
     with pytest.raises(WrongAnswer, match="as generated"):

@@ -70,8 +70,9 @@ class Scheme:
     def num_warps(self, block: tuple, config: CodeGenConfig) -> int:
         return min(self.warps(block), pow2_floor(config.max_num_warps_per_cta))
 
-    def loop_num_stages(self) -> Optional[str]:
-        """tl.range's num_stages in a looped scheme's template (Python text); None: no loop."""
+    def loop_num_stages(self, aligned: bool) -> Optional[str]:
+        """tl.range's num_stages in a looped scheme's template (Python text) for a file of the
+        `aligned` class or not; None: no loop."""
         return None
 
     def counts(self, task_shape: tuple, m_dim: Optional[int], block: tuple) -> dict:

@@ -11,9 +11,10 @@ from .row_looped import RowLooped
 COLUMN_BLOCK_M = (128, 64, 32, 16)  # BLOCK_M choices; BLOCK_N makes the block 8192 elements
 WIDE_BLOCK_M = COLUMN_BLOCK_M[-1]  # the narrowest wide tile
 # Kept runs of 8 elements or fewer (a column sum of a narrow matrix) take a narrow tile, no wider
-# than the run: a wider one masks lanes off, and with a run of 8 read half as fast. Narrow tiles
-# run a plain loop; wide ones pipeline it (LOOP_STAGES, inherited) so that few programs keep loads
-# in flight. The widest tile that still makes MIN_PROGRAMS programs; docs/decisions/column-looped-tile.md.
+# than the run: a wider one masks lanes off, and with a run of 8 read half as fast. Files of the
+# aligned class pipeline their loop (LOOP_STAGES, inherited) so that few programs keep loads in
+# flight; unaligned ones (narrow tiles among them) run a plain loop. The widest tile that still
+# makes MIN_PROGRAMS programs; docs/decisions/column-looped-tile.md.
 NARROW_BLOCK_M = (8, 4, 2)
 MIN_PROGRAMS = 128
 LOOP_WARPS = 4
@@ -28,7 +29,8 @@ def kept_per_program(run) -> int:
 class ColumnLooped(RowLooped):
     name = "column_looped"
     clamps_rows = False  # its rows run along unit stride: a clamped index would lose the wide loads
-    pipelined_from = ("BLOCK_M", WIDE_BLOCK_M)  # narrow tiles ran slower pipelined (column-looped-tile.md)
+    pipelined_from = None  # every tile, in a file of the aligned class
+    pipelines_unaligned = False  # pipelined, 4-byte loads read slower than in a plain loop (column-looped-tile.md)
     aligned_counts = ("num_rows",)
 
     def aligned_dims(self, rank, m_dim) -> list:

@@ -40,7 +40,8 @@ class RowLooped(RowPersistent):
     block_widths = LOOP_BLOCK_NS
     block_area = LOOP_BLOCK_AREA
     loop_stages = LOOP_STAGES  # software pipelining of the column loop (tl.range's num_stages)
-    pipelined_from = ("BLOCK_N", PIPELINED_WIDTH)  # blocks at least this long along this dim pipeline
+    pipelined_from = ("BLOCK_N", PIPELINED_WIDTH)  # blocks at least this long along this dim pipeline; None: all
+    pipelines_unaligned = True  # whether a file of the unaligned class (4-byte loads) pipelines too
     load_eviction = LOAD_EVICTION
 
     def applies(self, task_shape, strides, split, config) -> bool:
@@ -65,8 +66,13 @@ class RowLooped(RowPersistent):
     def warps(self, block) -> int:
         return BLOCK_WARPS.get(block) or super().warps(block)
 
-    def loop_num_stages(self) -> str:
-        """tl.range's num_stages in the generated column loop: a compile-time expression of the
-        block (`pipelined_from`), 1 being a plain loop."""
+    def loop_num_stages(self, aligned: bool) -> str:
+        """tl.range's num_stages in the generated column loop of a file of the `aligned` class or
+        not: a constant or a compile-time expression of the block (`pipelined_from`), 1 being a
+        plain loop."""
+        if not (aligned or self.pipelines_unaligned):
+            return "1"
+        if self.pipelined_from is None:
+            return str(self.loop_stages)
         dim, least = self.pipelined_from
         return f"{self.loop_stages} if {dim} >= {least} else 1"

@@ -45,7 +45,7 @@ def square_r2_column_looped_i32_f32(
         i0 = rows
         acc0 = tl.full([BLOCK_M, BLOCK_N], float("-inf"), tl.float32)
         whole_cols = num_cols // BLOCK_N * BLOCK_N
-        for start in tl.range(0, whole_cols, BLOCK_N, num_stages=3 if BLOCK_M >= 16 else 1):
+        for start in tl.range(0, whole_cols, BLOCK_N, num_stages=1):
             cols = start + tl.arange(0, BLOCK_N)
             j1 = cols
             in0 = tl.load(in0_ptr + (i0)[:, None] + (in0_stride1*j1)[None, :], mask=mask_m[:, None], eviction_policy='evict_first')
