@@ -120,9 +120,9 @@ def rows_by_element():
 
 
 def narrow_tiles_counted_as_wide():
-    """The split rule counting a narrow run's programs as tiles of 16 kept elements, and 32 of
-    them or more as many (before narrow tiles counted their own)."""
-    return mock.patch.object(plan, "kept_per_program", lambda run: column_looped.WIDE_BLOCK_M)
+    """The split rule leaving narrow tiles no bound of their own: 32 to 64 tiles of 16 kept
+    elements count as many, however many narrow programs they make (before 995a4c7)."""
+    return mock.patch.object(plan, "SPLIT_FEW_NARROW", 0)
 
 
 def wide_tiles_in_any_parts():
@@ -148,38 +148,6 @@ def pipelined_when_unaligned():
     with tempfile.TemporaryDirectory(prefix="narrow-pipelined-") as directory:
         with mock.patch.dict(os.environ, {"TRITONWISE_CACHE_DIR": directory}):
             with mock.patch.object(column_looped.ColumnLooped, "pipelines_unaligned", True):
-                yield
-
-
-def narrow_tiles_counted_as_wide():
-    """The split rule counting a narrow run's programs as tiles of 16 kept elements, and 32 of
-    them or more as many (before narrow tiles counted their own)."""
-    return mock.patch.object(plan, "kept_per_program", lambda run: column_looped.WIDE_BLOCK_M)
-
-
-def wide_tiles_in_any_parts():
-    """Wide tiles split into any number of parts (before MIN_COLUMN_PARTS)."""
-    return mock.patch.object(plan, "MIN_COLUMN_PARTS", 1)
-
-
-def split_however_small():
-    """Columns split whatever a tile's program reads (before COLUMN_UNSPLIT_ELEMENTS)."""
-    return mock.patch.object(plan, "COLUMN_UNSPLIT_ELEMENTS", 0)
-
-
-def unsplit():
-    """No split at all (SPLIT_MAX_ROWS = 0)."""
-    return mock.patch.object(plan, "SPLIT_MAX_ROWS", 0)
-
-
-@contextlib.contextmanager
-def pipelined_narrow_tiles():
-    """Every column_looped tile pipelining its loop, narrow ones too (before 2026-11-27). A patched
-    method is no part of a file's key, so the form writes its files to a directory of its own."""
-    stages = lambda self: str(self.loop_stages)  # noqa: E731
-    with tempfile.TemporaryDirectory(prefix="narrow-pipelined-") as directory:
-        with mock.patch.dict(os.environ, {"TRITONWISE_CACHE_DIR": directory}):
-            with mock.patch.object(column_looped.ColumnLooped, "loop_num_stages", stages):
                 yield
 
 

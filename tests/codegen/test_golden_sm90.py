@@ -114,3 +114,14 @@ def test_column_loops_pipeline_only_in_the_aligned_class(shape, pipelined):
     assert plan.scheme == "column_looped" and plan.aligned == pipelined, plan
     ttgir = compile_for_sm90(fn, x, specialized=True).asm["ttgir"]
     assert ("async_copy_global_to_local" in ttgir) == pipelined
+
+
+@pytest.mark.parametrize("shape, aligned", [((64, 65536), True), ((64, 65537), False)])
+def test_few_long_rows_pipeline_in_both_classes(shape, aligned):
+    """RowLooped.pipelined_from and pipelines_unaligned: few rows of 65536 or more take a block of
+    8192 columns whose loop pipelines, in the unaligned class too (docs/decisions/row-looped-pipelining.md)."""
+    fn = _identity_reduced(("sum", -1))
+    x = torch.zeros(shape)
+    plan = fn.explain(x)
+    assert plan.scheme == "row_looped" and plan.block == (1, 8192) and plan.aligned == aligned, plan
+    assert "async_copy_global_to_local" in compile_for_sm90(fn, x, specialized=True).asm["ttgir"]

@@ -579,9 +579,8 @@ def test_a_column_reduction_of_a_short_run_takes_a_tile_no_wider_than_it(run, bl
         ((2**15, 8), 32),
         ((8192, 2), 1),
         ((16384, 2), 16),
-        ((2048, 15), 1),  # a run of 9 to 15 takes the wide tile of 16: MIN_COLUMN_PARTS (16) parts or none
-        ((16384, 15), 16),
-        ((2048, 16), 1),
+        ((2048, 15), 2),  # a run shorter than 16: any number of parts
+        ((2048, 16), 1),  # 16 or longer: MIN_COLUMN_PARTS (16) parts or none
         ((8192, 16), 1),
         ((16384, 16), 16),
         ((32768, 32), 32),  # two tiles of 16
@@ -596,8 +595,8 @@ def test_columns_split_by_the_tiles_of_kept_elements_they_make(shape, parts):
     """Kept elements along unit stride (a column sum of a row-major matrix) share programs, 16 to
     a tile: the split rule counts those tiles as its rows, and few of them split once a tile's
     program would read more than COLUMN_UNSPLIT_ELEMENTS (2**14), at any extent two parts of
-    MIN_PART_EXTENT can take, into 16 parts or more where the tile is wide (a run of kept
-    elements longer than 8). The same sums laid out as rows count rows."""
+    MIN_PART_EXTENT can take, into 16 parts or more where the run of kept elements is 16 or
+    longer. The same sums laid out as rows count rows."""
     columns = torch.empty(shape, device="meta")
     assert _function("sum", 0).explain(columns, columns).split_parts == parts
     if shape[1] == 8:
@@ -613,15 +612,16 @@ def test_columns_split_by_the_tiles_of_kept_elements_they_make(shape, parts):
         ((64, 2048, 8), 1),  # one program reads 2**14 elements: unsplit
         ((4, 2560, 5), 2),  # a tile of 8 spans two runs of 5: a program reads 8 x 2560 elements
         ((4, 2048, 5), 1),
-        ((128, 16384, 4), 1),  # 128 programs: many
+        ((128, 16384, 4), 1),  # 128 programs: 32 tiles of 16, below 2**19 reduced elements
+        ((128, 2**19, 8), 32),  # 128 programs: 64 tiles of 16, which split from 2**19
         ((32, 65536, 16), 1),  # 32 wide tiles: many, below 2**19 reduced elements
         ((32, 2**19, 16), 64),
     ],
 )
 def test_narrow_runs_of_a_batch_count_their_own_tiles(shape, parts):
-    """A sum over the middle dim of (batch, rows, k) keeps batch runs of k elements: the split
-    rule counts the programs their tiles make, narrow tiles (k < 16) holding fewer kept elements
-    than 16, and up to SPLIT_MAX_ROWS (64) of those count as few (kept_per_program)."""
+    """A sum over the middle dim of (batch, rows, k) keeps batch runs of k elements: up to
+    SPLIT_FEW_NARROW (64) programs of narrow tiles (k <= 8, kept_per_program) count as few
+    rows, whatever tiles of 16 they make; more are counted as tiles of 16."""
     x = torch.empty(shape, device="meta")
     assert _function("sum", 1).explain(x, x).split_parts == parts
 

@@ -141,17 +141,17 @@ def test_a_column_program_serves_only_shapes_the_split_rule_leaves_whole(module)
         assert check_launch(table, make(rows, cols), None, fn.plan(make(rows, cols), (None,), collapse=True))
 
 
-def test_a_wide_column_program_never_serves_a_narrow_run_the_rule_splits(module):
-    """A sum over the middle dim traced on an unsplit (32, 16384, 16) (32 wide tiles, below 2**19
-    reduced elements) leaves (64, 16384, 8), of the same class, to Python: 64 programs of narrow
-    tiles count as few and split (kept_per_program's guard on the run)."""
+def test_a_narrow_column_program_never_serves_a_batch_the_rule_splits(module):
+    """A sum over the middle dim traced on an unsplit (128, 16384, 8) (128 programs of narrow
+    tiles: 64 tiles of 16, below 2**19 reduced elements) serves (96, 16384, 8), and leaves
+    (64, 16384, 8) to Python: 64 narrow programs count as few and split (SPLIT_FEW_NARROW)."""
     fn = _reducer("sum", (1,), False)
     table = Table(module, fn, Driver(b"ppp"))
     make = lambda *shape: (torch.randn(shape), torch.randn(shape))  # noqa: E731
-    assert table.add(make(32, 16384, 16)).task.split is None
+    assert table.add(make(128, 16384, 8)).task.split is None
     assert fn.plan(make(64, 16384, 8), (None,), collapse=True).task.split is not None
     assert table.call(make(64, 16384, 8))[1] is None
-    assert check_launch(table, make(32, 8192, 16), None, fn.plan(make(32, 8192, 16), (None,), collapse=True))
+    assert check_launch(table, make(96, 16384, 8), None, fn.plan(make(96, 16384, 8), (None,), collapse=True))
 
 
 def _rows_into(rows: int, offset=None):

@@ -83,15 +83,18 @@ MIN_PART_EXTENT = 1024
 # docs/decisions/split-rule.md.
 SPLIT_MAX_ROWS = 64  # more rows than this are not split
 # Fewer rows than SPLIT_FEW_ROWS split from a reduced extent of SPLIT_MIN_COLS_FEW, more from
-# SPLIT_MIN_COLS. Where the kept dims run along unit stride, fewer tiles than SPLIT_FEW_ROWS (narrow
-# tiles: up to SPLIT_MAX_ROWS) split once a tile's program would read more than COLUMN_UNSPLIT_ELEMENTS.
+# SPLIT_MIN_COLS. Where the kept dims run along unit stride, fewer tiles than SPLIT_FEW_ROWS split
+# once a tile's program would read more than COLUMN_UNSPLIT_ELEMENTS.
 SPLIT_FEW_ROWS = 32
 SPLIT_MIN_COLS_FEW = 2**16
 SPLIT_MIN_COLS = 2**19
 COLUMN_UNSPLIT_ELEMENTS = 2**14
-# Columns of wide tiles (a run of kept elements longer than 8) split only into MIN_COLUMN_PARTS
-# or more: such splits into fewer parts, whose partial buffer (parts innermost) is also out of the
-# aligned class, read slower than unsplit (docs/decisions/split-rule.md).
+# Programs of narrow tiles (runs of 8 or fewer kept elements), which read slower than wide ones,
+# count as few up to this many, however many tiles of 16 they make.
+SPLIT_FEW_NARROW = 64
+# Columns whose run of kept elements is 16 or longer split only into MIN_COLUMN_PARTS or more:
+# such splits into fewer parts, whose partial buffer (parts innermost) is also out of the aligned
+# class, read slower than unsplit (docs/decisions/split-rule.md).
 MIN_COLUMN_PARTS = 16
 # A split's partials (at most SPLIT_TARGET_ROWS per row, parts innermost) are combined by a
 # reduction of rows, which does not split in turn while SPLIT_TARGET_ROWS < SPLIT_MIN_COLS_FEW.
@@ -108,19 +111,20 @@ def split_parts(rows: tuple, cols: tuple, kept_unit_stride: bool = False) -> int
     """How many equal slices to cut the outer reduced dim into (1: no split), a power of two
     dividing it. `kept_unit_stride`: the kept dims run along unit stride (column_looped), where a
     program takes a tile of 16 adjacent kept elements, or a narrow one for a run of 8 or fewer
-    (kept_per_program): the rule counts such tiles as its rows, and few of them split once a
-    tile's program would read more than COLUMN_UNSPLIT_ELEMENTS, wide tiles into at least
-    MIN_COLUMN_PARTS parts. Programs of narrow tiles, which read slower than wide ones, count as
-    few up to SPLIT_MAX_ROWS (docs/decisions/split-rule.md)."""
+    (kept_per_program): the rule counts tiles of 16 as its rows, or the programs of narrow tiles
+    where they are at most SPLIT_FEW_NARROW, and few of them split once one program would read
+    more than COLUMN_UNSPLIT_ELEMENTS, into at least MIN_COLUMN_PARTS parts where the run is 16
+    or longer (docs/decisions/split-rule.md)."""
     kept, num_cols = math.prod(rows), math.prod(cols)
-    num_rows, width = kept, None
+    num_rows, few_narrow = kept, False
     if kept_unit_stride:
         width = kept_per_program(rows[-1])
-        num_rows = ceil_div(kept, width)
-    narrow = width is not None and width < WIDE_BLOCK_M
+        programs = ceil_div(kept, width)
+        few_narrow = width < WIDE_BLOCK_M and programs <= SPLIT_FEW_NARROW
+        num_rows = programs if few_narrow else ceil_div(kept, WIDE_BLOCK_M)
     if num_rows > SPLIT_MAX_ROWS or not num_rows:
         return 1
-    if num_rows >= SPLIT_FEW_ROWS and not narrow:
+    if num_rows >= SPLIT_FEW_ROWS and not few_narrow:
         short = num_cols < SPLIT_MIN_COLS
     elif kept_unit_stride:  # what one tile's program reads
         short = num_cols * min(width, kept) <= COLUMN_UNSPLIT_ELEMENTS
@@ -135,7 +139,7 @@ def split_parts(rows: tuple, cols: tuple, kept_unit_stride: bool = False) -> int
         and cols[0] % (parts * 2) == 0
     ):
         parts *= 2
-    if kept_unit_stride and not narrow and parts < MIN_COLUMN_PARTS:
+    if kept_unit_stride and rows[-1] >= WIDE_BLOCK_M and parts < MIN_COLUMN_PARTS:
         return 1
     return parts
 
