@@ -119,9 +119,38 @@ def test_column_loops_pipeline_only_in_the_aligned_class(shape, pipelined):
 @pytest.mark.parametrize("shape, aligned", [((64, 65536), True), ((64, 65537), False)])
 def test_few_long_rows_pipeline_in_both_classes(shape, aligned):
     """RowLooped.pipelined_from and pipelines_unaligned: few rows of 65536 or more take a block of
-    8192 columns whose loop pipelines, in the unaligned class too (docs/decisions/row-looped-pipelining.md)."""
-    fn = _identity_reduced(("sum", -1))
-    x = torch.zeros(shape)
-    plan = fn.explain(x)
+    8192 columns whose loop pipelines, in the unaligned class too where its rows are read from
+    their start (two inputs vary along them; docs/decisions/row-looped-pipelining.md). Rows read
+    rotated take (1, 2048) instead (RowLooped.peeled_blocks)."""
+    from tests.golden.golden_cases import add
+    from tritonwise import pointwise_dynamic
+
+    fn = pointwise_dynamic(add, promotion_methods=[(0, 1, "DEFAULT")], reductions=[("sum", -1)])
+    x, y = torch.zeros(shape), torch.zeros(shape[-1])
+    plan = fn.explain(x, y)
     assert plan.scheme == "row_looped" and plan.block == (1, 8192) and plan.aligned == aligned, plan
-    assert "async_copy_global_to_local" in compile_for_sm90(fn, x, specialized=True).asm["ttgir"]
+    assert "async_copy_global_to_local" in compile_for_sm90(fn, x, y, specialized=True).asm["ttgir"]
+    rotated = _identity_reduced(("sum", -1))
+    assert rotated.explain(x).block == ((1, 8192) if aligned else (1, 2048))
+
+
+@pytest.mark.parametrize("dtype, width", [(torch.float32, "v4.b32"), (torch.bfloat16, "v2.b32")])
+def test_rows_starting_anywhere_load_whole_blocks_16_bytes_a_lane(dtype, width, monkeypatch):
+    """RowLooped.peel_operand: few rows of an odd length, one row of 2048 a program on 16 warps
+    (4 elements a lane), read from their first 16-byte boundary, load their whole blocks 4
+    elements at a time; read from their start, every load is one element wide."""
+    from tritonwise.analysis import tiling
+    from tritonwise.schemes.row_looped import RowLooped
+
+    def load_widths():
+        fn, x = _identity_reduced(("sum", -1)), torch.zeros(17, 4099, dtype=dtype)
+        plan = fn.explain(x)
+        assert (plan.scheme, plan.block, plan.aligned) == ("row_looped", (1, 2048), False), plan
+        ptx = compile_for_sm90(fn, x, specialized=True).asm["ptx"]
+        return set(re.findall(r"ld\.global\S*?\.((?:v\d\.)?b\d+)\s", ptx))  # "v4.b32", "b16"
+
+    assert width in load_widths()
+    monkeypatch.setattr(RowLooped, "peels_rows", False)
+    tiling._block_choices.cache_clear()
+    assert not any(w.startswith("v") for w in load_widths())
+    tiling._block_choices.cache_clear()

@@ -3,6 +3,7 @@ dim set, keepdim, permuted and broadcast inputs, given (poisoned, strided) outpu
 schemes (row_persistent: the reduced extent fits a block; row_looped: it does not)."""
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -630,3 +631,73 @@ def test_rows_split_into_few_parts_whatever_their_count():
     """MIN_COLUMN_PARTS is a column layout's: 20 rows of 65544 (8 x 8193) split into 8 parts."""
     x = torch.empty(20, 65544, device="meta")
     assert _function("sum", 1).explain(x, x).split_parts == 8
+
+
+PEEL_ROWS = 17  # with a row stride of 4103 their starts fall at every offset modulo 16 elements
+ROTATED_LAYOUTS = {  # rows of 4098 at odd strides, over (17, 4103) elements
+    "sliced": lambda base: base[:, 3:4101],  # the first row's start off 16 bytes too
+    "from the start": lambda base: base[:, :4098],
+    "flipped": lambda base: base[:, 1:4099].flip(0),  # negative row stride
+    "two kept dims": lambda base: base[1:].view(2, 8, 4103)[:, :, 5:],
+}
+
+
+def _rotated_operand(layout, dtype, device):
+    base = torch.randint(-5, 6, (PEEL_ROWS, 4103)) if dtype == torch.int8 else torch.randn(PEEL_ROWS, 4103) * 2
+    return ROTATED_LAYOUTS[layout](base.to(device, dtype))
+
+
+@pytest.mark.parametrize("layout", list(ROTATED_LAYOUTS))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64, torch.int8])
+@pytest.mark.parametrize("kind", ["sum", "max"])
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_rows_starting_anywhere_are_read_rotated_from_their_boundary(device, kind, dtype, layout):
+    """RowLooped.peel_operand: a block of one row, in a file of the unaligned class whose one
+    varying input has unit stride, reads the row from its first 16-byte boundary, `head` columns
+    in, the head last. Few rows of 4098 take one row of 2048 a program and leave 2050 columns
+    past one whole block where the head is 3 or more (the rest loop runs twice), 2 or fewer past
+    two; every head occurs."""
+    x = _rotated_operand(layout, dtype, device)
+    y = torch.full(x.shape[:-1] + (1,), 3, dtype=dtype, device=device)  # varies along the rows alone
+    fn = _function(kind, -1)
+    expected = _expected(kind, x, y, (-1,), False)
+    out = poisoned_like(torch.empty(expected.shape[::-1], dtype=expected.dtype, device=device)).t()
+    assert fn(x, y, out0=out) is out
+    _check(out, kind, x, y, (-1,))
+    plan = fn.explain(x, y, out0=out)
+    assert (plan.scheme, plan.block, plan.aligned, plan.split_parts) == ("row_looped", (1, 2048), False, 1)
+    assert _rotated(plan)
+
+
+def _rotated(plan) -> bool:
+    """Whether the plan's file reads rows of one-row blocks rotated (row_looped.py.j2's `peel`)."""
+    return "in0_row = tl.multiple_of(" in Path(plan.path).read_text()
+
+
+@pytest.mark.parametrize(
+    "x, y, rotated",
+    [
+        (lambda: torch.randn(17, 4103)[:, :4098], lambda: torch.randn(17, 1), True),
+        (lambda: torch.randn(17, 4098), lambda: torch.randn(4098), False),  # two inputs vary along the rows
+        (lambda: torch.randn(17, 4098), lambda: torch.randn(17, 4098), False),
+        (lambda: torch.randn(17, 4112), lambda: torch.randn(17, 1), False),  # the aligned class
+        (lambda: torch.randn(17, 2, 2100)[:, :, :2049], lambda: torch.randn(17, 1, 1), False),  # two reduced dims
+    ],
+    ids=["one input", "a broadcast row", "two inputs", "aligned", "two reduced dims"],
+)
+def test_rows_are_rotated_where_one_input_varies_along_them(x, y, rotated):
+    """The rule: one operand varying along the one reduced dim, with unit stride, rows at run-time
+    strides, in the unaligned class; other files read each row from its start. A rotating file
+    offers no pipelined block (few rows of 65536 take one row of 2048 there), and its blocks of
+    several rows (many rows of 4098) read each row from its start too."""
+    x, y = x(), y()
+    dims = tuple(range(1, x.dim()))
+    fn = _function("sum", dims)
+    _check(fn(x, y), "sum", x, y, dims)
+    plan = fn.explain(x, y)
+    assert plan.scheme == "row_looped" and plan.split_parts == 1 and _rotated(plan) == rotated
+    if rotated:
+        assert all(block[1] < 8192 for block in plan.block_choices)
+        many, scale = torch.randn(300, 4103)[:, :4098], torch.randn(300, 1)
+        _check(fn(many, scale), "sum", many, scale, dims)
+        assert fn.explain(many, scale).block == (2, 1024) and fn.explain(many, scale).path == plan.path

@@ -26,6 +26,7 @@ from benchmarks import (
     harness,
     narrow_columns,
     new_shape,
+    odd_rows,
     payloads,
     split_reductions,
 )
@@ -123,8 +124,9 @@ def test_no_benchmark_edits_sys_path():
         (new_shape.main, ["--device", "cpu", "--shapes", "2"]),
         (column_split.main, ["--device", "cpu"]),
         (narrow_columns.main, ["--device", "cpu"]),
+        (odd_rows.main, ["--device", "cpu"]),
     ],
-    ids=["bench", "axis_reductions", "split_reductions", "new_shape", "column_split", "narrow_columns"],
+    ids=["bench", "axis_reductions", "split_reductions", "new_shape", "column_split", "narrow_columns", "odd_rows"],
 )
 def test_a_smoke_run_checks_every_case_and_passes(main, argv, capsys):
     assert main(argv) == 0
@@ -181,6 +183,20 @@ def test_narrow_columns_stop_at_a_planted_wrong_answer_and_time_two_tilings(monk
     monkeypatch.setattr(narrow_columns, "ident", _doubled)
     with pytest.raises(WrongAnswer, match="as generated"):
         narrow_columns.main(["--device", "cpu"])
+
+
+def test_odd_rows_stop_at_a_planted_wrong_answer_and_time_both_forms(monkeypatch):
+    """The two forms run different files: rows read rotated and rows read from their start (whose
+    directory is gone after its form); each form's timed call finds its own plan."""
+    x = torch.randn(5, 4099)
+    plans = {form: odd_rows.row_sum(x, form)[1] for form in odd_rows.FORMS}
+    assert [plans[form].block for form in odd_rows.FORMS] == [(1, 2048), (1, 2048)]
+    assert "in0_row = tl.multiple_of(" in Path(plans["as generated"].path).read_text()
+    assert not Path(plans["from their start"].path).exists()
+    assert all(plan.rung == "plan cache" for plan in plans.values())
+    monkeypatch.setattr(odd_rows, "ident", _doubled)
+    with pytest.raises(WrongAnswer, match="as generated"):
+        odd_rows.main(["--device", "cpu"])
 
 
 def test_new_shape_stops_at_a_planted_wrong_answer(monkeypatch):

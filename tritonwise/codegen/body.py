@@ -5,14 +5,33 @@ from __future__ import annotations
 from typing import Optional
 
 from ..schemes import get_scheme
-from .indexing import operand_access
-from .spec import KernelSpec
+from .indexing import operand_access, peeled_access, row_offset
+from .spec import TRITON_ITEMSIZES, KernelSpec
 
 
-def accesses(spec: KernelSpec) -> dict:
-    """Name -> Access for every tensor operand."""
+def accesses(spec: KernelSpec, whole_block: bool = False) -> dict:
+    """Name -> Access for every tensor operand; in a block of whole columns, a peeled operand's
+    from its row's boundary (peel)."""
     scheme = get_scheme(spec.scheme)
-    return {op.name: operand_access(op.name, op.strides, scheme, spec.m_dim) for op in spec.tensors}
+    found = {op.name: operand_access(op.name, op.strides, scheme, spec.m_dim) for op in spec.tensors}
+    peeled = peel(spec)
+    if whole_block and peeled:
+        found[peeled["name"]] = peeled_access(peeled["name"])
+    return found
+
+
+def peel(spec: KernelSpec) -> Optional[dict]:
+    """The operand whose rows the file reads from their first 16-byte boundary (Scheme.peel_operand),
+    as row_looped.py.j2 prints it: its name, its rows' offset and the elements in those bytes."""
+    scheme = get_scheme(spec.scheme)
+    classes = [classes for _, classes in spec.stride_classes]
+    inputs = sum(i.is_tensor for i in spec.inputs)
+    index = scheme.peel_operand(spec.rank, spec.m_dim, spec.aligned, classes, inputs)
+    if index is None:
+        return None
+    operand = spec.tensors[index]
+    elements = scheme.peel_bytes // TRITON_ITEMSIZES[operand.dtype]
+    return {"name": operand.name, "row": row_offset(operand.name, operand.strides, scheme, spec.m_dim), "elements": elements}
 
 
 def prologue_lines(spec: KernelSpec) -> list:
@@ -163,7 +182,7 @@ def body_text(spec: KernelSpec, payload_alias: str, whole_block: bool = False) -
     column loop's block before the last (row_looped.py.j2). It has no column mask, and no row mask
     where the scheme clamps rows; rows out of range compute values never stored."""
     scheme = get_scheme(spec.scheme)
-    acc, eviction = accesses(spec), scheme.load_eviction
+    acc, eviction = accesses(spec, whole_block), scheme.load_eviction
     tensors = [i for i in spec.inputs if i.is_tensor]
     masks = {i.name: _mask(acc[i.name], whole_block, scheme.clamps_rows) for i in tensors}
     if len(spec.calls) == 1:

@@ -30,20 +30,41 @@ class Access:
     row_mask: Optional[str] = None
 
 
+def _terms(name: str, classes: str, scheme, m_dim: Optional[int]) -> list:
+    """The offset's terms: the bare index for unit stride ('1'), none for broadcast ('0')."""
+    return [
+        (index,) if cls == "1" else tuple(sorted((index, f"{name}_stride{dim}")))
+        for dim, (index, cls) in enumerate(zip(scheme.index_names(len(classes), m_dim), classes))
+        if cls != "0"
+    ]
+
+
+def _split(terms: list, scheme, rank: int, m_dim: Optional[int]) -> tuple:
+    """(row terms, column terms) of an offset."""
+    columns = scheme.column_names(rank, m_dim)
+    return [t for t in terms if not columns.intersection(t)], [t for t in terms if columns.intersection(t)]
+
+
+def row_offset(name: str, classes: str, scheme, m_dim: Optional[int]) -> str:
+    """The row part of an operand's offset, as text ("0" where every row dim is broadcast)."""
+    row, _ = _split(_terms(name, classes, scheme, m_dim), scheme, len(classes), m_dim)
+    return print_sum(row) if row else "0"
+
+
+def peeled_access(name: str) -> Access:
+    """The access of the operand whose whole blocks start at its row's first 16-byte boundary
+    (`{name}_row`, row_looped.py.j2), `offs` columns further: the load of a whole block, unmasked."""
+    return Access(f"{name}_ptr + ({name}_row)[:, None] + (offs)[None, :]", "mask", "mask_m[:, None]")
+
+
 def operand_access(name: str, classes: str, scheme, m_dim: Optional[int]) -> Access:
     """`scheme` (a schemes.Scheme) names the index along each dim and which are tile rows."""
     rank = len(classes)
-    terms = [  # the bare index for unit stride ('1'), none for broadcast ('0')
-        (index,) if cls == "1" else tuple(sorted((index, f"{name}_stride{dim}")))
-        for dim, (index, cls) in enumerate(zip(scheme.index_names(rank, m_dim), classes))
-        if cls != "0"
-    ]
+    terms = _terms(name, classes, scheme, m_dim)
     ptr = f"{name}_ptr"
     if scheme.column_index is None:  # 1-D tiles: one pointer vector, one mask, no row part
         return Access(f"{ptr} + {print_sum(terms)}" if terms else ptr, "mask" if terms else None)
-    columns = scheme.column_names(rank, m_dim)
-    column = [t for t in terms if columns.intersection(t)]
-    row = [t for t in terms if not columns.intersection(t)]
+    row, column = _split(terms, scheme, rank, m_dim)
     vector_rows = {n for t in row for n in t} & scheme.row_vector_names(rank, m_dim)
     parts, masks = [ptr], []
     if vector_rows:

@@ -17,7 +17,7 @@ from .payload_names import definition_lines
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 RESERVED = {"triton", "tl", "launch", "grid"}
 # kernel locals and parameters a payload must not be named
-KERNEL_NAMES = r"(in|out|size|pid|tile|offs|mask|rows|rest|cols|num_|i\d|j\d|acc\d|start|BLOCK|GRID)\w*"
+KERNEL_NAMES = r"(in|out|size|pid|tile|offs|mask|rows|rest|cols|whole|head|num_|i\d|j\d|acc\d|start|BLOCK|GRID)\w*"
 
 
 @functools.lru_cache(maxsize=1)
@@ -94,6 +94,7 @@ def render(spec) -> str:
         "body": body.body_text(spec, alias),
         "whole_block_body": body.body_text(spec, alias, whole_block=True) if scheme.whole_blocks else "",
         "clamps_rows": scheme.clamps_rows,
+        "peel": body.peel(spec),
         "epilogue": body.epilogue_lines(spec),
         "row_init": body.row_init_lines(spec),
         "column_decompose": scheme.column_lines(spec.rank, spec.m_dim, spec.index_bits) if scheme.loops_columns else [],

@@ -19,6 +19,8 @@ TRITON_DTYPES = {  # torch dtype -> triton dtype name, for the dtypes this torch
     if hasattr(torch, name)
 }
 
+TRITON_ITEMSIZES = {name: dtype.itemsize for dtype, name in TRITON_DTYPES.items()}  # bytes of an element
+
 
 DTYPE_TAGS = {
     "int1": "b1",

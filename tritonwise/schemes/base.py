@@ -70,6 +70,11 @@ class Scheme:
     def num_warps(self, block: tuple, config: CodeGenConfig) -> int:
         return min(self.warps(block), pow2_floor(config.max_num_warps_per_cta))
 
+    def peel_operand(self, rank: int, m_dim: Optional[int], aligned: bool, classes: Sequence[str], inputs: int) -> Optional[int]:
+        """The operand a looped row scheme reads from each row's first 16-byte boundary
+        (row_looped.py); None for the others."""
+        return None
+
     def loop_num_stages(self, aligned: bool) -> Optional[str]:
         """tl.range's num_stages in a looped scheme's template (Python text) for a file of the
         `aligned` class or not; None: no loop."""

@@ -31,6 +31,7 @@ class ColumnLooped(RowLooped):
     clamps_rows = False  # its rows run along unit stride: a clamped index would lose the wide loads
     pipelined_from = None  # every tile, in a file of the aligned class
     pipelines_unaligned = False  # pipelined, 4-byte loads read slower than in a plain loop (column-looped-tile.md)
+    peels_rows = False  # its loads run along the kept dim, not along rows
     aligned_counts = ("num_rows",)
 
     def aligned_dims(self, rank, m_dim) -> list:

@@ -5,6 +5,8 @@ accumulator that is reduced to one value per row after the loop."""
 
 from __future__ import annotations
 
+from typing import Optional, Sequence
+
 from .base import prod
 from .row_persistent import RowPersistent
 
@@ -29,6 +31,8 @@ PIPELINED_BLOCKS = ((128, 65536, 8192),)
 PIPELINED_WIDTH = min(width for _, _, width in PIPELINED_BLOCKS)  # blocks this wide or wider pipeline
 # Each element is read once, so its line leaves L2 first; docs/decisions/evict-first.md.
 LOAD_EVICTION = "evict_first"
+# A row of the unaligned class is read from its first boundary of this many bytes (peel_operand).
+PEEL_BYTES = 16
 
 
 class RowLooped(RowPersistent):
@@ -43,6 +47,8 @@ class RowLooped(RowPersistent):
     pipelined_from = ("BLOCK_N", PIPELINED_WIDTH)  # blocks at least this long along this dim pipeline; None: all
     pipelines_unaligned = True  # whether a file of the unaligned class (4-byte loads) pipelines too
     load_eviction = LOAD_EVICTION
+    peels_rows = True  # rows starting anywhere are read from a 16-byte boundary (peel_operand)
+    peel_bytes = PEEL_BYTES
 
     def applies(self, task_shape, strides, split, config) -> bool:
         return split is not None
@@ -65,6 +71,28 @@ class RowLooped(RowPersistent):
 
     def warps(self, block) -> int:
         return BLOCK_WARPS.get(block) or super().warps(block)
+
+    def peel_operand(self, rank: int, m_dim: int, aligned: bool, classes: Sequence[str], inputs: int) -> Optional[int]:
+        """Which operand (of `classes`, the strided operands' stride classes, the first `inputs` of
+        them loaded) a file's blocks of one row read from the row's first PEEL_BYTES boundary, the
+        row rotated so that whole blocks load 16 bytes a lane (docs/decisions/row-peel.md); None:
+        none. Files of the unaligned class reducing one dim peel the one operand varying along it,
+        where it is an input with unit stride there and rows at run-time strides (else its rows
+        start aligned). Such a file offers no pipelined block (peeled_blocks)."""
+        if aligned or not self.peels_rows or rank - m_dim != 1:
+            return None
+        varying = [k for k, c in enumerate(classes) if c[-1] != "0"]
+        if len(varying) != 1 or varying[0] >= inputs:
+            return None
+        anchor = classes[varying[0]]
+        return varying[0] if anchor[-1] == "1" and "s" in anchor[:-1] else None
+
+    def peeled_blocks(self, choices: tuple) -> tuple:
+        """A peeled file's blocks: `choices` narrower than PIPELINED_WIDTH. Few very long rows take
+        (1, 2048) on 16 warps there: a rotated row's last columns and head, read masked, cost a
+        block of 8192 more than its pipelining gains. Blocks of several rows read each from its
+        start: rotated rows of one block of 1024 or so lose to them (row-peel.md)."""
+        return tuple(block for block in choices if block[1] < PIPELINED_WIDTH)
 
     def loop_num_stages(self, aligned: bool) -> str:
         """tl.range's num_stages in the generated column loop of a file of the `aligned` class or

@@ -3,7 +3,7 @@
 #   payload  golden_cases.square  (source sha256 fde6b93ec09a50ae)
 #   kernel   square_r2_row_looped_i32_f32
 #   rank     2    scheme row_looped    index int32
-#   blocks   1x2048  2x1024  4x512  8x256  16x128  1x8192    aligned False
+#   blocks   1x2048  2x1024  4x512  8x256  16x128    aligned False
 #   in0      x: float32 strides [s, 1]
 #   out0     max of the float32 result along the columns, in float32 strides [1, 0]
 #   call     out0 from the inputs as loaded
@@ -45,16 +45,22 @@ def square_r2_row_looped_i32_f32(
         rows = tl.minimum(rows, num_rows - 1)  # rows past the end read the last one, unmasked; not stored
         i0 = rows
         acc0 = tl.full([BLOCK_M, BLOCK_N], float("-inf"), tl.float32)
-        whole_cols = num_cols // BLOCK_N * BLOCK_N
+        # Rows here start anywhere: a block of one row reads it rotated, from its first 16-byte
+        # boundary, `head` columns in, so that whole blocks load 16 bytes a lane; the head comes last.
+        head = tl.max((4 - (i0*in0_stride0) % 4) % 4, axis=0) if BLOCK_M == 1 else 0
+        head = tl.minimum(head, num_cols)
+        in0_row = tl.multiple_of(i0*in0_stride0 + head, 4) if BLOCK_M == 1 else i0*in0_stride0
+        whole_cols = (num_cols - head) // BLOCK_N * BLOCK_N
         for start in tl.range(0, whole_cols, BLOCK_N, num_stages=3 if BLOCK_N >= 8192 else 1):
-            cols = start + tl.arange(0, BLOCK_N)
-            j1 = cols
-            in0 = tl.load(in0_ptr + (i0*in0_stride0)[:, None] + (j1)[None, :], eviction_policy='evict_first')
+            offs = start + tl.arange(0, BLOCK_N)  # columns from the row's rotation, read by in0 alone
+            in0 = tl.load(in0_ptr + (in0_row)[:, None] + (offs)[None, :], eviction_policy='evict_first')
             out0 = square(in0)
             acc0 = tl.maximum(acc0, out0)
-        if whole_cols < num_cols:  # the last block, part of it past the end
-            cols = whole_cols + tl.arange(0, BLOCK_N)
-            mask_n = cols < num_cols
+        for start in range(whole_cols, num_cols, BLOCK_N):  # the rest, masked: the last columns, then the head's
+            offs = start + tl.arange(0, BLOCK_N)
+            mask_n = offs < num_cols
+            cols = head + offs
+            cols = tl.where(cols < num_cols, cols, cols - num_cols)
             mask = mask_m[:, None] & mask_n[None, :]
             j1 = cols
             in0 = tl.load(in0_ptr + (i0*in0_stride0)[:, None] + (j1)[None, :], mask=mask, eviction_policy='evict_first')
@@ -83,7 +89,7 @@ LAYOUT = dict(
     payload='square',
     scheme='row_looped',
     m_dim=1,
-    blocks=[(1, 2048), (2, 1024), (4, 512), (8, 256), (16, 128), (1, 8192)],
+    blocks=[(1, 2048), (2, 1024), (4, 512), (8, 256), (16, 128)],
     index_bits=32,
     aligned=False,
     deterministic=False,
