@@ -15,7 +15,7 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence, Union
 
 import torch
 import triton
@@ -68,6 +68,22 @@ def smoke_run(args: argparse.Namespace, script: str) -> Optional[bool]:
         print(f"{script} needs a CUDA GPU (or --device cpu for a check on small inputs)", file=sys.stderr)
         return None
     return args.smoke or args.device == "cpu"
+
+
+def inputs_or_exit(args: argparse.Namespace, script: str, cases: dict, check: Callable) -> Union[list, int]:
+    """For a benchmark timing forms of cases (`cases[smoke]`: (shape, dtype) pairs): the inputs
+    to time, or the exit code where the run ends here: 2 without the GPU it asks for; 0 after a
+    smoke run, which calls `check(x)` (raising on a wrong answer) on each small input."""
+    smoke = smoke_run(args, script)
+    if smoke is None:
+        return 2
+    inputs = [torch.randn(shape, device=args.device).to(dtype) for shape, dtype in cases[smoke]]
+    if not smoke:
+        return inputs
+    for x in inputs:
+        check(x)
+    print(f"every form of {len(inputs)} cases checked: they give torch's answer")
+    return 0
 
 
 # ---------------------------------------------------------------------------------------------

@@ -35,10 +35,10 @@ from benchmarks.harness import (
     do_bench_us,
     gpu_us_per_kernel,
     header,
+    inputs_or_exit,
     positive_int,
     report,
     smoke_arguments,
-    smoke_run,
 )
 from tritonwise import pointwise_dynamic
 from tritonwise.analysis import plan, tiling
@@ -197,16 +197,9 @@ def main(argv=None) -> int:
     smoke_arguments(parser)
     parser.add_argument("--rounds", type=positive_int, default=3)
     args = parser.parse_args(argv)
-    smoke = smoke_run(args, "narrow_columns")
-    if smoke is None:
-        return 2
-    inputs = [torch.randn(shape, device=args.device).to(dtype) for shape, dtype in CASES[smoke]]
-    if smoke:
-        for x in inputs:
-            for form in FORMS:
-                column_sum(x, form)
-        print(f"every form of {len(inputs)} cases checked: they give torch's answer")
-        return 0
+    inputs = inputs_or_exit(args, "narrow_columns", CASES, lambda x: [column_sum(x, form) for form in FORMS])
+    if isinstance(inputs, int):
+        return inputs
     lines = [
         "| case | tiles: " + "; ".join(FORMS) + " | graph µs: " + " / ".join(FORMS) + " / torch | do_bench µs: the same |",
         "|---|---|---|---|",

@@ -32,11 +32,11 @@ from benchmarks.harness import (
     do_bench_us,
     header,
     in_rounds,
+    inputs_or_exit,
     nbytes,
     positive_int,
     report,
     smoke_arguments,
-    smoke_run,
     us_back_to_back,
 )
 from tritonwise import pointwise_dynamic
@@ -123,16 +123,9 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=positive_int, default=3)
     parser.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
     args = parser.parse_args(argv)
-    smoke = smoke_run(args, "odd_rows")
-    if smoke is None:
-        return 2
-    inputs = [torch.randn(shape, device=args.device).to(dtype) for shape, dtype in CASES[smoke]]
-    if smoke:
-        for x in inputs:
-            for form in FORMS:
-                row_sum(x, form)
-        print(f"both forms of {len(inputs)} cases checked: they give torch's answer")
-        return 0
+    inputs = inputs_or_exit(args, "odd_rows", CASES, lambda x: [row_sum(x, form) for form in FORMS])
+    if isinstance(inputs, int):
+        return inputs
     names = list(FORMS) + ["torch"] + ([] if args.no_compile else ["torch.compile"]) + ["plain read"]
     lines = [
         "| case | blocks: " + "; ".join(FORMS) + " | back to back µs: " + " / ".join(names) + " | do_bench µs: the same |",
