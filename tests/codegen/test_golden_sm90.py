@@ -139,7 +139,6 @@ def test_rows_starting_anywhere_load_whole_blocks_16_bytes_a_lane(dtype, width, 
     """RowLooped.peel_operand: few rows of an odd length, one row of 2048 a program on 16 warps
     (4 elements a lane), read from their first 16-byte boundary, load their whole blocks 4
     elements at a time; read from their start, every load is one element wide."""
-    from tritonwise.analysis import tiling
     from tritonwise.schemes.row_looped import RowLooped
 
     def load_widths():
@@ -151,6 +150,4 @@ def test_rows_starting_anywhere_load_whole_blocks_16_bytes_a_lane(dtype, width, 
 
     assert width in load_widths()
     monkeypatch.setattr(RowLooped, "peels_rows", False)
-    tiling._block_choices.cache_clear()
     assert not any(w.startswith("v") for w in load_widths())
-    tiling._block_choices.cache_clear()

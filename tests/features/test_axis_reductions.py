@@ -11,6 +11,7 @@ import triton
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.hints import checked_hints  # noqa: F401  (a fixture)
 from tests.support.poison import poisoned_like
 from tritonwise import pointwise_dynamic
 from tritonwise.analysis import tiling
@@ -633,12 +634,20 @@ def test_rows_split_into_few_parts_whatever_their_count():
     assert _function("sum", 1).explain(x, x).split_parts == 8
 
 
-PEEL_ROWS = 17  # with a row stride of 4103 their starts fall at every offset modulo 16 elements
-ROTATED_LAYOUTS = {  # rows of 4098 at odd strides, over (17, 4103) elements
+PEEL_ROWS = 17  # with a row stride of 4103 (7 modulo 16) their starts fall at every offset modulo 16 elements
+
+
+def _negative_rows(base):
+    from tritonwise import StridedBuffer
+
+    return StridedBuffer(base, (PEEL_ROWS, 4098), (-4103, 1), offset=(PEEL_ROWS - 1) * 4103 + 2)
+
+
+ROTATED_LAYOUTS = {  # rows of 4098 over (17, 4103) elements
     "sliced": lambda base: base[:, 3:4101],  # the first row's start off 16 bytes too
     "from the start": lambda base: base[:, :4098],
-    "flipped": lambda base: base[:, 1:4099].flip(0),  # negative row stride
-    "two kept dims": lambda base: base[1:].view(2, 8, 4103)[:, :, 5:],
+    "negative row stride": _negative_rows,
+    "two kept dims": lambda base: base[1:].view(2, 8, 4103)[:, :7, 5:],  # that do not collapse
 }
 
 
@@ -651,22 +660,62 @@ def _rotated_operand(layout, dtype, device):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64, torch.int8])
 @pytest.mark.parametrize("kind", ["sum", "max"])
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
-def test_rows_starting_anywhere_are_read_rotated_from_their_boundary(device, kind, dtype, layout):
+def test_rows_starting_anywhere_are_read_rotated_from_their_boundary(device, kind, dtype, layout, checked_hints):
     """RowLooped.peel_operand: a block of one row, in a file of the unaligned class whose one
     varying input has unit stride, reads the row from its first 16-byte boundary, `head` columns
-    in, the head last. Few rows of 4098 take one row of 2048 a program and leave 2050 columns
-    past one whole block where the head is 3 or more (the rest loop runs twice), 2 or fewer past
-    two; every head occurs."""
+    in (a stated tl.multiple_of, checked on the CPU), the head last. Few rows of 4098 take one row
+    of 2048 a program and leave 2050 columns past one whole block where the head is 3 or more (the
+    rest loop runs twice), 2 or fewer past two; the first three layouts meet every head."""
     x = _rotated_operand(layout, dtype, device)
     y = torch.full(x.shape[:-1] + (1,), 3, dtype=dtype, device=device)  # varies along the rows alone
     fn = _function(kind, -1)
-    expected = _expected(kind, x, y, (-1,), False)
+    expected = _expected(kind, _values(x), y, (-1,), False)
     out = poisoned_like(torch.empty(expected.shape[::-1], dtype=expected.dtype, device=device)).t()
     assert fn(x, y, out0=out) is out
-    _check(out, kind, x, y, (-1,))
+    _check(out, kind, _values(x), y, (-1,))
     plan = fn.explain(x, y, out0=out)
     assert (plan.scheme, plan.block, plan.aligned, plan.split_parts) == ("row_looped", (1, 2048), False, 1)
-    assert _rotated(plan)
+    assert _rotated(plan) and (checked_hints or device == "cuda")
+
+
+def _values(x):
+    """A tensor of `x`'s values (a StridedBuffer's copied out)."""
+    return x if isinstance(x, torch.Tensor) else x.values()
+
+
+ROTATED_LAUNCHES = {  # name: (operand, function options, patches)
+    "rows shorter than their head": (lambda: torch.randint(-5, 6, (19, 25), dtype=torch.int8)[:, 1:10], {"max_tile_size": 8}, {}),
+    "fp64 rows of a few blocks": (lambda: torch.randn(19, 45, dtype=torch.float64)[:, :40], {"max_tile_size": 8}, {}),
+    "a capped grid": (lambda: torch.randn(PEEL_ROWS, 4103)[:, :4098], {"max_grid_size": (3,)}, {}),
+    "int64 indices": (lambda: torch.randn(PEEL_ROWS, 4103)[:, :4098], {}, {(tiling, "INT32_LIMIT"): 5000}),
+    "split in parts": (  # parts of 4096 columns, looped
+        lambda: torch.randn(2, 16391)[:, :16384], {}, {("plan", "SPLIT_MIN_COLS_FEW"): 4096, ("plan", "MIN_PART_EXTENT"): 4096}
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", ["sum", "max"])
+@pytest.mark.parametrize("launch", list(ROTATED_LAUNCHES))
+def test_rotated_rows_under_every_launch_form(launch, kind, checked_hints, monkeypatch):
+    """Rotated rows under blocks smaller than a row's head (no whole block: the rest reads the
+    row rotated), rests of several blocks, a grid capped below the row count (GRID_STRIDE), int64
+    indices and a split's (part, row) pairs; every stated tl.multiple_of holds."""
+    from tritonwise import CodeGenConfig
+    from tritonwise.analysis import plan as plan_module
+
+    make, options, patches = ROTATED_LAUNCHES[launch]
+    for (module, name), value in patches.items():
+        monkeypatch.setattr(plan_module if module == "plan" else module, name, value)
+    x = make()
+    y = torch.full(x.shape[:-1] + (1,), 3, dtype=x.dtype)
+    config = CodeGenConfig(**options)
+    fn = pointwise_dynamic(product, promotion_methods=[(0, 1, "DEFAULT")], reductions=[(kind, -1)], config=config)
+    _check(fn(x, y), kind, x, y, (-1,))
+    plan = fn.explain(x, y)
+    assert plan.scheme == "row_looped" and not plan.aligned and plan.block[0] == 1 and _rotated(plan) and checked_hints
+    assert (plan.split_parts > 1) == (launch == "split in parts")
+    assert (plan.grid[0] < plan.num_tiles) == (launch == "a capped grid")
+    assert (plan.index_bits == 64) == (launch == "int64 indices")
 
 
 def _rotated(plan) -> bool:
@@ -682,8 +731,10 @@ def _rotated(plan) -> bool:
         (lambda: torch.randn(17, 4098), lambda: torch.randn(17, 4098), False),
         (lambda: torch.randn(17, 4112), lambda: torch.randn(17, 1), False),  # the aligned class
         (lambda: torch.randn(17, 2, 2100)[:, :, :2049], lambda: torch.randn(17, 1, 1), False),  # two reduced dims
+        (lambda: torch.randn(17, 8203)[:, ::2], lambda: torch.randn(17, 1), False),  # columns at stride 2
+        (lambda: torch.randn(4103)[:4098].expand(17, 4098), lambda: torch.randn(17, 1), False),  # rows broadcast
     ],
-    ids=["one input", "a broadcast row", "two inputs", "aligned", "two reduced dims"],
+    ids=["one input", "a broadcast row", "two inputs", "aligned", "two reduced dims", "strided columns", "one row"],
 )
 def test_rows_are_rotated_where_one_input_varies_along_them(x, y, rotated):
     """The rule: one operand varying along the one reduced dim, with unit stride, rows at run-time

@@ -62,7 +62,7 @@ class TaskPlan:
         tiling = self.tiling
         classes = self.stride_classes
         split = self.split is not None
-        return (self.rank, tiling.scheme, tiling.m_dim, tiling.choices, self.index_bits, self.aligned, classes, split)
+        return (self.rank, tiling.scheme, tiling.m_dim, tiling.choices, self.index_bits, self.aligned, classes, split, tiling.peel)
 
 
 @dataclass(frozen=True)

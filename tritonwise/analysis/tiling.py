@@ -29,6 +29,7 @@ class Tiling:
     num_warps: int
     choices: tuple = ()  # every block a task of this layout class may take (a compiled kernel each)
     aligned: bool = False
+    peel: Optional[int] = None  # the operand blocks of one row read rotated (Scheme.peel_operand)
 
 
 def stride_class(stride: int) -> str:
@@ -57,10 +58,11 @@ def choose_tiling(
     aligned_strides = scheme.aligned_operands(strides, outputs)
     aligned = bool(task_shape) and is_aligned(task_shape, aligned_strides, scheme.aligned_dims(len(task_shape), m_dim))
     choices = _block_choices(scheme, len(task_shape), itemsize, aligned, config)
-    if scheme.peel_operand(len(task_shape), m_dim, aligned, operand_classes(strides), len(strides) - outputs) is not None:
+    peel = scheme.peel_operand(len(task_shape), m_dim, aligned, operand_classes(strides), len(strides) - outputs)
+    if peel is not None:
         choices = scheme.peeled_blocks(choices)
     block = scheme.pick_block(task_shape, m_dim, choices)
-    return Tiling(scheme.name, m_dim, block, scheme.num_warps(block, config), choices, aligned)
+    return Tiling(scheme.name, m_dim, block, scheme.num_warps(block, config), choices, aligned, peel)
 
 
 @functools.lru_cache(maxsize=1024)

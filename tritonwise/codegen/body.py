@@ -21,15 +21,12 @@ def accesses(spec: KernelSpec, whole_block: bool = False) -> dict:
 
 
 def peel(spec: KernelSpec) -> Optional[dict]:
-    """The operand whose rows the file reads from their first 16-byte boundary (Scheme.peel_operand),
+    """The operand whose rows blocks of one row read from their first 16-byte boundary (KernelSpec.peel),
     as row_looped.py.j2 prints it: its name, its rows' offset and the elements in those bytes."""
-    scheme = get_scheme(spec.scheme)
-    classes = [classes for _, classes in spec.stride_classes]
-    inputs = sum(i.is_tensor for i in spec.inputs)
-    index = scheme.peel_operand(spec.rank, spec.m_dim, spec.aligned, classes, inputs)
-    if index is None:
+    if spec.peel is None:
         return None
-    operand = spec.tensors[index]
+    scheme = get_scheme(spec.scheme)
+    operand = spec.tensors[spec.peel]
     elements = scheme.peel_bytes // TRITON_ITEMSIZES[operand.dtype]
     return {"name": operand.name, "row": row_offset(operand.name, operand.strides, scheme, spec.m_dim), "elements": elements}
 

@@ -132,6 +132,7 @@ def build_spec(
         blocks=plan.tiling.choices,
         index_bits=plan.index_bits,
         aligned=plan.aligned,
+        peel=plan.tiling.peel,
         version=__version__,
         generator=generator_digest(),
         triton_version=triton_version(),

@@ -89,7 +89,7 @@ def render(spec) -> str:
         "params": body.kernel_params(spec, index, constexprs),
         "prologue": body.prologue_lines(spec),
         "scheme_template": scheme.template,
-        "loop_stages": scheme.loop_num_stages(spec.aligned),
+        "loop_stages": scheme.loop_num_stages(spec.aligned, spec.peel is not None),
         "decompose": scheme.decompose_lines(spec.rank, spec.m_dim, spec.index_bits),
         "body": body.body_text(spec, alias),
         "whole_block_body": body.body_text(spec, alias, whole_block=True) if scheme.whole_blocks else "",

@@ -108,6 +108,7 @@ class KernelSpec:
     generator: str  # a hash of the templates and the code that writes the text (codegen/key.py)
     triton_version: str
     deterministic: bool = False  # reductions: one partial per program instead of atomics
+    peel: Optional[int] = None  # the operand (of `tensors`) blocks of one row read rotated (Scheme.peel_operand)
     # what the payload's copy needs when the file runs alone: imports, constants, helpers
     payload_preamble: tuple = ()
     # the payload's source, copied into the file; out of repr (and so of the key's hashed text)

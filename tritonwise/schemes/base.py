@@ -75,9 +75,10 @@ class Scheme:
         (row_looped.py); None for the others."""
         return None
 
-    def loop_num_stages(self, aligned: bool) -> Optional[str]:
+    def loop_num_stages(self, aligned: bool, peeled: bool = False) -> Optional[str]:
         """tl.range's num_stages in a looped scheme's template (Python text) for a file of the
-        `aligned` class or not; None: no loop."""
+        `aligned` class or not, reading rows rotated (`peeled`) or not; None: a plain `range`, or
+        no loop."""
         return None
 
     def counts(self, task_shape: tuple, m_dim: Optional[int], block: tuple) -> dict:

@@ -88,16 +88,18 @@ class RowLooped(RowPersistent):
         return varying[0] if anchor[-1] == "1" and "s" in anchor[:-1] else None
 
     def peeled_blocks(self, choices: tuple) -> tuple:
-        """A peeled file's blocks: `choices` narrower than PIPELINED_WIDTH. Few very long rows take
-        (1, 2048) on 16 warps there: a rotated row's last columns and head, read masked, cost a
-        block of 8192 more than its pipelining gains. Blocks of several rows read each from its
-        start: rotated rows of one block of 1024 or so lose to them (row-peel.md)."""
+        """A peeled file's blocks: `choices` narrower than PIPELINED_WIDTH, so that few very long
+        rows take LONG_BLOCK; blocks of several rows read each row from its start
+        (docs/decisions/row-peel.md)."""
         return tuple(block for block in choices if block[1] < PIPELINED_WIDTH)
 
-    def loop_num_stages(self, aligned: bool) -> str:
+    def loop_num_stages(self, aligned: bool, peeled: bool = False) -> Optional[str]:
         """tl.range's num_stages in the generated column loop of a file of the `aligned` class or
         not: a constant or a compile-time expression of the block (`pipelined_from`), 1 being a
-        plain loop."""
+        plain loop; None (a plain `range`) where rows are read rotated, whose files offer no
+        pipelined block (peeled_blocks)."""
+        if peeled:
+            return None
         if not (aligned or self.pipelines_unaligned):
             return "1"
         if self.pipelined_from is None:

@@ -46,17 +46,18 @@ def square_r2_row_looped_i32_f32(
         i0 = rows
         acc0 = tl.full([BLOCK_M, BLOCK_N], float("-inf"), tl.float32)
         # Rows here start anywhere: a block of one row reads it rotated, from its first 16-byte
-        # boundary, `head` columns in, so that whole blocks load 16 bytes a lane; the head comes last.
+        # boundary, `head` columns in, so that whole blocks load several elements a lane (up to
+        # 16 bytes); its first `head` columns come last. (tl.max: the one row's value, a scalar.)
         head = tl.max((4 - (i0*in0_stride0) % 4) % 4, axis=0) if BLOCK_M == 1 else 0
-        head = tl.minimum(head, num_cols)
         in0_row = tl.multiple_of(i0*in0_stride0 + head, 4) if BLOCK_M == 1 else i0*in0_stride0
+        head = tl.minimum(head, num_cols)  # a row shorter than its head: no whole block, all rotated
         whole_cols = (num_cols - head) // BLOCK_N * BLOCK_N
-        for start in tl.range(0, whole_cols, BLOCK_N, num_stages=3 if BLOCK_N >= 8192 else 1):
+        for start in range(0, whole_cols, BLOCK_N):
             offs = start + tl.arange(0, BLOCK_N)  # columns from the row's rotation, read by in0 alone
             in0 = tl.load(in0_ptr + (in0_row)[:, None] + (offs)[None, :], eviction_policy='evict_first')
             out0 = square(in0)
             acc0 = tl.maximum(acc0, out0)
-        for start in range(whole_cols, num_cols, BLOCK_N):  # the rest, masked: the last columns, then the head's
+        for start in range(whole_cols, num_cols, BLOCK_N):  # the rest, masked: the last columns, then the first `head`
             offs = start + tl.arange(0, BLOCK_N)
             mask_n = offs < num_cols
             cols = head + offs
