@@ -582,12 +582,13 @@ def test_a_column_reduction_of_a_short_run_takes_a_tile_no_wider_than_it(run, bl
         ((8192, 2), 1),
         ((16384, 2), 16),
         ((2048, 15), 2),  # a run shorter than 16: any number of parts
-        ((2048, 16), 1),  # 16 or longer: MIN_COLUMN_PARTS (16) parts or none
-        ((8192, 16), 1),
+        ((2048, 16), 1),  # 16 or longer: MIN_COLUMN_PARTS (8) parts or none
+        ((4096, 16), 1),  # 4 parts
+        ((8192, 16), 8),
         ((16384, 16), 16),
         ((32768, 32), 32),  # two tiles of 16
         ((16384, 128), 16),  # eight
-        ((8192, 128), 1),
+        ((8192, 128), 8),
         ((2**16, 1024), 1),  # 64 tiles, from 2**19 reduced elements
         ((2**19, 1024), 32),
         ((8192, 8192), 1),  # 512 tiles: programs enough
@@ -597,7 +598,7 @@ def test_columns_split_by_the_tiles_of_kept_elements_they_make(shape, parts):
     """Kept elements along unit stride (a column sum of a row-major matrix) share programs, 16 to
     a tile: the split rule counts those tiles as its rows, and few of them split once a tile's
     program would read more than COLUMN_UNSPLIT_ELEMENTS (2**14), at any extent two parts of
-    MIN_PART_EXTENT can take, into 16 parts or more where the run of kept elements is 16 or
+    MIN_PART_EXTENT can take, into 8 parts or more where the run of kept elements is 16 or
     longer. The same sums laid out as rows count rows."""
     columns = torch.empty(shape, device="meta")
     assert _function("sum", 0).explain(columns, columns).split_parts == parts
@@ -629,9 +630,9 @@ def test_narrow_runs_of_a_batch_count_their_own_tiles(shape, parts):
 
 
 def test_rows_split_into_few_parts_whatever_their_count():
-    """MIN_COLUMN_PARTS is a column layout's: 20 rows of 65544 (8 x 8193) split into 8 parts."""
-    x = torch.empty(20, 65544, device="meta")
-    assert _function("sum", 1).explain(x, x).split_parts == 8
+    """MIN_COLUMN_PARTS is a column layout's: 20 rows of 65540 (4 x 16385) split into 4 parts."""
+    x = torch.empty(20, 65540, device="meta")
+    assert _function("sum", 1).explain(x, x).split_parts == 4
 
 
 PEEL_ROWS = 17  # with a row stride of 4103 (7 modulo 16) their starts fall at every offset modulo 16 elements
