@@ -72,7 +72,7 @@ CASES = {
         ((2048, 16), torch.float32),
         ((2048, 64), torch.float32),
         ((2048, 256), torch.float32),
-        ((8192, 128), torch.float32),
+        ((8192, 128), torch.float32),  # 8 parts: MIN_COLUMN_PARTS
         # batches of narrow matrices, their sum over the middle dim: several runs of kept elements
         ((64, 65536, 8), torch.float32),
         ((64, 65536, 8), torch.bfloat16),

@@ -5,8 +5,8 @@ before), torch, torch.compile and a plain read of the same bytes; µs per call.
     python -m benchmarks.odd_rows [--rounds 3] [--no-compile]
     python -m benchmarks.odd_rows --device cpu   # both forms checked on small inputs, nothing timed
 
-Rows of an odd length (or at odd strides) put the file in the unaligned class: no row but the
-first starts on a 16-byte boundary. Each case sums a contiguous (rows, cols) matrix over its last
+Rows of an odd length (or at odd strides) put the file in the unaligned class: rows need not
+start on a 16-byte boundary, and Triton then loads one element a lane. Each case sums a contiguous (rows, cols) matrix over its last
 dim. Each form is a fresh function, checked against torch on a poisoned output, then every call
 is timed in alternated rounds: back to back in a CUDA graph over copies of the input that fill
 256 MiB (no host time, every read from DRAM), and under do_bench. docs/decisions/row-peel.md reads
@@ -71,9 +71,9 @@ CASES = {
 
 @contextlib.contextmanager
 def from_their_start():
-    """Rows read from their start, two rows of 1024 a program where rows are many (before rows
-    were rotated). A patched attribute is no part of a file's key, so the form writes its files
-    to a directory of its own."""
+    """Rows read from their start, with the pipelined (1, 8192) block for few very long rows
+    (before rows were rotated). The form's files (of other keys: the peel is part of one) go to
+    a directory of its own, removed after it."""
     with tempfile.TemporaryDirectory(prefix="odd-rows-unrotated-") as directory:
         with mock.patch.dict(os.environ, {"TRITONWISE_CACHE_DIR": directory}):
             with mock.patch.object(row_looped.RowLooped, "peels_rows", False):

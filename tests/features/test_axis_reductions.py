@@ -138,7 +138,8 @@ def test_row_looped_long_rows(kind, dims):
 def test_few_long_rows_take_one_row_a_program(rows, cols, block):
     """At most 256 rows of at least 4096 reduced elements take one row of 2048 per program, and
     at most 128 of at least 65536 one row of 8192, the block whose column loop is pipelined; more
-    rows keep two rows of 1024. (None of these splits: split_parts cuts fewer rows or longer ones.)"""
+    rows keep two rows of 1024. (None of these splits: split_parts cuts fewer rows or longer ones;
+    two inputs vary along the rows, so none is read rotated.)"""
     x, y = torch.randn(rows, cols), torch.randn(cols)
     fn = _function("sum", -1)
     plan = fn.explain(x, y)

@@ -93,8 +93,8 @@ COLUMN_UNSPLIT_ELEMENTS = 2**14
 # count as few up to this many, however many tiles of 16 they make.
 SPLIT_FEW_NARROW = 64
 # Columns whose run of kept elements is 16 or longer split only into MIN_COLUMN_PARTS or more:
-# splits into fewer parts, which only short extents allow, cost their combine more than their
-# programs gain (docs/decisions/split-rule.md).
+# splits into fewer parts (short extents, or extents with few factors of two) cost their combine
+# more than their programs gained where measured (docs/decisions/split-rule.md).
 MIN_COLUMN_PARTS = 8
 # A split's partials (at most SPLIT_TARGET_ROWS per row, parts innermost) are combined by a
 # reduction of rows, which does not split in turn while SPLIT_TARGET_ROWS < SPLIT_MIN_COLS_FEW.

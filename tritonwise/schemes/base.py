@@ -71,8 +71,8 @@ class Scheme:
         return min(self.warps(block), pow2_floor(config.max_num_warps_per_cta))
 
     def peel_operand(self, rank: int, m_dim: Optional[int], aligned: bool, classes: Sequence[str], inputs: int) -> Optional[int]:
-        """The operand a looped row scheme reads from each row's first 16-byte boundary
-        (row_looped.py); None for the others."""
+        """The one varying input whose rows a looped row scheme's one-row blocks read from the
+        row's first 16-byte boundary (row_looped.py); None for the others."""
         return None
 
     def loop_num_stages(self, aligned: bool, peeled: bool = False) -> Optional[str]:

@@ -31,7 +31,8 @@ PIPELINED_BLOCKS = ((128, 65536, 8192),)
 PIPELINED_WIDTH = min(width for _, _, width in PIPELINED_BLOCKS)  # blocks this wide or wider pipeline
 # Each element is read once, so its line leaves L2 first; docs/decisions/evict-first.md.
 LOAD_EVICTION = "evict_first"
-# A row of the unaligned class is read from its first boundary of this many bytes (peel_operand).
+# A one-row block of the unaligned class, where one input varies along the row, reads it from the
+# row's first boundary of this many bytes (peel_operand).
 PEEL_BYTES = 16
 
 
@@ -47,7 +48,7 @@ class RowLooped(RowPersistent):
     pipelined_from = ("BLOCK_N", PIPELINED_WIDTH)  # blocks at least this long along this dim pipeline; None: all
     pipelines_unaligned = True  # whether a file of the unaligned class (4-byte loads) pipelines too
     load_eviction = LOAD_EVICTION
-    peels_rows = True  # rows starting anywhere are read from a 16-byte boundary (peel_operand)
+    peels_rows = True  # one-row blocks of one varying input read from a 16-byte boundary (peel_operand)
     peel_bytes = PEEL_BYTES
 
     def applies(self, task_shape, strides, split, config) -> bool:
