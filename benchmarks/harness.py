@@ -9,13 +9,17 @@ repository root as a module: `python -m benchmarks.bench`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import itertools
+import os
 import statistics
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, Union
+from unittest import mock
 
 import torch
 import triton
@@ -84,6 +88,15 @@ def inputs_or_exit(args: argparse.Namespace, script: str, cases: dict, check: Ca
         check(x)
     print(f"every form of {len(inputs)} cases checked: they give torch's answer")
     return 0
+
+
+@contextlib.contextmanager
+def own_cache_dir(prefix: str):
+    """TRITONWISE_CACHE_DIR set to a fresh directory, removed after: the files a benchmark's form
+    writes under a patched rule stay apart from the other forms'."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as directory:
+        with mock.patch.dict(os.environ, {"TRITONWISE_CACHE_DIR": directory}):
+            yield
 
 
 # ---------------------------------------------------------------------------------------------

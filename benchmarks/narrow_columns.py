@@ -21,10 +21,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
-import os
 import statistics
 import sys
-import tempfile
 from unittest import mock
 
 import torch
@@ -36,6 +34,7 @@ from benchmarks.harness import (
     gpu_us_per_kernel,
     header,
     inputs_or_exit,
+    own_cache_dir,
     positive_int,
     report,
     smoke_arguments,
@@ -145,10 +144,9 @@ def pipelined_when_unaligned():
     """column_looped pipelining its loop in files of the unaligned class too (before 2026-11-27;
     narrow tiles are always there). A patched attribute is no part of a file's key, so the form
     writes its files to a directory of its own."""
-    with tempfile.TemporaryDirectory(prefix="narrow-pipelined-") as directory:
-        with mock.patch.dict(os.environ, {"TRITONWISE_CACHE_DIR": directory}):
-            with mock.patch.object(column_looped.ColumnLooped, "pipelines_unaligned", True):
-                yield
+    with own_cache_dir("narrow-pipelined-"):
+        with mock.patch.object(column_looped.ColumnLooped, "pipelines_unaligned", True):
+            yield
 
 
 FORMS = {  # "as generated" first: it builds the combine's function in the cache the others share

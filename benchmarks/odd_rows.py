@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import statistics
 import sys
-import tempfile
 from unittest import mock
 
 import torch
@@ -34,13 +32,13 @@ from benchmarks.harness import (
     in_rounds,
     inputs_or_exit,
     nbytes,
+    own_cache_dir,
     positive_int,
     report,
     smoke_arguments,
     us_back_to_back,
 )
 from tritonwise import pointwise_dynamic
-from tritonwise.analysis import tiling
 from tritonwise.schemes import row_looped
 
 
@@ -74,14 +72,9 @@ def from_their_start():
     """Rows read from their start, with the pipelined (1, 8192) block for few very long rows
     (before rows were rotated). The form's files (of other keys: the peel is part of one) go to
     a directory of its own, removed after it."""
-    with tempfile.TemporaryDirectory(prefix="odd-rows-unrotated-") as directory:
-        with mock.patch.dict(os.environ, {"TRITONWISE_CACHE_DIR": directory}):
-            with mock.patch.object(row_looped.RowLooped, "peels_rows", False):
-                tiling._block_choices.cache_clear()
-                try:
-                    yield
-                finally:
-                    tiling._block_choices.cache_clear()
+    with own_cache_dir("odd-rows-unrotated-"):
+        with mock.patch.object(row_looped.RowLooped, "peels_rows", False):
+            yield
 
 
 FORMS = {"as generated": contextlib.nullcontext, "from their start": from_their_start}

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
+pytest_plugins = ["tests.support.hints"]  # the checked_hints fixture
+
 # Every generated file of this session goes to a fresh directory, never ~/.cache. Set here, when
 # pytest loads this file and before it imports any test module: a module that registers an
 # as_torch_op at import derives (and writes) its backward then.

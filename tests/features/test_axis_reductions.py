@@ -11,9 +11,9 @@ import triton
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support.hints import checked_hints  # noqa: F401  (a fixture)
 from tests.support.poison import poisoned_like
 from tritonwise import pointwise_dynamic
+from tritonwise.analysis import plan as plan_rules
 from tritonwise.analysis import tiling
 
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
@@ -686,12 +686,16 @@ def _values(x):
 
 
 ROTATED_LAUNCHES = {  # name: (operand, function options, patches)
-    "rows shorter than their head": (lambda: torch.randint(-5, 6, (19, 25), dtype=torch.int8)[:, 1:10], {"max_tile_size": 8}, {}),
+    "rows shorter than their head": (
+        lambda: torch.randint(-5, 6, (19, 25), dtype=torch.int8)[:, 1:10], {"max_tile_size": 8}, {}
+    ),
     "fp64 rows of a few blocks": (lambda: torch.randn(19, 45, dtype=torch.float64)[:, :40], {"max_tile_size": 8}, {}),
     "a capped grid": (lambda: torch.randn(PEEL_ROWS, 4103)[:, :4098], {"max_grid_size": (3,)}, {}),
     "int64 indices": (lambda: torch.randn(PEEL_ROWS, 4103)[:, :4098], {}, {(tiling, "INT32_LIMIT"): 5000}),
     "split in parts": (  # parts of 4096 columns, looped
-        lambda: torch.randn(2, 16391)[:, :16384], {}, {("plan", "SPLIT_MIN_COLS_FEW"): 4096, ("plan", "MIN_PART_EXTENT"): 4096}
+        lambda: torch.randn(2, 16391)[:, :16384],
+        {},
+        {(plan_rules, "SPLIT_MIN_COLS_FEW"): 4096, (plan_rules, "MIN_PART_EXTENT"): 4096},
     ),
 }
 
@@ -703,11 +707,10 @@ def test_rotated_rows_under_every_launch_form(launch, kind, checked_hints, monke
     row rotated), rests of several blocks, a grid capped below the row count (GRID_STRIDE), int64
     indices and a split's (part, row) pairs; every stated tl.multiple_of holds."""
     from tritonwise import CodeGenConfig
-    from tritonwise.analysis import plan as plan_module
 
     make, options, patches = ROTATED_LAUNCHES[launch]
     for (module, name), value in patches.items():
-        monkeypatch.setattr(plan_module if module == "plan" else module, name, value)
+        monkeypatch.setattr(module, name, value)
     x = make()
     y = torch.full(x.shape[:-1] + (1,), 3, dtype=x.dtype)
     config = CodeGenConfig(**options)
