@@ -42,7 +42,9 @@ def square_r2_row_looped_i32_f32(
         tile = pid + tile_step
         rows = tile * BLOCK_M + tl.arange(0, BLOCK_M)
         mask_m = rows < num_rows
-        rows = tl.minimum(rows, num_rows - 1)  # rows past the end read the last one, unmasked; not stored
+        # Rows past the end read the last one, unmasked, and are not stored. A block of one row has
+        # none (tile < num_tiles = num_rows), and its kernel starts its loads sooner without the clamp.
+        rows = tl.minimum(rows, num_rows - 1) if BLOCK_M > 1 else rows
         i0 = rows
         acc0 = tl.full([BLOCK_M, BLOCK_N], float("-inf"), tl.float32)
         # Rows here start anywhere: a block of one row reads it rotated, from its first 16-byte
