@@ -757,3 +757,55 @@ def test_rows_are_rotated_where_one_input_varies_along_them(x, y, rotated):
         many, scale = torch.randn(300, 4103)[:, :4098], torch.randn(300, 1)
         _check(fn(many, scale), "sum", many, scale, dims)
         assert fn.explain(many, scale).block == (2, 1024) and fn.explain(many, scale).path == plan.path
+
+
+COUNTED_ROWS = {
+    "whole blocks only": (lambda: torch.randn(5, 6144), (1, 2048), 3),
+    "whole blocks and a rest": (lambda: torch.randn(5, 6160), (1, 2048), 3),
+    "several rows a block": (lambda: torch.randn(300, 4112), (2, 1024), 4),
+    "two reduced dims": (lambda: torch.randn(300, 2, 2100)[:, :, :2064], (4, 512), 8),
+    "the pipelined block": (lambda: torch.randn(65, 65552), (1, 8192), 8),  # 65 rows: not split
+    "more than 32 blocks": (lambda: torch.randn(129, 2048 * 33 + 16), (1, 2048), 0),  # 129: not pipelined
+    "rows rotated": (lambda: torch.randn(5, 4103)[:, :4098], (1, 2048), 0),
+    "several rows from their start": (lambda: torch.randn(300, 4103)[:, :4098], (2, 1024), 4),
+}
+
+
+@pytest.mark.parametrize("kind", ["sum", "max"])
+@pytest.mark.parametrize("counted_here", [False, True], ids=["as planned", "every count at run time"])
+@pytest.mark.parametrize("case", list(COUNTED_ROWS))
+def test_a_rows_count_of_whole_blocks_is_compiled_in_up_to_32(case, counted_here, kind, monkeypatch):
+    """row_looped compiles a row's count of whole blocks in (WHOLE_BLOCKS) where it is 1 to 32,
+    except for rows read rotated (each counts its own after its head); the same file counts them
+    at run time otherwise, as it does for every row with the limit at 1. Both against torch."""
+    from tritonwise.schemes import row_looped
+
+    if counted_here:
+        monkeypatch.setattr(row_looped.RowLooped, "max_compiled_blocks", 1)
+    make, block, count = COUNTED_ROWS[case]
+    x = make()
+    y = torch.full(x.shape[:1] + (1,) * (x.dim() - 1), 3.0)
+    dims = tuple(range(1, x.dim()))
+    fn = _function(kind, dims)
+    out = poisoned_like(torch.empty(x.shape[0]))
+    assert fn(x, y, out0=out) is out
+    _check(out, kind, x, y, dims)
+    plan = fn.explain(x, y)
+    assert plan.scheme == "row_looped" and plan.block == block and plan.split_parts == 1
+    assert plan.compiled_blocks == (0 if counted_here else count)
+    assert "whole_cols = WHOLE_BLOCKS * BLOCK_N if WHOLE_BLOCKS" in Path(plan.path).read_text()
+
+
+def test_one_file_serves_rows_of_every_count():
+    """Rows of 2, 5, 32 and 40 whole blocks (the last counted at run time) run one file's
+    kernels, each compiled for its block and count, every result torch's."""
+    fn = _function("sum", -1)
+    paths, counts = set(), []
+    for width in (2096, 2048 * 5 + 48, 2048 * 32 + 48, 2048 * 40 + 48):
+        x = torch.randn(129, width)  # 129 rows: none split or pipelined
+        y = torch.full((129, 1), 0.5)
+        _check(fn(x, y), "sum", x, y, (-1,))
+        plan = fn.explain(x, y)
+        counts.append((plan.block, plan.compiled_blocks))
+        paths.add(plan.path)
+    assert counts == [((2, 1024), 2), ((1, 2048), 5), ((1, 2048), 32), ((1, 2048), 0)] and len(paths) == 1

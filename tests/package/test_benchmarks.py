@@ -27,6 +27,7 @@ from benchmarks import (
     narrow_columns,
     new_shape,
     odd_rows,
+    row_counts,
     payloads,
     split_reductions,
 )
@@ -125,8 +126,18 @@ def test_no_benchmark_edits_sys_path():
         (column_split.main, ["--device", "cpu"]),
         (narrow_columns.main, ["--device", "cpu"]),
         (odd_rows.main, ["--device", "cpu"]),
+        (row_counts.main, ["--device", "cpu"]),
     ],
-    ids=["bench", "axis_reductions", "split_reductions", "new_shape", "column_split", "narrow_columns", "odd_rows"],
+    ids=[
+        "bench",
+        "axis_reductions",
+        "split_reductions",
+        "new_shape",
+        "column_split",
+        "narrow_columns",
+        "odd_rows",
+        "row_counts",
+    ],
 )
 def test_a_smoke_run_checks_every_case_and_passes(main, argv, capsys):
     assert main(argv) == 0
@@ -197,6 +208,19 @@ def test_odd_rows_stop_at_a_planted_wrong_answer_and_time_both_forms(monkeypatch
     monkeypatch.setattr(odd_rows, "ident", _doubled)
     with pytest.raises(WrongAnswer, match="as generated"):
         odd_rows.main(["--device", "cpu"])
+
+
+def test_row_counts_time_the_count_compiled_in_and_counted_at_run_time(monkeypatch):
+    """Both forms run one file, the first with the row's count of whole blocks compiled in, the
+    second with none; each form's timed call finds its own plan; a wrong payload stops the run."""
+    x = torch.randn(3, 6160)
+    plans = {form: row_counts.row_sum(x, form)[1] for form in row_counts.FORMS}
+    assert [plans[form].compiled_blocks for form in row_counts.FORMS] == [3, 0]
+    assert plans["as generated"].path == plans["counted at run time"].path
+    assert all(plan.rung == "plan cache" for plan in plans.values())
+    monkeypatch.setattr(row_counts, "ident", _doubled)
+    with pytest.raises(WrongAnswer, match="as generated"):
+        row_counts.main(["--device", "cpu"])
 
 
 def test_new_shape_stops_at_a_planted_wrong_answer(monkeypatch):

@@ -154,6 +154,19 @@ def test_a_narrow_column_program_never_serves_a_batch_the_rule_splits(module):
     assert check_launch(table, make(96, 16384, 8), None, fn.plan(make(96, 16384, 8), (None,), collapse=True))
 
 
+def test_a_row_program_serves_only_rows_of_its_count_of_whole_blocks(module):
+    """A row sum's kernel compiles in a row's count of whole blocks (WHOLE_BLOCKS): the program
+    traced on (8, 6144), three blocks of 2048, serves (24, 6160), three and a rest, and leaves
+    (8, 4112), two and a rest, to Python."""
+    fn = _reducer("sum", (1,), False)
+    table = Table(module, fn, Driver(b"ppp"))
+    make = lambda rows, cols: (torch.randn(rows, cols), torch.randn(rows, cols))  # noqa: E731
+    assert table.add(make(8, 6144)).task.compiled_blocks == 3
+    assert fn.plan(make(8, 4112), (None,), collapse=True).task.compiled_blocks == 2
+    assert table.call(make(8, 4112))[1] is None
+    assert check_launch(table, make(24, 6160), None, fn.plan(make(24, 6160), (None,), collapse=True))
+
+
 def _rows_into(rows: int, offset=None):
     """(x, y) of `rows` rows of 64 and an output of `rows` sums: its own memory, or (`offset`) a
     view `offset` elements into x's."""

@@ -48,9 +48,16 @@ class TaskPlan:
         return grid_strides(self.grid, self.num_tiles)
 
     @property
+    def compiled_blocks(self) -> int:
+        """WHOLE_BLOCKS: a row's count of whole column blocks, where its kernel compiles it in; else 0."""
+        tiling = self.tiling
+        scheme = get_scheme(tiling.scheme)
+        return scheme.compiled_block_count(self.task_shape, tiling.m_dim, tiling.block, tiling.peel is not None)
+
+    @property
     def constexprs(self) -> tuple:
         """The kernel's constexpr arguments for this task: its block, and what Scheme.constexpr_values adds."""
-        return get_scheme(self.tiling.scheme).constexpr_values(self.tiling.block, self.grid_strides)
+        return get_scheme(self.tiling.scheme).constexpr_values(self.tiling.block, self.grid_strides, self.compiled_blocks)
 
     @cached_property
     def stride_classes(self) -> tuple:

@@ -94,6 +94,7 @@ def render(spec) -> str:
         "body": body.body_text(spec, alias),
         "whole_block_body": body.body_text(spec, alias, whole_block=True) if scheme.whole_blocks else "",
         "clamps_rows": scheme.clamps_rows,
+        "compiled_count": bool(scheme.max_compiled_blocks),
         "peel": body.peel(spec),
         "epilogue": body.epilogue_lines(spec),
         "row_init": body.row_init_lines(spec),

@@ -27,6 +27,7 @@ class Explanation:
     kernel: str
     block_choices: tuple = ()  # every block the file may launch with; `block` is this call's
     num_tiles: int = 0
+    compiled_blocks: int = 0  # a row's whole column blocks, where its kernel compiles the count in
     split_parts: int = 1  # a split reduction along dims: slices of the reduced extent, combined after
     torch_compile: str = ""  # what torch.compile traces for the function (tracing/expression.status)
     rung: str = ""  # what would serve the call now: "plan cache", "shape program", "planner" or "routed: ..."
@@ -48,6 +49,7 @@ class Explanation:
             kernel=spec.kernel_name,
             block_choices=task.tiling.choices,
             num_tiles=task.num_tiles,
+            compiled_blocks=task.compiled_blocks,
             split_parts=task.split.parts if task.split is not None else 1,
             torch_compile=torch_compile,
             rung=rung,
@@ -89,6 +91,8 @@ class Explanation:
         listed = ", ".join(str(b) for b in self.block_choices)
         position = self.block_choices.index(self.block) + 1
         kernels = "one compiled kernel each, two where a grid is capped"
+        if self.compiled_blocks:
+            kernels += f"; this row's {self.compiled_blocks} whole blocks compiled in, a kernel per count"
         return f"{position} of this file's {len(self.block_choices)} blocks: {listed}; {kernels}"
 
 

@@ -96,6 +96,7 @@ def trace(planner, tensors: list, args: tuple, outs: tuple, plan, positions: tup
     if task.split is not None:
         return None
     values = plan.spec.index_values(task)
+    constexprs = task.constexprs  # a count compiled in (WHOLE_BLOCKS) is guarded equal here
     out_shape, out_strides = output_layout(task, reductions, planner.along_dims)
     out_strides = [s for s in out_strides if s is not None]
     grid = task.grid[0]
@@ -105,6 +106,7 @@ def trace(planner, tensors: list, args: tuple, outs: tuple, plan, positions: tup
         or tuple(map(concrete, out_shape)) != tuple(plan.out_shape)
         or [tuple(map(concrete, s)) for s in out_strides] != [tuple(s) for s in plan.out_strides if s is not None]
         or concrete(grid) != plan.grid[0]
+        or tuple(map(concrete, constexprs)) != tuple(plan.constexprs)
         or len(plan.grid) != 1
     ):
         return None

@@ -29,6 +29,9 @@ LOOP_STAGES = 3
 # one step today, a later step would override an earlier one.
 PIPELINED_BLOCKS = ((128, 65536, 8192),)
 PIPELINED_WIDTH = min(width for _, _, width in PIPELINED_BLOCKS)  # blocks this wide or wider pipeline
+# Rows of 1 to this many whole blocks take their count compiled in (WHOLE_BLOCKS): the column loop
+# then runs as straight-line loads; a kernel per count met; docs/decisions/row-looped-count.md.
+MAX_COMPILED_BLOCKS = 32
 # Each element is read once, so its line leaves L2 first; docs/decisions/evict-first.md.
 LOAD_EVICTION = "evict_first"
 # A one-row block of the unaligned class, where one input varies along the row, reads it from the
@@ -50,6 +53,7 @@ class RowLooped(RowPersistent):
     load_eviction = LOAD_EVICTION
     peels_rows = True  # one-row blocks of one varying input read from a 16-byte boundary (peel_operand)
     peel_bytes = PEEL_BYTES
+    max_compiled_blocks = MAX_COMPILED_BLOCKS
 
     def applies(self, task_shape, strides, split, config) -> bool:
         return split is not None
@@ -69,6 +73,16 @@ class RowLooped(RowPersistent):
             if rows <= max_rows and cols >= min_cols and (1, wide) in choices:
                 block = (1, wide)
         return next((b for b in choices if b[1] == block[1]), choices[0])  # by width: the cap may change rows
+
+    def compiled_block_count(self, task_shape, m_dim, block, peeled) -> int:
+        """The count of whole column blocks in a row where it is 1 to max_compiled_blocks, else 0
+        (counted at run time); 0 too for one-row blocks of a `peeled` file, whose rows each count
+        their own after a head (docs/decisions/row-looped-count.md). int(): a shape program
+        traced through this serves only rows of the same count (plans/symbolic.py)."""
+        if peeled and block[0] == 1:
+            return 0
+        count = prod(task_shape[m_dim:]) // block[1]
+        return int(count) if 1 <= count <= self.max_compiled_blocks else 0
 
     def warps(self, block) -> int:
         return BLOCK_WARPS.get(block) or super().warps(block)

@@ -33,6 +33,7 @@ def square_r2_row_looped_i32_f32(
     num_tiles: tl.int32,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
+    WHOLE_BLOCKS: tl.constexpr,
     GRID_STRIDE: tl.constexpr,
 ):
     pid = tl.program_id(0)
@@ -53,7 +54,9 @@ def square_r2_row_looped_i32_f32(
         head = tl.max((4 - (i0*in0_stride0) % 4) % 4, axis=0) if BLOCK_M == 1 else 0
         in0_row = tl.multiple_of(i0*in0_stride0 + head, 4) if BLOCK_M == 1 else i0*in0_stride0
         head = tl.minimum(head, num_cols)  # a row shorter than its head: no whole block, all rotated
-        whole_cols = (num_cols - head) // BLOCK_N * BLOCK_N
+        # WHOLE_BLOCKS: a row's count of whole blocks, compiled in where it is small, so that the
+        # loop runs as straight-line loads; 0: counted here, as a rotated row's is.
+        whole_cols = WHOLE_BLOCKS * BLOCK_N if WHOLE_BLOCKS and BLOCK_M > 1 else (num_cols - head) // BLOCK_N * BLOCK_N
         for start in range(0, whole_cols, BLOCK_N):
             offs = start + tl.arange(0, BLOCK_N)  # columns from the row's rotation, read by in0 alone
             in0 = tl.load(in0_ptr + (in0_row)[:, None] + (offs)[None, :], eviction_policy='evict_first')
@@ -73,16 +76,17 @@ def square_r2_row_looped_i32_f32(
         tl.store(out0_ptr + (i0)[:, None], acc0, mask=mask_m[:, None])
 
 
-def launch(grid, in0_ptr, out0_ptr, in0_stride0, num_rows, num_cols, num_tiles, BLOCK_M, BLOCK_N, GRID_STRIDE, num_warps):
+def launch(grid, in0_ptr, out0_ptr, in0_stride0, num_rows, num_cols, num_tiles, BLOCK_M, BLOCK_N, WHOLE_BLOCKS, GRID_STRIDE, num_warps):
     """Run square_r2_row_looped_i32_f32 on `grid` programs; operands in payload order, then outputs,
-    index arguments, the block (one of those listed above), GRID_STRIDE (whether
+    index arguments, the block (one of those listed above),
+    WHOLE_BLOCKS (a row's count of whole blocks where compiled in, else 0), GRID_STRIDE (whether
     `grid` is smaller than num_tiles) and the warps.
 
     Returns what Triton returns: the compiled kernel on GPU.
     """
     return square_r2_row_looped_i32_f32[grid](
         in0_ptr, out0_ptr, in0_stride0, num_rows, num_cols, num_tiles,
-        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, GRID_STRIDE=GRID_STRIDE, num_warps=num_warps,
+        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, WHOLE_BLOCKS=WHOLE_BLOCKS, GRID_STRIDE=GRID_STRIDE, num_warps=num_warps,
     )
 
 

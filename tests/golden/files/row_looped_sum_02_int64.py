@@ -35,6 +35,7 @@ def square_r3_row_looped_i64_f32(
     num_tiles: tl.int64,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
+    WHOLE_BLOCKS: tl.constexpr,
     GRID_STRIDE: tl.constexpr,
 ):
     pid = tl.program_id(0).to(tl.int64)
@@ -49,7 +50,9 @@ def square_r3_row_looped_i64_f32(
         rows = tl.minimum(rows, num_rows - 1) if BLOCK_M > 1 else rows
         i0 = rows
         acc0 = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
-        whole_cols = num_cols // BLOCK_N * BLOCK_N
+        # WHOLE_BLOCKS: a row's count of whole blocks, compiled in where it is small, so that the
+        # loop runs as straight-line loads; 0: counted here.
+        whole_cols = WHOLE_BLOCKS * BLOCK_N if WHOLE_BLOCKS else num_cols // BLOCK_N * BLOCK_N
         for start in tl.range(0, whole_cols, BLOCK_N, num_stages=3 if BLOCK_N >= 8192 else 1):
             cols = start + tl.arange(0, BLOCK_N)
             j1 = (cols.to(tl.uint64) // size2.to(tl.uint64)).to(tl.int64)
@@ -70,16 +73,17 @@ def square_r3_row_looped_i64_f32(
         tl.store(out0_ptr + (i0)[:, None], acc0, mask=mask_m[:, None])
 
 
-def launch(grid, in0_ptr, out0_ptr, size2, in0_stride0, in0_stride1, num_rows, num_cols, num_tiles, BLOCK_M, BLOCK_N, GRID_STRIDE, num_warps):
+def launch(grid, in0_ptr, out0_ptr, size2, in0_stride0, in0_stride1, num_rows, num_cols, num_tiles, BLOCK_M, BLOCK_N, WHOLE_BLOCKS, GRID_STRIDE, num_warps):
     """Run square_r3_row_looped_i64_f32 on `grid` programs; operands in payload order, then outputs,
-    index arguments, the block (one of those listed above), GRID_STRIDE (whether
+    index arguments, the block (one of those listed above),
+    WHOLE_BLOCKS (a row's count of whole blocks where compiled in, else 0), GRID_STRIDE (whether
     `grid` is smaller than num_tiles) and the warps.
 
     Returns what Triton returns: the compiled kernel on GPU.
     """
     return square_r3_row_looped_i64_f32[grid](
         in0_ptr, out0_ptr, size2, in0_stride0, in0_stride1, num_rows, num_cols, num_tiles,
-        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, GRID_STRIDE=GRID_STRIDE, num_warps=num_warps,
+        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, WHOLE_BLOCKS=WHOLE_BLOCKS, GRID_STRIDE=GRID_STRIDE, num_warps=num_warps,
     )
 
 
