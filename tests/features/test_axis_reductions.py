@@ -764,7 +764,7 @@ COUNTED_ROWS = {
     "whole blocks and a rest": (lambda: torch.randn(5, 6160), (1, 2048), 3),
     "several rows a block": (lambda: torch.randn(300, 4112), (2, 1024), 4),
     "two reduced dims": (lambda: torch.randn(300, 2, 2100)[:, :, :2064], (4, 512), 8),
-    "the pipelined block": (lambda: torch.randn(65, 65552), (1, 8192), 8),  # 65 rows: not split
+    "the pipelined block": (lambda: torch.randn(65, 65552), (1, 8192), 0),  # 65 rows: not split
     "more than 32 blocks": (lambda: torch.randn(129, 2048 * 33 + 16), (1, 2048), 0),  # 129: not pipelined
     "rows rotated": (lambda: torch.randn(5, 4103)[:, :4098], (1, 2048), 0),
     "several rows from their start": (lambda: torch.randn(300, 4103)[:, :4098], (2, 1024), 4),
@@ -776,8 +776,9 @@ COUNTED_ROWS = {
 @pytest.mark.parametrize("case", list(COUNTED_ROWS))
 def test_a_rows_count_of_whole_blocks_is_compiled_in_up_to_32(case, counted_here, kind, monkeypatch):
     """row_looped compiles a row's count of whole blocks in (WHOLE_BLOCKS) where it is 1 to 32,
-    except for rows read rotated (each counts its own after its head); the same file counts them
-    at run time otherwise, as it does for every row with the limit at 1. Both against torch."""
+    except for rows read rotated (each counts its own after its head) and pipelined blocks; the
+    same file counts them at run time otherwise, as it does for every row with the limit at 1.
+    Both against torch."""
     from tritonwise.schemes import row_looped
 
     if counted_here:

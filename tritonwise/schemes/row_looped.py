@@ -29,7 +29,7 @@ LOOP_STAGES = 3
 # one step today, a later step would override an earlier one.
 PIPELINED_BLOCKS = ((128, 65536, 8192),)
 PIPELINED_WIDTH = min(width for _, _, width in PIPELINED_BLOCKS)  # blocks this wide or wider pipeline
-# Rows of 1 to this many whole blocks take their count compiled in (WHOLE_BLOCKS): the column loop
+# Rows of 1 to this many whole blocks (not pipelined) take their count compiled in (WHOLE_BLOCKS): the loop
 # then runs as straight-line loads; a kernel per count met; docs/decisions/row-looped-count.md.
 MAX_COMPILED_BLOCKS = 32
 # Each element is read once, so its line leaves L2 first; docs/decisions/evict-first.md.
@@ -77,9 +77,10 @@ class RowLooped(RowPersistent):
     def compiled_block_count(self, task_shape, m_dim, block, peeled) -> int:
         """The count of whole column blocks in a row where it is 1 to max_compiled_blocks, else 0
         (counted at run time); 0 too for one-row blocks of a `peeled` file, whose rows each count
-        their own after a head (docs/decisions/row-looped-count.md). int(): a shape program
-        traced through this serves only rows of the same count (plans/symbolic.py)."""
-        if peeled and block[0] == 1:
+        their own after a head, and for pipelined blocks, which read no faster with it
+        (docs/decisions/row-looped-count.md). int(): a shape program traced through this serves
+        only rows of the same count (plans/symbolic.py)."""
+        if (peeled and block[0] == 1) or block[1] >= PIPELINED_WIDTH:
             return 0
         count = prod(task_shape[m_dim:]) // block[1]
         return int(count) if 1 <= count <= self.max_compiled_blocks else 0
