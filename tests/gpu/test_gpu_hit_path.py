@@ -265,6 +265,25 @@ def test_new_shapes_of_reductions_along_dims_run_in_c(case):
         torch.testing.assert_close(got, reference(x), rtol=1e-4, atol=1e-3)
 
 
+def test_a_row_of_another_count_of_whole_blocks_is_planned_not_served_by_a_program():
+    """row_looped compiles a row's count of whole blocks into its kernel (WHOLE_BLOCKS): the
+    program traced on rows of three blocks of 2048 launches rows of three and a rest from C, and
+    rows of two and a rest (every other branch the same) miss to Python, which plans and compiles
+    their kernel; every result torch's."""
+    fn = pointwise_dynamic(promotion_methods=[(0, "DEFAULT")], reductions=[("sum", -1)])(_square)
+    for _ in range(2):
+        fn(_cuda(8, 6144))
+    x = _cuda(24, 6160)
+    misses = fn.plan_cache.misses
+    got, frames = _python_frames(fn, x)
+    assert frames == [] and fn.plan_cache.misses == misses
+    torch.testing.assert_close(got, (x * x).sum(-1), rtol=1e-4, atol=1e-3)
+    x = _cuda(8, 4112)
+    got = fn(x)
+    assert fn.plan_cache.misses == misses + 1 and fn.explain(x).compiled_blocks == 2
+    torch.testing.assert_close(got, (x * x).sum(-1), rtol=1e-4, atol=1e-3)
+
+
 def test_an_output_partially_overlapping_an_input_is_refused_though_its_plan_is_cached():
     base = _cuda(300)
     x, y = base[:100], _cuda(100)
