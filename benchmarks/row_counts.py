@@ -1,6 +1,8 @@
-"""Row sums whose count of whole blocks is compiled into the kernel (GPU): tritonwise as it plans
-them (WHOLE_BLOCKS, for rows of 1 to 32 whole blocks), the same file counting every row at run
-time (the code before), torch, torch.compile and a plain read of the same bytes; µs per call.
+"""Row sums whose row length decides constexprs of the kernel (GPU): tritonwise as it plans them
+(WHOLE_BLOCKS, a row's count of whole blocks, compiled in for 1 to 32; REST_BLOCK, the width its
+masked last columns are read in), the same file with every last block whole, the same counting
+every row at run time too (the code before), torch, torch.compile and a plain read of the same
+bytes; µs per call.
 
     python -m benchmarks.row_counts [--rounds 3] [--no-compile]
     python -m benchmarks.row_counts --device cpu   # both forms checked on small inputs, nothing timed
@@ -9,7 +11,7 @@ Each case sums a contiguous (rows, cols) matrix over its last dim. Each form is 
 checked against torch on a poisoned output, then every call is timed in alternated rounds under
 three timers: back to back in a CUDA graph over copies of the input that fill 256 MiB (no host
 time, every read from DRAM), after a clean L2 flush, and under do_bench.
-docs/decisions/row-looped-count.md reads the figures.
+docs/decisions/row-looped-count.md and row-looped-rest.md read the figures.
 """
 
 from __future__ import annotations
@@ -55,7 +57,10 @@ CASES = {
         ((256, 32768), torch.float32),  # 16
         ((8192, 2048), torch.float32),  # 1 of (2, 1024) (several rows a block)
         ((4096, 3008), torch.float32),  # 2 of (2, 1024) and a rest
-        ((8192, 1100), torch.bfloat16),  # unaligned rows, read from their start: 1 of (2, 1024)
+        ((8192, 1100), torch.bfloat16),  # unaligned rows, read from their start: 1 of (2, 1024), 76 more
+        ((16384, 1025), torch.float32),
+        ((8192, 2100), torch.bfloat16),
+        ((8192, 1324), torch.float32),  # a rest of 300: read 512 at a time
         ((64, 131072), torch.float32),  # few long rows: 16 of the pipelined (1, 8192)
         ((128, 100000), torch.bfloat16),  # 12 of (1, 8192) and a rest
     ],
@@ -64,13 +69,20 @@ CASES = {
 
 
 @contextlib.contextmanager
-def counted_at_run_time():
-    """Every row's count of whole blocks taken at run time (WHOLE_BLOCKS 0): the same file."""
-    with mock.patch.object(row_looped.RowLooped, "compiled_block_count", lambda self, *args: 0):
+def last_block_whole():
+    """Every row's masked last columns read in a whole block (REST_BLOCK = BLOCK_N): the same file."""
+    with mock.patch.object(row_looped, "NARROWEST_REST", 1):
         yield
 
 
-FORMS = {"as generated": contextlib.nullcontext, "counted at run time": counted_at_run_time}
+@contextlib.contextmanager
+def neither():
+    """And every row's count of whole blocks taken at run time (WHOLE_BLOCKS 0): the code before."""
+    with last_block_whole(), mock.patch.object(row_looped.RowLooped, "max_compiled_blocks", 0):
+        yield
+
+
+FORMS = {"as generated": contextlib.nullcontext, "last block whole": last_block_whole, "neither": neither}
 TIMERS = ("back to back", "after a clean flush", "do_bench")
 
 
@@ -106,7 +118,8 @@ def case_row(x, rounds: int, compiled: bool) -> str:
         samples = in_rounds([lambda c=c: timer(c) for c in calls.values()], rounds)
         cells.append(" / ".join(f"{statistics.median(r[i] for r in samples):.2f}" for i in range(len(calls))))
     plan = forms["as generated"][1]
-    return f"| {tuple(x.shape)} {str(x.dtype)[6:]} | {plan.block} on {plan.num_warps}, {plan.compiled_blocks} | " + " | ".join(cells) + " |"
+    row = f"{plan.block} on {plan.num_warps}, {plan.compiled_blocks}, {plan.rest_block}"
+    return f"| {tuple(x.shape)} {str(x.dtype)[6:]} | {row} | " + " | ".join(cells) + " |"
 
 
 def main(argv=None) -> int:
@@ -120,7 +133,7 @@ def main(argv=None) -> int:
         return inputs
     names = list(FORMS) + ["torch"] + ([] if args.no_compile else ["torch.compile"]) + ["plain read"]
     lines = [
-        "| case | block, count compiled in | " + " | ".join(f"{t} µs: " + " / ".join(names) for t in TIMERS) + " |",
+        "| case | block, count compiled in, last block's width | " + " | ".join(f"{t} µs: " + " / ".join(names) for t in TIMERS) + " |",
         "|---|---|---|---|---|",
     ]
     lines += [case_row(x, args.rounds, not args.no_compile) for x in inputs]

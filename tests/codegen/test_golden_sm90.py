@@ -89,12 +89,15 @@ def test_an_aligned_reduction_loads_16_bytes_at_a_time(entry, shape, scheme):
     the extents its loads run along and its inputs' strides are multiples of 16, whatever its
     other extents (a first reduced one of 8 or 5; a reduced 3 under column_looped), its
     outputs' strides (a split's partial buffer of 8 rows) and a row count of 1; compiled with the launcher's
-    specialization, every load of its fp32 input is then 16 bytes wide."""
+    specialization, every load of its fp32 input is then 16 bytes wide. (row_looped's masked last
+    columns aside, the only predicated loads there: read REST_BLOCK at a time, a narrow block
+    spreads fewer than four a lane, docs/decisions/row-looped-rest.md.)"""
     fn, x = _identity_reduced(entry), torch.zeros(shape)
     plan = fn.explain(x)
     assert plan.scheme == scheme and plan.aligned
     ptx = compile_for_sm90(fn, x, specialized=True).asm["ptx"]
-    loads = set(re.findall(r"ld\.global\S*", ptx))
+    found = re.findall(r"(@%p\d+ )?(ld\.global\S*)", ptx)
+    loads = {load for predicate, load in found if not (predicate and scheme == "row_looped")}
     assert loads and all(".v4." in load for load in loads), loads
 
 

@@ -759,31 +759,40 @@ def test_rows_are_rotated_where_one_input_varies_along_them(x, y, rotated):
         assert fn.explain(many, scale).block == (2, 1024) and fn.explain(many, scale).path == plan.path
 
 
-COUNTED_ROWS = {
-    "whole blocks only": (lambda: torch.randn(5, 6144), (1, 2048), 3),
-    "whole blocks and a rest": (lambda: torch.randn(5, 6160), (1, 2048), 3),
-    "several rows a block": (lambda: torch.randn(300, 4112), (2, 1024), 4),
-    "two reduced dims": (lambda: torch.randn(300, 2, 2100)[:, :, :2064], (4, 512), 8),
-    "the pipelined block": (lambda: torch.randn(65, 65552), (1, 8192), 0),  # 65 rows: not split
-    "more than 32 blocks": (lambda: torch.randn(129, 2048 * 33 + 16), (1, 2048), 0),  # 129: not pipelined
-    "rows rotated": (lambda: torch.randn(5, 4103)[:, :4098], (1, 2048), 0),
-    "several rows from their start": (lambda: torch.randn(300, 4103)[:, :4098], (2, 1024), 4),
+COUNTED_ROWS = {  # x, block, whole blocks compiled in, the width the last columns are read in
+    "whole blocks only": (lambda: torch.randn(5, 6144), (1, 2048), 3, 256),
+    "whole blocks and a rest": (lambda: torch.randn(5, 6160), (1, 2048), 3, 256),
+    "several rows a block": (lambda: torch.randn(300, 4112), (2, 1024), 4, 128),
+    "a rest of 300": (lambda: torch.randn(300, 1324), (2, 1024), 1, 512),
+    "a rest of 600": (lambda: torch.randn(300, 1624), (2, 1024), 1, 1024),
+    "two reduced dims": (lambda: torch.randn(300, 2, 2100)[:, :, :2064], (4, 512), 8, 64),
+    "the pipelined block": (lambda: torch.randn(65, 65552), (1, 8192), 0, 1024),  # 65 rows: not split
+    "more than 32 blocks": (lambda: torch.randn(129, 2048 * 33 + 16), (1, 2048), 0, 256),  # 129: not pipelined
+    "rows rotated": (lambda: torch.randn(5, 4103)[:, :4098], (1, 2048), 0, 2048),
+    "several rows from their start": (lambda: torch.randn(300, 4103)[:, :4098], (2, 1024), 4, 128),
+}
+ROW_FORMS = {
+    "as planned": {},
+    "every count at run time": {"max_compiled_blocks": 0},
+    "every last block whole": {"NARROWEST_REST": 1},
 }
 
 
 @pytest.mark.parametrize("kind", ["sum", "max"])
-@pytest.mark.parametrize("counted_here", [False, True], ids=["as planned", "every count at run time"])
+@pytest.mark.parametrize("form", list(ROW_FORMS))
 @pytest.mark.parametrize("case", list(COUNTED_ROWS))
-def test_a_rows_count_of_whole_blocks_is_compiled_in_up_to_32(case, counted_here, kind, monkeypatch):
+def test_a_rows_count_and_last_block_are_compiled_in(case, form, kind, monkeypatch):
     """row_looped compiles a row's count of whole blocks in (WHOLE_BLOCKS) where it is 1 to 32,
-    except for rows read rotated (each counts its own after its head) and pipelined blocks; the
-    same file counts them at run time otherwise, as it does for every row with the limit at 1.
-    Both against torch."""
+    except for rows read rotated (each counts its own after its head) and pipelined blocks, and
+    reads its masked last columns REST_BLOCK at a time: their count rounded up to a power of two,
+    at least an eighth of the block (a rotated row's rest: whole blocks). The same file counts at
+    run time with the limit at 0, and reads whole last blocks with the eighth at 1. Every form
+    against torch."""
     from tritonwise.schemes import row_looped
 
-    if counted_here:
-        monkeypatch.setattr(row_looped.RowLooped, "max_compiled_blocks", 1)
-    make, block, count = COUNTED_ROWS[case]
+    for name, value in ROW_FORMS[form].items():
+        monkeypatch.setattr(row_looped.RowLooped if name.islower() else row_looped, name, value)
+    make, block, count, rest = COUNTED_ROWS[case]
     x = make()
     y = torch.full(x.shape[:1] + (1,) * (x.dim() - 1), 3.0)
     dims = tuple(range(1, x.dim()))
@@ -793,8 +802,10 @@ def test_a_rows_count_of_whole_blocks_is_compiled_in_up_to_32(case, counted_here
     _check(out, kind, x, y, dims)
     plan = fn.explain(x, y)
     assert plan.scheme == "row_looped" and plan.block == block and plan.split_parts == 1
-    assert plan.compiled_blocks == (0 if counted_here else count)
-    assert "whole_cols = WHOLE_BLOCKS * BLOCK_N if WHOLE_BLOCKS" in Path(plan.path).read_text()
+    assert plan.compiled_blocks == (0 if form == "every count at run time" else count)
+    assert plan.rest_block == (block[1] if form == "every last block whole" else rest)
+    text = Path(plan.path).read_text()
+    assert "whole_cols = WHOLE_BLOCKS * BLOCK_N if WHOLE_BLOCKS" in text and "tl.arange(0, REST_BLOCK)" in text
 
 
 def test_one_file_serves_rows_of_every_count():

@@ -210,13 +210,14 @@ def test_odd_rows_stop_at_a_planted_wrong_answer_and_time_both_forms(monkeypatch
         odd_rows.main(["--device", "cpu"])
 
 
-def test_row_counts_time_the_count_compiled_in_and_counted_at_run_time(monkeypatch):
-    """Both forms run one file, the first with the row's count of whole blocks compiled in, the
-    second with none; each form's timed call finds its own plan; a wrong payload stops the run."""
+def test_row_counts_time_each_form_of_one_file(monkeypatch):
+    """The three forms run one file: the row's count of whole blocks compiled in and its last
+    columns read 256 at a time; the count with a whole last block; neither. Each form's timed
+    call finds its own plan; a wrong payload stops the run."""
     x = torch.randn(3, 6160)
     plans = {form: row_counts.row_sum(x, form)[1] for form in row_counts.FORMS}
-    assert [plans[form].compiled_blocks for form in row_counts.FORMS] == [3, 0]
-    assert plans["as generated"].path == plans["counted at run time"].path
+    assert [(p.compiled_blocks, p.rest_block) for p in plans.values()] == [(3, 256), (3, 2048), (0, 2048)]
+    assert len({p.path for p in plans.values()}) == 1
     assert all(plan.rung == "plan cache" for plan in plans.values())
     monkeypatch.setattr(row_counts, "ident", _doubled)
     with pytest.raises(WrongAnswer, match="as generated"):

@@ -161,8 +161,8 @@ def test_a_row_program_serves_only_rows_of_its_count_of_whole_blocks(module):
     fn = _reducer("sum", (1,), False)
     table = Table(module, fn, Driver(b"ppp"))
     make = lambda rows, cols: (torch.randn(rows, cols), torch.randn(rows, cols))  # noqa: E731
-    assert table.add(make(8, 6144)).task.compiled_blocks == 3
-    assert fn.plan(make(8, 4112), (None,), collapse=True).task.compiled_blocks == 2
+    assert table.add(make(8, 6144)).task.row_constexprs["WHOLE_BLOCKS"] == 3
+    assert fn.plan(make(8, 4112), (None,), collapse=True).task.row_constexprs["WHOLE_BLOCKS"] == 2
     assert table.call(make(8, 4112))[1] is None
     assert check_launch(table, make(24, 6160), None, fn.plan(make(24, 6160), (None,), collapse=True))
 

@@ -48,16 +48,18 @@ class TaskPlan:
         return grid_strides(self.grid, self.num_tiles)
 
     @property
-    def compiled_blocks(self) -> int:
-        """WHOLE_BLOCKS: a row's count of whole column blocks, where its kernel compiles it in; else 0."""
+    def row_constexprs(self) -> dict:
+        """Name -> value of the constexprs the task's row length decides (Scheme.row_constexprs)."""
         tiling = self.tiling
         scheme = get_scheme(tiling.scheme)
-        return scheme.compiled_block_count(self.task_shape, tiling.m_dim, tiling.block, tiling.peel is not None)
+        values = scheme.row_constexprs(self.task_shape, tiling.m_dim, tiling.block, tiling.peel is not None)
+        return dict(zip(scheme.row_constexpr_names, values))
 
     @property
     def constexprs(self) -> tuple:
         """The kernel's constexpr arguments for this task: its block, and what Scheme.constexpr_values adds."""
-        return get_scheme(self.tiling.scheme).constexpr_values(self.tiling.block, self.grid_strides, self.compiled_blocks)
+        row_values = tuple(self.row_constexprs.values())
+        return get_scheme(self.tiling.scheme).constexpr_values(self.tiling.block, self.grid_strides, row_values)
 
     @cached_property
     def stride_classes(self) -> tuple:

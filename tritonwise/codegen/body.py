@@ -177,7 +177,9 @@ def body_text(spec: KernelSpec, payload_alias: str, whole_block: bool = False) -
     """Loads, the payload call(s) and the stores, one statement a line. `whole_block`: the body of
     a block whose every column is in range (Scheme.whole_blocks): a flat tile before the last, or a
     column loop's block before the last (row_looped.py.j2). It has no column mask, and no row mask
-    where the scheme clamps rows; rows out of range compute values never stored."""
+    where the scheme clamps rows; rows out of range compute values never stored. A column loop's
+    masked last block folds into the rest accumulators where the scheme reads it in a block of
+    REST_BLOCK columns (narrow_rest)."""
     scheme = get_scheme(spec.scheme)
     acc, eviction = accesses(spec, whole_block), scheme.load_eviction
     tensors = [i for i in spec.inputs if i.is_tensor]
@@ -206,30 +208,50 @@ def body_text(spec: KernelSpec, payload_alias: str, whole_block: bool = False) -
 
 def _row_step(spec: KernelSpec, output, whole_block: bool = False) -> str:
     """Fold the tile's values: into the BLOCK_M x BLOCK_N accumulator (row_looped; a block of
-    whole columns unmasked), or straight into one value per row (row_persistent, whose block
-    holds the whole reduced extent)."""
+    whole columns unmasked), or the BLOCK_M x REST_BLOCK one of the masked last block where the
+    scheme narrows it, or straight into one value per row (row_persistent, whose block holds the
+    whole reduced extent)."""
     combine, block_reduce, _ = _COMBINE[output.reduction]
     if get_scheme(spec.scheme).loops_columns:
         value = _result(output, (_tile_acc(output),)) if whole_block else _masked(output)
-        return f"{_acc(output)} = {combine.format(acc=_acc(output), v=value)}"
+        into = _acc(output) if whole_block or not narrow_rest(spec) else _rest(output)
+        return f"{into} = {combine.format(acc=into, v=value)}"
     return f"{_acc(output)} = {block_reduce}({_masked(output)}, axis=1, keep_dims=True)"
 
 
+def narrow_rest(spec: KernelSpec) -> bool:
+    """Whether the scheme's column loop reads a row's masked last columns in a block of
+    REST_BLOCK columns, folded into accumulators of their own (row_looped.py.j2)."""
+    return "REST_BLOCK" in get_scheme(spec.scheme).row_constexpr_names
+
+
+def _rest(output) -> str:
+    return f"rest{output.name[3:]}"
+
+
 def row_init_lines(spec: KernelSpec) -> list:
-    """Before a column loop (row_looped.py.j2 alone reads them): each accumulator filled with the identity."""
+    """Before a column loop (row_looped.py.j2 alone reads them): each accumulator filled with the
+    identity, and each of the masked last block where the scheme narrows it."""
+    widths = (("BLOCK_N", _acc), ("REST_BLOCK", _rest)) if narrow_rest(spec) else (("BLOCK_N", _acc),)
     return [
-        f"{_acc(o)} = tl.full([BLOCK_M, BLOCK_N], {_tile_identity(o)}, tl.{_tile_acc(o)})"
+        f"{name(o)} = tl.full([BLOCK_M, {width}], {_tile_identity(o)}, tl.{_tile_acc(o)})"
         for o in spec.row_reduced_outputs
+        for width, name in widths
     ]
 
 
 def row_finish_lines(spec: KernelSpec) -> list:
-    """After a row's columns: reduce the accumulator (row_looped) and store one value per row,
-    rounded to the elementwise result first when both are floats (as torch's result then copy)."""
+    """After a row's columns: reduce the accumulator (row_looped; with the rest accumulator's
+    reduction where the scheme narrows the last block) and store one value per row, rounded to
+    the elementwise result first when both are floats (as torch's result then copy)."""
     lines, acc = [], accesses(spec)
     for o in spec.row_reduced_outputs:
         if get_scheme(spec.scheme).loops_columns:
-            lines.append(f"{_acc(o)} = {_COMBINE[o.reduction][1]}({_acc(o)}, axis=1, keep_dims=True)")
+            combine, block_reduce, _ = _COMBINE[o.reduction]
+            value = f"{block_reduce}({_acc(o)}, axis=1, keep_dims=True)"
+            if narrow_rest(spec):
+                value = combine.format(acc=value, v=f"{block_reduce}({_rest(o)}, axis=1, keep_dims=True)")
+            lines.append(f"{_acc(o)} = {value}")
         floats = all(d.startswith(("float", "bfloat")) for d in (_tile_acc(o), o.dtype))
         chain = (o.dtype, o.store) if floats and o.store and not o.partial else (o.store or o.dtype,)
         value = _acc(o) + conversion_text(chain, start=_tile_acc(o))

@@ -28,6 +28,7 @@ class Explanation:
     block_choices: tuple = ()  # every block the file may launch with; `block` is this call's
     num_tiles: int = 0
     compiled_blocks: int = 0  # a row's whole column blocks, where its kernel compiles the count in
+    rest_block: int = 0  # the width of the block a row's masked last columns are read in (row_looped)
     split_parts: int = 1  # a split reduction along dims: slices of the reduced extent, combined after
     torch_compile: str = ""  # what torch.compile traces for the function (tracing/expression.status)
     rung: str = ""  # what would serve the call now: "plan cache", "shape program", "planner" or "routed: ..."
@@ -49,7 +50,8 @@ class Explanation:
             kernel=spec.kernel_name,
             block_choices=task.tiling.choices,
             num_tiles=task.num_tiles,
-            compiled_blocks=task.compiled_blocks,
+            compiled_blocks=task.row_constexprs.get("WHOLE_BLOCKS", 0),
+            rest_block=task.row_constexprs.get("REST_BLOCK", 0),
             split_parts=task.split.parts if task.split is not None else 1,
             torch_compile=torch_compile,
             rung=rung,
@@ -93,6 +95,8 @@ class Explanation:
         kernels = "one compiled kernel each, two where a grid is capped"
         if self.compiled_blocks:
             kernels += f"; this row's {self.compiled_blocks} whole blocks compiled in, a kernel per count"
+        if self.rest_block:
+            kernels += f"; its last columns read {self.rest_block} at a time"
         return f"{position} of this file's {len(self.block_choices)} blocks: {listed}; {kernels}"
 
 

@@ -31,9 +31,8 @@ class Scheme:
     # compiles its grid-stride loop over tiles even where the grid covers every tile; the others
     # take GRID_STRIDE and compile no loop there (docs/decisions/one-tile-a-program.md)
     always_loops_tiles: bool = False
-    # looped row schemes: rows of 1 to this many whole column blocks take the count as the
-    # constexpr WHOLE_BLOCKS (compiled_block_count); 0: the scheme has no such parameter
-    max_compiled_blocks: int = 0
+    # looped row schemes: constexpr parameters a task's row length decides (row_constexprs)
+    row_constexpr_names: tuple = ()
 
     def aligned_dims(self, rank: int, m_dim: Optional[int]) -> list:
         """Task dims whose extents must be multiples of 16 for the aligned class: those the vector
@@ -101,23 +100,21 @@ class Scheme:
         return ["BLOCK_M", "BLOCK_N"]
 
     def constexpr_params(self, rank: int) -> list:
-        """The kernel's constexpr parameters: the block's, WHOLE_BLOCKS where the scheme compiles a
-        row's count of whole blocks in, then GRID_STRIDE unless the scheme always loops over tiles."""
-        counted = ["WHOLE_BLOCKS"] if self.max_compiled_blocks else []
-        return self.block_params(rank) + counted + ([] if self.always_loops_tiles else ["GRID_STRIDE"])
+        """The kernel's constexpr parameters: the block's, those a row length decides
+        (row_constexpr_names), then GRID_STRIDE unless the scheme always loops over tiles."""
+        return self.block_params(rank) + list(self.row_constexpr_names) + ([] if self.always_loops_tiles else ["GRID_STRIDE"])
 
-    def constexpr_values(self, block: tuple, grid_strides: bool, whole_blocks: int = 0) -> tuple:
-        """A launch's constexpr arguments, in `constexpr_params` order: the block, `whole_blocks`
-        (compiled_block_count) where the scheme takes it, then GRID_STRIDE, whether each program
-        strides over several tiles (analysis.plan.grid_strides). Without it a program runs one
-        tile and the kernel compiles no loop (templates/tile_loop.py.j2)."""
-        counted = (whole_blocks,) if self.max_compiled_blocks else ()
-        return (*block, *counted) if self.always_loops_tiles else (*block, *counted, grid_strides)
+    def constexpr_values(self, block: tuple, grid_strides: bool, row_values: tuple = ()) -> tuple:
+        """A launch's constexpr arguments, in `constexpr_params` order: the block, `row_values`
+        (row_constexprs), then GRID_STRIDE, whether each program strides over several tiles
+        (analysis.plan.grid_strides). Without it a program runs one tile and the kernel compiles
+        no loop (templates/tile_loop.py.j2)."""
+        return (*block, *row_values) if self.always_loops_tiles else (*block, *row_values, grid_strides)
 
-    def compiled_block_count(self, task_shape: tuple, m_dim: Optional[int], block: tuple, peeled: bool) -> int:
-        """WHOLE_BLOCKS for a task (`peeled`: its file reads one-row blocks rotated); 0 for
-        schemes without the parameter."""
-        return 0
+    def row_constexprs(self, task_shape: tuple, m_dim: Optional[int], block: tuple, peeled: bool) -> tuple:
+        """The values of row_constexpr_names for a task (`peeled`: its file reads one-row blocks
+        rotated); () for schemes without them."""
+        return ()
 
     def index_names(self, rank: int, m_dim: Optional[int]) -> list:
         """The name standing for the index along each task dim inside the kernel body."""

@@ -32,7 +32,7 @@ class ColumnLooped(RowLooped):
     pipelined_from = None  # every tile, in a file of the aligned class
     pipelines_unaligned = False  # pipelined, 4-byte loads read slower than in a plain loop (column-looped-tile.md)
     peels_rows = False  # its loads run along the kept dim, not along rows
-    max_compiled_blocks = 0  # its loop's count stays a run-time value (not measured compiled in)
+    row_constexpr_names = ()  # its loop's count and last block stay as they were (not measured otherwise)
     aligned_counts = ("num_rows",)
 
     def aligned_dims(self, rank, m_dim) -> list:

@@ -32,6 +32,9 @@ PIPELINED_WIDTH = min(width for _, _, width in PIPELINED_BLOCKS)  # blocks this 
 # Rows of 1 to this many whole blocks (not pipelined) take their count compiled in (WHOLE_BLOCKS): the loop
 # then runs as straight-line loads; a kernel per count met; docs/decisions/row-looped-count.md.
 MAX_COMPILED_BLOCKS = 32
+# A row's masked last columns are read in a block of REST_BLOCK columns: their count rounded up to
+# a power of two, at least BLOCK_N // NARROWEST_REST; docs/decisions/row-looped-rest.md.
+NARROWEST_REST = 8
 # Each element is read once, so its line leaves L2 first; docs/decisions/evict-first.md.
 LOAD_EVICTION = "evict_first"
 # A one-row block of the unaligned class, where one input varies along the row, reads it from the
@@ -54,6 +57,7 @@ class RowLooped(RowPersistent):
     peels_rows = True  # one-row blocks of one varying input read from a 16-byte boundary (peel_operand)
     peel_bytes = PEEL_BYTES
     max_compiled_blocks = MAX_COMPILED_BLOCKS
+    row_constexpr_names = ("WHOLE_BLOCKS", "REST_BLOCK")
 
     def applies(self, task_shape, strides, split, config) -> bool:
         return split is not None
@@ -74,16 +78,26 @@ class RowLooped(RowPersistent):
                 block = (1, wide)
         return next((b for b in choices if b[1] == block[1]), choices[0])  # by width: the cap may change rows
 
-    def compiled_block_count(self, task_shape, m_dim, block, peeled) -> int:
-        """The count of whole column blocks in a row where it is 1 to max_compiled_blocks, else 0
-        (counted at run time); 0 too for one-row blocks of a `peeled` file, whose rows each count
-        their own after a head, and for pipelined blocks, which read no faster with it
-        (docs/decisions/row-looped-count.md). int(): a shape program traced through this serves
-        only rows of the same count (plans/symbolic.py)."""
-        if (peeled and block[0] == 1) or block[1] >= PIPELINED_WIDTH:
-            return 0
-        count = prod(task_shape[m_dim:]) // block[1]
-        return int(count) if 1 <= count <= self.max_compiled_blocks else 0
+    def row_constexprs(self, task_shape, m_dim, block, peeled) -> tuple:
+        """(WHOLE_BLOCKS, REST_BLOCK): a row's count of whole column blocks where it is 1 to
+        max_compiled_blocks, else 0 (counted at run time), and the width of the block its masked
+        last columns are read in (docs/decisions/row-looped-count.md, row-looped-rest.md).
+        One-row blocks of a `peeled` file count their own after each row's head and read the
+        rest in whole blocks; pipelined blocks count at run time (they read no faster with it).
+        int(): a shape program traced through this serves only rows of the same values
+        (plans/symbolic.py)."""
+        width = block[1]
+        if not self.row_constexpr_names:  # column_looped: none
+            return ()
+        if peeled and block[0] == 1:
+            return 0, width
+        cols = prod(task_shape[m_dim:])
+        count = cols // width
+        compiled = int(count) if 1 <= count <= self.max_compiled_blocks and width < PIPELINED_WIDTH else 0
+        rest = max(width // NARROWEST_REST, 1)
+        while rest < width and rest < cols - count * width:
+            rest *= 2
+        return compiled, rest
 
     def warps(self, block) -> int:
         return BLOCK_WARPS.get(block) or super().warps(block)

@@ -34,6 +34,7 @@ def square_r2_row_looped_i32_f32(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     WHOLE_BLOCKS: tl.constexpr,
+    REST_BLOCK: tl.constexpr,
     GRID_STRIDE: tl.constexpr,
 ):
     pid = tl.program_id(0)
@@ -48,6 +49,7 @@ def square_r2_row_looped_i32_f32(
         rows = tl.minimum(rows, num_rows - 1) if BLOCK_M > 1 else rows
         i0 = rows
         acc0 = tl.full([BLOCK_M, BLOCK_N], float("-inf"), tl.float32)
+        rest0 = tl.full([BLOCK_M, REST_BLOCK], float("-inf"), tl.float32)
         # Rows here start anywhere: a block of one row reads it rotated, from its first 16-byte
         # boundary, `head` columns in, so that whole blocks load several elements a lane (up to
         # 16 bytes); its first `head` columns come last. (tl.max: the one row's value, a scalar.)
@@ -62,8 +64,8 @@ def square_r2_row_looped_i32_f32(
             in0 = tl.load(in0_ptr + (in0_row)[:, None] + (offs)[None, :], eviction_policy='evict_first')
             out0 = square(in0)
             acc0 = tl.maximum(acc0, out0)
-        for start in range(whole_cols, num_cols, BLOCK_N):  # the rest, masked: the last columns, then the first `head`
-            offs = start + tl.arange(0, BLOCK_N)
+        for start in range(whole_cols, num_cols, REST_BLOCK):  # the rest, masked: the last columns, then the first `head`
+            offs = start + tl.arange(0, REST_BLOCK)
             mask_n = offs < num_cols
             cols = head + offs
             cols = tl.where(cols < num_cols, cols, cols - num_cols)
@@ -71,22 +73,23 @@ def square_r2_row_looped_i32_f32(
             j1 = cols
             in0 = tl.load(in0_ptr + (i0*in0_stride0)[:, None] + (j1)[None, :], mask=mask, eviction_policy='evict_first')
             out0 = square(in0)
-            acc0 = tl.maximum(acc0, tl.where(mask, out0, float("-inf")))
-        acc0 = tl.max(acc0, axis=1, keep_dims=True)
+            rest0 = tl.maximum(rest0, tl.where(mask, out0, float("-inf")))
+        acc0 = tl.maximum(tl.max(acc0, axis=1, keep_dims=True), tl.max(rest0, axis=1, keep_dims=True))
         tl.store(out0_ptr + (i0)[:, None], acc0, mask=mask_m[:, None])
 
 
-def launch(grid, in0_ptr, out0_ptr, in0_stride0, num_rows, num_cols, num_tiles, BLOCK_M, BLOCK_N, WHOLE_BLOCKS, GRID_STRIDE, num_warps):
+def launch(grid, in0_ptr, out0_ptr, in0_stride0, num_rows, num_cols, num_tiles, BLOCK_M, BLOCK_N, WHOLE_BLOCKS, REST_BLOCK, GRID_STRIDE, num_warps):
     """Run square_r2_row_looped_i32_f32 on `grid` programs; operands in payload order, then outputs,
     index arguments, the block (one of those listed above),
-    WHOLE_BLOCKS (a row's count of whole blocks where compiled in, else 0), GRID_STRIDE (whether
+    WHOLE_BLOCKS (a row's count of whole blocks where compiled in, else 0),
+    REST_BLOCK (the width the last columns are read in), GRID_STRIDE (whether
     `grid` is smaller than num_tiles) and the warps.
 
     Returns what Triton returns: the compiled kernel on GPU.
     """
     return square_r2_row_looped_i32_f32[grid](
         in0_ptr, out0_ptr, in0_stride0, num_rows, num_cols, num_tiles,
-        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, WHOLE_BLOCKS=WHOLE_BLOCKS, GRID_STRIDE=GRID_STRIDE, num_warps=num_warps,
+        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, WHOLE_BLOCKS=WHOLE_BLOCKS, REST_BLOCK=REST_BLOCK, GRID_STRIDE=GRID_STRIDE, num_warps=num_warps,
     )
 
 

@@ -36,6 +36,7 @@ def square_r3_row_looped_i64_f32(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     WHOLE_BLOCKS: tl.constexpr,
+    REST_BLOCK: tl.constexpr,
     GRID_STRIDE: tl.constexpr,
 ):
     pid = tl.program_id(0).to(tl.int64)
@@ -50,6 +51,7 @@ def square_r3_row_looped_i64_f32(
         rows = tl.minimum(rows, num_rows - 1) if BLOCK_M > 1 else rows
         i0 = rows
         acc0 = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
+        rest0 = tl.full([BLOCK_M, REST_BLOCK], 0, tl.float32)
         # WHOLE_BLOCKS: a row's count of whole blocks, compiled in where it is small, so that the
         # loop runs as straight-line loads; 0: counted here.
         whole_cols = WHOLE_BLOCKS * BLOCK_N if WHOLE_BLOCKS else num_cols // BLOCK_N * BLOCK_N
@@ -60,30 +62,33 @@ def square_r3_row_looped_i64_f32(
             in0 = tl.load(in0_ptr + (i0*in0_stride0)[:, None] + (in0_stride1*j1 + j2)[None, :], eviction_policy='evict_first')
             out0 = square(in0)
             acc0 = acc0 + out0
-        if whole_cols < num_cols:  # the last block, part of it past the end
-            cols = whole_cols + tl.arange(0, BLOCK_N)
+        # The rest, masked: REST_BLOCK columns at a time, a row's last columns rounded up to a
+        # power of two (one step where its columns are not rotated).
+        for start in range(whole_cols, num_cols, REST_BLOCK):
+            cols = start + tl.arange(0, REST_BLOCK)
             mask_n = cols < num_cols
             mask = mask_m[:, None] & mask_n[None, :]
             j1 = (cols.to(tl.uint64) // size2.to(tl.uint64)).to(tl.int64)
             j2 = cols - j1 * size2
             in0 = tl.load(in0_ptr + (i0*in0_stride0)[:, None] + (in0_stride1*j1 + j2)[None, :], mask=mask, eviction_policy='evict_first')
             out0 = square(in0)
-            acc0 = acc0 + tl.where(mask, out0, 0)
-        acc0 = tl.sum(acc0, axis=1, keep_dims=True)
+            rest0 = rest0 + tl.where(mask, out0, 0)
+        acc0 = tl.sum(acc0, axis=1, keep_dims=True) + tl.sum(rest0, axis=1, keep_dims=True)
         tl.store(out0_ptr + (i0)[:, None], acc0, mask=mask_m[:, None])
 
 
-def launch(grid, in0_ptr, out0_ptr, size2, in0_stride0, in0_stride1, num_rows, num_cols, num_tiles, BLOCK_M, BLOCK_N, WHOLE_BLOCKS, GRID_STRIDE, num_warps):
+def launch(grid, in0_ptr, out0_ptr, size2, in0_stride0, in0_stride1, num_rows, num_cols, num_tiles, BLOCK_M, BLOCK_N, WHOLE_BLOCKS, REST_BLOCK, GRID_STRIDE, num_warps):
     """Run square_r3_row_looped_i64_f32 on `grid` programs; operands in payload order, then outputs,
     index arguments, the block (one of those listed above),
-    WHOLE_BLOCKS (a row's count of whole blocks where compiled in, else 0), GRID_STRIDE (whether
+    WHOLE_BLOCKS (a row's count of whole blocks where compiled in, else 0),
+    REST_BLOCK (the width the last columns are read in), GRID_STRIDE (whether
     `grid` is smaller than num_tiles) and the warps.
 
     Returns what Triton returns: the compiled kernel on GPU.
     """
     return square_r3_row_looped_i64_f32[grid](
         in0_ptr, out0_ptr, size2, in0_stride0, in0_stride1, num_rows, num_cols, num_tiles,
-        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, WHOLE_BLOCKS=WHOLE_BLOCKS, GRID_STRIDE=GRID_STRIDE, num_warps=num_warps,
+        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, WHOLE_BLOCKS=WHOLE_BLOCKS, REST_BLOCK=REST_BLOCK, GRID_STRIDE=GRID_STRIDE, num_warps=num_warps,
     )
 
 
