@@ -760,12 +760,13 @@ def test_rows_are_rotated_where_one_input_varies_along_them(x, y, rotated):
 
 
 COUNTED_ROWS = {  # x, block, whole blocks compiled in, the width the last columns are read in
-    "whole blocks only": (lambda: torch.randn(5, 6144), (1, 2048), 3, 256),
+    "whole blocks only": (lambda: torch.randn(5, 6144), (1, 2048), 3, 2048),
     "whole blocks and a rest": (lambda: torch.randn(5, 6160), (1, 2048), 3, 256),
     "several rows a block": (lambda: torch.randn(300, 4112), (2, 1024), 4, 128),
     "a rest of 300": (lambda: torch.randn(300, 1324), (2, 1024), 1, 512),
     "a rest of 600": (lambda: torch.randn(300, 1624), (2, 1024), 1, 1024),
     "two reduced dims": (lambda: torch.randn(300, 2, 2100)[:, :, :2064], (4, 512), 8, 64),
+    "two reduced dims, no rest": (lambda: torch.randn(300, 2, 2100)[:, :, :2048], (4, 512), 8, 512),
     "the pipelined block": (lambda: torch.randn(65, 65552), (1, 8192), 0, 1024),  # 65 rows: not split
     "more than 32 blocks": (lambda: torch.randn(129, 2048 * 33 + 16), (1, 2048), 0, 256),  # 129: not pipelined
     "rows rotated": (lambda: torch.randn(5, 4103)[:, :4098], (1, 2048), 0, 2048),
@@ -785,7 +786,7 @@ def test_a_rows_count_and_last_block_are_compiled_in(case, form, kind, monkeypat
     """row_looped compiles a row's count of whole blocks in (WHOLE_BLOCKS) where it is 1 to 32,
     except for rows read rotated (each counts its own after its head) and pipelined blocks, and
     reads its masked last columns REST_BLOCK at a time: their count rounded up to a power of two,
-    at least an eighth of the block (a rotated row's rest: whole blocks). The same file counts at
+    at least an eighth of the block (a whole block where there are none, and for a rotated row). The same file counts at
     run time with the limit at 0, and reads whole last blocks with the eighth at 1. Every form
     against torch."""
     from tritonwise.schemes import row_looped

@@ -266,14 +266,14 @@ def test_new_shapes_of_reductions_along_dims_run_in_c(case):
 
 
 def test_a_row_of_another_count_of_whole_blocks_is_planned_not_served_by_a_program():
-    """row_looped compiles a row's count of whole blocks into its kernel (WHOLE_BLOCKS): the
-    program traced on rows of three blocks of 2048 launches rows of three and a rest from C, and
-    rows of two and a rest (every other branch the same) miss to Python, which plans and compiles
-    their kernel; every result torch's."""
+    """row_looped compiles a row's count of whole blocks into its kernel (WHOLE_BLOCKS, with the
+    width its last columns are read in): the program traced on rows of three blocks of 2048 and
+    16 columns launches rows of three and 32 from C, and rows of two and 16 (every other branch
+    the same) miss to Python, which plans and compiles their kernel; every result torch's."""
     fn = pointwise_dynamic(promotion_methods=[(0, "DEFAULT")], reductions=[("sum", -1)])(_square)
     for _ in range(2):
-        fn(_cuda(8, 6144))
-    x = _cuda(24, 6160)
+        fn(_cuda(8, 6160))
+    x = _cuda(24, 6176)
     misses = fn.plan_cache.misses
     got, frames = _python_frames(fn, x)
     assert frames == [] and fn.plan_cache.misses == misses

@@ -230,27 +230,38 @@ def _rest(output) -> str:
 
 
 def row_init_lines(spec: KernelSpec) -> list:
-    """Before a column loop (row_looped.py.j2 alone reads them): each accumulator filled with the
-    identity, and each of the masked last block where the scheme narrows it."""
-    widths = (("BLOCK_N", _acc), ("REST_BLOCK", _rest)) if narrow_rest(spec) else (("BLOCK_N", _acc),)
+    """Before a column loop (row_looped.py.j2 alone reads them): each accumulator filled with the identity."""
     return [
-        f"{name(o)} = tl.full([BLOCK_M, {width}], {_tile_identity(o)}, tl.{_tile_acc(o)})"
+        f"{_acc(o)} = tl.full([BLOCK_M, BLOCK_N], {_tile_identity(o)}, tl.{_tile_acc(o)})"
         for o in spec.row_reduced_outputs
-        for width, name in widths
+    ]
+
+
+def rest_init_lines(spec: KernelSpec) -> list:
+    """Before a narrowed last block (row_looped.py.j2): each accumulator of its own, the block
+    accumulator itself where the last block is whole (one reduction after, as without it)."""
+    if not narrow_rest(spec):
+        return []
+    return [
+        f"{_rest(o)} = {_acc(o)} if REST_BLOCK == BLOCK_N else "
+        f"tl.full([BLOCK_M, REST_BLOCK], {_tile_identity(o)}, tl.{_tile_acc(o)})"
+        for o in spec.row_reduced_outputs
     ]
 
 
 def row_finish_lines(spec: KernelSpec) -> list:
-    """After a row's columns: reduce the accumulator (row_looped; with the rest accumulator's
-    reduction where the scheme narrows the last block) and store one value per row, rounded to
-    the elementwise result first when both are floats (as torch's result then copy)."""
+    """After a row's columns: reduce the accumulator (row_looped; where the scheme narrows the
+    last block, the rest accumulator too, unless it is the block accumulator) and store one
+    value per row, rounded to the elementwise result first when both are floats (as torch's
+    result then copy)."""
     lines, acc = [], accesses(spec)
     for o in spec.row_reduced_outputs:
         if get_scheme(spec.scheme).loops_columns:
             combine, block_reduce, _ = _COMBINE[o.reduction]
             value = f"{block_reduce}({_acc(o)}, axis=1, keep_dims=True)"
             if narrow_rest(spec):
-                value = combine.format(acc=value, v=f"{block_reduce}({_rest(o)}, axis=1, keep_dims=True)")
+                rest = f"{block_reduce}({_rest(o)}, axis=1, keep_dims=True)"
+                value = f"{rest} if REST_BLOCK == BLOCK_N else {combine.format(acc=value, v=rest)}"
             lines.append(f"{_acc(o)} = {value}")
         floats = all(d.startswith(("float", "bfloat")) for d in (_tile_acc(o), o.dtype))
         chain = (o.dtype, o.store) if floats and o.store and not o.partial else (o.store or o.dtype,)

@@ -99,6 +99,7 @@ def render(spec) -> str:
         "peel": body.peel(spec),
         "epilogue": body.epilogue_lines(spec),
         "row_init": body.row_init_lines(spec),
+        "rest_init": body.rest_init_lines(spec),
         "column_decompose": scheme.column_lines(spec.rank, spec.m_dim, spec.index_bits) if scheme.loops_columns else [],
         "row_finish": body.row_finish_lines(spec),
         # the payload's source under `@triton.jit`, bound as `alias`, after what it needs to run alone

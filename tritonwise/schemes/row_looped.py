@@ -33,7 +33,8 @@ PIPELINED_WIDTH = min(width for _, _, width in PIPELINED_BLOCKS)  # blocks this 
 # then runs as straight-line loads; a kernel per count met; docs/decisions/row-looped-count.md.
 MAX_COMPILED_BLOCKS = 32
 # A row's masked last columns are read in a block of REST_BLOCK columns: their count rounded up to
-# a power of two, at least BLOCK_N // NARROWEST_REST; docs/decisions/row-looped-rest.md.
+# a power of two, at least BLOCK_N // NARROWEST_REST (BLOCK_N where there are none);
+# docs/decisions/row-looped-rest.md.
 NARROWEST_REST = 8
 # Each element is read once, so its line leaves L2 first; docs/decisions/evict-first.md.
 LOAD_EVICTION = "evict_first"
@@ -94,8 +95,11 @@ class RowLooped(RowPersistent):
         cols = prod(task_shape[m_dim:])
         count = cols // width
         compiled = int(count) if 1 <= count <= self.max_compiled_blocks and width < PIPELINED_WIDTH else 0
+        left = cols - count * width
+        if left == 0:  # no last block: a whole one folds into the accumulators as they are
+            return compiled, width
         rest = max(width // NARROWEST_REST, 1)
-        while rest < width and rest < cols - count * width:
+        while rest < left:
             rest *= 2
         return compiled, rest
 

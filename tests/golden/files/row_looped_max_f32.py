@@ -49,7 +49,6 @@ def square_r2_row_looped_i32_f32(
         rows = tl.minimum(rows, num_rows - 1) if BLOCK_M > 1 else rows
         i0 = rows
         acc0 = tl.full([BLOCK_M, BLOCK_N], float("-inf"), tl.float32)
-        rest0 = tl.full([BLOCK_M, REST_BLOCK], float("-inf"), tl.float32)
         # Rows here start anywhere: a block of one row reads it rotated, from its first 16-byte
         # boundary, `head` columns in, so that whole blocks load several elements a lane (up to
         # 16 bytes); its first `head` columns come last. (tl.max: the one row's value, a scalar.)
@@ -64,6 +63,7 @@ def square_r2_row_looped_i32_f32(
             in0 = tl.load(in0_ptr + (in0_row)[:, None] + (offs)[None, :], eviction_policy='evict_first')
             out0 = square(in0)
             acc0 = tl.maximum(acc0, out0)
+        rest0 = acc0 if REST_BLOCK == BLOCK_N else tl.full([BLOCK_M, REST_BLOCK], float("-inf"), tl.float32)
         for start in range(whole_cols, num_cols, REST_BLOCK):  # the rest, masked: the last columns, then the first `head`
             offs = start + tl.arange(0, REST_BLOCK)
             mask_n = offs < num_cols
@@ -74,7 +74,7 @@ def square_r2_row_looped_i32_f32(
             in0 = tl.load(in0_ptr + (i0*in0_stride0)[:, None] + (j1)[None, :], mask=mask, eviction_policy='evict_first')
             out0 = square(in0)
             rest0 = tl.maximum(rest0, tl.where(mask, out0, float("-inf")))
-        acc0 = tl.maximum(tl.max(acc0, axis=1, keep_dims=True), tl.max(rest0, axis=1, keep_dims=True))
+        acc0 = tl.max(rest0, axis=1, keep_dims=True) if REST_BLOCK == BLOCK_N else tl.maximum(tl.max(acc0, axis=1, keep_dims=True), tl.max(rest0, axis=1, keep_dims=True))
         tl.store(out0_ptr + (i0)[:, None], acc0, mask=mask_m[:, None])
 
 

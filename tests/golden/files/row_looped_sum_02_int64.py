@@ -51,7 +51,6 @@ def square_r3_row_looped_i64_f32(
         rows = tl.minimum(rows, num_rows - 1) if BLOCK_M > 1 else rows
         i0 = rows
         acc0 = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
-        rest0 = tl.full([BLOCK_M, REST_BLOCK], 0, tl.float32)
         # WHOLE_BLOCKS: a row's count of whole blocks, compiled in where it is small, so that the
         # loop runs as straight-line loads; 0: counted here.
         whole_cols = WHOLE_BLOCKS * BLOCK_N if WHOLE_BLOCKS else num_cols // BLOCK_N * BLOCK_N
@@ -62,8 +61,9 @@ def square_r3_row_looped_i64_f32(
             in0 = tl.load(in0_ptr + (i0*in0_stride0)[:, None] + (in0_stride1*j1 + j2)[None, :], eviction_policy='evict_first')
             out0 = square(in0)
             acc0 = acc0 + out0
-        # The rest, masked: REST_BLOCK columns at a time, a row's last columns rounded up to a
-        # power of two (one step where its columns are not rotated).
+        rest0 = acc0 if REST_BLOCK == BLOCK_N else tl.full([BLOCK_M, REST_BLOCK], 0, tl.float32)
+        # The rest, masked, REST_BLOCK columns at a time: a row's last columns rounded up to a
+        # power of two, one step (BLOCK_N where there are none, folding into acc as it is).
         for start in range(whole_cols, num_cols, REST_BLOCK):
             cols = start + tl.arange(0, REST_BLOCK)
             mask_n = cols < num_cols
@@ -73,7 +73,7 @@ def square_r3_row_looped_i64_f32(
             in0 = tl.load(in0_ptr + (i0*in0_stride0)[:, None] + (in0_stride1*j1 + j2)[None, :], mask=mask, eviction_policy='evict_first')
             out0 = square(in0)
             rest0 = rest0 + tl.where(mask, out0, 0)
-        acc0 = tl.sum(acc0, axis=1, keep_dims=True) + tl.sum(rest0, axis=1, keep_dims=True)
+        acc0 = tl.sum(rest0, axis=1, keep_dims=True) if REST_BLOCK == BLOCK_N else tl.sum(acc0, axis=1, keep_dims=True) + tl.sum(rest0, axis=1, keep_dims=True)
         tl.store(out0_ptr + (i0)[:, None], acc0, mask=mask_m[:, None])
 
 
