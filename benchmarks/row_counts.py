@@ -1,8 +1,8 @@
 """Row sums whose row length decides constexprs of the kernel (GPU): tritonwise as it plans them
 (WHOLE_BLOCKS, a row's count of whole blocks, compiled in for 1 to 32; REST_BLOCK, the width its
-masked last columns are read in), the same file with every last block whole, the same counting
-every row at run time too (the code before), torch, torch.compile and a plain read of the same
-bytes; µs per call.
+masked last columns are read in, an eighth of a block where they fit one), the same file with
+every last block whole, the same counting every row at run time too (the code before), torch,
+torch.compile and a plain read of the same bytes; µs per call.
 
     python -m benchmarks.row_counts [--rounds 3] [--no-compile]
     python -m benchmarks.row_counts --device cpu   # both forms checked on small inputs, nothing timed
@@ -60,7 +60,7 @@ CASES = {
         ((8192, 1100), torch.bfloat16),  # unaligned rows, read from their start: 1 of (2, 1024), 76 more
         ((16384, 1025), torch.float32),
         ((8192, 2100), torch.bfloat16),
-        ((8192, 1324), torch.float32),  # a rest of 300: read 512 at a time
+        ((8192, 1324), torch.float32),  # a rest of 300: read in a whole block
         ((64, 131072), torch.float32),  # few long rows: 16 of the pipelined (1, 8192)
         ((128, 100000), torch.bfloat16),  # 12 of (1, 8192) and a rest
     ],
@@ -71,7 +71,7 @@ CASES = {
 @contextlib.contextmanager
 def last_block_whole():
     """Every row's masked last columns read in a whole block (REST_BLOCK = BLOCK_N): the same file."""
-    with mock.patch.object(row_looped, "NARROWEST_REST", 1):
+    with mock.patch.object(row_looped, "NARROW_REST", 1):
         yield
 
 

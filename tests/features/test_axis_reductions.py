@@ -763,7 +763,9 @@ COUNTED_ROWS = {  # x, block, whole blocks compiled in, the width the last colum
     "whole blocks only": (lambda: torch.randn(5, 6144), (1, 2048), 3, 2048),
     "whole blocks and a rest": (lambda: torch.randn(5, 6160), (1, 2048), 3, 256),
     "several rows a block": (lambda: torch.randn(300, 4112), (2, 1024), 4, 128),
-    "a rest of 300": (lambda: torch.randn(300, 1324), (2, 1024), 1, 512),
+    "a rest of 128": (lambda: torch.randn(300, 1152), (2, 1024), 1, 128),
+    "a rest of 129": (lambda: torch.randn(300, 1153), (2, 1024), 1, 1024),
+    "a rest of 300": (lambda: torch.randn(300, 1324), (2, 1024), 1, 1024),
     "a rest of 600": (lambda: torch.randn(300, 1624), (2, 1024), 1, 1024),
     "two reduced dims": (lambda: torch.randn(300, 2, 2100)[:, :, :2064], (4, 512), 8, 64),
     "two reduced dims, no rest": (lambda: torch.randn(300, 2, 2100)[:, :, :2048], (4, 512), 8, 512),
@@ -775,7 +777,7 @@ COUNTED_ROWS = {  # x, block, whole blocks compiled in, the width the last colum
 ROW_FORMS = {
     "as planned": {},
     "every count at run time": {"max_compiled_blocks": 0},
-    "every last block whole": {"NARROWEST_REST": 1},
+    "every last block whole": {"NARROW_REST": 1},
 }
 
 
@@ -785,8 +787,8 @@ ROW_FORMS = {
 def test_a_rows_count_and_last_block_are_compiled_in(case, form, kind, monkeypatch):
     """row_looped compiles a row's count of whole blocks in (WHOLE_BLOCKS) where it is 1 to 32,
     except for rows read rotated (each counts its own after its head) and pipelined blocks, and
-    reads its masked last columns REST_BLOCK at a time: their count rounded up to a power of two,
-    at least an eighth of the block (a whole block where there are none, and for a rotated row). The same file counts at
+    reads its masked last columns in a block of an eighth of BLOCK_N where they fit one (a
+    rotated row's rest, and any longer one, in whole blocks). The same file counts at
     run time with the limit at 0, and reads whole last blocks with the eighth at 1. Every form
     against torch."""
     from tritonwise.schemes import row_looped

@@ -32,10 +32,10 @@ PIPELINED_WIDTH = min(width for _, _, width in PIPELINED_BLOCKS)  # blocks this 
 # Rows of 1 to this many whole blocks (not pipelined) take their count compiled in (WHOLE_BLOCKS): the loop
 # then runs as straight-line loads; a kernel per count met; docs/decisions/row-looped-count.md.
 MAX_COMPILED_BLOCKS = 32
-# A row's masked last columns are read in a block of REST_BLOCK columns: their count rounded up to
-# a power of two, at least BLOCK_N // NARROWEST_REST (BLOCK_N where there are none);
-# docs/decisions/row-looped-rest.md.
-NARROWEST_REST = 8
+# A row's masked last columns, where they are at most BLOCK_N // NARROW_REST, are read in a block of
+# that width (REST_BLOCK) into accumulators of their own; else in a whole block, folded into the
+# block accumulators; docs/decisions/row-looped-rest.md.
+NARROW_REST = 8
 # Each element is read once, so its line leaves L2 first; docs/decisions/evict-first.md.
 LOAD_EVICTION = "evict_first"
 # A one-row block of the unaligned class, where one input varies along the row, reads it from the
@@ -82,7 +82,8 @@ class RowLooped(RowPersistent):
     def row_constexprs(self, task_shape, m_dim, block, peeled) -> tuple:
         """(WHOLE_BLOCKS, REST_BLOCK): a row's count of whole column blocks where it is 1 to
         max_compiled_blocks, else 0 (counted at run time), and the width of the block its masked
-        last columns are read in (docs/decisions/row-looped-count.md, row-looped-rest.md).
+        last columns are read in: BLOCK_N // NARROW_REST where they are no more, else BLOCK_N
+        (docs/decisions/row-looped-count.md, row-looped-rest.md).
         One-row blocks of a `peeled` file count their own after each row's head and read the
         rest in whole blocks; pipelined blocks count at run time (they read no faster with it).
         int(): a shape program traced through this serves only rows of the same values
@@ -95,13 +96,9 @@ class RowLooped(RowPersistent):
         cols = prod(task_shape[m_dim:])
         count = cols // width
         compiled = int(count) if 1 <= count <= self.max_compiled_blocks and width < PIPELINED_WIDTH else 0
+        narrow = max(width // NARROW_REST, 1)
         left = cols - count * width
-        if left == 0:  # no last block: a whole one folds into the accumulators as they are
-            return compiled, width
-        rest = max(width // NARROWEST_REST, 1)
-        while rest < left:
-            rest *= 2
-        return compiled, rest
+        return compiled, (narrow if 0 < left <= narrow else width)
 
     def warps(self, block) -> int:
         return BLOCK_WARPS.get(block) or super().warps(block)

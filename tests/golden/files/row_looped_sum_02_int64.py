@@ -62,8 +62,8 @@ def square_r3_row_looped_i64_f32(
             out0 = square(in0)
             acc0 = acc0 + out0
         rest0 = acc0 if REST_BLOCK == BLOCK_N else tl.full([BLOCK_M, REST_BLOCK], 0, tl.float32)
-        # The rest, masked, REST_BLOCK columns at a time: a row's last columns rounded up to a
-        # power of two, one step (BLOCK_N where there are none, folding into acc as it is).
+        # The rest, masked, in one block: REST_BLOCK narrower than BLOCK_N for a few last columns,
+        # into accumulators of their own; else a whole block, folding into acc as it is.
         for start in range(whole_cols, num_cols, REST_BLOCK):
             cols = start + tl.arange(0, REST_BLOCK)
             mask_n = cols < num_cols
