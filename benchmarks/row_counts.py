@@ -5,7 +5,7 @@ every last block whole, the same counting every row at run time too (the code be
 torch.compile and a plain read of the same bytes; µs per call.
 
     python -m benchmarks.row_counts [--rounds 3] [--no-compile]
-    python -m benchmarks.row_counts --device cpu   # both forms checked on small inputs, nothing timed
+    python -m benchmarks.row_counts --device cpu   # every form checked on small inputs, nothing timed
 
 Each case sums a contiguous (rows, cols) matrix over its last dim. Each form is a fresh function,
 checked against torch on a poisoned output, then every call is timed in alternated rounds under
