@@ -15,37 +15,18 @@ the figures.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import statistics
 import sys
 from unittest import mock
 
 import torch
-import triton
 
+from benchmarks import row_sums
 from benchmarks.harness import (
-    best_plain_read,
-    check_against,
-    do_bench_us,
-    header,
-    in_rounds,
-    inputs_or_exit,
-    nbytes,
     own_cache_dir,
-    positive_int,
-    report,
-    smoke_arguments,
-    us_back_to_back,
 )
-from tritonwise import pointwise_dynamic
+from benchmarks.row_sums import ident
 from tritonwise.schemes import row_looped
-
-
-@triton.jit
-def ident(x):
-    return x
-
 
 CASES = {
     False: [
@@ -83,50 +64,24 @@ FORMS = {"as generated": contextlib.nullcontext, "from their start": from_their_
 def row_sum(x, form: str):
     """A fresh row-sum function planned for `x` under `form`, checked against torch on a poisoned
     output: (the function, its explanation)."""
-    with FORMS[form]():
-        fn = pointwise_dynamic(ident, promotion_methods=[(0, "DEFAULT")], reductions=[("sum", -1)])
-        out = torch.full(x.shape[:-1], float("nan"), dtype=x.dtype, device=x.device)
-        tol = 2e-2 if x.dtype == torch.bfloat16 else 1e-4
-        name = f"sum(x, -1) {tuple(x.shape)} {str(x.dtype)[6:]}, {form}"
-        check_against(x.float().sum(-1), fn(x, out0=out).float(), name, rtol=tol, atol=100 * tol)
-        fn(x)
-        return fn, fn.explain(x)
+    return row_sums.row_sum(x, form, FORMS[form], ident)
 
 
 def case_row(x, rounds: int, compiled: bool) -> str:
-    forms = {form: row_sum(x, form) for form in FORMS}
-    calls = {form: fn for form, (fn, _) in forms.items()}
-    calls["torch"] = lambda t: t.sum(-1)
-    if compiled:
-        calls["torch.compile"] = torch.compile(lambda t: t.sum(-1), dynamic=False)
-        check_against(x.float().sum(-1), calls["torch.compile"](x).float(), "torch.compile", 2e-2, 2.0)
-    read = best_plain_read(x, lambda n, call, t: n / us_back_to_back(call, [t], 20))
-    calls["plain read"] = read
-    copies = [x.clone() for _ in range(max(1, 2**28 // nbytes(x)))]
-    graph = in_rounds([lambda c=c: us_back_to_back(c, copies, 100) for c in calls.values()], rounds)
-    bench = in_rounds([lambda c=c: do_bench_us(lambda: c(x)) for c in calls.values()], rounds)
-    tiles = "; ".join(f"{e.block} on {e.num_warps} warps" for _, e in forms.values())
-    cells = [" / ".join(f"{statistics.median(r[i] for r in samples):.2f}" for i in range(len(calls))) for samples in (graph, bench)]
+    plans, cells = row_sums.timed_forms(x, FORMS, row_sum, rounds, compiled)
+    tiles = "; ".join(f"{e.block} on {e.num_warps} warps" for e in plans.values())
     return f"| {tuple(x.shape)} {str(x.dtype)[6:]} | {tiles} | {cells[0]} | {cells[1]} |"
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    smoke_arguments(parser)
-    parser.add_argument("--rounds", type=positive_int, default=3)
-    parser.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
-    args = parser.parse_args(argv)
-    inputs = inputs_or_exit(args, "odd_rows", CASES, lambda x: [row_sum(x, form) for form in FORMS])
-    if isinstance(inputs, int):
-        return inputs
-    names = list(FORMS) + ["torch"] + ([] if args.no_compile else ["torch.compile"]) + ["plain read"]
-    lines = [
+def _head(names) -> list:
+    return [
         "| case | blocks: " + "; ".join(FORMS) + " | back to back µs: " + " / ".join(names) + " | do_bench µs: the same |",
         "|---|---|---|---|",
     ]
-    lines += [case_row(x, args.rounds, not args.no_compile) for x in inputs]
-    report(header() + f"\nMedians of {args.rounds} alternated rounds\n\n" + "\n".join(lines))
-    return 0
+
+
+def main(argv=None) -> int:
+    return row_sums.main(argv, __doc__, "odd_rows", CASES, FORMS, row_sum, case_row, _head)
 
 
 if __name__ == "__main__":

@@ -16,37 +16,15 @@ docs/decisions/row-looped-count.md and row-looped-rest.md read the figures.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import statistics
 import sys
 from unittest import mock
 
 import torch
-import triton
 
-from benchmarks.harness import (
-    best_plain_read,
-    check_against,
-    do_bench_us,
-    header,
-    in_rounds,
-    inputs_or_exit,
-    nbytes,
-    positive_int,
-    report,
-    smoke_arguments,
-    us_after_clean_flush,
-    us_back_to_back,
-)
-from tritonwise import pointwise_dynamic
+from benchmarks import row_sums
+from benchmarks.row_sums import ident
 from tritonwise.schemes import row_looped
-
-
-@triton.jit
-def ident(x):
-    return x
-
 
 CASES = {
     False: [
@@ -89,56 +67,23 @@ TIMERS = ("back to back", "after a clean flush", "do_bench")
 def row_sum(x, form: str):
     """A fresh row-sum function planned for `x` under `form`, checked against torch on a poisoned
     output: (the function, its explanation)."""
-    with FORMS[form]():
-        fn = pointwise_dynamic(ident, promotion_methods=[(0, "DEFAULT")], reductions=[("sum", -1)])
-        out = torch.full(x.shape[:-1], float("nan"), dtype=x.dtype, device=x.device)
-        tol = 2e-2 if x.dtype == torch.bfloat16 else 1e-4
-        name = f"sum(x, -1) {tuple(x.shape)} {str(x.dtype)[6:]}, {form}"
-        check_against(x.float().sum(-1), fn(x, out0=out).float(), name, rtol=tol, atol=100 * tol)
-        fn(x)
-        return fn, fn.explain(x)
+    return row_sums.row_sum(x, form, FORMS[form], ident)
 
 
 def case_row(x, rounds: int, compiled: bool) -> str:
-    forms = {form: row_sum(x, form) for form in FORMS}
-    calls = {form: fn for form, (fn, _) in forms.items()}
-    calls["torch"] = lambda t: t.sum(-1)
-    if compiled:
-        calls["torch.compile"] = torch.compile(lambda t: t.sum(-1), dynamic=False)
-        check_against(x.float().sum(-1), calls["torch.compile"](x).float(), "torch.compile", 2e-2, 2.0)
-    calls["plain read"] = best_plain_read(x, lambda n, call, t: n / us_back_to_back(call, [t], 20))
-    copies = [x.clone() for _ in range(max(1, 2**28 // nbytes(x)))]
-    timers = (
-        lambda c: us_back_to_back(c, copies, 100),
-        lambda c: us_after_clean_flush(lambda: c(x)),
-        lambda c: do_bench_us(lambda: c(x)),
-    )
-    cells = []
-    for timer in timers:
-        samples = in_rounds([lambda c=c: timer(c) for c in calls.values()], rounds)
-        cells.append(" / ".join(f"{statistics.median(r[i] for r in samples):.2f}" for i in range(len(calls))))
-    plan = forms["as generated"][1]
+    plans, cells = row_sums.timed_forms(x, FORMS, row_sum, rounds, compiled, flush=True)
+    plan = plans["as generated"]
     row = f"{plan.block} on {plan.num_warps}, {plan.compiled_blocks}, {plan.rest_block}"
     return f"| {tuple(x.shape)} {str(x.dtype)[6:]} | {row} | " + " | ".join(cells) + " |"
 
 
+def _head(names) -> list:
+    timed = " | ".join(f"{t} µs: " + " / ".join(names) for t in TIMERS)
+    return ["| case | block, count compiled in, last block's width | " + timed + " |", "|---|---|---|---|---|"]
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    smoke_arguments(parser)
-    parser.add_argument("--rounds", type=positive_int, default=3)
-    parser.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
-    args = parser.parse_args(argv)
-    inputs = inputs_or_exit(args, "row_counts", CASES, lambda x: [row_sum(x, form) for form in FORMS])
-    if isinstance(inputs, int):
-        return inputs
-    names = list(FORMS) + ["torch"] + ([] if args.no_compile else ["torch.compile"]) + ["plain read"]
-    lines = [
-        "| case | block, count compiled in, last block's width | " + " | ".join(f"{t} µs: " + " / ".join(names) for t in TIMERS) + " |",
-        "|---|---|---|---|---|",
-    ]
-    lines += [case_row(x, args.rounds, not args.no_compile) for x in inputs]
-    report(header() + f"\nMedians of {args.rounds} alternated rounds a timer\n\n" + "\n".join(lines))
-    return 0
+    return row_sums.main(argv, __doc__, "row_counts", CASES, FORMS, row_sum, case_row, _head)
 
 
 if __name__ == "__main__":
