@@ -243,7 +243,7 @@ def run(chosen_cases: list, use_compile: bool, dynamic: bool = False, rounds: in
 def _scheme_line(fn, x) -> str:
     """The lines of explain() that name the scheme and block."""
     text = str(fn.explain(x))
-    return "; ".join(ln.strip() for ln in text.splitlines() if "scheme" in ln or "block" in ln.lower())[:300]
+    return "; ".join(ln.strip() for ln in text.splitlines() if "scheme" in ln or "block" in ln.lower())[:400]
 
 
 def sweep(chosen_cases: list) -> list:

@@ -1,7 +1,8 @@
 """Row sums whose row length decides constexprs of the kernel (GPU): tritonwise as it plans them
 (WHOLE_BLOCKS, a row's count of whole blocks, compiled in for 1 to 32; REST_BLOCK, the width its
 masked last columns are read in, an eighth of a block where they fit one), the same file with
-every last block whole, the same counting every row at run time too (the code before), torch,
+every last block whole, the same counting every row at run time too (as before, but for this
+stop's unclamped one-row blocks and loop over the last columns), torch,
 torch.compile and a plain read of the same bytes; µs per call.
 
     python -m benchmarks.row_counts [--rounds 3] [--no-compile]
@@ -33,12 +34,13 @@ CASES = {
         ((2048, 8192), torch.bfloat16),  # 4
         ((512, 65536), torch.bfloat16),  # 32, the most compiled in
         ((256, 32768), torch.float32),  # 16
-        ((8192, 2048), torch.float32),  # 1 of (2, 1024) (several rows a block)
+        ((8192, 2048), torch.float32),  # 2 of (2, 1024) (several rows a block)
         ((4096, 3008), torch.float32),  # 2 of (2, 1024) and a rest
         ((8192, 1100), torch.bfloat16),  # unaligned rows, read from their start: 1 of (2, 1024), 76 more
         ((16384, 1025), torch.float32),
         ((8192, 2100), torch.bfloat16),
         ((8192, 1324), torch.float32),  # a rest of 300: read in a whole block
+        ((256, 8208), torch.float32),  # 4 of (1, 2048) on 16 warps, 16 more read in a block of 256
         ((64, 131072), torch.float32),  # few long rows: 16 of the pipelined (1, 8192)
         ((128, 100000), torch.bfloat16),  # 12 of (1, 8192) and a rest
     ],
@@ -49,13 +51,13 @@ CASES = {
 @contextlib.contextmanager
 def last_block_whole():
     """Every row's masked last columns read in a whole block (REST_BLOCK = BLOCK_N): the same file."""
-    with mock.patch.object(row_looped, "NARROW_REST", 1):
+    with mock.patch.object(row_looped.RowLooped, "rest_block_fraction", 1):
         yield
 
 
 @contextlib.contextmanager
 def neither():
-    """And every row's count of whole blocks taken at run time (WHOLE_BLOCKS 0): the code before."""
+    """And every row's count of whole blocks taken at run time (WHOLE_BLOCKS 0)."""
     with last_block_whole(), mock.patch.object(row_looped.RowLooped, "max_compiled_blocks", 0):
         yield
 

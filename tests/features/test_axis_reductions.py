@@ -228,15 +228,35 @@ def GRID_STRIDE(x, y):  # noqa: N802 (the name of a kernel parameter)
     return x * y
 
 
-@pytest.mark.parametrize("payload", [tile_step, GRID_STRIDE], ids=["tile_step", "GRID_STRIDE"])
+@triton.jit
+def REST_BLOCK(x, y):  # noqa: N802 (row_looped's constexprs and a local of its last block)
+    return x * y
+
+
+@triton.jit
+def WHOLE_BLOCKS(x, y):  # noqa: N802
+    return x * y
+
+
+@triton.jit
+def last0(x, y):
+    return x * y
+
+
+PAYLOADS = {p.fn.__name__: p for p in (tile_step, GRID_STRIDE, REST_BLOCK, WHOLE_BLOCKS, last0)}
+
+
+@pytest.mark.parametrize("name", list(PAYLOADS))
 @pytest.mark.parametrize("grid", [(65535,), (3,)], ids=["uncapped", "capped"])
-def test_a_payload_named_as_a_kernel_local_is_renamed(payload, grid):
+def test_a_payload_named_as_a_kernel_local_is_renamed(name, grid):
+    """Rows of 24 (row_persistent) and of 528, whose last 16 columns take a narrow block (row_looped)."""
     from tritonwise import CodeGenConfig
 
     config = CodeGenConfig(max_tile_size=256, max_grid_size=grid)
-    fn = pointwise_dynamic(payload, promotion_methods=[(0, 1, "DEFAULT")], reductions=[("sum", -1)], config=config)
-    x = torch.randn(40, 24)
-    _check(fn(x, x), "sum", x, x, (-1,))
+    fn = pointwise_dynamic(PAYLOADS[name], promotion_methods=[(0, 1, "DEFAULT")], reductions=[("sum", -1)], config=config)
+    for x in (torch.randn(40, 24), torch.randn(40, 528)):
+        _check(fn(x, x), "sum", x, x, (-1,))
+    assert fn.explain(x, x).scheme == "row_looped" and fn.explain(x, x).rest_block < fn.explain(x, x).block[1]
 
 
 def test_persistent_scheme_and_results_per_row():
@@ -777,7 +797,7 @@ COUNTED_ROWS = {  # x, block, whole blocks compiled in, the width the last colum
 ROW_FORMS = {
     "as planned": {},
     "every count at run time": {"max_compiled_blocks": 0},
-    "every last block whole": {"NARROW_REST": 1},
+    "every last block whole": {"rest_block_fraction": 1},
 }
 
 
@@ -788,13 +808,13 @@ def test_a_rows_count_and_last_block_are_compiled_in(case, form, kind, monkeypat
     """row_looped compiles a row's count of whole blocks in (WHOLE_BLOCKS) where it is 1 to 32,
     except for rows read rotated (each counts its own after its head) and pipelined blocks, and
     reads its masked last columns in a block of an eighth of BLOCK_N where they fit one (a
-    rotated row's rest, and any longer one, in whole blocks). The same file counts at
-    run time with the limit at 0, and reads whole last blocks with the eighth at 1. Every form
-    against torch."""
+    rotated row's rest, and any longer one, in whole blocks); the launch passes both. With the
+    limit at 0 every count is taken at run time, with the fraction at 1 every last block is
+    whole. Every form against torch."""
     from tritonwise.schemes import row_looped
 
     for name, value in ROW_FORMS[form].items():
-        monkeypatch.setattr(row_looped.RowLooped if name.islower() else row_looped, name, value)
+        monkeypatch.setattr(row_looped.RowLooped, name, value)
     make, block, count, rest = COUNTED_ROWS[case]
     x = make()
     y = torch.full(x.shape[:1] + (1,) * (x.dim() - 1), 3.0)
@@ -807,8 +827,8 @@ def test_a_rows_count_and_last_block_are_compiled_in(case, form, kind, monkeypat
     assert plan.scheme == "row_looped" and plan.block == block and plan.split_parts == 1
     assert plan.compiled_blocks == (0 if form == "every count at run time" else count)
     assert plan.rest_block == (block[1] if form == "every last block whole" else rest)
-    text = Path(plan.path).read_text()
-    assert "whole_cols = WHOLE_BLOCKS * BLOCK_N if WHOLE_BLOCKS" in text and "tl.arange(0, REST_BLOCK)" in text
+    block_m, block_n, *values = fn.plan((x, y), (out,), collapse=True).constexprs
+    assert (block_m, block_n) == block and tuple(values[:2]) == (plan.compiled_blocks, plan.rest_block)
 
 
 def test_one_file_serves_rows_of_every_count():

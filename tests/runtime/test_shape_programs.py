@@ -157,14 +157,16 @@ def test_a_narrow_column_program_never_serves_a_batch_the_rule_splits(module):
 def test_a_row_program_serves_only_rows_of_its_count_of_whole_blocks(module):
     """A row sum's kernel compiles in a row's count of whole blocks (WHOLE_BLOCKS) and the width
     its last columns are read in (REST_BLOCK): the program traced on (8, 6160), three blocks of
-    2048 and 16 columns read 256 at a time, serves (24, 6176), three and 32, and leaves (8, 4112),
-    two and 16, to Python."""
+    2048 and 16 columns read 256 at a time, serves (24, 6176), three and 32, and leaves to Python
+    (8, 4112), two and 16, and (8, 6432), three and 288, read in a whole block."""
     fn = _reducer("sum", (1,), False)
     table = Table(module, fn, Driver(b"ppp"))
     make = lambda rows, cols: (torch.randn(rows, cols), torch.randn(rows, cols))  # noqa: E731
     assert table.add(make(8, 6160)).task.row_constexprs == {"WHOLE_BLOCKS": 3, "REST_BLOCK": 256}
     assert fn.plan(make(8, 4112), (None,), collapse=True).task.row_constexprs["WHOLE_BLOCKS"] == 2
     assert table.call(make(8, 4112))[1] is None
+    assert fn.plan(make(8, 6432), (None,), collapse=True).task.row_constexprs == {"WHOLE_BLOCKS": 3, "REST_BLOCK": 2048}
+    assert table.call(make(8, 6432))[1] is None
     assert check_launch(table, make(24, 6176), None, fn.plan(make(24, 6176), (None,), collapse=True))
 
 

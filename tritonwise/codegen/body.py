@@ -179,7 +179,7 @@ def body_text(spec: KernelSpec, payload_alias: str, whole_block: bool = False) -
     column loop's block before the last (row_looped.py.j2). It has no column mask, and no row mask
     where the scheme clamps rows; rows out of range compute values never stored. A column loop's
     masked last block folds into the rest accumulators where the scheme reads it in a block of
-    REST_BLOCK columns (narrow_rest)."""
+    REST_BLOCK columns (takes_rest_block)."""
     scheme = get_scheme(spec.scheme)
     acc, eviction = accesses(spec, whole_block), scheme.load_eviction
     tensors = [i for i in spec.inputs if i.is_tensor]
@@ -214,14 +214,15 @@ def _row_step(spec: KernelSpec, output, whole_block: bool = False) -> str:
     combine, block_reduce, _ = _COMBINE[output.reduction]
     if get_scheme(spec.scheme).loops_columns:
         value = _result(output, (_tile_acc(output),)) if whole_block else _masked(output)
-        into = _acc(output) if whole_block or not narrow_rest(spec) else _rest(output)
+        into = _acc(output) if whole_block or not takes_rest_block(spec) else _rest(output)
         return f"{into} = {combine.format(acc=into, v=value)}"
     return f"{_acc(output)} = {block_reduce}({_masked(output)}, axis=1, keep_dims=True)"
 
 
-def narrow_rest(spec: KernelSpec) -> bool:
-    """Whether the scheme's column loop reads a row's masked last columns in a block of
-    REST_BLOCK columns, folded into accumulators of their own (row_looped.py.j2)."""
+def takes_rest_block(spec: KernelSpec) -> bool:
+    """Whether the scheme's kernel takes REST_BLOCK: the width its column loop reads a row's
+    masked last columns in, folded into accumulators of their own where narrower than BLOCK_N
+    (row_looped.py.j2)."""
     return "REST_BLOCK" in get_scheme(spec.scheme).row_constexpr_names
 
 
@@ -240,7 +241,7 @@ def row_init_lines(spec: KernelSpec) -> list:
 def rest_init_lines(spec: KernelSpec) -> list:
     """Before a narrowed last block (row_looped.py.j2): each accumulator of its own, the block
     accumulator itself where the last block is whole (one reduction after, as without it)."""
-    if not narrow_rest(spec):
+    if not takes_rest_block(spec):
         return []
     return [
         f"{_rest(o)} = {_acc(o)} if REST_BLOCK == BLOCK_N else "
@@ -259,9 +260,10 @@ def row_finish_lines(spec: KernelSpec) -> list:
         if get_scheme(spec.scheme).loops_columns:
             combine, block_reduce, _ = _COMBINE[o.reduction]
             value = f"{block_reduce}({_acc(o)}, axis=1, keep_dims=True)"
-            if narrow_rest(spec):
-                rest = f"{block_reduce}({_rest(o)}, axis=1, keep_dims=True)"
-                value = f"{rest} if REST_BLOCK == BLOCK_N else {combine.format(acc=value, v=rest)}"
+            if takes_rest_block(spec):
+                last = f"last{o.name[3:]}"
+                lines.append(f"{last} = {block_reduce}({_rest(o)}, axis=1, keep_dims=True)")
+                value = f"{last} if REST_BLOCK == BLOCK_N else {combine.format(acc=value, v=last)}"
             lines.append(f"{_acc(o)} = {value}")
         floats = all(d.startswith(("float", "bfloat")) for d in (_tile_acc(o), o.dtype))
         chain = (o.dtype, o.store) if floats and o.store and not o.partial else (o.store or o.dtype,)

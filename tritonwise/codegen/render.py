@@ -17,7 +17,7 @@ from .payload_names import definition_lines
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 RESERVED = {"triton", "tl", "launch", "grid"}
 # kernel locals and parameters a payload must not be named
-KERNEL_NAMES = r"(in|out|size|pid|tile|offs|mask|rows|rest|cols|whole|head|num_|i\d|j\d|acc\d|start|BLOCK|GRID)\w*"
+KERNEL_NAMES = r"(in|out|size|pid|tile|offs|mask|rows|rest|cols|whole|head|last|num_|i\d|j\d|acc\d|start|BLOCK|GRID|REST_|WHOLE_)\w*"
 
 
 @functools.lru_cache(maxsize=1)
@@ -94,8 +94,8 @@ def render(spec) -> str:
         "body": body.body_text(spec, alias),
         "whole_block_body": body.body_text(spec, alias, whole_block=True) if scheme.whole_blocks else "",
         "clamps_rows": scheme.clamps_rows,
-        "compiled_count": "WHOLE_BLOCKS" in scheme.row_constexpr_names,
-        "narrow_rest": body.narrow_rest(spec),
+        "takes_whole_blocks": "WHOLE_BLOCKS" in scheme.row_constexpr_names,
+        "takes_rest_block": body.takes_rest_block(spec),
         "peel": body.peel(spec),
         "epilogue": body.epilogue_lines(spec),
         "row_init": body.row_init_lines(spec),
@@ -132,6 +132,7 @@ def layout_lines(spec, alias: str) -> list:
         "blocks": list(spec.blocks),
         "index_bits": spec.index_bits,
         "aligned": spec.aligned,
+        "peel": spec.peel,
         "deterministic": spec.deterministic,
         "inputs": tensors,
         "outputs": outputs,

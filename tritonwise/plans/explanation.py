@@ -93,10 +93,12 @@ class Explanation:
         listed = ", ".join(str(b) for b in self.block_choices)
         position = self.block_choices.index(self.block) + 1
         kernels = "one compiled kernel each, two where a grid is capped"
+        if self.compiled_blocks or self.rest_block:
+            kernels += ", and one per row length's constexprs"
         if self.compiled_blocks:
-            kernels += f"; this row's {self.compiled_blocks} whole blocks compiled in, a kernel per count"
-        if self.rest_block:
-            kernels += f"; its last columns read {self.rest_block} at a time"
+            kernels += f"; this row's {self.compiled_blocks} whole blocks compiled in"
+        if self.rest_block and self.rest_block < self.block[-1]:
+            kernels += f"; its last columns in a block of {self.rest_block}"
         return f"{position} of this file's {len(self.block_choices)} blocks: {listed}; {kernels}"
 
 

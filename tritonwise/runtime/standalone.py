@@ -54,7 +54,7 @@ def launcher(launch, layout: dict, device: torch.device):
     block = scheme.pick_block(task_shape, m_dim, tuple(layout["blocks"])) if rank else layout["blocks"][0]
     num_tiles = scheme.num_tiles(task_shape, m_dim, block)
     grid = launch_grid(num_tiles, config)
-    row_values = scheme.row_constexprs(task_shape, m_dim, block, False)  # a rotated row's block ignores them
+    row_values = scheme.row_constexprs(task_shape, m_dim, block, layout.get("peel") is not None)
     constexprs = scheme.constexpr_values(block, grid_strides(grid, num_tiles), row_values)
     strided = [(n, d, s) for n, d, s in layout["inputs"] if s is not None]
     strided += [(n, d, s) for n, d, s, acc in layout["outputs"] if acc is None or s]  # s: along dims

@@ -32,7 +32,7 @@ class ColumnLooped(RowLooped):
     pipelined_from = None  # every tile, in a file of the aligned class
     pipelines_unaligned = False  # pipelined, 4-byte loads read slower than in a plain loop (column-looped-tile.md)
     peels_rows = False  # its loads run along the kept dim, not along rows
-    row_constexpr_names = ()  # its loop's count and last block stay as they were (not measured otherwise)
+    row_constexpr_names = ()  # its loop's count and last block stay run-time values (not measured otherwise)
     aligned_counts = ("num_rows",)
 
     def aligned_dims(self, rank, m_dim) -> list:
@@ -48,6 +48,9 @@ class ColumnLooped(RowLooped):
             return False
         first = strides[0]
         return first[split - 1] == 1 and first[-1] != 1
+
+    def row_constexprs(self, task_shape, m_dim, block, peeled) -> tuple:
+        return ()
 
     def block_choices(self, rank, itemsize, aligned, config) -> tuple:
         tall = blocks_of_area(8192, COLUMN_BLOCK_M + NARROW_BLOCK_M, pow2_floor(config.max_tile_size))

@@ -32,10 +32,10 @@ PIPELINED_WIDTH = min(width for _, _, width in PIPELINED_BLOCKS)  # blocks this 
 # Rows of 1 to this many whole blocks (not pipelined) take their count compiled in (WHOLE_BLOCKS): the loop
 # then runs as straight-line loads; a kernel per count met; docs/decisions/row-looped-count.md.
 MAX_COMPILED_BLOCKS = 32
-# A row's masked last columns, where they are at most BLOCK_N // NARROW_REST, are read in a block of
-# that width (REST_BLOCK) into accumulators of their own; else in a whole block, folded into the
-# block accumulators; docs/decisions/row-looped-rest.md.
-NARROW_REST = 8
+# A row's masked last columns, where they are at most BLOCK_N // REST_BLOCK_FRACTION, are read in a
+# block of that width (REST_BLOCK) into accumulators of their own; else in a whole block, folded
+# into the block accumulators; docs/decisions/row-looped-rest.md.
+REST_BLOCK_FRACTION = 8
 # Each element is read once, so its line leaves L2 first; docs/decisions/evict-first.md.
 LOAD_EVICTION = "evict_first"
 # A one-row block of the unaligned class, where one input varies along the row, reads it from the
@@ -58,6 +58,7 @@ class RowLooped(RowPersistent):
     peels_rows = True  # one-row blocks of one varying input read from a 16-byte boundary (peel_operand)
     peel_bytes = PEEL_BYTES
     max_compiled_blocks = MAX_COMPILED_BLOCKS
+    rest_block_fraction = REST_BLOCK_FRACTION
     row_constexpr_names = ("WHOLE_BLOCKS", "REST_BLOCK")
 
     def applies(self, task_shape, strides, split, config) -> bool:
@@ -82,23 +83,28 @@ class RowLooped(RowPersistent):
     def row_constexprs(self, task_shape, m_dim, block, peeled) -> tuple:
         """(WHOLE_BLOCKS, REST_BLOCK): a row's count of whole column blocks where it is 1 to
         max_compiled_blocks, else 0 (counted at run time), and the width of the block its masked
-        last columns are read in: BLOCK_N // NARROW_REST where they are no more, else BLOCK_N
-        (docs/decisions/row-looped-count.md, row-looped-rest.md).
-        One-row blocks of a `peeled` file count their own after each row's head and read the
-        rest in whole blocks; pipelined blocks count at run time (they read no faster with it).
-        int(): a shape program traced through this serves only rows of the same values
-        (plans/symbolic.py)."""
+        last columns are read in: BLOCK_N // rest_block_fraction where they are no more, else
+        BLOCK_N (docs/decisions/row-looped-count.md, row-looped-rest.md). One-row blocks of a
+        `peeled` file count their own after each row's head and read the rest in whole blocks;
+        pipelined blocks count at run time (they read no faster with it). int(): a shape program
+        traced through this serves only rows of the same values (plans/symbolic.py)."""
         width = block[1]
-        if not self.row_constexpr_names:  # column_looped: none
-            return ()
         if peeled and block[0] == 1:
             return 0, width
         cols = prod(task_shape[m_dim:])
         count = cols // width
-        compiled = int(count) if 1 <= count <= self.max_compiled_blocks and width < PIPELINED_WIDTH else 0
-        narrow = max(width // NARROW_REST, 1)
+        compiled = 1 <= count <= self.max_compiled_blocks and not self.pipelined(block)
+        narrow = max(width // self.rest_block_fraction, 1)
         left = cols - count * width
-        return compiled, (narrow if 0 < left <= narrow else width)
+        return (int(count) if compiled else 0), (narrow if 0 < left <= narrow else width)
+
+    def pipelined(self, block) -> bool:
+        """Whether a block's column loop is software-pipelined (`pipelined_from`; files of both
+        classes pipeline here, pipelines_unaligned)."""
+        if self.pipelined_from is None:
+            return True
+        dim, least = self.pipelined_from
+        return block[("BLOCK_M", "BLOCK_N").index(dim)] >= least
 
     def warps(self, block) -> int:
         return BLOCK_WARPS.get(block) or super().warps(block)

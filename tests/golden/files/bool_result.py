@@ -71,6 +71,7 @@ LAYOUT = dict(
     blocks=[(512,)],
     index_bits=32,
     aligned=True,
+    peel=None,
     deterministic=False,
     inputs=[('in0', 'float32', '1'), ('in1', 'int64', '1')],
     outputs=[('out0', 'int1', '1', None)],

@@ -78,6 +78,7 @@ LAYOUT = dict(
     blocks=[(128, 16), (32, 64), (8, 256), (2, 1024), (16, 16), (16, 64)],
     index_bits=32,
     aligned=False,
+    peel=None,
     deterministic=False,
     inputs=[('in0', 'int32', 's1'), ('in1', 'float16', '01')],
     outputs=[('out0', 'float16', 's1', None)],

@@ -85,6 +85,7 @@ LAYOUT = dict(
     blocks=[(128, 64), (64, 128), (32, 256), (16, 512), (8, 1024), (4, 2048), (2, 4096)],
     index_bits=32,
     aligned=False,
+    peel=None,
     deterministic=False,
     inputs=[('in0', 'float32', '1s')],
     outputs=[('out0', 'float32', '10', 'float32')],

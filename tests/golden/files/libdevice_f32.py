@@ -68,6 +68,7 @@ LAYOUT = dict(
     blocks=[(1024,)],
     index_bits=32,
     aligned=True,
+    peel=None,
     deterministic=False,
     inputs=[('in0', 'float32', '1')],
     outputs=[('out0', 'float32', '1', None)],

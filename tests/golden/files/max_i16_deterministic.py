@@ -69,6 +69,7 @@ LAYOUT = dict(
     blocks=[(2048,)],
     index_bits=32,
     aligned=True,
+    peel=None,
     deterministic=True,
     inputs=[('in0', 'int16', '1')],
     outputs=[('out0', 'int16', '', 'int32')],

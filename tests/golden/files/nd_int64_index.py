@@ -77,6 +77,7 @@ LAYOUT = dict(
     blocks=[(128, 16), (32, 64), (8, 256), (2, 1024), (16, 16), (16, 64)],
     index_bits=64,
     aligned=True,
+    peel=None,
     deterministic=False,
     inputs=[('in0', 'float32', '00'), ('in1', 'float32', '10')],
     outputs=[('out0', 'float32', 's1', None)],

@@ -85,6 +85,7 @@ LAYOUT = dict(
     blocks=[(128, 16), (32, 64), (8, 256), (2, 1024), (16, 16), (16, 64)],
     index_bits=32,
     aligned=False,
+    peel=None,
     deterministic=False,
     inputs=[('in0', 'float32', 'ss1'), ('in1', 'float32', '010'), ('in2', 'float', None)],
     outputs=[('out0', 'float32', 'ss1', None)],

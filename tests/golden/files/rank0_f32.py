@@ -57,6 +57,7 @@ LAYOUT = dict(
     blocks=[()],
     index_bits=32,
     aligned=False,
+    peel=None,
     deterministic=False,
     inputs=[('in0', 'float32', ''), ('in1', 'float32', '')],
     outputs=[('out0', 'float32', '', None)],

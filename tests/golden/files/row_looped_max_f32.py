@@ -57,12 +57,13 @@ def square_r2_row_looped_i32_f32(
         head = tl.minimum(head, num_cols)  # a row shorter than its head: no whole block, all rotated
         # WHOLE_BLOCKS: a row's count of whole blocks, compiled in where it is small, so that the
         # loop runs as straight-line loads; 0: counted here, as a rotated row's is.
-        whole_cols = WHOLE_BLOCKS * BLOCK_N if WHOLE_BLOCKS and BLOCK_M > 1 else (num_cols - head) // BLOCK_N * BLOCK_N
+        whole_cols = WHOLE_BLOCKS * BLOCK_N if WHOLE_BLOCKS else (num_cols - head) // BLOCK_N * BLOCK_N
         for start in range(0, whole_cols, BLOCK_N):
             offs = start + tl.arange(0, BLOCK_N)  # columns from the row's rotation, read by in0 alone
             in0 = tl.load(in0_ptr + (in0_row)[:, None] + (offs)[None, :], eviction_policy='evict_first')
             out0 = square(in0)
             acc0 = tl.maximum(acc0, out0)
+        # The last columns' accumulators: acc itself where they take a whole block.
         rest0 = acc0 if REST_BLOCK == BLOCK_N else tl.full([BLOCK_M, REST_BLOCK], float("-inf"), tl.float32)
         for start in range(whole_cols, num_cols, REST_BLOCK):  # the rest, masked: the last columns, then the first `head`
             offs = start + tl.arange(0, REST_BLOCK)
@@ -74,7 +75,8 @@ def square_r2_row_looped_i32_f32(
             in0 = tl.load(in0_ptr + (i0*in0_stride0)[:, None] + (j1)[None, :], mask=mask, eviction_policy='evict_first')
             out0 = square(in0)
             rest0 = tl.maximum(rest0, tl.where(mask, out0, float("-inf")))
-        acc0 = tl.max(rest0, axis=1, keep_dims=True) if REST_BLOCK == BLOCK_N else tl.maximum(tl.max(acc0, axis=1, keep_dims=True), tl.max(rest0, axis=1, keep_dims=True))
+        last0 = tl.max(rest0, axis=1, keep_dims=True)
+        acc0 = last0 if REST_BLOCK == BLOCK_N else tl.maximum(tl.max(acc0, axis=1, keep_dims=True), last0)
         tl.store(out0_ptr + (i0)[:, None], acc0, mask=mask_m[:, None])
 
 
@@ -102,6 +104,7 @@ LAYOUT = dict(
     blocks=[(1, 2048), (2, 1024), (4, 512), (8, 256), (16, 128)],
     index_bits=32,
     aligned=False,
+    peel=0,
     deterministic=False,
     inputs=[('in0', 'float32', 's1')],
     outputs=[('out0', 'float32', '10', 'float32')],

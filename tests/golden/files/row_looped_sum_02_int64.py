@@ -61,6 +61,7 @@ def square_r3_row_looped_i64_f32(
             in0 = tl.load(in0_ptr + (i0*in0_stride0)[:, None] + (in0_stride1*j1 + j2)[None, :], eviction_policy='evict_first')
             out0 = square(in0)
             acc0 = acc0 + out0
+        # The last columns' accumulators: acc itself where they take a whole block.
         rest0 = acc0 if REST_BLOCK == BLOCK_N else tl.full([BLOCK_M, REST_BLOCK], 0, tl.float32)
         # The rest, masked, in one block: REST_BLOCK narrower than BLOCK_N for a few last columns,
         # into accumulators of their own; else a whole block, folding into acc as it is.
@@ -73,7 +74,8 @@ def square_r3_row_looped_i64_f32(
             in0 = tl.load(in0_ptr + (i0*in0_stride0)[:, None] + (in0_stride1*j1 + j2)[None, :], mask=mask, eviction_policy='evict_first')
             out0 = square(in0)
             rest0 = rest0 + tl.where(mask, out0, 0)
-        acc0 = tl.sum(rest0, axis=1, keep_dims=True) if REST_BLOCK == BLOCK_N else tl.sum(acc0, axis=1, keep_dims=True) + tl.sum(rest0, axis=1, keep_dims=True)
+        last0 = tl.sum(rest0, axis=1, keep_dims=True)
+        acc0 = last0 if REST_BLOCK == BLOCK_N else tl.sum(acc0, axis=1, keep_dims=True) + last0
         tl.store(out0_ptr + (i0)[:, None], acc0, mask=mask_m[:, None])
 
 
@@ -101,6 +103,7 @@ LAYOUT = dict(
     blocks=[(1, 2048), (2, 1024), (4, 512), (8, 256), (16, 128), (1, 8192)],
     index_bits=64,
     aligned=False,
+    peel=None,
     deterministic=False,
     inputs=[('in0', 'float32', 'ss1')],
     outputs=[('out0', 'float32', '100', 'float32')],

@@ -78,6 +78,7 @@ LAYOUT = dict(
     blocks=[(64, 16), (16, 64), (8, 128), (4, 256), (2, 512), (1, 1024)],
     index_bits=32,
     aligned=False,
+    peel=None,
     deterministic=False,
     inputs=[('in0', 'float16', 'ss1')],
     outputs=[('out0', 'float16', '100', 'float32')],

@@ -79,6 +79,7 @@ LAYOUT = dict(
     blocks=[(64, 16), (16, 64), (8, 128), (4, 256), (2, 512), (1, 1024)],
     index_bits=32,
     aligned=True,
+    peel=None,
     deterministic=False,
     inputs=[('in0', 'bfloat16', 'ss1')],
     outputs=[('out0', 'float32', '1s0', 'float32')],

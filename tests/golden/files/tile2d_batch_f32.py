@@ -81,6 +81,7 @@ LAYOUT = dict(
     blocks=[(16, 16), (16, 64), (16, 128), (32, 16), (32, 64), (32, 128)],
     index_bits=32,
     aligned=False,
+    peel=None,
     deterministic=False,
     inputs=[('in0', 'float32', 'ss1'), ('in1', 'float32', 's1s')],
     outputs=[('out0', 'float32', 'ss1', None)],

@@ -76,6 +76,7 @@ LAYOUT = dict(
     blocks=[(16, 16), (16, 64), (16, 128), (32, 16), (32, 64), (32, 128)],
     index_bits=32,
     aligned=False,
+    peel=None,
     deterministic=False,
     inputs=[('in0', 'float32', 's1'), ('in1', 'float32', '1s')],
     outputs=[('out0', 'float32', 's1', None)],

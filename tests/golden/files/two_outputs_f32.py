@@ -82,6 +82,7 @@ LAYOUT = dict(
     blocks=[(128, 16), (32, 64), (8, 256), (2, 1024), (16, 16), (16, 64)],
     index_bits=32,
     aligned=False,
+    peel=None,
     deterministic=False,
     inputs=[('in0', 'float32', 's1'), ('in1', 'float32', '01')],
     outputs=[('out0', 'float32', 's1', None), ('out1', 'float32', 's1', None)],
