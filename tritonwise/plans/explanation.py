@@ -36,6 +36,7 @@ class Explanation:
     @classmethod
     def of(cls, plan: LaunchPlan, torch_compile: str = "", rung: str = "") -> "Explanation":
         task, spec = plan.task, plan.spec
+        row_values = task.row_constexprs
         return cls(
             shape=task.shape,
             task_shape=task.task_shape,
@@ -50,8 +51,8 @@ class Explanation:
             kernel=spec.kernel_name,
             block_choices=task.tiling.choices,
             num_tiles=task.num_tiles,
-            compiled_blocks=task.row_constexprs.get("WHOLE_BLOCKS", 0),
-            rest_block=task.row_constexprs.get("REST_BLOCK", 0),
+            compiled_blocks=row_values.get("WHOLE_BLOCKS", 0),
+            rest_block=row_values.get("REST_BLOCK", 0),
             split_parts=task.split.parts if task.split is not None else 1,
             torch_compile=torch_compile,
             rung=rung,

@@ -125,10 +125,10 @@ class RowLooped(RowPersistent):
         return varying[0] if anchor[-1] == "1" and "s" in anchor[:-1] else None
 
     def peeled_blocks(self, choices: tuple) -> tuple:
-        """A peeled file's blocks: `choices` narrower than PIPELINED_WIDTH, so that few very long
-        rows take LONG_BLOCK; blocks of several rows read each row from its start
+        """A peeled file's blocks: `choices` that do not pipeline, so that few very long rows take
+        LONG_BLOCK; blocks of several rows read each row from its start
         (docs/decisions/row-peel.md)."""
-        return tuple(block for block in choices if block[1] < PIPELINED_WIDTH)
+        return tuple(block for block in choices if not self.pipelined(block))
 
     def loop_num_stages(self, aligned: bool, peeled: bool = False) -> Optional[str]:
         """tl.range's num_stages in the generated column loop of a file of the `aligned` class or
