@@ -3,6 +3,7 @@ do_bench), the split as tritonwise chooses it, the unsplit by setting SPLIT_MAX_
 
     python -m benchmarks.split_reductions
     python -m benchmarks.split_reductions --grid         # GRID's shapes split always against never, two rounds
+    python -m benchmarks.split_reductions --grid-timers  # TIMED_GRID's shapes the same way under three timers
     python -m benchmarks.split_reductions --device cpu   # both forms checked on small inputs, nothing timed
     python -m benchmarks.split_reductions --timers       # TIMER_CASES under three timers, combines and torch.compile
     python -m benchmarks.split_reductions --short        # SHORT's shapes split against unsplit, µs per call
@@ -60,6 +61,9 @@ CASES = [
 # The rule's evidence (docs/decisions/split-rule.md): rows x reduced extent x dtype
 GRID = [((rows, cols), dtype) for rows in (32, 64, 128, 192, 256) for cols in (1 << 16, 1 << 18, 1 << 20)
         for dtype in (torch.float32, torch.bfloat16)]
+# --grid-timers: few rows around the rule's thresholds, under the three timers of axis_reductions.py
+TIMED_GRID = [((rows, cols), dtype) for rows in (8, 32, 64, 128) for cols in (1 << 16, 1 << 17, 1 << 18, 1 << 19)
+              for dtype in (torch.float32, torch.bfloat16)]
 SMOKE_CASES = [((2, 1 << 16), torch.float32), ((1, 1 << 16), torch.bfloat16)]  # few rows: split on CPU too
 # --timers: one row, few rows, and a bf16 row (whose older combine took a rounding kernel and a copy)
 TIMER_CASES = [((1 << 24,), torch.float32), ((8, 1 << 22), torch.float32), ((1 << 22,), torch.bfloat16)]
@@ -100,6 +104,31 @@ def grid() -> None:
         rates = [[gbps(x.numel() * x.element_size(), lambda f=f: f(x)) for f in (split_fn, unsplit_fn)] for _ in range(2)]
         split, unsplit = (f"{min(r):.0f}–{max(r):.0f}" for r in zip(*rates))
         print(f"| {shape} {str(dtype)[6:]} | {split} ({parts}) | {unsplit} | {row_sum(x, True)[1]} parts |", flush=True)
+
+
+def grid_timers(device: str) -> None:
+    """TIMED_GRID's shapes (on CPU: SMOKE_CASES, checked only) split always and never, beside
+    torch.compile, under each timer of axis_reductions.py: GB/s read, medians of ROUNDS rounds
+    (each timing the three in turn, starting one further along), and the parts the rule takes."""
+    from benchmarks.axis_reductions import TIMERS
+    from benchmarks.harness import in_rounds
+
+    cases = SMOKE_CASES if device == "cpu" else TIMED_GRID
+    print("| shape | rule's parts (always) | timer | split always / never / torch.compile GB/s |\n|---|---|---|---|")
+    for shape, dtype in cases:
+        x = torch.randn(shape, device=device).to(dtype)
+        (split_fn, parts), (unsplit_fn, _) = row_sum(x, True, always=True), row_sum(x, False)
+        if device == "cpu":
+            continue
+        compiled = torch.compile(lambda t: t.sum(-1), dynamic=False)
+        check_against(x.float().sum(-1), compiled(x).float(), "torch.compile", 2e-2, 2e-1)
+        rule = row_sum(x, True)[1]
+        for timer, rate in TIMERS.items():
+            calls = (split_fn, unsplit_fn, compiled)
+            samples = in_rounds([lambda c=c: rate(nbytes(x), c, x) for c in calls], ROUNDS)
+            cells = " / ".join(f"{statistics.median(s[k] for s in samples):.0f}" for k in range(len(calls)))
+            print(f"| {shape} {str(dtype)[6:]} | {rule} ({parts}) | {timer.split(',')[0]} | {cells} |", flush=True)
+    print(f"{len(cases)} cases, split and unsplit, give torch's answer", flush=True)
 
 
 def short(device: str) -> None:
@@ -181,6 +210,7 @@ def timers(device: str) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--grid", action="store_true", help="GRID's shapes split always against never")
+    parser.add_argument("--grid-timers", action="store_true", help="TIMED_GRID's shapes split always and never, three timers")
     parser.add_argument("--timers", action="store_true", help="TIMER_CASES under three timers")
     parser.add_argument("--short", action="store_true", help="SHORT's shapes split against unsplit")
     smoke_arguments(parser)
@@ -188,10 +218,10 @@ def main(argv=None) -> int:
     if args.grid:
         grid()
         return 0
-    if args.timers or args.short:
+    if args.timers or args.short or args.grid_timers:
         if smoke_run(args, "split_reductions") is None:
             return 2
-        (timers if args.timers else short)(args.device)
+        (timers if args.timers else grid_timers if args.grid_timers else short)(args.device)
         return 0
     smoke = smoke_run(args, "split_reductions")
     if smoke is None:

@@ -122,6 +122,7 @@ def test_no_benchmark_edits_sys_path():
         (bench.main, ["--device", "cpu"]),
         (axis_reductions.main, ["--device", "cpu"]),
         (split_reductions.main, ["--device", "cpu"]),
+        (split_reductions.main, ["--grid-timers", "--device", "cpu"]),
         (new_shape.main, ["--device", "cpu", "--shapes", "2"]),
         (column_split.main, ["--device", "cpu"]),
         (narrow_columns.main, ["--device", "cpu"]),
@@ -132,6 +133,7 @@ def test_no_benchmark_edits_sys_path():
         "bench",
         "axis_reductions",
         "split_reductions",
+        "split_reductions --grid-timers",
         "new_shape",
         "column_split",
         "narrow_columns",
@@ -157,10 +159,11 @@ def test_axis_reductions_stop_at_a_planted_wrong_answer(monkeypatch):
         axis_reductions.main(["--device", "cpu"])
 
 
-def test_split_reductions_stop_at_a_planted_wrong_answer(monkeypatch):
+@pytest.mark.parametrize("mode", [[], ["--grid-timers"]], ids=["default", "grid-timers"])
+def test_split_reductions_stop_at_a_planted_wrong_answer(mode, monkeypatch):
     monkeypatch.setattr(split_reductions, "ident", _doubled)
     with pytest.raises(WrongAnswer, match="split"):
-        split_reductions.main(["--device", "cpu"])
+        split_reductions.main([*mode, "--device", "cpu"])
 
 
 def test_split_reductions_timers_stop_at_a_planted_wrong_combine(monkeypatch):
