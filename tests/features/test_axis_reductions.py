@@ -562,22 +562,27 @@ def test_integer_and_many_row_reductions_do_not_split():
 
 
 @pytest.mark.parametrize(
-    "shape, splits",
+    "shape, dtype, splits",
     [
-        ((8, 2**16), True),  # few rows: split from a reduced extent of 2**16
-        ((31, 2**16), True),
-        ((8, 2**15), False),  # shorter: one program a row reads it sooner than two kernels
-        ((1, 2**15), False),
-        ((1, 2**16), True),
-        ((32, 2**16), False),  # from 32 rows, rows shorter than 2**19 read as fast unsplit
-        ((64, 2**18), False),
-        ((32, 2**19), True),
-        ((64, 2**20), True),
-        ((65, 2**20), False),  # more than 64 rows: the unsplit loop keeps up
+        ((8, 2**16), torch.float32, True),  # few rows: split from a reduced extent of 2**16
+        ((31, 2**16), torch.float32, True),
+        ((8, 2**15), torch.float32, False),  # shorter: one program a row reads it sooner than two kernels
+        ((1, 2**15), torch.float32, False),
+        ((1, 2**16), torch.float32, True),
+        ((32, 2**16), torch.float32, False),  # from 32 rows, rows shorter than 2**17 read as fast unsplit
+        ((32, 2**17), torch.float32, True),  # a column of 32 floats is 128 bytes: split from 2**17
+        ((64, 2**17), torch.bfloat16, True),  # as is one of 64 bf16 elements
+        ((64, 2**16), torch.bfloat16, False),
+        ((33, 2**17), torch.float32, False),  # wider columns split from 2**19
+        ((32, 2**17), torch.float64, False),
+        ((64, 2**18), torch.float32, False),
+        ((32, 2**19), torch.float64, True),
+        ((64, 2**20), torch.float32, True),
+        ((65, 2**20), torch.bfloat16, False),  # more than 64 rows: the unsplit loop keeps up
     ],
 )
-def test_the_split_rule_follows_the_row_count_and_the_row_length(shape, splits):
-    x = torch.empty(shape, device="meta")
+def test_the_split_rule_follows_the_rows_their_length_and_their_bytes(shape, dtype, splits):
+    x = torch.empty(shape, device="meta", dtype=dtype)
     assert (_function("sum", -1).explain(x, x).split_parts > 1) == splits
 
 

@@ -92,11 +92,15 @@ MIN_PART_EXTENT = 1024
 # docs/decisions/split-rule.md.
 SPLIT_MAX_ROWS = 64  # more rows than this are not split
 # Fewer rows than SPLIT_FEW_ROWS split from a reduced extent of SPLIT_MIN_COLS_FEW, more from
-# SPLIT_MIN_COLS. Where the kept dims run along unit stride, fewer tiles than SPLIT_FEW_ROWS split
-# once a tile's program would read more than COLUMN_UNSPLIT_ELEMENTS.
+# SPLIT_MIN_COLS, or from SPLIT_MIN_COLS_NARROW where one element of every row comes to at most
+# SPLIT_NARROW_COLUMN_BYTES (32 rows of 4-byte elements, 64 of 2-byte ones): so few programs
+# read too few bytes at a time to fill the GPU. Where the kept dims run along unit stride, fewer
+# tiles than SPLIT_FEW_ROWS split once a tile's program would read more than COLUMN_UNSPLIT_ELEMENTS.
 SPLIT_FEW_ROWS = 32
 SPLIT_MIN_COLS_FEW = 2**16
 SPLIT_MIN_COLS = 2**19
+SPLIT_MIN_COLS_NARROW = 2**17
+SPLIT_NARROW_COLUMN_BYTES = 128
 COLUMN_UNSPLIT_ELEMENTS = 2**14
 # Programs of narrow tiles (runs of 8 or fewer kept elements), which read slower than wide ones,
 # count as few up to this many, however many tiles of 16 they make.
@@ -116,10 +120,11 @@ def splittable(reductions: tuple) -> bool:
     return all(r.acc.is_floating_point and r.result.is_floating_point for r in reductions)
 
 
-def split_parts(rows: tuple, cols: tuple, kept_unit_stride: bool = False) -> int:
+def split_parts(rows: tuple, cols: tuple, kept_unit_stride: bool = False, itemsize: int = 4) -> int:
     """How many equal slices to cut the outer reduced dim into (1: no split), a power of two
-    dividing it. `kept_unit_stride`: the kept dims run along unit stride (column_looped), where a
-    program takes a tile of 16 adjacent kept elements, or a narrow one for a run of 8 or fewer
+    dividing it. `itemsize`: the widest element's bytes (planner._itemsize), which with the rows
+    gives the bytes of one column. `kept_unit_stride`: the kept dims run along unit stride
+    (column_looped), where a program takes a tile of 16 adjacent kept elements, or a narrow one for a run of 8 or fewer
     (kept_per_program): the rule counts tiles of 16 as its rows, or the programs of narrow tiles
     where they are at most SPLIT_FEW_NARROW, and few of them split once one program would read
     more than COLUMN_UNSPLIT_ELEMENTS, into at least MIN_COLUMN_PARTS parts where the run is 16
@@ -134,7 +139,8 @@ def split_parts(rows: tuple, cols: tuple, kept_unit_stride: bool = False) -> int
     if num_rows > SPLIT_MAX_ROWS or not num_rows:
         return 1
     if num_rows >= SPLIT_FEW_ROWS and not few_narrow:
-        short = num_cols < SPLIT_MIN_COLS
+        narrow = not kept_unit_stride and num_rows * itemsize <= SPLIT_NARROW_COLUMN_BYTES
+        short = num_cols < (SPLIT_MIN_COLS_NARROW if narrow else SPLIT_MIN_COLS)
     elif kept_unit_stride:  # what one tile's program reads
         short = num_cols * min(width, kept) <= COLUMN_UNSPLIT_ELEMENTS
     else:
@@ -251,7 +257,7 @@ def analyze_rows(
     parts = 1
     if splittable:
         columns = get_scheme("column_looped").applies(task_shape, strides, len(rows), config)
-        parts = split_parts(rows, cols, columns)
+        parts = split_parts(rows, cols, columns, itemsize)
     if parts > 1:
         return _split_task(
             shape, out_strides, rows, cols, row_strides, col_strides, len(in_strides), parts, itemsize, config
