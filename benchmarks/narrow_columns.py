@@ -92,10 +92,10 @@ def _wide_block_choices(self, rank, itemsize, aligned, config):
     return tuple(b for b in blocks if b[0] >= column_looped.WIDE_BLOCK_M)
 
 
-def _split_parts_by_element(rows, cols, kept_unit_stride=False):
+def _split_parts_by_element(rows, cols, kept_unit_stride=False, itemsize=4):
     """The split rule counting a column layout's rows one per kept element."""
     elements = (math.prod(rows) * column_looped.WIDE_BLOCK_M,) if kept_unit_stride else rows
-    return _SPLIT_PARTS(elements, cols, kept_unit_stride)
+    return _SPLIT_PARTS(elements, cols, kept_unit_stride, itemsize)
 
 
 _BLOCK_CHOICES, _SPLIT_PARTS = column_looped.ColumnLooped.block_choices, plan.split_parts
