@@ -27,6 +27,7 @@ from benchmarks.harness import (
     report,
     smoke_arguments,
     smoke_run,
+    torch_compiled,
 )
 from benchmarks import payloads
 from tritonwise import StridedBuffer
@@ -125,7 +126,7 @@ def cases(device: str = "cuda", small: bool = False, fns=payloads) -> list:
 def compiled_gbps(case: Case) -> float:
     """torch.compile's GB/s of the case's eager expression (NaN, reported, should it fail)."""
     try:
-        fn = torch.compile(case.eager)
+        fn = torch_compiled(case.eager)
         fn()
         return gbps(case.nbytes, fn)
     except Exception as e:  # report, keep benchmarking

@@ -100,6 +100,27 @@ def own_cache_dir(prefix: str):
 
 
 # ---------------------------------------------------------------------------------------------
+# torch.compile, the peer
+
+# A benchmark compiles one expression (one code object) for every case it times; Dynamo
+# recompiles it per shape up to its limit (8 in torch 2.11), then runs the expression eagerly.
+RECOMPILES = 64
+
+
+def room_for_recompiles() -> None:
+    """Let Dynamo compile one code object RECOMPILES times (the flag's name changed across releases)."""
+    for flag in ("recompile_limit", "cache_size_limit"):
+        if hasattr(torch._dynamo.config, flag):
+            setattr(torch._dynamo.config, flag, max(RECOMPILES, getattr(torch._dynamo.config, flag)))
+
+
+def torch_compiled(fn: Callable, **options) -> Callable:
+    """torch.compile(fn, **options), compiled for each new shape however many cases share `fn`'s code."""
+    room_for_recompiles()
+    return torch.compile(fn, **options)
+
+
+# ---------------------------------------------------------------------------------------------
 # Timers
 
 

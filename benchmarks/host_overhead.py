@@ -28,7 +28,7 @@ import torch
 
 os.environ.setdefault("TRITONWISE_ATEN", "wait")  # read when the first plan launches
 from benchmarks import launch_layers  # noqa: E402
-from benchmarks.harness import check_against, gpu_us_per_kernel, median_call_us, median_us, report  # noqa: E402
+from benchmarks.harness import check_against, gpu_us_per_kernel, median_call_us, median_us, report, torch_compiled  # noqa: E402
 from benchmarks.payloads import add, add_alpha, polar, row_sum_of_squares, squared_error_sum  # noqa: E402
 from tritonwise.runtime import aten, hit_path, native  # noqa: E402
 from tritonwise.runtime.arguments import call_signature  # noqa: E402
@@ -164,7 +164,7 @@ def main() -> int:
     for name, ours, eager, _ in chosen:
         fns = [ours, eager]
         if not args.no_compile:
-            fns.append(torch.compile(eager))
+            fns.append(torch_compiled(eager))
             fns[-1]()
         t_ours, t_eager, *t_compiled = median_us(fns)
         t_compiled = t_compiled[0] if t_compiled else float("nan")

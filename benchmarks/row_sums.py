@@ -21,6 +21,7 @@ from benchmarks.harness import (
     positive_int,
     report,
     smoke_arguments,
+    torch_compiled,
     us_after_clean_flush,
     us_back_to_back,
 )
@@ -51,7 +52,7 @@ def with_peers(x, fns: dict, compiled: bool) -> dict:
     calls = dict(fns)
     calls["torch"] = lambda t: t.sum(-1)
     if compiled:
-        calls["torch.compile"] = torch.compile(lambda t: t.sum(-1), dynamic=False)
+        calls["torch.compile"] = torch_compiled(lambda t: t.sum(-1), dynamic=False)
         check_against(x.float().sum(-1), calls["torch.compile"](x).float(), "torch.compile", 2e-2, 2.0)
     calls["plain read"] = best_plain_read(x, lambda n, call, t: n / us_back_to_back(call, [t], 20))
     return calls

@@ -38,6 +38,7 @@ from benchmarks.harness import (
     read_ceiling,
     smoke_arguments,
     smoke_run,
+    torch_compiled,
 )
 from tritonwise import pointwise_dynamic
 from tritonwise.analysis import plan as plan_module
@@ -120,7 +121,7 @@ def grid_timers(device: str) -> None:
         (split_fn, parts), (unsplit_fn, _) = row_sum(x, True, always=True), row_sum(x, False)
         if device == "cpu":
             continue
-        compiled = torch.compile(lambda t: t.sum(-1), dynamic=False)
+        compiled = torch_compiled(lambda t: t.sum(-1), dynamic=False)
         check_against(x.float().sum(-1), compiled(x).float(), "torch.compile", 2e-2, 2e-1)
         rule = row_sum(x, True)[1]
         for timer, rate in TIMERS.items():
@@ -192,7 +193,7 @@ def timers(device: str) -> None:
         return
     print("| case | timer | plain read GB/s | as run | combined through a copy | torch.compile |\n|---|---|---|---|---|---|")
     for x, fn in zip(inputs, functions):
-        compiled = torch.compile(lambda t: t.sum(-1))
+        compiled = torch_compiled(lambda t: t.sum(-1))
         compiled(x)
         for timer, rate in TIMERS.items():
             plains, shares = [], [[] for _ in range(3)]

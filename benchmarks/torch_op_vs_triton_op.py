@@ -68,7 +68,15 @@ import triton
 import triton.language as tl
 from torch._subclasses.fake_tensor import is_fake
 
-from benchmarks.harness import host_only_us, median_us, mismatch, per_call_us, smoke_arguments, smoke_run
+from benchmarks.harness import (
+    host_only_us,
+    median_us,
+    mismatch,
+    per_call_us,
+    room_for_recompiles,
+    smoke_arguments,
+    smoke_run,
+)
 from tritonwise import pointwise_dynamic
 
 LARGE, SMALL = 2**26, 1024
@@ -369,9 +377,7 @@ def configure_compile(device: str) -> None:
     ):
         if hasattr(module, flag):
             setattr(module, flag, False)
-    for flag in ("recompile_limit", "cache_size_limit"):  # the name changed across releases
-        if hasattr(torch._dynamo.config, flag):
-            setattr(torch._dynamo.config, flag, max(64, getattr(torch._dynamo.config, flag)))
+    room_for_recompiles()
     if device == "cpu":
         logging.getLogger("torch._dynamo").addFilter(lambda record: "exception in identify_" not in record.getMessage())
 

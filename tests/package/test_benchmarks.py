@@ -31,7 +31,7 @@ from benchmarks import (
     payloads,
     split_reductions,
 )
-from benchmarks.harness import WrongAnswer, check_against, mismatch
+from benchmarks.harness import RECOMPILES, WrongAnswer, check_against, mismatch, torch_compiled
 from tests.support.paths import ROOT
 from tritonwise import pointwise_dynamic
 
@@ -110,6 +110,22 @@ def test_every_benchmark_imports_without_a_gpu(name, monkeypatch):
 def test_no_benchmark_edits_sys_path():
     edits = [path.name for path in (ROOT / "benchmarks").glob("*.py") if "sys.path" in path.read_text()]
     assert not edits
+
+
+def test_torch_compiled_compiles_every_shape_of_one_expression(monkeypatch):
+    """A benchmark compiles one lambda per case; past Dynamo's default limit (8) the peer it
+    times would be eager. Counted by a backend that records each graph Dynamo hands it."""
+    from torch._dynamo.testing import CompileCounter
+
+    for flag in ("recompile_limit", "cache_size_limit"):
+        if hasattr(torch._dynamo.config, flag):
+            monkeypatch.setattr(torch._dynamo.config, flag, 8)
+    shapes = 12
+    counter = CompileCounter()
+    for n in range(1, shapes + 1):
+        compiled = torch_compiled(lambda t: t.sum(-1), backend=counter, dynamic=False)
+        torch.testing.assert_close(compiled(torch.ones(n)), torch.tensor(float(n)))
+    assert counter.frame_count == shapes <= RECOMPILES
 
 
 # ---------------------------------------------------------------------------------------------
