@@ -92,7 +92,7 @@ def _wide_block_choices(self, rank, itemsize, aligned, config):
     return tuple(b for b in blocks if b[0] >= column_looped.WIDE_BLOCK_M)
 
 
-def _split_parts_by_element(rows, cols, kept_unit_stride=False, itemsize=4):
+def _split_parts_by_element(rows, cols, kept_unit_stride, itemsize):
     """The split rule counting a column layout's rows one per kept element."""
     elements = (math.prod(rows) * column_looped.WIDE_BLOCK_M,) if kept_unit_stride else rows
     return _SPLIT_PARTS(elements, cols, kept_unit_stride, itemsize)

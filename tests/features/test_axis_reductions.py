@@ -616,6 +616,7 @@ def test_a_column_reduction_of_a_short_run_takes_a_tile_no_wider_than_it(run, bl
         ((16384, 128), 16),  # eight
         ((8192, 128), 8),
         ((2**16, 1024), 1),  # 64 tiles, from 2**19 reduced elements
+        ((2**17, 512), 1),  # 32 tiles of 16 floats: from 2**19 too (rows of 128-byte columns split from 2**17)
         ((2**19, 1024), 32),
         ((8192, 8192), 1),  # 512 tiles: programs enough
     ],

@@ -110,7 +110,8 @@ SPLIT_FEW_NARROW = 64
 # more than their programs gained where measured (docs/decisions/split-rule.md).
 MIN_COLUMN_PARTS = 8
 # A split's partials (at most SPLIT_TARGET_ROWS per row, parts innermost) are combined by a
-# reduction of rows, which does not split in turn while SPLIT_TARGET_ROWS < SPLIT_MIN_COLS_FEW.
+# reduction of rows, which does not split in turn while SPLIT_TARGET_ROWS is below every split
+# threshold (the least, SPLIT_MIN_COLS_FEW).
 
 
 def splittable(reductions: tuple) -> bool:
@@ -120,7 +121,7 @@ def splittable(reductions: tuple) -> bool:
     return all(r.acc.is_floating_point and r.result.is_floating_point for r in reductions)
 
 
-def split_parts(rows: tuple, cols: tuple, kept_unit_stride: bool = False, itemsize: int = 4) -> int:
+def split_parts(rows: tuple, cols: tuple, kept_unit_stride: bool, itemsize: int) -> int:
     """How many equal slices to cut the outer reduced dim into (1: no split), a power of two
     dividing it. `itemsize`: the widest element's bytes (planner._itemsize), which with the rows
     gives the bytes of one column. `kept_unit_stride`: the kept dims run along unit stride
