@@ -34,6 +34,7 @@ from benchmarks.harness import (
     do_bench_us,
     gbps,
     gpu_us_per_kernel,
+    in_rounds,
     nbytes,
     read_ceiling,
     smoke_arguments,
@@ -112,7 +113,6 @@ def grid_timers(device: str) -> None:
     torch.compile, under each timer of axis_reductions.py: GB/s read, medians of ROUNDS rounds
     (each timing the three in turn, starting one further along), and the parts the rule takes."""
     from benchmarks.axis_reductions import TIMERS
-    from benchmarks.harness import in_rounds
 
     cases = SMOKE_CASES if device == "cpu" else TIMED_GRID
     print("| shape | rule's parts (always) | timer | split always / never / torch.compile GB/s |\n|---|---|---|---|")
