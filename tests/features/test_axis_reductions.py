@@ -797,7 +797,8 @@ COUNTED_ROWS = {  # x, block, whole blocks compiled in, the width the last colum
     "two reduced dims, no rest": (lambda: torch.randn(300, 2, 2100)[:, :, :2048], (4, 512), 8, 512),
     "the pipelined block": (lambda: torch.randn(65, 65552), (1, 8192), 0, 1024),  # 65 rows: not split
     "more than 32 blocks": (lambda: torch.randn(129, 2048 * 33 + 16), (1, 2048), 0, 256),  # 129: not pipelined
-    "rows rotated": (lambda: torch.randn(5, 4103)[:, :4098], (1, 2048), 0, 2048),
+    "rows rotated": (lambda: torch.randn(5, 4103)[:, :4098], (1, 2048), 1, 2048),
+    "rows rotated, a rest of two blocks at head 0": (lambda: torch.randn(5, 4103)[:, :4099], (1, 2048), 1, 2048),
     "several rows from their start": (lambda: torch.randn(300, 4103)[:, :4098], (2, 1024), 4, 128),
 }
 ROW_FORMS = {
@@ -812,9 +813,10 @@ ROW_FORMS = {
 @pytest.mark.parametrize("case", list(COUNTED_ROWS))
 def test_a_rows_count_and_last_block_are_compiled_in(case, form, kind, monkeypatch):
     """row_looped compiles a row's count of whole blocks in (WHOLE_BLOCKS) where it is 1 to 32,
-    except for rows read rotated (each counts its own after its head) and pipelined blocks, and
-    reads its masked last columns in a block of an eighth of BLOCK_N where they fit one (a
-    rotated row's rest, and any longer one, in whole blocks); the launch passes both. With the
+    except for pipelined blocks (rows read rotated: the count every head of fewer than 16 bytes
+    keeps, so that rows whose head is short read up to two blocks in the rest loop), and reads
+    its masked last columns in a block of an eighth of BLOCK_N where they fit one (a rotated
+    row's rest, and any longer one, in whole blocks); the launch passes both. With the
     limit at 0 every count is taken at run time, with the fraction at 1 every last block is
     whole. Every form against torch."""
     from tritonwise.schemes import row_looped

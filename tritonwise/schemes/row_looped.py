@@ -85,18 +85,19 @@ class RowLooped(RowPersistent):
         max_compiled_blocks, else 0 (counted at run time), and the width of the block its masked
         last columns are read in: BLOCK_N // rest_block_fraction where they are no more, else
         BLOCK_N (docs/decisions/row-looped-count.md, row-looped-rest.md). One-row blocks of a
-        `peeled` file count their own after each row's head and read the rest in whole blocks;
-        pipelined blocks count at run time (they read no faster with it). int(): a shape program
-        traced through this serves only rows of the same values (plans/symbolic.py)."""
+        `peeled` file count the whole blocks every rotation of a row keeps (its head is at most
+        peel_bytes - 1 elements) and read the rest, head included, in whole blocks; pipelined
+        blocks count at run time (they read no faster with it). int(): a shape program traced
+        through this serves only rows of the same values (plans/symbolic.py)."""
         width = block[1]
-        if peeled and block[0] == 1:
-            return 0, width
         cols = prod(task_shape[m_dim:])
-        count = cols // width
+        rotated = peeled and block[0] == 1
+        count = (cols - (self.peel_bytes - 1) if rotated else cols) // width
         compiled = 1 <= count <= self.max_compiled_blocks and not self.pipelined(block)
         narrow = max(width // self.rest_block_fraction, 1)
         left = cols - count * width
-        return (int(count) if compiled else 0), (narrow if 0 < left <= narrow else width)
+        rest = width if rotated or not 0 < left <= narrow else narrow
+        return (int(count) if compiled else 0), rest
 
     def pipelined(self, block) -> bool:
         """Whether a block's column loop is software-pipelined (`pipelined_from`; files of both

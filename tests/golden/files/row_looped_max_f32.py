@@ -55,8 +55,9 @@ def square_r2_row_looped_i32_f32(
         head = tl.max((4 - (i0*in0_stride0) % 4) % 4, axis=0) if BLOCK_M == 1 else 0
         in0_row = tl.multiple_of(i0*in0_stride0 + head, 4) if BLOCK_M == 1 else i0*in0_stride0
         head = tl.minimum(head, num_cols)  # a row shorter than its head: no whole block, all rotated
-        # WHOLE_BLOCKS: a row's count of whole blocks, compiled in where it is small, so that the
-        # loop runs as straight-line loads; 0: counted here, as a rotated row's is.
+        # WHOLE_BLOCKS: the whole blocks every rotation of a row keeps (its head is shorter than
+        # 16 bytes), compiled in where they are few, so that the loop runs as straight-line loads;
+        # the rest loop reads what is left. 0: counted here.
         whole_cols = WHOLE_BLOCKS * BLOCK_N if WHOLE_BLOCKS else (num_cols - head) // BLOCK_N * BLOCK_N
         for start in range(0, whole_cols, BLOCK_N):
             offs = start + tl.arange(0, BLOCK_N)  # columns from the row's rotation, read by in0 alone
