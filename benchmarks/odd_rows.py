@@ -69,8 +69,17 @@ def row_sum(x, form: str):
 
 def case_row(x, rounds: int, compiled: bool) -> str:
     plans, cells = row_sums.timed_forms(x, FORMS, row_sum, rounds, compiled)
-    tiles = "; ".join(f"{e.block} on {e.num_warps} warps" for e in plans.values())
+    tiles = "; ".join(f"{e.block} on {e.num_warps} warps{_split(e)}" for e in plans.values())
     return f"| {tuple(x.shape)} {str(x.dtype)[6:]} | {tiles} | {cells[0]} | {cells[1]} |"
+
+
+def _split(explanation) -> str:
+    """The blocks column's note of a split plan (its parts, and what its last part reads past
+    the others'), else nothing."""
+    if explanation.split_parts == 1:
+        return ""
+    longer = f", the last {explanation.split_tail} columns longer" if explanation.split_tail else ""
+    return f", split in {explanation.split_parts}{longer}"
 
 
 def _head(names) -> list:

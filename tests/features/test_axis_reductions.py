@@ -657,9 +657,75 @@ def test_narrow_runs_of_a_batch_count_their_own_tiles(shape, parts):
 
 
 def test_rows_split_into_few_parts_whatever_their_count():
-    """MIN_COLUMN_PARTS is a column layout's: 20 rows of 65540 (4 x 16385) split into 4 parts."""
-    x = torch.empty(20, 65540, device="meta")
-    assert _function("sum", 1).explain(x, x).split_parts == 4
+    """MIN_COLUMN_PARTS is a column layout's: 20 rows reducing (4, 16385), dims that do not
+    collapse, split into 4 parts (8 would leave a last part of 12 slices against 0)."""
+    x = torch.empty(20, 4, 16400, device="meta")[:, :, :16385]
+    plan = _function("sum", (1, 2)).explain(x, x)
+    assert (plan.split_parts, plan.split_tail) == (4, 0)
+
+
+@pytest.mark.parametrize(
+    "shape, parts, tail",
+    [
+        ((8, 2**16 + 1), 32, 1),  # 64 parts would be 1024 columns, which row_persistent reads: half as many
+        ((32, 2**18 + 3), 64, 3),
+        ((3, 100000), 64, 32),  # equal parts stop at 32 (2**5 divides 100000)
+        ((4, 17, 4000), 2, 4000),  # (17, 4000) reduced, dims that do not collapse: 17 slices into 8 and 9
+        ((4, 15, 4000), 1, 0),  # 15 into 7 and 8: the last part 1/7 longer, more than LAST_PART_SLACK allows
+    ],
+)
+def test_a_row_layouts_last_part_reads_what_equal_parts_leave(shape, parts, tail):
+    """split_parts cuts a row layout's outer reduced dim into power-of-two parts whether or not
+    they divide it: the last part reads the rest too, where that is at most an eighth of a part;
+    column layouts split into equal parts only."""
+    x = torch.empty(shape, device="meta")
+    dims = (1,)
+    if len(shape) == 3:  # (kept, slices, columns) with padded rows, the slices outermost
+        x, dims = torch.empty(*shape[:2], shape[2] + 16, device="meta")[..., : shape[2]].transpose(0, 1), (0, 2)
+    plan = _function("sum", dims).explain(x, x)
+    assert (plan.split_parts, plan.split_tail) == (parts, tail)
+    if parts > 1:
+        assert plan.scheme == "row_looped" and f"the last {tail} columns longer" in str(plan)
+    columns = torch.empty(2**19 + 16, 64, device="meta")  # 4 tiles of 16 kept elements
+    assert _function("sum", 0).explain(columns, columns).split_tail == 0
+
+
+LONGER_LAST = {  # x of a dtype, the parts, the columns the last reads past the others', its rows' blocks
+    "one row a block, from its start": (lambda d: torch.randn(3, 16400, dtype=d)[:, :16387], 4, 3, "one row"),
+    "one row a block, rotated": (lambda d: torch.randn(3, 16387, dtype=d), 4, 3, "one row, rotated"),
+    "several rows a block, strided columns": (lambda d: torch.randn(3, 8195, 2, dtype=d)[..., 0], 2, 1, "several rows"),
+    "two reduced dims": (lambda d: torch.randn(17, 2, 600, dtype=d).transpose(0, 1), 2, 600, "several rows"),
+    "one row": (lambda d: torch.randn(1, 16387, dtype=d), 4, 3, "one row"),  # its stride a filler: aligned
+}
+
+
+@pytest.mark.parametrize("layout", list(LONGER_LAST))
+@pytest.mark.parametrize("kind", ["sum", "max", "min"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_a_split_whose_last_part_is_longer_reads_every_column_once(layout, kind, dtype, monkeypatch):
+    """Few rows whose reduced extent no power of two divides: each part's program reads its
+    slice, the last one's the rest too (row_looped.py.j2's split_tail), whether its rows take
+    one-row blocks (from their start or rotated) or several a block; every result torch's, on
+    poisoned outputs, where the last columns, which only the last part reads, hold the extremes."""
+    from tritonwise.analysis import plan as plan_rules
+    from tritonwise.schemes import row_looped
+
+    monkeypatch.setattr(plan_rules, "SPLIT_MIN_COLS_FEW", 4096)
+    monkeypatch.setattr(plan_rules, "MIN_PART_EXTENT", 4096)
+    make, parts, tail, blocks = LONGER_LAST[layout]
+    if blocks == "several rows":  # few rows of 4096 or more columns would take one row of 2048
+        monkeypatch.setattr(row_looped, "FEW_ROWS_MAX", 0)
+    x = make(dtype)
+    x.select(-1, -1).fill_(-100.0 if kind == "min" else 100.0)
+    y = torch.full((x.shape[0],) + (1,) * (x.dim() - 1), 2.0, dtype=dtype)  # varies along the kept dim alone
+    dims = tuple(range(1, x.dim()))
+    fn = _function(kind, dims)
+    out = poisoned_like(torch.empty(x.shape[0], dtype=dtype))
+    assert fn(x, y, out0=out) is out
+    _check(out, kind, x, y, dims)
+    plan = fn.explain(x, y)
+    assert (plan.scheme, plan.split_parts, plan.split_tail) == ("row_looped", parts, tail)
+    assert (plan.block[0] == 1) == blocks.startswith("one row") and _rotated(plan) == blocks.endswith("rotated")
 
 
 PEEL_ROWS = 17  # with a row stride of 4103 (7 modulo 16) their starts fall at every offset modulo 16 elements
@@ -723,6 +789,11 @@ ROTATED_LAUNCHES = {  # name: (operand, function options, patches)
         {},
         {(plan_rules, "SPLIT_MIN_COLS_FEW"): 4096, (plan_rules, "MIN_PART_EXTENT"): 4096},
     ),
+    "split in parts, the last longer": (  # the last part's rows 4099 columns long
+        lambda: torch.randn(2, 16391)[:, :16387],
+        {},
+        {(plan_rules, "SPLIT_MIN_COLS_FEW"): 4096, (plan_rules, "MIN_PART_EXTENT"): 4096},
+    ),
 }
 
 
@@ -744,7 +815,8 @@ def test_rotated_rows_under_every_launch_form(launch, kind, checked_hints, monke
     _check(fn(x, y), kind, x, y, (-1,))
     plan = fn.explain(x, y)
     assert plan.scheme == "row_looped" and not plan.aligned and plan.block[0] == 1 and _rotated(plan) and checked_hints
-    assert (plan.split_parts > 1) == (launch == "split in parts")
+    assert (plan.split_parts > 1) == launch.startswith("split in parts")
+    assert (plan.split_tail > 0) == (launch == "split in parts, the last longer")
     assert (plan.grid[0] < plan.num_tiles) == (launch == "a capped grid")
     assert (plan.index_bits == 64) == (launch == "int64 indices")
 

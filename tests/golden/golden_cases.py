@@ -3,7 +3,8 @@
 One case per scheme, plus rank 0, int64 indexing, input casts, a given output of another dtype,
 full reductions (atomic and deterministic), two outputs, a bool result, a payload calling
 libdevice (its file imports it to run alone), and reductions along dims (row_persistent over
-two reduced dims, row_looped over a strided one and, with int64 indices, over two). `generated()` writes
+two reduced dims, row_looped over a strided one and, with int64 indices, over two; splits into
+equal parts and into parts whose last is longer). `generated()` writes
 each case's file through `fn.generate` (no launch) and returns its text, with the parts that
 change on every edit of the generator (key, generator hash, Triton version, checksum) masked.
 """
@@ -99,6 +100,7 @@ def cases() -> dict:
         "row_looped_max_f32": (row_max, (torch.ones(4, 1500),), {}),
         "column_looped_max_f32": (column_max, (torch.ones(1500, 4),), {}),
         "split_sum_bf16": (row_sum, (torch.ones(2, 2**16, dtype=torch.bfloat16),), {}),
+        "split_longer_last_f32": (row_sum, (torch.ones(2, 2**16 + 3),), {}),
         "row_looped_sum_02_int64": (sum_squares_02, (_overlapping((4096, 256, 4096), (5, 3, 1)),), {}),
     }
 

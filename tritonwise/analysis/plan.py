@@ -70,19 +70,28 @@ class TaskPlan:
         """Every field of the task a generated file depends on; tasks of equal classes share a file."""
         tiling = self.tiling
         classes = self.stride_classes
-        split = self.split is not None
+        split = self.split.form if self.split is not None else None
         return (self.rank, tiling.scheme, tiling.m_dim, tiling.choices, self.index_bits, self.aligned, classes, split, tiling.peel)
 
 
 @dataclass(frozen=True)
 class SplitRows:
     """A reduction along dims with too few rows to fill the GPU, split in `parts` slices of its
-    outer reduced dim into a dense (parts, *rows) buffer of partials, then combined."""
+    outer reduced dim into a dense (parts, *rows) buffer of partials, then combined. Where no
+    power of two divides that dim, the last slice is longer: its rows (the task's from
+    `tail_from` on) read `tail_cols` columns past the others' (row_looped.py.j2, `split_tail`)."""
 
     parts: int
     rows: tuple
     out_row_strides: tuple
     partial_strides: tuple  # of the (parts, *rows) buffer: dense, parts innermost
+    tail_cols: int = 0
+    tail_from: int = 0
+
+    @property
+    def form(self) -> str:
+        """What a generated file needs to know of the split: "equal" slices, or "longer last"."""
+        return "longer last" if self.tail_cols else "equal"
 
 
 # A split aims at this many (row, part) pairs, each part reading at least MIN_PART_EXTENT.
@@ -109,6 +118,10 @@ SPLIT_FEW_NARROW = 64
 # splits into fewer parts (short extents, or extents with few factors of two) cost their combine
 # more than their programs gained where measured (docs/decisions/split-rule.md).
 MIN_COLUMN_PARTS = 8
+# Where the outer reduced dim does not divide into the parts, a row layout's last part reads what
+# is left too, at most 1/LAST_PART_SLACK more than the others; column layouts split into equal
+# parts only.
+LAST_PART_SLACK = 8
 # A split's partials (at most SPLIT_TARGET_ROWS per row, parts innermost) are combined by a
 # reduction of rows, which does not split in turn while SPLIT_TARGET_ROWS is below every split
 # threshold (the least, SPLIT_MIN_COLS_FEW).
@@ -152,12 +165,19 @@ def split_parts(rows: tuple, cols: tuple, kept_unit_stride: bool, itemsize: int)
     while (
         parts * 2 * num_rows <= SPLIT_TARGET_ROWS
         and num_cols // (parts * 2) >= MIN_PART_EXTENT
-        and cols[0] % (parts * 2) == 0
+        and _cuts(cols[0], parts * 2, kept_unit_stride)
     ):
         parts *= 2
     if kept_unit_stride and rows[-1] >= WIDE_BLOCK_M and parts < MIN_COLUMN_PARTS:
         return 1
     return parts
+
+
+def _cuts(extent: int, parts: int, kept_unit_stride: bool) -> bool:
+    """Whether `parts` slices may cut a reduced dim of `extent`: equal ones, or for a row layout
+    equal ones but the last, longer by what is left, at most 1/LAST_PART_SLACK of a slice."""
+    left = extent % parts
+    return not left or (not kept_unit_stride and left * LAST_PART_SLACK <= extent // parts)
 
 
 def analyze(
@@ -259,23 +279,27 @@ def analyze_rows(
     if splittable:
         columns = get_scheme("column_looped").applies(task_shape, strides, len(rows), config)
         parts = split_parts(rows, cols, columns, itemsize)
-    if parts > 1:
-        return _split_task(
-            shape, out_strides, rows, cols, row_strides, col_strides, len(in_strides), parts, itemsize, config
-        )
-    return tile(shape, out_strides, task_shape, strides, itemsize, config, split=len(rows), work=rows)
+    unsplit = tile(shape, out_strides, task_shape, strides, itemsize, config, split=len(rows), work=rows)
+    while parts > 1:  # a longer last part only where row_looped reads the parts, else fewer parts
+        split = _split_task(shape, out_strides, rows, cols, row_strides, col_strides, len(in_strides), parts, itemsize, config)
+        if split.split.form == "equal" or split.tiling.scheme == "row_looped":
+            return replace(split, index_bits=max(split.index_bits, unsplit.index_bits))
+        parts //= 2
+    return unsplit
 
 
 def _split_task(shape, out_strides, rows, cols, row_strides, col_strides, n_inputs, parts, itemsize, config):
-    """The task (parts, *rows, cols[0] / parts, *cols[1:]): the outer reduced dim cut in `parts`
-    slices that become the outer kept dim; outputs replaced by the dense partial buffer, whose
-    parts are its innermost dim, so that their combine reduces contiguous rows."""
+    """The task (parts, *rows, cols[0] // parts, *cols[1:]): the outer reduced dim cut in `parts`
+    slices that become the outer kept dim, the last reading what is left past them too (only
+    row_looped's template reads it); outputs replaced by the dense partial buffer, whose parts
+    are its innermost dim, so that their combine reduces contiguous rows."""
     extent = cols[0] // parts
     task_shape = (parts, *rows, extent, *cols[1:])
     strides = [(c[0] * extent, *r, *c) for r, c in zip(row_strides[:n_inputs], col_strides[:n_inputs])]
     buffer = dense_strides((parts, *rows), [0, *range(len(rows), 0, -1)])
     strides += [(*buffer, *(0,) * len(cols))] * (len(row_strides) - n_inputs)
-    split = SplitRows(parts, rows, tuple(row_strides[n_inputs:]), buffer)
+    tail_cols = (cols[0] - extent * parts) * math.prod(cols[1:])
+    split = SplitRows(parts, rows, tuple(row_strides[n_inputs:]), buffer, tail_cols, (parts - 1) * math.prod(rows))
     plan = tile(shape, out_strides, task_shape, tuple(strides), itemsize, config, split=1 + len(rows), work=rows)
     return replace(plan, split=split)
 

@@ -97,6 +97,7 @@ def render(spec) -> str:
         "takes_whole_blocks": "WHOLE_BLOCKS" in scheme.row_constexpr_names,
         "takes_rest_block": body.takes_rest_block(spec),
         "peel": body.peel(spec),
+        "split_tail": spec.split_tail,
         "epilogue": body.epilogue_lines(spec),
         "row_init": body.row_init_lines(spec),
         "rest_init": body.rest_init_lines(spec),
@@ -137,6 +138,8 @@ def layout_lines(spec, alias: str) -> list:
         "inputs": tensors,
         "outputs": outputs,
     }
+    if spec.split_tail:  # its launch takes SPLIT_TAIL_PARAMS too
+        fields["split_tail"] = True
     return [f"{k}={v!r}," for k, v in fields.items()]
 
 

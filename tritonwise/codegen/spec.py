@@ -81,6 +81,10 @@ class OutputSpec:
     partial: bool = False  # a split reduction's partial values: stored in `acc`, not rounded to `dtype`
 
 
+# A split's last part (SplitRows): the columns it reads past the others', and the task's first row in it
+SPLIT_TAIL_PARAMS = ("tail_cols", "tail_from")
+
+
 @dataclass(frozen=True)
 class KernelSpec:
     """Exactly what changes a generated file's text; `key` hashes all of it and names the file.
@@ -109,6 +113,7 @@ class KernelSpec:
     triton_version: str
     deterministic: bool = False  # reductions: one partial per program instead of atomics
     peel: Optional[int] = None  # the operand (of `tensors`) blocks of one row read rotated (Scheme.peel_operand)
+    split_tail: bool = False  # a split whose last part reads columns past the others' (SplitRows.tail_cols)
     # what the payload's copy needs when the file runs alone: imports, constants, helpers
     payload_preamble: tuple = ()
     # the payload's source, copied into the file; out of repr (and so of the key's hashed text)
@@ -163,12 +168,15 @@ class KernelSpec:
         return tuple((op.name, op.strides) for op in self.tensors)
 
     def index_params(self) -> list:
-        """The integer parameters after the operands: sizes, run-time strides, tile counts."""
-        return get_scheme(self.scheme).index_params(self.rank, self.m_dim, self.stride_classes)
+        """The integer parameters after the operands: sizes, run-time strides, tile counts, and a
+        split's last part's extra columns and first row (SPLIT_TAIL_PARAMS) where it has them."""
+        params = get_scheme(self.scheme).index_params(self.rank, self.m_dim, self.stride_classes)
+        return params + list(SPLIT_TAIL_PARAMS) if self.split_tail else params
 
     def index_values(self, plan) -> tuple:
         """Values of index_params() for one TaskPlan, in order: what a plan miss computes to launch a
         known file, without importing jinja2 or generating anything."""
         tiling = plan.tiling
         scheme = get_scheme(self.scheme)
-        return scheme.index_values(plan.task_shape, tiling.m_dim, tiling.block, self.stride_classes, plan.strides)
+        values = scheme.index_values(plan.task_shape, tiling.m_dim, tiling.block, self.stride_classes, plan.strides)
+        return (*values, plan.split.tail_cols, plan.split.tail_from) if self.split_tail else values

@@ -30,6 +30,7 @@ class Explanation:
     compiled_blocks: int = 0  # a row's whole column blocks, where its kernel compiles the count in
     rest_block: int = 0  # the width of the block a row's masked last columns are read in (row_looped)
     split_parts: int = 1  # a split reduction along dims: slices of the reduced extent, combined after
+    split_tail: int = 0  # the columns a split's last slice reads past the others' (none where they divide)
     torch_compile: str = ""  # what torch.compile traces for the function (tracing/expression.status)
     rung: str = ""  # what would serve the call now: "plan cache", "shape program", "planner" or "routed: ..."
 
@@ -54,12 +55,14 @@ class Explanation:
             compiled_blocks=row_values.get("WHOLE_BLOCKS", 0),
             rest_block=row_values.get("REST_BLOCK", 0),
             split_parts=task.split.parts if task.split is not None else 1,
+            split_tail=task.split.tail_cols if task.split is not None else 0,
             torch_compile=torch_compile,
             rung=rung,
         )
 
     def __str__(self) -> str:
-        split = f"; split: the reduced extent in {self.split_parts} parts, partial values combined by a second reduction"
+        longer = f", the last {self.split_tail} columns longer" if self.split_tail else ""
+        split = f"; split: the reduced extent in {self.split_parts} parts{longer}, partial values combined by a second reduction"
         warps = f"{self.num_warps} warp{'s' if self.num_warps != 1 else ''}"
         rows = [
             ("kernel", self.kernel),

@@ -68,6 +68,7 @@ def launcher(launch, layout: dict, device: torch.device):
             operands[name] = torch.zeros(shape, dtype=_torch_dtype(acc), device=device)
     classes = [(n, s) for n, _, s in strided]
     index = scheme.index_values(task_shape, m_dim, block, classes, strides)
+    index += (0, 0) if layout.get("split_tail") else ()  # no columns past the last part's (SPLIT_TAIL_PARAMS)
     args = [operands.get(n, SCALARS.get(d)) for n, d, _ in layout["inputs"]]
     args += [operands[o[0]] for o in layout["outputs"]]
 
