@@ -150,8 +150,9 @@ def test_few_long_rows_take_one_row_a_program(rows, cols, block):
 @pytest.mark.parametrize("shape", [(4, 301, 320), (2, 301, 600)], ids=["runs of 320", "runs of 600"])
 def test_rows_reduced_over_two_dims_take_taller_tiles(shape):
     """A reduced extent of two dims divides each column index by a runtime extent; the tile then
-    takes four rows of 512, which share that division, where one dim would take two of 1024,
-    whether the innermost reduced dim is narrower than 512 or wider."""
+    takes four rows of 512 on 4 warps, which share that division, whether the innermost reduced
+    dim is narrower than 512 or wider. One dim of as many columns (1280, 1200) takes four rows of
+    512 on 8 warps (SPARSE_ROWS_BLOCK), and of 1800, two rows of 1024."""
     fn = _function("sum", (0, 2))
     x, y = torch.randn(shape), torch.randn(301, 1)  # the last tile's one row clamps three more
     plan = fn.explain(x, y)
@@ -160,7 +161,38 @@ def test_rows_reduced_over_two_dims_take_taller_tiles(shape):
     assert fn(x, y, out0=out) is out
     _check(out, "sum", x, y, (0, 2))
     x = torch.randn(300, shape[0] * shape[2])
+    one_dim = _function("sum", -1).explain(x, x)
+    assert (one_dim.block, one_dim.num_warps) == ((4, 512), 8)
+    x = torch.randn(300, 1800)
     assert _function("sum", -1).explain(x, x).block == (2, 1024)
+
+
+@pytest.mark.parametrize(
+    "cols, block",
+    [
+        (1025, (2, 1024)),  # its rest of 1 in a block of 128: 1152 lanes against 1088
+        (1100, (2, 1024)),
+        (1153, (4, 512)),  # 2048 lanes against 1536
+        (1324, (4, 512)),
+        (1536, (4, 512)),
+        (1600, (4, 512)),  # 1536 and a rest of 64: 1600 against 2048
+        (1601, (2, 1024)),
+        (1800, (2, 1024)),
+        (2300, (2, 1024)),  # 2560 against 3072: more than 4/5
+        (8000, (2, 1024)),
+    ],
+)
+def test_many_rows_of_one_dim_take_the_block_reading_fewer_lanes(cols, block):
+    """Many rows (no few-row or long-row rule applies) of one reduced dim take two rows of 1024,
+    or four of 512 on 8 warps where those read at most 4/5 of the columns the first would, whole
+    blocks and the last columns' block counted (RowLooped.lanes); every result torch's."""
+    x, y = torch.randn(301, cols), torch.randn(301, 1)  # 301: the last block's rows clamp
+    fn = _function("sum", -1)
+    plan = fn.explain(x, y)
+    assert (plan.scheme, plan.block, plan.num_warps) == ("row_looped", block, 8)
+    out = poisoned_like(torch.empty(301))
+    assert fn(x, y, out0=out) is out
+    _check(out, "sum", x, y, (-1,))
 
 
 @pytest.mark.parametrize("bits", [32, 64])
@@ -862,8 +894,8 @@ COUNTED_ROWS = {  # x, block, whole blocks compiled in, the width the last colum
     "whole blocks and a rest": (lambda: torch.randn(5, 6160), (1, 2048), 3, 256),
     "several rows a block": (lambda: torch.randn(300, 4112), (2, 1024), 4, 128),
     "a rest of 128": (lambda: torch.randn(300, 1152), (2, 1024), 1, 128),
-    "a rest of 129": (lambda: torch.randn(300, 1153), (2, 1024), 1, 1024),
-    "a rest of 300": (lambda: torch.randn(300, 1324), (2, 1024), 1, 1024),
+    "a rest of 129": (lambda: torch.randn(300, 1153), (4, 512), 2, 512),  # SPARSE_ROWS_BLOCK
+    "a rest of 300": (lambda: torch.randn(300, 1324), (4, 512), 2, 512),
     "a rest of 600": (lambda: torch.randn(300, 1624), (2, 1024), 1, 1024),
     "two reduced dims": (lambda: torch.randn(300, 2, 2100)[:, :, :2064], (4, 512), 8, 64),
     "two reduced dims, no rest": (lambda: torch.randn(300, 2, 2100)[:, :, :2048], (4, 512), 8, 512),

@@ -62,7 +62,8 @@ def choose_tiling(
     if peel is not None:
         choices = scheme.peeled_blocks(choices)
     block = scheme.pick_block(task_shape, m_dim, choices)
-    return Tiling(scheme.name, m_dim, block, scheme.num_warps(block, config), choices, aligned, peel)
+    warps = scheme.num_warps(block, config, task_shape, m_dim)
+    return Tiling(scheme.name, m_dim, block, warps, choices, aligned, peel)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -73,7 +73,7 @@ def launcher(launch, layout: dict, device: torch.device):
     args += [operands[o[0]] for o in layout["outputs"]]
 
     def run():
-        launch(grid, *args, *index, *constexprs, scheme.num_warps(block, config))
+        launch(grid, *args, *index, *constexprs, scheme.num_warps(block, config, task_shape, m_dim))
 
     run.task_shape = task_shape
     return run

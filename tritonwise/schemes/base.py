@@ -69,8 +69,12 @@ class Scheme:
     def warps(self, block: tuple) -> int:
         return max(1, min(8, prod(block) // 256))  # 8 elements a thread, at most 8 warps
 
-    def num_warps(self, block: tuple, config: CodeGenConfig) -> int:
-        return min(self.warps(block), pow2_floor(config.max_num_warps_per_cta))
+    def task_warps(self, block: tuple, task_shape: tuple, m_dim: Optional[int]) -> int:
+        """A block's warps for a task: `warps`, unless a scheme decides by the task too."""
+        return self.warps(block)
+
+    def num_warps(self, block: tuple, config: CodeGenConfig, task_shape: tuple, m_dim: Optional[int]) -> int:
+        return min(self.task_warps(block, task_shape, m_dim), pow2_floor(config.max_num_warps_per_cta))
 
     def peel_operand(self, rank: int, m_dim: Optional[int], aligned: bool, classes: Sequence[str], inputs: int) -> Optional[int]:
         """The one varying input whose rows a looped row scheme's one-row blocks read from the

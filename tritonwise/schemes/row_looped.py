@@ -22,7 +22,13 @@ SHORT_BLOCK = (2, 1024)
 # runtime extent; a taller tile shares that among more rows: MULTI_DIM_BLOCK, on its own warps,
 # where SHORT_BLOCK would be taken (row-looped-blocks.md).
 MULTI_DIM_BLOCK, MULTI_DIM_BLOCK_WARPS = (4, 512), 4
-BLOCK_WARPS = {LONG_BLOCK: LONG_BLOCK_WARPS, MULTI_DIM_BLOCK: MULTI_DIM_BLOCK_WARPS}  # others: Scheme.warps
+# Rows of one reduced dim where SHORT_BLOCK would be taken read in SPARSE_ROWS_BLOCK (on 8 warps,
+# Scheme.warps) where it reads at most SPARSE_ROWS_LANES (a fraction: 4/5) of SHORT_BLOCK's lanes
+# a row, its whole blocks and the block of its last columns counted (rows of 1153 to 1600
+# columns: a rest of more than 128 in SHORT_BLOCK's 1024 idles most of its last block);
+# row-looped-blocks.md.
+SPARSE_ROWS_BLOCK, SPARSE_ROWS_LANES = (4, 512), (4, 5)
+BLOCK_WARPS = {LONG_BLOCK: LONG_BLOCK_WARPS}  # others: Scheme.warps, MULTI_DIM_BLOCK_WARPS where it applies
 # Only few, very long rows' wide blocks pipeline; docs/decisions/row-looped-pipelining.md.
 LOOP_STAGES = 3
 # (at most this many rows, at least this many reduced elements, the pipelined block's width):
@@ -75,10 +81,22 @@ class RowLooped(RowPersistent):
         multi_dim = len(task_shape) - m_dim > 1
         if block == SHORT_BLOCK and multi_dim and MULTI_DIM_BLOCK in choices:
             block = MULTI_DIM_BLOCK
+        elif block == SHORT_BLOCK and SPARSE_ROWS_BLOCK in choices:
+            part, whole = SPARSE_ROWS_LANES
+            if self.lanes(cols, SPARSE_ROWS_BLOCK) * whole <= self.lanes(cols, SHORT_BLOCK) * part:
+                block = SPARSE_ROWS_BLOCK
         for max_rows, min_cols, wide in PIPELINED_BLOCKS:
             if rows <= max_rows and cols >= min_cols and (1, wide) in choices:
                 block = (1, wide)
         return next((b for b in choices if b[1] == block[1]), choices[0])  # by width: the cap may change rows
+
+    def lanes(self, cols: int, block: tuple) -> int:
+        """The columns a row of `cols` is read in under `block`: its whole blocks, then its last
+        columns' block (REST_BLOCK, row_constexprs)."""
+        width = block[1]
+        left = cols % width
+        narrow = max(width // REST_BLOCK_FRACTION, 1)  # the measured rest form, whatever a test patches
+        return cols - left + (0 if not left else narrow if left <= narrow else width)
 
     def row_constexprs(self, task_shape, m_dim, block, peeled) -> tuple:
         """(WHOLE_BLOCKS, REST_BLOCK): a row's count of whole column blocks where it is 1 to
@@ -109,6 +127,11 @@ class RowLooped(RowPersistent):
 
     def warps(self, block) -> int:
         return BLOCK_WARPS.get(block) or super().warps(block)
+
+    def task_warps(self, block, task_shape, m_dim) -> int:
+        """MULTI_DIM_BLOCK_WARPS for MULTI_DIM_BLOCK over several reduced dims, else `warps`."""
+        multi_dim = len(task_shape) - m_dim > 1
+        return MULTI_DIM_BLOCK_WARPS if block == MULTI_DIM_BLOCK and multi_dim else self.warps(block)
 
     def peel_operand(self, rank: int, m_dim: int, aligned: bool, classes: Sequence[str], inputs: int) -> Optional[int]:
         """Which operand (of `classes`, the strided operands' stride classes, the first `inputs` of
