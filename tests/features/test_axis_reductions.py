@@ -889,6 +889,32 @@ def test_rows_are_rotated_where_one_input_varies_along_them(x, y, rotated):
         assert fn.explain(many, scale).block == (2, 1024) and fn.explain(many, scale).path == plan.path
 
 
+@pytest.mark.parametrize(
+    "cols, inputs, block, warps",
+    [
+        (4110, 1, (2, 1024), 8),  # a head of up to 15 elements leaves one whole block of 2048
+        (4111, 1, (1, 2048), 8),  # two whatever the head: one row a program, rotated
+        (6001, 1, (1, 2048), 8),
+        (6001, 2, (2, 1024), 8),  # two inputs vary along the rows: read from their start
+        (1324, 1, (4, 512), 8),  # SPARSE_ROWS_BLOCK is kept
+        (8193, 1, (1, 2048), 16),  # long rows take LONG_BLOCK on its own warps anyway
+    ],
+)
+def test_many_rows_read_rotated_where_they_keep_two_whole_blocks(cols, inputs, block, warps):
+    """In a file that reads rows rotated, many rows (no few-row rule applies) that would take two
+    rows of 1024, read from their start one element a lane, take one row of 2048 on 8 warps, read
+    rotated, where every head leaves two whole blocks of 2048; every result torch's."""
+    x = torch.randn(300, cols + 5)[:, :cols]  # rows starting anywhere
+    y = torch.randn(300, 1) if inputs == 1 else torch.randn(cols)
+    fn = _function("sum", -1)
+    plan = fn.explain(x, y)
+    assert (plan.scheme, plan.block, plan.num_warps) == ("row_looped", block, warps)
+    assert _rotated(plan) == (inputs == 1)
+    out = poisoned_like(torch.empty(300))
+    assert fn(x, y, out0=out) is out
+    _check(out, "sum", x, y, (-1,))
+
+
 COUNTED_ROWS = {  # x, block, whole blocks compiled in, the width the last columns are read in
     "whole blocks only": (lambda: torch.randn(5, 6144), (1, 2048), 3, 2048),
     "whole blocks and a rest": (lambda: torch.randn(5, 6160), (1, 2048), 3, 256),

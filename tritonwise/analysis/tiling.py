@@ -62,6 +62,8 @@ def choose_tiling(
     if peel is not None:
         choices = scheme.peeled_blocks(choices)
     block = scheme.pick_block(task_shape, m_dim, choices)
+    if peel is not None:
+        block = scheme.peeled_block(task_shape, m_dim, choices, block)
     warps = scheme.num_warps(block, config, task_shape, m_dim)
     return Tiling(scheme.name, m_dim, block, warps, choices, aligned, peel)
 

@@ -28,7 +28,12 @@ MULTI_DIM_BLOCK, MULTI_DIM_BLOCK_WARPS = (4, 512), 4
 # columns: a rest of more than 128 in SHORT_BLOCK's 1024 idles most of its last block);
 # row-looped-blocks.md.
 SPARSE_ROWS_BLOCK, SPARSE_ROWS_LANES = (4, 512), (4, 5)
-BLOCK_WARPS = {LONG_BLOCK: LONG_BLOCK_WARPS}  # others: Scheme.warps, MULTI_DIM_BLOCK_WARPS where it applies
+# In a file that reads rows rotated (peel_operand), many rows that would take SHORT_BLOCK take
+# one row of LONG_BLOCK's 2048 on ROTATED_ROWS_WARPS where a rotated row keeps ROTATED_MIN_BLOCKS
+# whole blocks of it: blocks of several rows read from their start load one element a lane, a
+# rotated row 16 bytes (peeled_block; row-peel.md).
+ROTATED_ROWS_WARPS, ROTATED_MIN_BLOCKS = 8, 2
+BLOCK_WARPS = {LONG_BLOCK: LONG_BLOCK_WARPS}  # others: Scheme.warps, or task_warps' exceptions
 # Only few, very long rows' wide blocks pipeline; docs/decisions/row-looped-pipelining.md.
 LOOP_STAGES = 3
 # (at most this many rows, at least this many reduced elements, the pipelined block's width):
@@ -76,8 +81,7 @@ class RowLooped(RowPersistent):
 
     def pick_block(self, task_shape, m_dim, choices) -> tuple:
         rows, cols = prod(task_shape[:m_dim]), prod(task_shape[m_dim:])
-        few_rows = rows <= FEW_ROWS_MAX and cols >= FEW_ROWS_MIN_COLS
-        block = LONG_BLOCK if cols >= LONG_ROW or few_rows else SHORT_BLOCK
+        block = LONG_BLOCK if self.long_rows(task_shape, m_dim) else SHORT_BLOCK
         multi_dim = len(task_shape) - m_dim > 1
         if block == SHORT_BLOCK and multi_dim and MULTI_DIM_BLOCK in choices:
             block = MULTI_DIM_BLOCK
@@ -89,6 +93,19 @@ class RowLooped(RowPersistent):
             if rows <= max_rows and cols >= min_cols and (1, wide) in choices:
                 block = (1, wide)
         return next((b for b in choices if b[1] == block[1]), choices[0])  # by width: the cap may change rows
+
+    def long_rows(self, task_shape, m_dim) -> bool:
+        """Whether rows take LONG_BLOCK: rows of LONG_ROW columns, or few of FEW_ROWS_MIN_COLS."""
+        rows, cols = prod(task_shape[:m_dim]), prod(task_shape[m_dim:])
+        return cols >= LONG_ROW or (rows <= FEW_ROWS_MAX and cols >= FEW_ROWS_MIN_COLS)
+
+    def peeled_block(self, task_shape, m_dim, choices, block) -> tuple:
+        """A peeled file's block, given the one pick_block chose: LONG_BLOCK (on
+        ROTATED_ROWS_WARPS, task_warps) for SHORT_BLOCK where a rotated row keeps at least
+        ROTATED_MIN_BLOCKS whole blocks of it (its head is at most peel_bytes - 1 elements)."""
+        kept = (prod(task_shape[m_dim:]) - (self.peel_bytes - 1)) // LONG_BLOCK[1]
+        rotates = block == SHORT_BLOCK and LONG_BLOCK in choices and kept >= ROTATED_MIN_BLOCKS
+        return LONG_BLOCK if rotates else block
 
     def lanes(self, cols: int, block: tuple) -> int:
         """The columns a row of `cols` is read in under `block`: its whole blocks, then its last
@@ -129,9 +146,13 @@ class RowLooped(RowPersistent):
         return BLOCK_WARPS.get(block) or super().warps(block)
 
     def task_warps(self, block, task_shape, m_dim) -> int:
-        """MULTI_DIM_BLOCK_WARPS for MULTI_DIM_BLOCK over several reduced dims, else `warps`."""
-        multi_dim = len(task_shape) - m_dim > 1
-        return MULTI_DIM_BLOCK_WARPS if block == MULTI_DIM_BLOCK and multi_dim else self.warps(block)
+        """MULTI_DIM_BLOCK_WARPS for MULTI_DIM_BLOCK over several reduced dims, ROTATED_ROWS_WARPS
+        for LONG_BLOCK on rows that are not long (peeled_block's), else `warps`."""
+        if block == MULTI_DIM_BLOCK and len(task_shape) - m_dim > 1:
+            return MULTI_DIM_BLOCK_WARPS
+        if block == LONG_BLOCK and not self.long_rows(task_shape, m_dim):
+            return ROTATED_ROWS_WARPS
+        return self.warps(block)
 
     def peel_operand(self, rank: int, m_dim: int, aligned: bool, classes: Sequence[str], inputs: int) -> Optional[int]:
         """Which operand (of `classes`, the strided operands' stride classes, the first `inputs` of
