@@ -74,12 +74,8 @@ def case_row(x, rounds: int, compiled: bool) -> str:
 
 
 def _split(explanation) -> str:
-    """The blocks column's note of a split plan (its parts, and what its last part reads past
-    the others'), else nothing."""
-    if explanation.split_parts == 1:
-        return ""
-    longer = f", the last {explanation.split_tail} columns longer" if explanation.split_tail else ""
-    return f", split in {explanation.split_parts}{longer}"
+    """The blocks column's note of a split plan, else nothing."""
+    return f", split in {explanation.split_note}" if explanation.split_note else ""
 
 
 def _head(names) -> list:

@@ -717,18 +717,25 @@ def test_a_row_layouts_last_part_reads_what_equal_parts_leave(shape, parts, tail
     plan = _function("sum", dims).explain(x, x)
     assert (plan.split_parts, plan.split_tail) == (parts, tail)
     if parts > 1:
-        assert plan.scheme == "row_looped" and f"the last {tail} columns longer" in str(plan)
+        assert plan.scheme == "row_looped" and f"the last {tail} column" in str(plan)
     columns = torch.empty(2**19 + 16, 64, device="meta")  # 4 tiles of 16 kept elements
     assert _function("sum", 0).explain(columns, columns).split_tail == 0
 
 
 LONGER_LAST = {  # x of a dtype, the parts, the columns the last reads past the others', its rows' blocks
-    "one row a block, from its start": (lambda d: torch.randn(3, 16400, dtype=d)[:, :16387], 4, 3, "one row"),
-    "one row a block, rotated": (lambda d: torch.randn(3, 16387, dtype=d), 4, 3, "one row, rotated"),
-    "several rows a block, strided columns": (lambda d: torch.randn(3, 8195, 2, dtype=d)[..., 0], 2, 1, "several rows"),
-    "two reduced dims": (lambda d: torch.randn(17, 2, 600, dtype=d).transpose(0, 1), 2, 600, "several rows"),
-    "one row": (lambda d: torch.randn(1, 16387, dtype=d), 4, 3, "one row"),  # its stride a filler: aligned
+    "one row a block, from its start": (lambda d: _ints(3, 16400, dtype=d)[:, :16387], 4, 3, "one row"),
+    "one row a block, rotated": (lambda d: _ints(3, 16387, dtype=d), 4, 3, "one row, rotated"),
+    "several rows a block, strided columns": (lambda d: _ints(3, 8195, 2, dtype=d)[..., 0], 2, 1, "several rows"),
+    "several rows a block, in a file that rotates": (lambda d: _ints(3, 8200, dtype=d)[:, :8195], 2, 1, "several rows, rotating file"),
+    "two reduced dims": (lambda d: _ints(17, 2, 600, dtype=d).transpose(0, 1), 2, 600, "several rows"),
+    "one row": (lambda d: _ints(1, 16387, dtype=d), 4, 3, "one row"),  # its stride a filler: aligned
 }
+
+
+def _ints(*shape, dtype):
+    """Integer values from 1 to 3: every sum of them is exact, and a column read twice or missed
+    changes it."""
+    return torch.randint(1, 4, shape).to(dtype)
 
 
 @pytest.mark.parametrize("layout", list(LONGER_LAST))
@@ -737,15 +744,16 @@ LONGER_LAST = {  # x of a dtype, the parts, the columns the last reads past the 
 def test_a_split_whose_last_part_is_longer_reads_every_column_once(layout, kind, dtype, monkeypatch):
     """Few rows whose reduced extent no power of two divides: each part's program reads its
     slice, the last one's the rest too (row_looped.py.j2's split_tail), whether its rows take
-    one-row blocks (from their start or rotated) or several a block; every result torch's, on
-    poisoned outputs, where the last columns, which only the last part reads, hold the extremes."""
+    one-row blocks (from their start or rotated) or several a block; every result exactly
+    torch's (integer values), on poisoned outputs, where the last columns, which only the last
+    part reads, hold the extremes."""
     from tritonwise.analysis import plan as plan_rules
     from tritonwise.schemes import row_looped
 
     monkeypatch.setattr(plan_rules, "SPLIT_MIN_COLS_FEW", 4096)
     monkeypatch.setattr(plan_rules, "MIN_PART_EXTENT", 4096)
     make, parts, tail, blocks = LONGER_LAST[layout]
-    if blocks == "several rows":  # few rows of 4096 or more columns would take one row of 2048
+    if blocks.startswith("several rows"):  # few rows of 4096 or more columns would take one row of 2048
         monkeypatch.setattr(row_looped, "FEW_ROWS_MAX", 0)
     x = make(dtype)
     x.select(-1, -1).fill_(-100.0 if kind == "min" else 100.0)
@@ -754,10 +762,42 @@ def test_a_split_whose_last_part_is_longer_reads_every_column_once(layout, kind,
     fn = _function(kind, dims)
     out = poisoned_like(torch.empty(x.shape[0], dtype=dtype))
     assert fn(x, y, out0=out) is out
-    _check(out, kind, x, y, dims)
+    assert torch.equal(out, _expected(kind, x, y, dims, False))
     plan = fn.explain(x, y)
     assert (plan.scheme, plan.split_parts, plan.split_tail) == ("row_looped", parts, tail)
-    assert (plan.block[0] == 1) == blocks.startswith("one row") and _rotated(plan) == blocks.endswith("rotated")
+    assert (plan.block[0] == 1) == blocks.startswith("one row")
+    assert _rotated(plan) == (blocks.endswith("rotated") or blocks.endswith("rotating file"))
+
+
+def test_an_equal_split_and_a_longer_last_one_run_files_of_their_own(monkeypatch):
+    """Rows of 16384 and of 16387 at one stride split alike but for the last part's extra
+    columns: one function serves both, each from its own file (the layout class holds the
+    form), each result exact."""
+    from tritonwise.analysis import plan as plan_rules
+
+    monkeypatch.setattr(plan_rules, "SPLIT_MIN_COLS_FEW", 4096)
+    monkeypatch.setattr(plan_rules, "MIN_PART_EXTENT", 4096)
+    fn, y, paths = _function("sum", (1,)), torch.ones(2, 1), []
+    for cols in (16384, 16387):
+        x = torch.ones(2, 16400)[:, :cols]
+        assert torch.equal(fn(x, y), torch.full((2,), float(cols)))
+        plan = fn.explain(x, y)
+        assert plan.split_parts == 4 and plan.split_tail == cols - 16384
+        paths.append(plan.path)
+    assert paths[0] != paths[1]
+
+
+def test_a_longer_last_part_counts_its_reach_in_the_index_width(monkeypatch):
+    """The last part reads past the split task's extents: its index width follows the farthest
+    element of the whole reduced extent (here 35 columns at stride 8 past the parts' reach,
+    with the int32 limit scaled down to just below it)."""
+    from tritonwise.analysis import tiling
+
+    x = torch.empty(3, 100003 * 8, device="meta")[:, ::8]
+    reach = (x.shape[0] - 1) * x.stride(0) + (x.shape[1] - 1) * x.stride(1)
+    monkeypatch.setattr(tiling, "INT32_LIMIT", reach - 1)
+    plan = _function("sum", (1,)).explain(x, x)
+    assert (plan.split_parts, plan.split_tail, plan.index_bits) == (64, 35, 64)
 
 
 PEEL_ROWS = 17  # with a row stride of 4103 (7 modulo 16) their starts fall at every offset modulo 16 elements
@@ -929,6 +969,7 @@ COUNTED_ROWS = {  # x, block, whole blocks compiled in, the width the last colum
     "more than 32 blocks": (lambda: torch.randn(129, 2048 * 33 + 16), (1, 2048), 0, 256),  # 129: not pipelined
     "rows rotated": (lambda: torch.randn(5, 4103)[:, :4098], (1, 2048), 1, 2048),
     "rows rotated, a rest of two blocks at head 0": (lambda: torch.randn(5, 4103)[:, :4099], (1, 2048), 1, 2048),
+    "rows rotated, a short rest in a whole block": (lambda: torch.randn(5, 4125)[:, :4120], (1, 2048), 2, 2048),
     "several rows from their start": (lambda: torch.randn(300, 4103)[:, :4098], (2, 1024), 4, 128),
 }
 ROW_FORMS = {

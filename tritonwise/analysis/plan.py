@@ -70,7 +70,7 @@ class TaskPlan:
         """Every field of the task a generated file depends on; tasks of equal classes share a file."""
         tiling = self.tiling
         classes = self.stride_classes
-        split = self.split.form if self.split is not None else None
+        split = None if self.split is None else ("longer last" if self.split.longer_last else "equal")
         return (self.rank, tiling.scheme, tiling.m_dim, tiling.choices, self.index_bits, self.aligned, classes, split, tiling.peel)
 
 
@@ -89,9 +89,9 @@ class SplitRows:
     tail_from: int = 0
 
     @property
-    def form(self) -> str:
-        """What a generated file needs to know of the split: "equal" slices, or "longer last"."""
-        return "longer last" if self.tail_cols else "equal"
+    def longer_last(self) -> bool:
+        """Whether the last slice reads past the others' (a file of its own: SPLIT_TAIL_PARAMS)."""
+        return self.tail_cols > 0
 
 
 # A split aims at this many (row, part) pairs, each part reading at least MIN_PART_EXTENT.
@@ -135,8 +135,9 @@ def splittable(reductions: tuple) -> bool:
 
 
 def split_parts(rows: tuple, cols: tuple, kept_unit_stride: bool, itemsize: int) -> int:
-    """How many equal slices to cut the outer reduced dim into (1: no split), a power of two
-    dividing it. `itemsize`: the widest element's bytes (planner._itemsize), which with the rows
+    """How many slices to cut the outer reduced dim into (1: no split), a power of two: equal
+    ones, or for a row layout equal but the last, which reads what is left (_cuts). `itemsize`:
+    the widest element's bytes (planner._itemsize), which with the rows
     gives the bytes of one column. `kept_unit_stride`: the kept dims run along unit stride
     (column_looped), where a program takes a tile of 16 adjacent kept elements, or a narrow one for a run of 8 or fewer
     (kept_per_program): the rule counts tiles of 16 as its rows, or the programs of narrow tiles
@@ -281,9 +282,10 @@ def analyze_rows(
         parts = split_parts(rows, cols, columns, itemsize)
     unsplit = tile(shape, out_strides, task_shape, strides, itemsize, config, split=len(rows), work=rows)
     while parts > 1:  # a longer last part only where row_looped reads the parts, else fewer parts
-        split = _split_task(shape, out_strides, rows, cols, row_strides, col_strides, len(in_strides), parts, itemsize, config)
-        if split.split.form == "equal" or split.tiling.scheme == "row_looped":
-            return replace(split, index_bits=max(split.index_bits, unsplit.index_bits))
+        cut = _split_task(shape, out_strides, rows, cols, row_strides, col_strides, len(in_strides), parts, itemsize, config)
+        if not cut.split.longer_last or cut.tiling.scheme == "row_looped":
+            # the longer last part reaches past the split task's extents: the unsplit task's reach
+            return replace(cut, index_bits=max(cut.index_bits, unsplit.index_bits))
         parts //= 2
     return unsplit
 

@@ -133,7 +133,7 @@ def build_spec(
         index_bits=plan.index_bits,
         aligned=plan.aligned,
         peel=plan.tiling.peel,
-        split_tail=partial and plan.split.form == "longer last",
+        split_tail=partial and plan.split.longer_last,
         version=__version__,
         generator=generator_digest(),
         triton_version=triton_version(),

@@ -65,6 +65,8 @@ def _operand_lines(spec) -> list:
 def render(spec) -> str:
     alias = payload_alias(spec.payload_name, spec.kernel_name)
     scheme = get_scheme(spec.scheme)
+    if spec.split_tail and not (body.takes_rest_block(spec) or spec.peel is not None):
+        raise AssertionError(f"{spec.kernel_name}: a split's longer last part needs row_looped's rest loop, not {spec.scheme}'s")
     index = spec.index_params()
     constexprs = scheme.constexpr_params(spec.rank)
     pointers = [i.name + "_ptr" if i.is_tensor else i.name for i in spec.inputs]

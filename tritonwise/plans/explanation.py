@@ -60,9 +60,17 @@ class Explanation:
             rung=rung,
         )
 
+    @property
+    def split_note(self) -> str:
+        """"N parts", and what the last reads past the others; "" where the call does not split."""
+        if self.split_parts == 1:
+            return ""
+        plural = "s" if self.split_tail != 1 else ""
+        longer = f", the last {self.split_tail} column{plural} longer" if self.split_tail else ""
+        return f"{self.split_parts} parts{longer}"
+
     def __str__(self) -> str:
-        longer = f", the last {self.split_tail} columns longer" if self.split_tail else ""
-        split = f"; split: the reduced extent in {self.split_parts} parts{longer}, partial values combined by a second reduction"
+        split = f"; split: the reduced extent in {self.split_note}, partial values combined by a second reduction"
         warps = f"{self.num_warps} warp{'s' if self.num_warps != 1 else ''}"
         rows = [
             ("kernel", self.kernel),

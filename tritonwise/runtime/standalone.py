@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 
 from ..analysis.plan import grid_strides, launch_grid
+from ..codegen.spec import SPLIT_TAIL_PARAMS
 from ..config import CodeGenConfig
 from ..schemes import get_scheme
 from .dispatch import INTERPRETER_LOCK
@@ -68,7 +69,7 @@ def launcher(launch, layout: dict, device: torch.device):
             operands[name] = torch.zeros(shape, dtype=_torch_dtype(acc), device=device)
     classes = [(n, s) for n, _, s in strided]
     index = scheme.index_values(task_shape, m_dim, block, classes, strides)
-    index += (0, 0) if layout.get("split_tail") else ()  # no columns past the last part's (SPLIT_TAIL_PARAMS)
+    index += (0,) * len(SPLIT_TAIL_PARAMS) if layout.get("split_tail") else ()  # no last part reading further
     args = [operands.get(n, SCALARS.get(d)) for n, d, _ in layout["inputs"]]
     args += [operands[o[0]] for o in layout["outputs"]]
 

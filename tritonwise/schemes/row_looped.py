@@ -54,6 +54,18 @@ LOAD_EVICTION = "evict_first"
 PEEL_BYTES = 16
 
 
+def several_reduced_dims(task_shape, m_dim) -> bool:
+    """Whether a task reduces several dims that did not collapse into one."""
+    return len(task_shape) - m_dim > 1
+
+
+def rest_width(left, width: int, fraction: int) -> int:
+    """The width a row's `left` (> 0) last columns are read in under blocks of `width`: the
+    block's `fraction`-th part where they fit it, else a whole block (row-looped-rest.md)."""
+    narrow = max(width // fraction, 1)
+    return narrow if left <= narrow else width
+
+
 class RowLooped(RowPersistent):
     name = "row_looped"
     template = "row_looped.py.j2"  # by name: column_looped inherits the loop
@@ -82,8 +94,7 @@ class RowLooped(RowPersistent):
     def pick_block(self, task_shape, m_dim, choices) -> tuple:
         rows, cols = prod(task_shape[:m_dim]), prod(task_shape[m_dim:])
         block = LONG_BLOCK if self.long_rows(task_shape, m_dim) else SHORT_BLOCK
-        multi_dim = len(task_shape) - m_dim > 1
-        if block == SHORT_BLOCK and multi_dim and MULTI_DIM_BLOCK in choices:
+        if block == SHORT_BLOCK and several_reduced_dims(task_shape, m_dim) and MULTI_DIM_BLOCK in choices:
             block = MULTI_DIM_BLOCK
         elif block == SHORT_BLOCK and SPARSE_ROWS_BLOCK in choices:
             part, whole = SPARSE_ROWS_LANES
@@ -102,36 +113,39 @@ class RowLooped(RowPersistent):
     def peeled_block(self, task_shape, m_dim, choices, block) -> tuple:
         """A peeled file's block, given the one pick_block chose: LONG_BLOCK (on
         ROTATED_ROWS_WARPS, task_warps) for SHORT_BLOCK where a rotated row keeps at least
-        ROTATED_MIN_BLOCKS whole blocks of it (its head is at most peel_bytes - 1 elements)."""
-        kept = (prod(task_shape[m_dim:]) - (self.peel_bytes - 1)) // LONG_BLOCK[1]
+        ROTATED_MIN_BLOCKS whole blocks of it (rotated_whole_blocks)."""
+        kept = self.rotated_whole_blocks(prod(task_shape[m_dim:]), LONG_BLOCK[1])
         rotates = block == SHORT_BLOCK and LONG_BLOCK in choices and kept >= ROTATED_MIN_BLOCKS
         return LONG_BLOCK if rotates else block
 
+    def rotated_whole_blocks(self, cols, width: int):
+        """The whole blocks of `width` every rotation of a row of `cols` keeps: a head is shorter
+        than peel_bytes (at most 16 / itemsize - 1 elements, so peel_bytes - 1 for any dtype)."""
+        return (cols - (self.peel_bytes - 1)) // width
+
     def lanes(self, cols: int, block: tuple) -> int:
         """The columns a row of `cols` is read in under `block`: its whole blocks, then its last
-        columns' block (REST_BLOCK, row_constexprs)."""
+        columns' block (rest_width, with the measured fraction whatever a test patches)."""
         width = block[1]
         left = cols % width
-        narrow = max(width // REST_BLOCK_FRACTION, 1)  # the measured rest form, whatever a test patches
-        return cols - left + (0 if not left else narrow if left <= narrow else width)
+        return cols - left + (rest_width(left, width, REST_BLOCK_FRACTION) if left > 0 else 0)
 
     def row_constexprs(self, task_shape, m_dim, block, peeled) -> tuple:
         """(WHOLE_BLOCKS, REST_BLOCK): a row's count of whole column blocks where it is 1 to
         max_compiled_blocks, else 0 (counted at run time), and the width of the block its masked
         last columns are read in: BLOCK_N // rest_block_fraction where they are no more, else
         BLOCK_N (docs/decisions/row-looped-count.md, row-looped-rest.md). One-row blocks of a
-        `peeled` file count the whole blocks every rotation of a row keeps (its head is at most
-        peel_bytes - 1 elements) and read the rest, head included, in whole blocks; pipelined
-        blocks count at run time (they read no faster with it). int(): a shape program traced
-        through this serves only rows of the same values (plans/symbolic.py)."""
+        `peeled` file count the whole blocks every rotation of a row keeps (rotated_whole_blocks)
+        and read the rest, head included, in whole blocks (up to two); pipelined blocks count at
+        run time (they read no faster with it). int(): a shape program traced through this
+        serves only rows of the same values (plans/symbolic.py)."""
         width = block[1]
         cols = prod(task_shape[m_dim:])
         rotated = peeled and block[0] == 1
-        count = (cols - (self.peel_bytes - 1) if rotated else cols) // width
+        count = self.rotated_whole_blocks(cols, width) if rotated else cols // width
         compiled = 1 <= count <= self.max_compiled_blocks and not self.pipelined(block)
-        narrow = max(width // self.rest_block_fraction, 1)
         left = cols - count * width
-        rest = width if rotated or not 0 < left <= narrow else narrow
+        rest = width if rotated or left == 0 else rest_width(left, width, self.rest_block_fraction)
         return (int(count) if compiled else 0), rest
 
     def pipelined(self, block) -> bool:
@@ -148,7 +162,7 @@ class RowLooped(RowPersistent):
     def task_warps(self, block, task_shape, m_dim) -> int:
         """MULTI_DIM_BLOCK_WARPS for MULTI_DIM_BLOCK over several reduced dims, ROTATED_ROWS_WARPS
         for LONG_BLOCK on rows that are not long (peeled_block's), else `warps`."""
-        if block == MULTI_DIM_BLOCK and len(task_shape) - m_dim > 1:
+        if block == MULTI_DIM_BLOCK and several_reduced_dims(task_shape, m_dim):
             return MULTI_DIM_BLOCK_WARPS
         if block == LONG_BLOCK and not self.long_rows(task_shape, m_dim):
             return ROTATED_ROWS_WARPS

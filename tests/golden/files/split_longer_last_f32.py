@@ -66,7 +66,8 @@ def square_r3_row_looped_i32_f32(
         # the rest loop reads what is left. 0: counted here.
         whole_cols = WHOLE_BLOCKS * BLOCK_N if WHOLE_BLOCKS else (num_cols - head) // BLOCK_N * BLOCK_N
         # A split's last part (rows from tail_from on) reads the reduced extent's last tail_cols
-        # columns too: its rows end past the others', and the rest loop runs to the block's last end.
+        # columns too: its rows end past the others', and the rest loop runs to the block's last
+        # end. (A rotated row is a block's one row, so end_cols is its own end where it wraps.)
         row_cols = num_cols + tl.where(rows >= tail_from, tail_cols, 0)
         end_cols = tl.max(row_cols, axis=0)
         for start in range(0, whole_cols, BLOCK_N):
