@@ -43,6 +43,7 @@ from benchmarks.harness import (
     Case,
     bandwidth_table,
     best_plain_read,
+    block_forced,
     copy_ceiling,
     do_bench_us,
     empty_kernel,
@@ -257,14 +258,12 @@ def sweep(chosen_cases: list) -> list:
         plan = fn.explain(x)
         scheme = get_scheme(plan.scheme)
         for block in plan.block_choices:
-            scheme.pick_block = lambda task_shape, m_dim, choices, block=block: block
-            try:
+            with block_forced(scheme, block):
                 fresh = fn.remake()
                 wrong = mismatch(expr(x), fresh(x), case.name, case.rtol, case.atol)
                 result = "wrong answer, not timed" if wrong else f"{gbps(case.nbytes, lambda: fresh(x)):.0f} GB/s"
-            finally:
-                del scheme.pick_block
-            lines.append(f"- {case.name} {plan.scheme} block {block}: {result}")
+                warps = fresh.explain(x).num_warps
+            lines.append(f"- {case.name} {plan.scheme} block {block} on {warps} warps: {result}")
             print(lines[-1], flush=True)
     return lines
 

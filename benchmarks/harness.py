@@ -223,6 +223,21 @@ def us_back_to_back(call, inputs: list, launches: int) -> float:
     return gpu_us_per_kernel(lambda: call(next(cycle)), launches)
 
 
+@contextlib.contextmanager
+def block_forced(scheme, block: tuple, warps: Optional[int] = None):
+    """Plans made inside take `block` in `scheme` (on `warps`, where given) whatever its rules,
+    in files that read rows rotated too (RowLooped.peeled_block)."""
+    scheme.pick_block = lambda task_shape, m_dim, choices: block
+    scheme.peeled_block = lambda task_shape, m_dim, choices, chosen: block
+    if warps is not None:
+        scheme.task_warps = lambda chosen, task_shape, m_dim: warps
+    try:
+        yield
+    finally:
+        for name in ("pick_block", "peeled_block", "task_warps"):
+            scheme.__dict__.pop(name, None)
+
+
 def us_after_clean_flush(fn, reps: int = 50, flush_bytes: int = 2**28) -> float:
     """Microseconds of one call of `fn` that starts with nothing useful in L2 and nothing dirty
     there either: `triton.testing.do_bench` empties L2 by writing a 256 MiB buffer, which leaves

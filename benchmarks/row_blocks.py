@@ -18,7 +18,7 @@ import sys
 import torch
 
 from benchmarks.axis_reductions import TIMERS, sum_0_2, sum_last
-from benchmarks.harness import check_against, header, nbytes, read_ceiling, report
+from benchmarks.harness import block_forced, check_against, header, nbytes, read_ceiling, report
 from tritonwise.schemes import get_scheme
 
 # (rows, columns, dtype) of few long rows summed over the last dim, then the (0, 2) sum
@@ -80,14 +80,9 @@ VARIANTS = {  # -> (block, warps) forced; row_looped's blocks of 8192 columns pi
 
 def forced(fn, x, expected, scheme_name, block, warps):
     """A fresh copy of fn whose plans take `block` on `warps` in scheme `scheme_name`, checked against `expected`."""
-    scheme = get_scheme(scheme_name)
-    scheme.pick_block = lambda task_shape, m_dim, choices: block
-    scheme.task_warps = lambda chosen, task_shape, m_dim: warps
-    try:
+    with block_forced(get_scheme(scheme_name), block, warps):
         fresh = fn.remake()
         check_against(expected, fresh(x).float(), f"{block} on {warps} warps", 2e-2, 2e-1)
-    finally:
-        del scheme.pick_block, scheme.task_warps
     return fresh
 
 

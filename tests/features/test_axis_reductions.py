@@ -787,6 +787,20 @@ def test_an_equal_split_and_a_longer_last_one_run_files_of_their_own(monkeypatch
     assert paths[0] != paths[1]
 
 
+def test_a_longer_last_part_is_refused_by_a_template_without_its_rest_loop():
+    """Only row_looped's rest loop reads a split's last part past the others' end: a file of
+    another scheme asked for one is refused, not written without it."""
+    from dataclasses import replace
+
+    from tritonwise.codegen.render import render
+
+    x = torch.randn(3, 100)  # rows one block covers: row_persistent
+    spec = _function("sum", -1).plan((x, x), (None,), collapse=True).spec
+    assert spec.scheme == "row_persistent"
+    with pytest.raises(AssertionError, match="longer last part"):
+        render(replace(spec, split_tail=True))
+
+
 def test_a_longer_last_part_counts_its_reach_in_the_index_width(monkeypatch):
     """The last part reads past the split task's extents: its index width follows the farthest
     element of the whole reduced extent (here 35 columns at stride 8 past the parts' reach,
