@@ -70,7 +70,7 @@ class TaskPlan:
         """Every field of the task a generated file depends on; tasks of equal classes share a file."""
         tiling = self.tiling
         classes = self.stride_classes
-        split = None if self.split is None else ("longer last" if self.split.longer_last else "equal")
+        split = None if self.split is None else self.split.longer_last  # no split, equal parts, the last longer
         return (self.rank, tiling.scheme, tiling.m_dim, tiling.choices, self.index_bits, self.aligned, classes, split, tiling.peel)
 
 
@@ -86,7 +86,11 @@ class SplitRows:
     out_row_strides: tuple
     partial_strides: tuple  # of the (parts, *rows) buffer: dense, parts innermost
     tail_cols: int = 0
-    tail_from: int = 0
+
+    @property
+    def tail_from(self) -> int:
+        """The task's first row of the last part (parts are the outer kept dim)."""
+        return (self.parts - 1) * math.prod(self.rows)
 
     @property
     def longer_last(self) -> bool:
@@ -280,14 +284,14 @@ def analyze_rows(
     if splittable:
         columns = get_scheme("column_looped").applies(task_shape, strides, len(rows), config)
         parts = split_parts(rows, cols, columns, itemsize)
-    unsplit = tile(shape, out_strides, task_shape, strides, itemsize, config, split=len(rows), work=rows)
     while parts > 1:  # a longer last part only where row_looped reads the parts, else fewer parts
         cut = _split_task(shape, out_strides, rows, cols, row_strides, col_strides, len(in_strides), parts, itemsize, config)
-        if not cut.split.longer_last or cut.tiling.scheme == "row_looped":
-            # the longer last part reaches past the split task's extents: the unsplit task's reach
-            return replace(cut, index_bits=max(cut.index_bits, unsplit.index_bits))
+        if not cut.split.longer_last:
+            return cut
+        if cut.tiling.scheme == "row_looped":  # its last part reaches past the split task: the whole extent's reach
+            return replace(cut, index_bits=max(cut.index_bits, index_bits(task_shape, strides, cut.tiling.block)))
         parts //= 2
-    return unsplit
+    return tile(shape, out_strides, task_shape, strides, itemsize, config, split=len(rows), work=rows)
 
 
 def _split_task(shape, out_strides, rows, cols, row_strides, col_strides, n_inputs, parts, itemsize, config):
@@ -301,7 +305,7 @@ def _split_task(shape, out_strides, rows, cols, row_strides, col_strides, n_inpu
     buffer = dense_strides((parts, *rows), [0, *range(len(rows), 0, -1)])
     strides += [(*buffer, *(0,) * len(cols))] * (len(row_strides) - n_inputs)
     tail_cols = (cols[0] - extent * parts) * math.prod(cols[1:])
-    split = SplitRows(parts, rows, tuple(row_strides[n_inputs:]), buffer, tail_cols, (parts - 1) * math.prod(rows))
+    split = SplitRows(parts, rows, tuple(row_strides[n_inputs:]), buffer, tail_cols)
     plan = tile(shape, out_strides, task_shape, tuple(strides), itemsize, config, split=1 + len(rows), work=rows)
     return replace(plan, split=split)
 
