@@ -78,10 +78,10 @@ SHORT = [((rows, cols), dtype) for rows in (1, 8) for cols in (1 << 12, 1 << 14,
 
 def splitting(split, always: bool = False):
     """Reductions planned inside split as tritonwise chooses (True), never (False), or with
-    `always`, whatever their rows (up to 1024) and length (from 4096: the combine of 2048
+    `always`, whatever their rows (up to 1024) and length (past 2048: the combine of up to 2048
     partials, a reduction too, must not split)."""
     if always:
-        limit = plan_module.SPLIT_TARGET_ROWS + 1
+        limit = plan_module.SPLIT_TARGET_TILES + 1
         return mock.patch.multiple(plan_module, SPLIT_MAX_ROWS=1024, SPLIT_FEW_ROWS=1024, SPLIT_MIN_COLS_FEW=limit)
     return contextlib.nullcontext() if split else mock.patch.object(plan_module, "SPLIT_MAX_ROWS", 0)
 

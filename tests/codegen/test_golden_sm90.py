@@ -79,7 +79,7 @@ def _identity_reduced(entry):
         (("sum", (0, 2)), (8, 64, 512), "row_looped"),
         (("sum", -1), (64, 4160), "row_looped"),  # its last 64 columns in a block of 256
         (("sum", (0, 2)), (5, 64, 48), "row_persistent"),
-        (("sum", -1), (8, 2**17), "row_persistent"),  # split in parts: a partial buffer of 8 rows
+        (("sum", -1), (8, 2**16), "row_persistent"),  # split in parts: a partial buffer of 8 rows
         (("sum", -1), (2**17,), "row_persistent"),  # split, and one row: a filler row stride
         (("max", 0), (3, 2048, 64), "column_looped"),
     ],

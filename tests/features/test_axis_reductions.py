@@ -700,7 +700,7 @@ def test_rows_split_into_few_parts_whatever_their_count():
     "shape, parts, tail",
     [
         ((8, 2**16 + 1), 32, 1),  # 64 parts would be 1024 columns, which row_persistent reads: half as many
-        ((32, 2**18 + 3), 64, 3),
+        ((32, 2**18 + 3), 16, 3),
         ((3, 100000), 64, 32),  # equal parts stop at 32 (2**5 divides 100000)
         ((4, 17, 4000), 2, 4000),  # (17, 4000) reduced, dims that do not collapse: 17 slices into 8 and 9
         ((4, 15, 4000), 1, 0),  # 15 into 7 and 8: the last part 1/7 longer, more than LAST_PART_SLACK allows

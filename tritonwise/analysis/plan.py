@@ -98,8 +98,11 @@ class SplitRows:
         return self.tail_cols > 0
 
 
-# A split aims at this many (row, part) pairs, each part reading at least MIN_PART_EXTENT.
-SPLIT_TARGET_ROWS = 2048
+# A split aims at this many (row, part) pairs, each part reading at least MIN_PART_EXTENT: a row
+# layout at SPLIT_TARGET_ROWS (about one wave of (1, 2048) blocks on 16 warps on an H100), a column
+# layout at SPLIT_TARGET_TILES (tile, part) pairs (docs/decisions/split-rule.md).
+SPLIT_TARGET_ROWS = 512
+SPLIT_TARGET_TILES = 2048
 MIN_PART_EXTENT = 1024
 # Splitting buys programs at the cost of a second kernel, which only few or very long rows repay:
 # docs/decisions/split-rule.md.
@@ -126,8 +129,8 @@ MIN_COLUMN_PARTS = 8
 # is left too, at most 1/LAST_PART_SLACK more than the others; column layouts split into equal
 # parts only.
 LAST_PART_SLACK = 8
-# A split's partials (at most SPLIT_TARGET_ROWS per row, parts innermost) are combined by a
-# reduction of rows, which does not split in turn while SPLIT_TARGET_ROWS is below every split
+# A split's partials (at most SPLIT_TARGET_TILES per row, parts innermost) are combined by a
+# reduction of rows, which does not split in turn while both targets are below every split
 # threshold (the least, SPLIT_MIN_COLS_FEW).
 
 
@@ -166,9 +169,10 @@ def split_parts(rows: tuple, cols: tuple, kept_unit_stride: bool, itemsize: int)
         short = num_cols < SPLIT_MIN_COLS_FEW
     if short:
         return 1  # rows short enough that the unsplit loop reads them as fast
+    target = SPLIT_TARGET_TILES if kept_unit_stride else SPLIT_TARGET_ROWS
     parts = 1
     while (
-        parts * 2 * num_rows <= SPLIT_TARGET_ROWS
+        parts * 2 * num_rows <= target
         and num_cols // (parts * 2) >= MIN_PART_EXTENT
         and _cuts(cols[0], parts * 2, kept_unit_stride)
     ):
