@@ -618,6 +618,28 @@ def test_the_split_rule_follows_the_rows_their_length_and_their_bytes(shape, dty
     assert (_function("sum", -1).explain(x, x).split_parts > 1) == splits
 
 
+@pytest.mark.parametrize(
+    "shape, dtype, parts",
+    [
+        ((1, 2**24), torch.float32, 512),  # one row: SPLIT_TARGET_ROWS (512) parts
+        ((8, 2**22), torch.float32, 64),  # 512 (row, part) pairs
+        ((32, 2**18), torch.float32, 16),
+        ((64, 2**17), torch.bfloat16, 16),  # 8 parts make 512 pairs: at least SPLIT_LEAST_ROW_PARTS
+        ((48, 2**20), torch.float32, 16),
+        ((1, 2**16), torch.float32, 64),  # parts of MIN_PART_EXTENT (1024) at most
+        ((8, 2**16), torch.bfloat16, 64),
+    ],
+)
+def test_rows_split_into_512_row_part_pairs_and_16_parts_at_least(shape, dtype, parts):
+    """A row layout's split aims at SPLIT_TARGET_ROWS (row, part) pairs, in no fewer than
+    SPLIT_LEAST_ROW_PARTS parts, each part at least MIN_PART_EXTENT long; the same bytes laid out
+    as columns aim at SPLIT_TARGET_TILES (tile, part) pairs (128 parts for 16 tiles of 16)."""
+    x = torch.empty(shape, device="meta", dtype=dtype)
+    assert _function("sum", -1).explain(x, x).split_parts == parts
+    columns = torch.empty(2**18, 256, device="meta")
+    assert _function("sum", 0).explain(columns, columns).split_parts == 128
+
+
 @pytest.mark.parametrize("run, block_m", [(2, 2), (3, 4), (5, 8), (8, 8), (12, 16)])
 @pytest.mark.parametrize("kind", ["sum", "max"])
 def test_a_column_reduction_of_a_short_run_takes_a_tile_no_wider_than_it(run, block_m, kind):

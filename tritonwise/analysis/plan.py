@@ -103,6 +103,9 @@ class SplitRows:
 # layout at SPLIT_TARGET_TILES (tile, part) pairs (docs/decisions/split-rule.md).
 SPLIT_TARGET_ROWS = 512
 SPLIT_TARGET_TILES = 2048
+# A row layout splits into at least this many parts where MIN_PART_EXTENT allows: 48 and 64 rows
+# read 2-4% slower in 8 parts than in 16 (bf16, back to back; docs/decisions/split-rule.md).
+SPLIT_LEAST_ROW_PARTS = 16
 MIN_PART_EXTENT = 1024
 # Splitting buys programs at the cost of a second kernel, which only few or very long rows repay:
 # docs/decisions/split-rule.md.
@@ -169,10 +172,10 @@ def split_parts(rows: tuple, cols: tuple, kept_unit_stride: bool, itemsize: int)
         short = num_cols < SPLIT_MIN_COLS_FEW
     if short:
         return 1  # rows short enough that the unsplit loop reads them as fast
-    target = SPLIT_TARGET_TILES if kept_unit_stride else SPLIT_TARGET_ROWS
+    target, least = (SPLIT_TARGET_TILES, 1) if kept_unit_stride else (SPLIT_TARGET_ROWS, SPLIT_LEAST_ROW_PARTS)
     parts = 1
     while (
-        parts * 2 * num_rows <= target
+        (parts * 2 * num_rows <= target or parts * 2 <= least)
         and num_cols // (parts * 2) >= MIN_PART_EXTENT
         and _cuts(cols[0], parts * 2, kept_unit_stride)
     ):
