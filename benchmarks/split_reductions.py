@@ -7,6 +7,11 @@ do_bench), the split as tritonwise chooses it, the unsplit by setting SPLIT_MAX_
     python -m benchmarks.split_reductions --device cpu   # both forms checked on small inputs, nothing timed
     python -m benchmarks.split_reductions --timers       # TIMER_CASES under three timers, combines and torch.compile
     python -m benchmarks.split_reductions --short        # SHORT's shapes split against unsplit, µs per call
+    python -m benchmarks.split_reductions --pairs        # PAIR_CASES at 2048-256 (row, part) pairs, three timers
+
+`--pairs` times each of PAIR_CASES split as the rule splits it and as (row, part) pairs aimed at
+each of PAIR_TARGETS would (`SPLIT_TARGET_ROWS`, with no least count of parts), torch.compile
+beside, under the same three timers, medians of ROUNDS rounds.
 
 `--timers` times the split of each of TIMER_CASES as tritonwise runs it, and with its partials
 combined the older way (torch's sum into a new result, rounded to the result dtype by a kernel
@@ -70,6 +75,11 @@ SMOKE_CASES = [((2, 1 << 16), torch.float32), ((1, 1 << 16), torch.bfloat16)]  #
 # --timers: one row, few rows, and a bf16 row (whose older combine took a rounding kernel and a copy)
 TIMER_CASES = [((1 << 24,), torch.float32), ((8, 1 << 22), torch.float32), ((1 << 22,), torch.bfloat16)]
 ROUNDS = 3
+# --pairs: few rows where the (row, part) pairs a split aims at were measured (docs/decisions/split-rule.md)
+PAIR_CASES = [((8, 1 << 17), torch.float32), ((8, 1 << 18), torch.bfloat16), ((32, 1 << 17), torch.bfloat16),
+              ((32, 1 << 19), torch.float32), ((3, 1000003), torch.float32), ((1 << 22,), torch.bfloat16),
+              ((48, 1 << 18), torch.bfloat16), ((64, 1 << 17), torch.bfloat16), ((64, 1 << 19), torch.float32)]
+PAIR_TARGETS = (2048, 1024, 512, 256)
 # --short: few rows whose reduced extent is short, where a second kernel and the Python call
 # that launches it may cost more than the split saves
 SHORT = [((rows, cols), dtype) for rows in (1, 8) for cols in (1 << 12, 1 << 14, 1 << 15, 1 << 16, 1 << 17)
@@ -156,6 +166,50 @@ def short(device: str) -> None:
         print(f"| {tuple(x.shape)} {str(x.dtype)[6:]} | {parts} | {' | '.join(cells)} |", flush=True)
 
 
+def aimed_at(x, target: int):
+    """A fresh row-sum function whose split aims at `target` (row, part) pairs with no least
+    count of parts, checked against torch: (the function, "parts:block@warps")."""
+    with mock.patch.multiple(plan_module, SPLIT_TARGET_ROWS=target, SPLIT_LEAST_ROW_PARTS=1):
+        fn = pointwise_dynamic(ident, promotion_methods=[(0, "DEFAULT")], reductions=[("sum", -1)])
+        tol = 2e-2 if x.dtype == torch.bfloat16 else 1e-3
+        check_against(x.float().sum(-1), fn(x).float(), f"{tuple(x.shape)} at {target} pairs", rtol=tol, atol=10 * tol)
+        return fn, _split_label(fn.explain(x))
+
+
+def _split_label(plan) -> str:
+    return f"{plan.split_parts}:{plan.block[0]}x{plan.block[1]}@{plan.num_warps}"
+
+
+def pairs(device: str) -> None:
+    """PAIR_CASES (on CPU: SMOKE_CASES, checked only) as the rule splits them and aimed at each of
+    PAIR_TARGETS, torch.compile beside: GB/s read under each timer of axis_reductions.py, medians
+    of ROUNDS rounds; each variant's parts, block and warps in the case's first line."""
+    from benchmarks.axis_reductions import TIMERS
+
+    cases = []
+    for shape, dtype in SMOKE_CASES if device == "cpu" else PAIR_CASES:
+        x = torch.randn(shape, device=device).to(dtype)
+        rule, _ = row_sum(x, True)
+        cases.append((x, [(rule, _split_label(rule.explain(x)))] + [aimed_at(x, target) for target in PAIR_TARGETS]))
+    aims = f"as the rule splits them and aimed at {PAIR_TARGETS} pairs"
+    print(f"{len(cases)} cases, {aims}, give torch's answer", flush=True)
+    labels = ["the rule"] + [f"{t} pairs" for t in PAIR_TARGETS] + ["torch.compile"]
+    print("| shape | timer | " + " | ".join(labels) + " |")
+    print("|---" * (len(labels) + 2) + "|")
+    for x, variants in cases:
+        name = f"{tuple(x.shape)} {str(x.dtype)[6:]}"
+        print(f"| {name} | parts:block@warps | {' | '.join(label for _, label in variants)} | |", flush=True)
+        if device == "cpu":
+            continue
+        compiled = torch_compiled(lambda t: t.sum(-1), dynamic=False)
+        check_against(x.float().sum(-1), compiled(x).float(), "torch.compile", 2e-2, 2e-1)
+        calls = [fn for fn, _ in variants] + [compiled]
+        for timer, rate in TIMERS.items():
+            samples = in_rounds([lambda c=c: rate(nbytes(x), c, x) for c in calls], ROUNDS)
+            cells = " | ".join(f"{statistics.median(s[k] for s in samples):.0f}" for k in range(len(calls)))
+            print(f"| {name} | {timer.split(',')[0]} | {cells} |", flush=True)
+
+
 def _combined_through_a_copy(split, partials, outputs) -> None:
     """SplitLaunch.combine as it was before 2b25a41: every output's rows summed into a new result,
     rounded to the result dtype by a kernel of its own, then copied."""
@@ -214,15 +268,18 @@ def main(argv=None) -> int:
     parser.add_argument("--grid-timers", action="store_true", help="TIMED_GRID's shapes split always and never, three timers")
     parser.add_argument("--timers", action="store_true", help="TIMER_CASES under three timers")
     parser.add_argument("--short", action="store_true", help="SHORT's shapes split against unsplit")
+    parser.add_argument("--pairs", action="store_true", help="PAIR_CASES split into 2048-256 (row, part) pairs")
     smoke_arguments(parser)
     args = parser.parse_args(argv)
     if args.grid:
         grid()
         return 0
-    if args.timers or args.short or args.grid_timers:
+    modes = {"timers": timers, "grid_timers": grid_timers, "short": short, "pairs": pairs}
+    chosen = [mode for name, mode in modes.items() if getattr(args, name)]
+    if chosen:
         if smoke_run(args, "split_reductions") is None:
             return 2
-        (timers if args.timers else grid_timers if args.grid_timers else short)(args.device)
+        chosen[0](args.device)
         return 0
     smoke = smoke_run(args, "split_reductions")
     if smoke is None:

@@ -139,6 +139,7 @@ def test_torch_compiled_compiles_every_shape_of_one_expression(monkeypatch):
         (axis_reductions.main, ["--device", "cpu"]),
         (split_reductions.main, ["--device", "cpu"]),
         (split_reductions.main, ["--grid-timers", "--device", "cpu"]),
+        (split_reductions.main, ["--pairs", "--device", "cpu"]),
         (new_shape.main, ["--device", "cpu", "--shapes", "2"]),
         (column_split.main, ["--device", "cpu"]),
         (narrow_columns.main, ["--device", "cpu"]),
@@ -150,6 +151,7 @@ def test_torch_compiled_compiles_every_shape_of_one_expression(monkeypatch):
         "axis_reductions",
         "split_reductions",
         "split_reductions --grid-timers",
+        "split_reductions --pairs",
         "new_shape",
         "column_split",
         "narrow_columns",
@@ -175,7 +177,7 @@ def test_axis_reductions_stop_at_a_planted_wrong_answer(monkeypatch):
         axis_reductions.main(["--device", "cpu"])
 
 
-@pytest.mark.parametrize("mode", [[], ["--grid-timers"]], ids=["default", "grid-timers"])
+@pytest.mark.parametrize("mode", [[], ["--grid-timers"], ["--pairs"]], ids=["default", "grid-timers", "pairs"])
 def test_split_reductions_stop_at_a_planted_wrong_answer(mode, monkeypatch):
     monkeypatch.setattr(split_reductions, "ident", _doubled)
     with pytest.raises(WrongAnswer, match="split"):
