@@ -114,8 +114,12 @@ def wide_tiles():
 
 def rows_by_element():
     """The split rule as it was before 81fc284: a column layout's rows counted one per kept
-    element, no least number of parts, and a split whatever a tile's program reads."""
-    return mock.patch.multiple(plan, split_parts=_split_parts_by_element, MIN_COLUMN_PARTS=1, COLUMN_UNSPLIT_ELEMENTS=0)
+    element, no least number of parts, a split whatever a tile's program reads, and from 32 such
+    rows up to 64 only from SPLIT_MIN_COLS reduced elements (as rows then split)."""
+    return mock.patch.multiple(
+        plan, split_parts=_split_parts_by_element, MIN_COLUMN_PARTS=1, COLUMN_UNSPLIT_ELEMENTS=0,
+        SPLIT_MAX_TILES=plan.SPLIT_MAX_ROWS, COLUMN_SPLIT_EXTENT=plan.SPLIT_MIN_COLS,
+    )
 
 
 def narrow_tiles_counted_as_wide():
@@ -135,8 +139,8 @@ def split_however_small():
 
 
 def unsplit():
-    """No split at all (SPLIT_MAX_ROWS = 0)."""
-    return mock.patch.object(plan, "SPLIT_MAX_ROWS", 0)
+    """No split at all (SPLIT_MAX_ROWS and SPLIT_MAX_TILES 0)."""
+    return mock.patch.multiple(plan, SPLIT_MAX_ROWS=0, SPLIT_MAX_TILES=0)
 
 
 @contextlib.contextmanager

@@ -8,10 +8,15 @@ do_bench), the split as tritonwise chooses it, the unsplit by setting SPLIT_MAX_
     python -m benchmarks.split_reductions --timers       # TIMER_CASES under three timers, combines and torch.compile
     python -m benchmarks.split_reductions --short        # SHORT's shapes split against unsplit, µs per call
     python -m benchmarks.split_reductions --pairs        # PAIR_CASES at 2048-256 (row, part) pairs, three timers
+    python -m benchmarks.split_reductions --columns      # COLUMN_CASES' column sums split and unsplit, three timers
 
 `--pairs` times each of PAIR_CASES split as the rule splits it and as (row, part) pairs aimed at
 each of PAIR_TARGETS would (`SPLIT_TARGET_ROWS`, with no least count of parts), torch.compile
 beside, under the same three timers, medians of ROUNDS rounds.
+
+`--columns` times the column sums of COLUMN_CASES (sum over dim 0 of a row-major matrix, 32 to 128
+tiles of 16 kept elements) as the rule plans them and unsplit (`SPLIT_MAX_TILES = 0`), torch
+eager and torch.compile beside, under the same three timers, medians of ROUNDS rounds.
 
 `--timers` times the split of each of TIMER_CASES as tritonwise runs it, and with its partials
 combined the older way (torch's sum into a new result, rounded to the result dtype by a kernel
@@ -80,6 +85,9 @@ PAIR_CASES = [((8, 1 << 17), torch.float32), ((8, 1 << 18), torch.bfloat16), ((3
               ((32, 1 << 19), torch.float32), ((3, 1000003), torch.float32), ((1 << 22,), torch.bfloat16),
               ((48, 1 << 18), torch.bfloat16), ((64, 1 << 17), torch.bfloat16), ((64, 1 << 19), torch.float32)]
 PAIR_TARGETS = (2048, 1024, 512, 256)
+# --columns: column sums of 32, 64 and 128 tiles of 16 kept elements around the split's thresholds
+COLUMN_CASES = [((rows, kept), dtype) for kept in (512, 1024, 2048) for rows in (8192, 16384, 32768, 1 << 18)
+                for dtype in (torch.float32, torch.bfloat16)]
 # --short: few rows whose reduced extent is short, where a second kernel and the Python call
 # that launches it may cost more than the split saves
 SHORT = [((rows, cols), dtype) for rows in (1, 8) for cols in (1 << 12, 1 << 14, 1 << 15, 1 << 16, 1 << 17)
@@ -210,6 +218,45 @@ def pairs(device: str) -> None:
             print(f"| {name} | {timer.split(',')[0]} | {cells} |", flush=True)
 
 
+def column_sum(x, split: bool):
+    """A fresh column-sum function (over dim 0) planned for `x` as the rule splits it or unsplit,
+    checked against torch: (the function, "parts:block@warps")."""
+    unsplit = mock.patch.multiple(plan_module, SPLIT_MAX_ROWS=0, SPLIT_MAX_TILES=0)
+    with contextlib.nullcontext() if split else unsplit:
+        fn = pointwise_dynamic(ident, promotion_methods=[(0, "DEFAULT")], reductions=[("sum", 0)])
+        tol = 2e-2 if x.dtype == torch.bfloat16 else 1e-3
+        name = f"sum(x, 0) {tuple(x.shape)} {str(x.dtype)[6:]}, {'split' if split else 'unsplit'}"
+        check_against(x.float().sum(0), fn(x).float(), name, rtol=tol, atol=10 * tol)
+        return fn, _split_label(fn.explain(x))
+
+
+def columns(device: str) -> None:
+    """COLUMN_CASES (on CPU: one small matrix, checked only) as the rule plans them and unsplit,
+    torch eager and torch.compile beside: GB/s read under each timer of axis_reductions.py,
+    medians of ROUNDS rounds."""
+    from benchmarks.axis_reductions import TIMERS
+
+    shapes = [((1024, 512), torch.float32)] if device == "cpu" else COLUMN_CASES
+    cases = []
+    for shape, dtype in shapes:
+        x = torch.randn(shape, device=device).to(dtype)
+        cases.append((x, column_sum(x, True), column_sum(x, False)))
+    print(f"{len(cases)} column sums, as the rule plans them and unsplit, give torch's answer", flush=True)
+    print("| shape | timer | the rule | unsplit | torch eager | torch.compile |\n|---|---|---|---|---|---|")
+    for x, (rule, rule_label), (whole, whole_label) in cases:
+        name = f"{tuple(x.shape)} {str(x.dtype)[6:]}"
+        print(f"| {name} | parts:block@warps | {rule_label} | {whole_label} | | |", flush=True)
+        if device == "cpu":
+            continue
+        compiled = torch_compiled(lambda t: t.sum(0), dynamic=False)
+        check_against(x.float().sum(0), compiled(x).float(), "torch.compile", 2e-2, 2e-1)
+        calls = [rule, whole, lambda t: t.sum(0), compiled]
+        for timer, rate in TIMERS.items():
+            samples = in_rounds([lambda c=c: rate(nbytes(x), c, x) for c in calls], ROUNDS)
+            cells = " | ".join(f"{statistics.median(s[k] for s in samples):.0f}" for k in range(len(calls)))
+            print(f"| {name} | {timer.split(',')[0]} | {cells} |", flush=True)
+
+
 def _combined_through_a_copy(split, partials, outputs) -> None:
     """SplitLaunch.combine as it was before 2b25a41: every output's rows summed into a new result,
     rounded to the result dtype by a kernel of its own, then copied."""
@@ -269,12 +316,13 @@ def main(argv=None) -> int:
     parser.add_argument("--timers", action="store_true", help="TIMER_CASES under three timers")
     parser.add_argument("--short", action="store_true", help="SHORT's shapes split against unsplit")
     parser.add_argument("--pairs", action="store_true", help="PAIR_CASES split into 2048-256 (row, part) pairs")
+    parser.add_argument("--columns", action="store_true", help="COLUMN_CASES' column sums split and unsplit")
     smoke_arguments(parser)
     args = parser.parse_args(argv)
     if args.grid:
         grid()
         return 0
-    modes = {"timers": timers, "grid_timers": grid_timers, "short": short, "pairs": pairs}
+    modes = {"timers": timers, "grid_timers": grid_timers, "short": short, "pairs": pairs, "columns": columns}
     chosen = [mode for name, mode in modes.items() if getattr(args, name)]
     if chosen:
         if smoke_run(args, "split_reductions") is None:

@@ -669,23 +669,55 @@ def test_a_column_reduction_of_a_short_run_takes_a_tile_no_wider_than_it(run, bl
         ((32768, 32), 32),  # two tiles of 16
         ((16384, 128), 16),  # eight
         ((8192, 128), 8),
-        ((2**16, 1024), 1),  # 64 tiles, from 2**19 reduced elements
-        ((2**17, 512), 1),  # 32 tiles of 16 floats: from 2**19 too (rows of 128-byte columns split from 2**17)
+        ((2**16, 1024), 32),  # 64 tiles: from 2**14 reduced elements and 256 a tile (16384)
+        ((2**17, 512), 64),  # 32 tiles of 16 floats
+        ((8192, 512), 1),  # below 2**14 reduced elements
+        ((16384, 2048), 1),  # 128 tiles: from 256 a tile (32768)
+        ((32768, 2048), 16),
+        ((32768, 4096), 1),  # 256 tiles: programs enough
         ((2**19, 1024), 32),
         ((8192, 8192), 1),  # 512 tiles: programs enough
     ],
 )
 def test_columns_split_by_the_tiles_of_kept_elements_they_make(shape, parts):
     """Kept elements along unit stride (a column sum of a row-major matrix) share programs, 16 to
-    a tile: the split rule counts those tiles as its rows, and few of them split once a tile's
-    program would read more than COLUMN_UNSPLIT_ELEMENTS (2**14), at any extent two parts of
-    MIN_PART_EXTENT can take, into 8 parts or more where the run of kept elements is 16 or
-    longer. The same sums laid out as rows count rows."""
+    a tile: the split rule counts those tiles as its rows, and fewer than 32 of them split once a
+    tile's program would read more than COLUMN_UNSPLIT_ELEMENTS (2**14), at any extent two parts
+    of MIN_PART_EXTENT can take; 32 to SPLIT_MAX_TILES (128) tiles of runs of 16 or more once the
+    reduced extent reaches 2**14 and 256 a tile; into 8 parts or more where the run of kept
+    elements is 16 or longer. The same sums laid out as rows count rows."""
     columns = torch.empty(shape, device="meta")
     assert _function("sum", 0).explain(columns, columns).split_parts == parts
     if shape[1] == 8:
         rows = torch.empty(shape[::-1], device="meta")
         assert _function("sum", 1).explain(rows, rows).split_parts == 1
+
+
+@pytest.mark.parametrize("kind", ["sum", "max"])
+@pytest.mark.parametrize("layout", ["a matrix", "a batch of matrices", "transposed rows"])
+def test_columns_of_32_to_128_tiles_split_and_give_torchs_answer(layout, kind, monkeypatch):
+    """32 to SPLIT_MAX_TILES tiles of 16 kept elements along unit stride split once the reduced
+    extent is long enough (thresholds scaled down here, from 2**14 and 256 a tile): each part's
+    program reads its rows of every tile, the combine adds the parts; torch's answer on a
+    poisoned output, and the parts in the plan, each at least MIN_PART_EXTENT (64 here) long."""
+    from tritonwise.analysis import plan as plan_rules
+
+    monkeypatch.setattr(plan_rules, "COLUMN_SPLIT_EXTENT", 512)
+    monkeypatch.setattr(plan_rules, "COLUMN_SPLIT_EXTENT_PER_TILE", 16)
+    monkeypatch.setattr(plan_rules, "MIN_PART_EXTENT", 64)
+    x, dims, parts = {
+        "a matrix": (torch.randn(512, 512), (0,), 8),  # 32 tiles
+        "a batch of matrices": (torch.randn(4, 1024, 256), (1,), 16),  # 64 tiles, runs of 256
+        "transposed rows": (torch.randn(1024, 520)[:, :512].t(), (1,), 16),  # the kept dim along unit stride
+    }[layout]
+    y = torch.full_like(x, 2.0)
+    fn = _function(kind, dims)
+    expected = _expected(kind, x, y, dims, False)
+    out = poisoned_like(torch.empty(expected.shape))
+    assert fn(x, y, out0=out) is out
+    _check(out, kind, x, y, dims)
+    plan = fn.explain(x, y)
+    assert (plan.scheme, plan.split_parts) == ("column_looped", parts)
 
 
 @pytest.mark.parametrize(
@@ -698,7 +730,8 @@ def test_columns_split_by_the_tiles_of_kept_elements_they_make(shape, parts):
         ((4, 2048, 5), 1),
         ((128, 16384, 4), 1),  # 128 programs: 32 tiles of 16, below 2**19 reduced elements
         ((128, 2**19, 8), 32),  # 128 programs: 64 tiles of 16, which split from 2**19
-        ((32, 65536, 16), 1),  # 32 wide tiles: many, below 2**19 reduced elements
+        ((32, 65536, 16), 64),  # 32 wide tiles: a column layout's 2**14 reduced elements and 256 a tile
+        ((32, 8192, 16), 1),
         ((32, 2**19, 16), 64),
     ],
 )

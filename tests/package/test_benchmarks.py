@@ -140,6 +140,7 @@ def test_torch_compiled_compiles_every_shape_of_one_expression(monkeypatch):
         (split_reductions.main, ["--device", "cpu"]),
         (split_reductions.main, ["--grid-timers", "--device", "cpu"]),
         (split_reductions.main, ["--pairs", "--device", "cpu"]),
+        (split_reductions.main, ["--columns", "--device", "cpu"]),
         (new_shape.main, ["--device", "cpu", "--shapes", "2"]),
         (column_split.main, ["--device", "cpu"]),
         (narrow_columns.main, ["--device", "cpu"]),
@@ -152,6 +153,7 @@ def test_torch_compiled_compiles_every_shape_of_one_expression(monkeypatch):
         "split_reductions",
         "split_reductions --grid-timers",
         "split_reductions --pairs",
+        "split_reductions --columns",
         "new_shape",
         "column_split",
         "narrow_columns",
@@ -177,7 +179,9 @@ def test_axis_reductions_stop_at_a_planted_wrong_answer(monkeypatch):
         axis_reductions.main(["--device", "cpu"])
 
 
-@pytest.mark.parametrize("mode", [[], ["--grid-timers"], ["--pairs"]], ids=["default", "grid-timers", "pairs"])
+@pytest.mark.parametrize(
+    "mode", [[], ["--grid-timers"], ["--pairs"], ["--columns"]], ids=["default", "grid-timers", "pairs", "columns"]
+)
 def test_split_reductions_stop_at_a_planted_wrong_answer(mode, monkeypatch):
     monkeypatch.setattr(split_reductions, "ident", _doubled)
     with pytest.raises(WrongAnswer, match="split"):
