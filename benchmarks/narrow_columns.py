@@ -39,6 +39,7 @@ from benchmarks.harness import (
     report,
     smoke_arguments,
 )
+from benchmarks.split_reductions import never_split
 from tritonwise import pointwise_dynamic
 from tritonwise.analysis import plan, tiling
 from tritonwise.schemes import column_looped
@@ -139,8 +140,8 @@ def split_however_small():
 
 
 def unsplit():
-    """No split at all (SPLIT_MAX_ROWS and SPLIT_MAX_TILES 0)."""
-    return mock.patch.multiple(plan, SPLIT_MAX_ROWS=0, SPLIT_MAX_TILES=0)
+    """No split at all (split_reductions.never_split)."""
+    return never_split()
 
 
 @contextlib.contextmanager

@@ -1,5 +1,6 @@
 """Split against unsplit reductions along dims with few kept rows (GPU): GB/s read (median of
-do_bench), the split as tritonwise chooses it, the unsplit by setting SPLIT_MAX_ROWS to 0.
+do_bench), the split as tritonwise chooses it, the unsplit by setting SPLIT_MAX_ROWS and
+SPLIT_MAX_TILES to 0 (`never_split`).
 
     python -m benchmarks.split_reductions
     python -m benchmarks.split_reductions --grid         # GRID's shapes split always against never, two rounds
@@ -15,7 +16,7 @@ each of PAIR_TARGETS would (`SPLIT_TARGET_ROWS`, with no least count of parts), 
 beside, under the same three timers, medians of ROUNDS rounds.
 
 `--columns` times the column sums of COLUMN_CASES (sum over dim 0 of a row-major matrix, 32 to 128
-tiles of 16 kept elements) as the rule plans them and unsplit (`SPLIT_MAX_TILES = 0`), torch
+tiles of 16 kept elements) as the rule plans them and unsplit (`never_split`), torch
 eager and torch.compile beside, under the same three timers, medians of ROUNDS rounds.
 
 `--timers` times the split of each of TIMER_CASES as tritonwise runs it, and with its partials
@@ -94,14 +95,19 @@ SHORT = [((rows, cols), dtype) for rows in (1, 8) for cols in (1 << 12, 1 << 14,
          for dtype in (torch.float32, torch.bfloat16)]
 
 
+def never_split():
+    """Reductions planned inside never split, rows or columns."""
+    return mock.patch.multiple(plan_module, SPLIT_MAX_ROWS=0, SPLIT_MAX_TILES=0)
+
+
 def splitting(split, always: bool = False):
     """Reductions planned inside split as tritonwise chooses (True), never (False), or with
-    `always`, whatever their rows (up to 1024) and length (past 2048: the combine of up to 2048
-    partials, a reduction too, must not split)."""
+    `always`, a row layout whatever its rows (up to 1024) and length (past 2048: the combine of up
+    to 2048 partials, a reduction too, must not split)."""
     if always:
         limit = plan_module.SPLIT_TARGET_TILES + 1
         return mock.patch.multiple(plan_module, SPLIT_MAX_ROWS=1024, SPLIT_FEW_ROWS=1024, SPLIT_MIN_COLS_FEW=limit)
-    return contextlib.nullcontext() if split else mock.patch.object(plan_module, "SPLIT_MAX_ROWS", 0)
+    return contextlib.nullcontext() if split else never_split()
 
 
 def row_sum(x, split: bool, always: bool = False):
@@ -221,8 +227,7 @@ def pairs(device: str) -> None:
 def column_sum(x, split: bool):
     """A fresh column-sum function (over dim 0) planned for `x` as the rule splits it or unsplit,
     checked against torch: (the function, "parts:block@warps")."""
-    unsplit = mock.patch.multiple(plan_module, SPLIT_MAX_ROWS=0, SPLIT_MAX_TILES=0)
-    with contextlib.nullcontext() if split else unsplit:
+    with contextlib.nullcontext() if split else never_split():
         fn = pointwise_dynamic(ident, promotion_methods=[(0, "DEFAULT")], reductions=[("sum", 0)])
         tol = 2e-2 if x.dtype == torch.bfloat16 else 1e-3
         name = f"sum(x, 0) {tuple(x.shape)} {str(x.dtype)[6:]}, {'split' if split else 'unsplit'}"
@@ -311,12 +316,13 @@ def timers(device: str) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--grid", action="store_true", help="GRID's shapes split always against never")
-    parser.add_argument("--grid-timers", action="store_true", help="TIMED_GRID's shapes split always and never, three timers")
-    parser.add_argument("--timers", action="store_true", help="TIMER_CASES under three timers")
-    parser.add_argument("--short", action="store_true", help="SHORT's shapes split against unsplit")
-    parser.add_argument("--pairs", action="store_true", help="PAIR_CASES split into 2048-256 (row, part) pairs")
-    parser.add_argument("--columns", action="store_true", help="COLUMN_CASES' column sums split and unsplit")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--grid", action="store_true", help="GRID's shapes split always against never")
+    mode.add_argument("--grid-timers", action="store_true", help="TIMED_GRID's shapes split always and never, three timers")
+    mode.add_argument("--timers", action="store_true", help="TIMER_CASES under three timers")
+    mode.add_argument("--short", action="store_true", help="SHORT's shapes split against unsplit")
+    mode.add_argument("--pairs", action="store_true", help="PAIR_CASES split into 2048-256 (row, part) pairs")
+    mode.add_argument("--columns", action="store_true", help="COLUMN_CASES' column sums split and unsplit")
     smoke_arguments(parser)
     args = parser.parse_args(argv)
     if args.grid:

@@ -632,12 +632,10 @@ def test_the_split_rule_follows_the_rows_their_length_and_their_bytes(shape, dty
 )
 def test_rows_split_into_512_row_part_pairs_and_16_parts_at_least(shape, dtype, parts):
     """A row layout's split aims at SPLIT_TARGET_ROWS (row, part) pairs, in no fewer than
-    SPLIT_LEAST_ROW_PARTS parts, each part at least MIN_PART_EXTENT long; the same bytes laid out
-    as columns aim at SPLIT_TARGET_TILES (tile, part) pairs (128 parts for 16 tiles of 16)."""
+    SPLIT_LEAST_ROW_PARTS parts, each part at least MIN_PART_EXTENT long (a column layout aims
+    at SPLIT_TARGET_TILES (tile, part) pairs: test_columns_split_by_the_tiles_of_kept_elements_they_make)."""
     x = torch.empty(shape, device="meta", dtype=dtype)
     assert _function("sum", -1).explain(x, x).split_parts == parts
-    columns = torch.empty(2**18, 256, device="meta")
-    assert _function("sum", 0).explain(columns, columns).split_parts == 128
 
 
 @pytest.mark.parametrize("run, block_m", [(2, 2), (3, 4), (5, 8), (8, 8), (12, 16)])
@@ -668,10 +666,12 @@ def test_a_column_reduction_of_a_short_run_takes_a_tile_no_wider_than_it(run, bl
         ((16384, 16), 16),
         ((32768, 32), 32),  # two tiles of 16
         ((16384, 128), 16),  # eight
+        ((2**18, 256), 128),  # sixteen: SPLIT_TARGET_TILES (2048) (tile, part) pairs
         ((8192, 128), 8),
         ((2**16, 1024), 32),  # 64 tiles: from 2**14 reduced elements and 256 a tile (16384)
         ((2**17, 512), 64),  # 32 tiles of 16 floats
-        ((8192, 512), 1),  # below 2**14 reduced elements
+        ((16384, 512), 16),  # from 2**14 reduced elements
+        ((8192, 512), 1),
         ((16384, 2048), 1),  # 128 tiles: from 256 a tile (32768)
         ((32768, 2048), 16),
         ((32768, 4096), 1),  # 256 tiles: programs enough
@@ -694,21 +694,23 @@ def test_columns_split_by_the_tiles_of_kept_elements_they_make(shape, parts):
 
 
 @pytest.mark.parametrize("kind", ["sum", "max"])
-@pytest.mark.parametrize("layout", ["a matrix", "a batch of matrices", "transposed rows"])
-def test_columns_of_32_to_128_tiles_split_and_give_torchs_answer(layout, kind, monkeypatch):
-    """32 to SPLIT_MAX_TILES tiles of 16 kept elements along unit stride split once the reduced
-    extent is long enough (thresholds scaled down here, from 2**14 and 256 a tile): each part's
-    program reads its rows of every tile, the combine adds the parts; torch's answer on a
-    poisoned output, and the parts in the plan, each at least MIN_PART_EXTENT (64 here) long."""
+@pytest.mark.parametrize("layout", ["32 tiles", "128 tiles", "transposed rows", "a batch"])
+def test_a_matrixs_columns_of_32_to_128_tiles_split_and_give_torchs_answer(layout, kind, monkeypatch):
+    """A matrix's columns in 32 to SPLIT_MAX_TILES tiles of 16 kept elements along unit stride
+    split once the reduced extent is long enough (the bounds scaled down here from 2**14 and 256 a
+    tile): each part's program reads its rows of every tile, the combine adds the parts. A batch
+    of such runs keeps the row bounds and stays whole. torch's answer on a poisoned output, and
+    the parts in the plan, each at least MIN_PART_EXTENT (64 here) long."""
     from tritonwise.analysis import plan as plan_rules
 
     monkeypatch.setattr(plan_rules, "COLUMN_SPLIT_EXTENT", 512)
-    monkeypatch.setattr(plan_rules, "COLUMN_SPLIT_EXTENT_PER_TILE", 16)
+    monkeypatch.setattr(plan_rules, "COLUMN_SPLIT_EXTENT_PER_TILE", 8)
     monkeypatch.setattr(plan_rules, "MIN_PART_EXTENT", 64)
     x, dims, parts = {
-        "a matrix": (torch.randn(512, 512), (0,), 8),  # 32 tiles
-        "a batch of matrices": (torch.randn(4, 1024, 256), (1,), 16),  # 64 tiles, runs of 256
+        "32 tiles": (torch.randn(512, 512), (0,), 8),
+        "128 tiles": (torch.randn(1024, 2048), (0,), 16),
         "transposed rows": (torch.randn(1024, 520)[:, :512].t(), (1,), 16),  # the kept dim along unit stride
+        "a batch": (torch.randn(4, 1024, 256), (1,), 1),  # 64 tiles, runs of 256
     }[layout]
     y = torch.full_like(x, 2.0)
     fn = _function(kind, dims)
@@ -730,8 +732,9 @@ def test_columns_of_32_to_128_tiles_split_and_give_torchs_answer(layout, kind, m
         ((4, 2048, 5), 1),
         ((128, 16384, 4), 1),  # 128 programs: 32 tiles of 16, below 2**19 reduced elements
         ((128, 2**19, 8), 32),  # 128 programs: 64 tiles of 16, which split from 2**19
-        ((32, 65536, 16), 64),  # 32 wide tiles: a column layout's 2**14 reduced elements and 256 a tile
-        ((32, 8192, 16), 1),
+        ((32, 65536, 16), 1),  # 32 wide tiles of a batch: the row bounds (2**19), not a matrix's columns'
+        ((32, 2**19, 16), 64),
+        ((96, 2**19, 12), 1),  # runs of 12 make 72 tiles of 16: more than SPLIT_MAX_ROWS (64)
         ((32, 2**19, 16), 64),
     ],
 )

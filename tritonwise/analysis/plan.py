@@ -104,16 +104,17 @@ class SplitRows:
 SPLIT_TARGET_ROWS = 512
 SPLIT_TARGET_TILES = 2048
 # A row layout splits into at least this many parts where MIN_PART_EXTENT allows: 48 and 64 rows
-# read 2-4% slower in 8 parts than in 16 (bf16, back to back; docs/decisions/split-rule.md).
+# of bf16 read 1-3% slower back to back in 8 parts than in 16 (docs/decisions/split-rule.md).
 SPLIT_LEAST_ROW_PARTS = 16
 MIN_PART_EXTENT = 1024
 # Splitting buys programs at the cost of a second kernel, which only few or very long rows repay:
 # docs/decisions/split-rule.md.
 SPLIT_MAX_ROWS = 64  # more rows than this are not split
-# Where runs of 16 or more kept elements lie along unit stride (a column sum of a row-major matrix),
-# programs take tiles of 16 of them: from SPLIT_FEW_ROWS up to SPLIT_MAX_TILES such tiles, fewer
-# programs than an H100 has SMs, the reduced extent splits once it reaches COLUMN_SPLIT_EXTENT
-# and COLUMN_SPLIT_EXTENT_PER_TILE a tile (docs/decisions/split-rule.md).
+# Where one run of 16 or more kept elements lies along unit stride (the columns of a row-major
+# matrix), programs take tiles of 16 of them: from SPLIT_FEW_ROWS up to SPLIT_MAX_TILES such tiles,
+# fewer programs than an H100 has SMs, the reduced extent splits once it reaches
+# COLUMN_SPLIT_EXTENT and COLUMN_SPLIT_EXTENT_PER_TILE a tile. Batches of such runs keep the row
+# bounds: one measured split of a batch read slower (docs/decisions/split-rule.md).
 SPLIT_MAX_TILES = 128
 COLUMN_SPLIT_EXTENT = 2**14
 COLUMN_SPLIT_EXTENT_PER_TILE = 256
@@ -159,21 +160,23 @@ def split_parts(rows: tuple, cols: tuple, kept_unit_stride: bool, itemsize: int)
     (column_looped), where a program takes a tile of 16 adjacent kept elements, or a narrow one for a run of 8 or fewer
     (kept_per_program): the rule counts tiles of 16 as its rows, or the programs of narrow tiles
     where they are at most SPLIT_FEW_NARROW, and few of them split once one program would read
-    more than COLUMN_UNSPLIT_ELEMENTS; from SPLIT_FEW_ROWS to SPLIT_MAX_TILES tiles of a run of 16
-    or longer, once the reduced extent reaches COLUMN_SPLIT_EXTENT and COLUMN_SPLIT_EXTENT_PER_TILE
-    a tile; into at least MIN_COLUMN_PARTS parts where the run is 16 or longer
+    more than COLUMN_UNSPLIT_ELEMENTS; from SPLIT_FEW_ROWS to SPLIT_MAX_TILES tiles of a single run
+    of 16 or longer (a matrix's columns), once the reduced extent reaches COLUMN_SPLIT_EXTENT and
+    COLUMN_SPLIT_EXTENT_PER_TILE a tile; into at least MIN_COLUMN_PARTS parts where the run is 16
+    or longer
     (docs/decisions/split-rule.md)."""
     kept, num_cols = math.prod(rows), math.prod(cols)
     num_rows, few_narrow = kept, False
     wide_run = kept_unit_stride and rows[-1] >= WIDE_BLOCK_M
+    matrix_columns = wide_run and len(rows) == 1  # one run of kept elements, not a batch of them
     if kept_unit_stride:
         width = kept_per_program(rows[-1])
         programs = ceil_div(kept, width)
         few_narrow = width < WIDE_BLOCK_M and programs <= SPLIT_FEW_NARROW
         num_rows = programs if few_narrow else ceil_div(kept, WIDE_BLOCK_M)
-    if num_rows > (SPLIT_MAX_TILES if wide_run else SPLIT_MAX_ROWS) or not num_rows:
+    if num_rows > (SPLIT_MAX_TILES if matrix_columns else SPLIT_MAX_ROWS) or not num_rows:
         return 1
-    if wide_run and num_rows >= SPLIT_FEW_ROWS:
+    if matrix_columns and num_rows >= SPLIT_FEW_ROWS:
         short = num_cols < max(COLUMN_SPLIT_EXTENT, COLUMN_SPLIT_EXTENT_PER_TILE * num_rows)
     elif num_rows >= SPLIT_FEW_ROWS and not few_narrow:
         narrow = not kept_unit_stride and num_rows * itemsize <= SPLIT_NARROW_COLUMN_BYTES
