@@ -110,15 +110,22 @@ def splitting(split, always: bool = False):
     return contextlib.nullcontext() if split else never_split()
 
 
+def planned_sum(x, dim: int, within, label: str):
+    """A fresh function summing over `dim`, planned for `x` inside the context `within` and
+    checked against torch under a name ending in `label`: (the function, its explanation)."""
+    with within:
+        fn = pointwise_dynamic(ident, promotion_methods=[(0, "DEFAULT")], reductions=[("sum", dim)])
+        tol = 2e-2 if x.dtype == torch.bfloat16 else 1e-3
+        name = f"sum(x, {dim}) {tuple(x.shape)} {str(x.dtype)[6:]}, {label}"
+        check_against(x.float().sum(dim), fn(x).float(), name, rtol=tol, atol=10 * tol)
+        return fn, fn.explain(x)
+
+
 def row_sum(x, split: bool, always: bool = False):
     """A fresh row-sum function planned for `x` split or not (or always), checked against torch:
     (the function, how many parts the split cut the rows into)."""
-    with splitting(split, always):
-        fn = pointwise_dynamic(ident, promotion_methods=[(0, "DEFAULT")], reductions=[("sum", -1)])
-        tol = 2e-2 if x.dtype == torch.bfloat16 else 1e-3
-        name = f"sum(x, -1) {tuple(x.shape)} {str(x.dtype)[6:]}, {'split' if split else 'unsplit'}"
-        check_against(x.sum(-1), fn(x), name, rtol=tol, atol=10 * tol)
-        return fn, fn.explain(x).split_parts
+    fn, plan = planned_sum(x, -1, splitting(split, always), "split" if split else "unsplit")
+    return fn, plan.split_parts
 
 
 def grid() -> None:
@@ -183,11 +190,9 @@ def short(device: str) -> None:
 def aimed_at(x, target: int):
     """A fresh row-sum function whose split aims at `target` (row, part) pairs with no least
     count of parts, checked against torch: (the function, "parts:block@warps")."""
-    with mock.patch.multiple(plan_module, SPLIT_TARGET_ROWS=target, SPLIT_LEAST_ROW_PARTS=1):
-        fn = pointwise_dynamic(ident, promotion_methods=[(0, "DEFAULT")], reductions=[("sum", -1)])
-        tol = 2e-2 if x.dtype == torch.bfloat16 else 1e-3
-        check_against(x.float().sum(-1), fn(x).float(), f"{tuple(x.shape)} at {target} pairs", rtol=tol, atol=10 * tol)
-        return fn, _split_label(fn.explain(x))
+    aim = mock.patch.multiple(plan_module, SPLIT_TARGET_ROWS=target, SPLIT_LEAST_ROW_PARTS=1)
+    fn, plan = planned_sum(x, -1, aim, f"at {target} pairs")
+    return fn, _split_label(plan)
 
 
 def _split_label(plan) -> str:
@@ -227,12 +232,9 @@ def pairs(device: str) -> None:
 def column_sum(x, split: bool):
     """A fresh column-sum function (over dim 0) planned for `x` as the rule splits it or unsplit,
     checked against torch: (the function, "parts:block@warps")."""
-    with contextlib.nullcontext() if split else never_split():
-        fn = pointwise_dynamic(ident, promotion_methods=[(0, "DEFAULT")], reductions=[("sum", 0)])
-        tol = 2e-2 if x.dtype == torch.bfloat16 else 1e-3
-        name = f"sum(x, 0) {tuple(x.shape)} {str(x.dtype)[6:]}, {'split' if split else 'unsplit'}"
-        check_against(x.float().sum(0), fn(x).float(), name, rtol=tol, atol=10 * tol)
-        return fn, _split_label(fn.explain(x))
+    within = contextlib.nullcontext() if split else never_split()
+    fn, plan = planned_sum(x, 0, within, "split" if split else "unsplit")
+    return fn, _split_label(plan)
 
 
 def columns(device: str) -> None:

@@ -163,8 +163,7 @@ def split_parts(rows: tuple, cols: tuple, kept_unit_stride: bool, itemsize: int)
     more than COLUMN_UNSPLIT_ELEMENTS; from SPLIT_FEW_ROWS to SPLIT_MAX_TILES tiles of a single run
     of 16 or longer (a matrix's columns), once the reduced extent reaches COLUMN_SPLIT_EXTENT and
     COLUMN_SPLIT_EXTENT_PER_TILE a tile; into at least MIN_COLUMN_PARTS parts where the run is 16
-    or longer
-    (docs/decisions/split-rule.md)."""
+    or longer (docs/decisions/split-rule.md)."""
     kept, num_cols = math.prod(rows), math.prod(cols)
     num_rows, few_narrow = kept, False
     wide_run = kept_unit_stride and rows[-1] >= WIDE_BLOCK_M
