@@ -119,7 +119,7 @@ def rows_by_element():
     rows up to 64 only from SPLIT_MIN_COLS reduced elements (as rows then split)."""
     return mock.patch.multiple(
         plan, split_parts=_split_parts_by_element, MIN_COLUMN_PARTS=1, COLUMN_UNSPLIT_ELEMENTS=0,
-        SPLIT_MAX_TILES=plan.SPLIT_MAX_ROWS, COLUMN_SPLIT_EXTENT=plan.SPLIT_MIN_COLS, NARROW_MATRIX_ROW_BYTES=0,
+        SPLIT_MAX_TILES=plan.SPLIT_MAX_ROWS, COLUMN_SPLIT_EXTENT=plan.SPLIT_MIN_COLS, SLIM_ROW_BYTES=0,
     )
 
 

@@ -699,46 +699,59 @@ def test_columns_split_by_the_tiles_of_kept_elements_they_make(shape, parts):
     "shape, dtype, parts",
     [
         ((8192, 1024), torch.bfloat16, 16),  # 64 tiles, rows of 2 KiB
-        ((8191, 1024), torch.bfloat16, 1),  # below 2**13
+        ((8176, 1024), torch.bfloat16, 1),  # below 2**13 (16 parts of 511 rows would cut it)
         ((16000, 1024), torch.bfloat16, 16),  # parts of 1000 rows
         ((12288, 768), torch.bfloat16, 16),  # 48 tiles: sixteen parts of 768 rows
         ((9000, 512), torch.float32, 1),  # no sixteen equal parts (fewer are not taken)
         ((8192, 1040), torch.bfloat16, 1),  # rows past 2 KiB
-        ((8192, 2048), torch.float8_e4m3fn, 16),  # 128 tiles of one-byte elements
-        ((16384, 2048), torch.float8_e4m3fn, 16),  # below 256 a tile (32768): still the narrow band
-        ((32768, 2048), torch.float8_e4m3fn, 16),  # from there the tile bounds' parts
+        ((8192, 2048), torch.float8_e4m3fn, 16),  # 128 tiles of one-byte elements (not measured)
+        ((16384, 2048), torch.float8_e4m3fn, 16),  # below 256 a tile (32768): still slim's 16 parts
         ((2**16, 512), torch.float32, 64),  # past 2**14 rows the tile bounds' parts
     ],
 )
-def test_narrow_matrices_columns_split_in_sixteen_parts_from_8192_rows(shape, dtype, parts):
-    """A matrix's columns in 32 to 128 tiles whose row is at most NARROW_MATRIX_ROW_BYTES (2 KiB)
-    split from NARROW_COLUMN_SPLIT_EXTENT (2**13) rows, into exactly NARROW_COLUMN_PARTS (16) equal
+def test_slim_matrices_columns_split_in_sixteen_parts_from_8192_rows(shape, dtype, parts):
+    """A matrix's columns in 32 to 128 tiles whose row is at most SLIM_ROW_BYTES (2 KiB)
+    split from SLIM_SPLIT_EXTENT (2**13) rows, into exactly SLIM_SPLIT_PARTS (16) equal
     parts, until the reduced extent reaches the tile bounds (2**14 and 256 a tile)."""
     columns = torch.empty(shape, device="meta", dtype=dtype)
     assert _function("sum", 0).explain(columns, columns).split_parts == parts
 
 
+@pytest.mark.parametrize(
+    "x, dims",
+    [
+        (torch.empty(2, 8192, 256, device="meta"), (1,)),  # a batch of slim matrices: the row bounds
+        (torch.empty(8, 1040, 512, device="meta")[:, :1024], (0, 1)),  # outer reduced dim of 8
+    ],
+    ids=["a batch", "two reduced dims"],
+)
+def test_slim_columns_split_only_a_matrix_whose_outer_reduced_dim_takes_sixteen_parts(x, dims):
+    """The slim band takes a single run of kept elements (not a batch of them) and cuts the outer
+    reduced dim, not the reduced extent as a whole."""
+    assert _function("sum", dims).explain(x, x).split_parts == 1
+
+
 @pytest.mark.parametrize("kind", ["sum", "max"])
-@pytest.mark.parametrize("layout", ["32 tiles", "128 tiles", "transposed rows", "a batch", "narrow rows, sooner"])
+@pytest.mark.parametrize("layout", ["32 tiles", "128 tiles", "transposed rows", "a batch", "slim rows, sooner"])
 def test_a_matrixs_columns_of_32_to_128_tiles_split_and_give_torchs_answer(layout, kind, monkeypatch):
     """A matrix's columns in 32 to SPLIT_MAX_TILES tiles of 16 kept elements along unit stride
     split once the reduced extent is long enough (the bounds scaled down here from 2**14 and 256 a
     tile, and from 2**13 for rows of at most 2 KiB): each part's program reads its rows of every
     tile, the combine adds the parts. A batch of such runs keeps the row bounds and stays whole.
     torch's answer on a poisoned output, and the parts in the plan: each at least MIN_PART_EXTENT
-    (64 here) long, but for the narrow rows' sixteen (of 25 rows)."""
+    (64 here) long, but for the slim rows' sixteen (of 25 rows)."""
     from tritonwise.analysis import plan as plan_rules
 
     monkeypatch.setattr(plan_rules, "COLUMN_SPLIT_EXTENT", 512)
     monkeypatch.setattr(plan_rules, "COLUMN_SPLIT_EXTENT_PER_TILE", 8)
     monkeypatch.setattr(plan_rules, "MIN_PART_EXTENT", 64)
-    monkeypatch.setattr(plan_rules, "NARROW_COLUMN_SPLIT_EXTENT", 128)  # 16 parts of 8 rows and more
+    monkeypatch.setattr(plan_rules, "SLIM_SPLIT_EXTENT", 128)  # 16 parts of 8 rows and more
     x, dims, parts = {
         "32 tiles": (torch.randn(512, 512), (0,), 8),
         "128 tiles": (torch.randn(1024, 2048), (0,), 16),
         "transposed rows": (torch.randn(1024, 520)[:, :512].t(), (1,), 16),  # the kept dim along unit stride
         "a batch": (torch.randn(4, 1024, 256), (1,), 1),  # 64 tiles, runs of 256
-        "narrow rows, sooner": (torch.randn(400, 512), (0,), 16),  # rows of 2 KiB, below 512 rows
+        "slim rows, sooner": (torch.randn(400, 512), (0,), 16),  # rows of 2 KiB, below 512 rows
     }[layout]
     y = torch.full_like(x, 2.0)
     fn = _function(kind, dims)

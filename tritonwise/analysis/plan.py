@@ -118,13 +118,12 @@ SPLIT_MAX_ROWS = 64  # more rows than this are not split
 SPLIT_MAX_TILES = 128
 COLUMN_SPLIT_EXTENT = 2**14
 COLUMN_SPLIT_EXTENT_PER_TILE = 256
-# Such columns of a matrix whose row is at most NARROW_MATRIX_ROW_BYTES split sooner, from
-# NARROW_COLUMN_SPLIT_EXTENT, into exactly NARROW_COLUMN_PARTS parts (of 512 rows and more) until the
-# bounds above take over: 32 tiles of fp32 and 64 of bf16 at 8192 rows read 10-49% faster so,
-# 8 parts gained less and wider rows lost (docs/decisions/split-rule.md).
-NARROW_MATRIX_ROW_BYTES = 2048
-NARROW_COLUMN_SPLIT_EXTENT = 2**13
-NARROW_COLUMN_PARTS = 16
+# A slim matrix (its row at most SLIM_ROW_BYTES) leaves its programs too few bytes to keep in
+# flight sooner: its columns split from SLIM_SPLIT_EXTENT, into exactly SLIM_SPLIT_PARTS parts
+# (of 512 rows and more), until the bounds above take over (docs/decisions/split-rule.md).
+SLIM_ROW_BYTES = 2048
+SLIM_SPLIT_EXTENT = 2**13
+SLIM_SPLIT_PARTS = 16
 # Fewer rows than SPLIT_FEW_ROWS split from a reduced extent of SPLIT_MIN_COLS_FEW, more from
 # SPLIT_MIN_COLS, or from SPLIT_MIN_COLS_NARROW where one element of every row comes to at most
 # SPLIT_NARROW_COLUMN_BYTES (32 rows of 4-byte elements, 64 of 2-byte ones): so few programs
@@ -169,8 +168,9 @@ def split_parts(rows: tuple, cols: tuple, kept_unit_stride: bool, itemsize: int)
     where they are at most SPLIT_FEW_NARROW, and few of them split once one program would read
     more than COLUMN_UNSPLIT_ELEMENTS; from SPLIT_FEW_ROWS to SPLIT_MAX_TILES tiles of a single run
     of 16 or longer (a matrix's columns), once the reduced extent reaches COLUMN_SPLIT_EXTENT and
-    COLUMN_SPLIT_EXTENT_PER_TILE a tile; into at least MIN_COLUMN_PARTS parts where the run is 16
-    or longer (docs/decisions/split-rule.md)."""
+    COLUMN_SPLIT_EXTENT_PER_TILE a tile, or for a slim matrix (rows of at most SLIM_ROW_BYTES)
+    from SLIM_SPLIT_EXTENT into SLIM_SPLIT_PARTS equal parts; into at least MIN_COLUMN_PARTS parts
+    where the run is 16 or longer (docs/decisions/split-rule.md)."""
     kept, num_cols = math.prod(rows), math.prod(cols)
     num_rows, few_narrow = kept, False
     wide_run = kept_unit_stride and rows[-1] >= WIDE_BLOCK_M
@@ -184,8 +184,8 @@ def split_parts(rows: tuple, cols: tuple, kept_unit_stride: bool, itemsize: int)
         return 1
     if matrix_columns and num_rows >= SPLIT_FEW_ROWS:
         short = num_cols < max(COLUMN_SPLIT_EXTENT, COLUMN_SPLIT_EXTENT_PER_TILE * num_rows)
-        if short and kept * itemsize <= NARROW_MATRIX_ROW_BYTES and num_cols >= NARROW_COLUMN_SPLIT_EXTENT:
-            return NARROW_COLUMN_PARTS if _cuts(cols[0], NARROW_COLUMN_PARTS, kept_unit_stride) else 1
+        if short and kept * itemsize <= SLIM_ROW_BYTES and num_cols >= SLIM_SPLIT_EXTENT:
+            return SLIM_SPLIT_PARTS if _cuts(cols[0], SLIM_SPLIT_PARTS, kept_unit_stride) else 1
     elif num_rows >= SPLIT_FEW_ROWS and not few_narrow:
         narrow = not kept_unit_stride and num_rows * itemsize <= SPLIT_NARROW_COLUMN_BYTES
         short = num_cols < (SPLIT_MIN_COLS_NARROW if narrow else SPLIT_MIN_COLS)
