@@ -227,7 +227,7 @@ def us_back_to_back(call, inputs: list, launches: int) -> float:
 def block_forced(scheme, block: tuple, warps: Optional[int] = None):
     """Plans made inside take `block` in `scheme` (on `warps`, where given) whatever its rules,
     in files that read rows rotated too (RowLooped.peeled_block)."""
-    scheme.pick_block = lambda task_shape, m_dim, choices: block
+    scheme.pick_block = lambda task_shape, m_dim, choices, itemsize: block
     scheme.peeled_block = lambda task_shape, m_dim, choices, chosen: block
     if warps is not None:
         scheme.task_warps = lambda chosen, task_shape, m_dim: warps

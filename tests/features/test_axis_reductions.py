@@ -652,6 +652,39 @@ def test_a_column_reduction_of_a_short_run_takes_a_tile_no_wider_than_it(run, bl
 
 
 @pytest.mark.parametrize(
+    "shape, dtype, block_m",
+    [
+        ((1024, 16384), torch.bfloat16, 64),  # 128 wide: 128 programs, fewer than 256: halved
+        ((1024, 16384), torch.float16, 64),
+        ((1024, 16384), torch.float32, 128),  # 4-byte elements keep it
+        ((2048, 24576), torch.bfloat16, 64),  # 192 programs
+        ((1024, 32768), torch.bfloat16, 128),  # 256 programs
+        ((8192, 8192), torch.bfloat16, 64),  # 64 wide by MIN_PROGRAMS already: no narrower
+        ((64, 4096), torch.bfloat16, 128),  # 32 programs: the tile covers the 64 reduced rows
+        ((16384, 1024), torch.bfloat16, 64),  # split in 16 parts: 16 x 8 programs, halved
+        ((32768, 1024), torch.bfloat16, 128),  # 32 parts: 256 programs
+    ],
+)
+def test_column_tiles_of_two_byte_elements_halve_below_256_programs(shape, dtype, block_m):
+    """column_looped takes the widest tile (128 kept elements) that makes MIN_PROGRAMS (128)
+    programs; of 2-byte elements, one that makes fewer than TWO_BYTE_MIN_PROGRAMS (256) halves to
+    64 wide (still whole 128-byte lines)."""
+    x = torch.empty(shape, device="meta", dtype=dtype)
+    assert _function("sum", 0).explain(x, x).block[0] == block_m
+
+
+@pytest.mark.parametrize("kind", ["sum", "max"])
+def test_a_halved_two_byte_column_tile_gives_torchs_answer(kind):
+    """The 64-wide tile 2-byte columns of 128 to 255 programs take, on a poisoned output."""
+    x, y = torch.randn(2, 16384).to(torch.bfloat16), torch.randn(2, 16384).to(torch.bfloat16)
+    fn = _function(kind, 0)
+    assert fn.explain(x, y).block[0] == 64
+    out = poisoned_like(torch.empty(16384, dtype=torch.bfloat16))
+    assert fn(x, y, out0=out) is out
+    _check(out, kind, x, y, (0,))
+
+
+@pytest.mark.parametrize(
     "shape, parts",
     [
         ((2048, 8), 1),  # one tile of kept elements, whose program reads 2**14 of them: unsplit

@@ -22,6 +22,7 @@ from benchmarks import (
     bench,
     cold_start,
     column_split,
+    column_tiles,
     dtensor_scaling,
     harness,
     narrow_columns,
@@ -143,6 +144,7 @@ def test_torch_compiled_compiles_every_shape_of_one_expression(monkeypatch):
         (split_reductions.main, ["--columns", "--device", "cpu"]),
         (new_shape.main, ["--device", "cpu", "--shapes", "2"]),
         (column_split.main, ["--device", "cpu"]),
+        (column_tiles.main, ["--device", "cpu"]),
         (narrow_columns.main, ["--device", "cpu"]),
         (odd_rows.main, ["--device", "cpu"]),
         (row_counts.main, ["--device", "cpu"]),
@@ -156,6 +158,7 @@ def test_torch_compiled_compiles_every_shape_of_one_expression(monkeypatch):
         "split_reductions --columns",
         "new_shape",
         "column_split",
+        "column_tiles",
         "narrow_columns",
         "odd_rows",
         "row_counts",
@@ -219,6 +222,15 @@ def test_narrow_columns_stop_at_a_planted_wrong_answer_and_time_two_tilings(monk
     monkeypatch.setattr(narrow_columns, "ident", _doubled)
     with pytest.raises(WrongAnswer, match="as generated"):
         narrow_columns.main(["--device", "cpu"])
+
+
+def test_column_tiles_times_both_wide_tiles_and_stops_at_a_planted_wrong_answer(monkeypatch):
+    x = torch.randn(2, 16384).to(torch.bfloat16)
+    assert [plan.block[0] for _, plan in column_tiles.forms(x).values()] == [64, 128]
+    assert [plan.block[0] for _, plan in column_tiles.forms(x.float()).values()] == [128, 64]
+    monkeypatch.setattr(split_reductions, "ident", _doubled)
+    with pytest.raises(WrongAnswer, match="the rule"):
+        column_tiles.main(["--device", "cpu"])
 
 
 def test_odd_rows_stop_at_a_planted_wrong_answer_and_time_both_forms(monkeypatch):

@@ -525,7 +525,7 @@ class _WideRows(Nd):
     def block_choices(self, rank, itemsize, aligned, config) -> tuple:
         return ((4, 512), (16, 128), (64, 32))
 
-    def pick_block(self, task_shape, m_dim, choices) -> tuple:
+    def pick_block(self, task_shape, m_dim, choices, itemsize) -> tuple:
         fitting = [b for b in choices if 2 * task_shape[-1] >= b[1]]
         return max(fitting, key=lambda b: b[1]) if fitting else choices[-1]
 

@@ -61,7 +61,7 @@ def choose_tiling(
     peel = scheme.peel_operand(len(task_shape), m_dim, aligned, operand_classes(strides), len(strides) - outputs)
     if peel is not None:
         choices = scheme.peeled_blocks(choices)
-    block = scheme.pick_block(task_shape, m_dim, choices)
+    block = scheme.pick_block(task_shape, m_dim, choices, itemsize)
     if peel is not None:
         block = scheme.peeled_block(task_shape, m_dim, choices, block)
     warps = scheme.num_warps(block, config, task_shape, m_dim)

@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from ..analysis.plan import grid_strides, launch_grid
-from ..codegen.spec import SPLIT_TAIL_PARAMS
+from ..codegen.spec import SPLIT_TAIL_PARAMS, TRITON_ITEMSIZES
 from ..config import CodeGenConfig
 from ..schemes import get_scheme
 from .dispatch import INTERPRETER_LOCK
@@ -52,7 +52,8 @@ def launcher(launch, layout: dict, device: torch.device):
     budget = CPU_ELEMENTS if device.type == "cpu" else GPU_ELEMENTS
     m_dim, config = layout["m_dim"], CodeGenConfig()
     task_shape = _task_shape(rank, budget, layout["aligned"] and bool(scheme.aligned_dims(rank, m_dim)))
-    block = scheme.pick_block(task_shape, m_dim, tuple(layout["blocks"])) if rank else layout["blocks"][0]
+    blocks = tuple(layout["blocks"])
+    block = scheme.pick_block(task_shape, m_dim, blocks, _itemsize(layout)) if rank else blocks[0]
     num_tiles = scheme.num_tiles(task_shape, m_dim, block)
     grid = launch_grid(num_tiles, config)
     row_values = scheme.row_constexprs(task_shape, m_dim, block, layout.get("peel") is not None)
@@ -112,6 +113,12 @@ def _random(size: int, dtype: torch.dtype, device) -> torch.Tensor:
     if dtype.is_floating_point:
         return torch.randn(size, device=device).to(dtype)
     return torch.randint(0, 100, (size,), device=device).to(dtype)
+
+
+def _itemsize(layout: dict) -> int:
+    """The widest element of the file's tensors and results, as the planner counts it (scalars aside)."""
+    dtypes = [d for _, d, s in layout["inputs"] if s is not None] + [o[1] for o in layout["outputs"]]
+    return max(TRITON_ITEMSIZES[d] for d in dtypes)
 
 
 def _torch_dtype(name: str) -> torch.dtype:

@@ -62,7 +62,7 @@ class Scheme:
     def block_choices(self, rank: int, itemsize: int, aligned: bool, config: CodeGenConfig) -> tuple:
         raise NotImplementedError
 
-    def pick_block(self, task_shape: tuple, m_dim: Optional[int], choices: tuple) -> tuple:
+    def pick_block(self, task_shape: tuple, m_dim: Optional[int], choices: tuple, itemsize: int) -> tuple:
         """The block this task launches with, one of `choices`."""
         return choices[0]
 

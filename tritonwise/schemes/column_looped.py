@@ -17,6 +17,10 @@ WIDE_BLOCK_M = COLUMN_BLOCK_M[-1]  # the narrowest wide tile
 # makes MIN_PROGRAMS programs; docs/decisions/column-looped-tile.md.
 NARROW_BLOCK_M = (8, 4, 2)
 MIN_PROGRAMS = 128
+# A tile of 2-byte elements holds half the bytes of a 4-byte one: where the widest (128 kept) makes
+# fewer than TWO_BYTE_MIN_PROGRAMS programs (one an SM), it halves to 64, which still reads whole
+# 128-byte lines, for twice the programs and loads in flight.
+TWO_BYTE_MIN_PROGRAMS = 256
 LOOP_WARPS = 4
 
 
@@ -56,10 +60,12 @@ class ColumnLooped(RowLooped):
         tall = blocks_of_area(8192, COLUMN_BLOCK_M + NARROW_BLOCK_M, pow2_floor(config.max_tile_size))
         return tuple((bm, bn) for bn, bm in tall)
 
-    def pick_block(self, task_shape, m_dim, choices) -> tuple:
+    def pick_block(self, task_shape, m_dim, choices, itemsize) -> tuple:
         """For a kept run (the innermost kept dim) shorter than 16, the narrowest tile covering it
         (kept_per_program); else the widest tile that still makes MIN_PROGRAMS programs, or whose
-        columns already cover the reduced extent (narrower tiles would only add idle lanes)."""
+        columns already cover the reduced extent (narrower tiles would only add idle lanes); of
+        2-byte elements, half the widest where that makes MIN_PROGRAMS but fewer than
+        TWO_BYTE_MIN_PROGRAMS."""
         run = task_shape[m_dim - 1]
         if run < WIDE_BLOCK_M:
             width = kept_per_program(run)
@@ -68,7 +74,12 @@ class ColumnLooped(RowLooped):
                 return covering[0]
         wide = [b for b in choices if b[0] >= WIDE_BLOCK_M] or choices
         rows, cols = prod(task_shape[:m_dim]), prod(task_shape[m_dim:])
-        return next((b for b in wide if ceil_div(rows, b[0]) >= MIN_PROGRAMS or b[1] >= cols), wide[-1])
+        block = next((b for b in wide if ceil_div(rows, b[0]) >= MIN_PROGRAMS or b[1] >= cols), wide[-1])
+        programs = ceil_div(rows, block[0])
+        few = programs >= MIN_PROGRAMS and programs < TWO_BYTE_MIN_PROGRAMS
+        if itemsize == 2 and block[0] == COLUMN_BLOCK_M[0] and few:
+            return next((b for b in wide if b[0] == block[0] // 2), block)
+        return block
 
     def warps(self, block) -> int:
         return LOOP_WARPS

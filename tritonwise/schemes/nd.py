@@ -24,7 +24,7 @@ class Nd(Scheme):
         full = blocks_of_area(2048, ND_BLOCK_N, cap)
         return full + unique((SHORT_BLOCK_M, bn) for bm, bn in full if bm > SHORT_BLOCK_M and SHORT_BLOCK_M * bn <= cap)
 
-    def pick_block(self, task_shape, m_dim, choices) -> tuple:
+    def pick_block(self, task_shape, m_dim, choices, itemsize) -> tuple:
         bn = fit(task_shape[-1], [b[1] for b in choices])
         block = next(b for b in choices if b[1] == bn)
         if self.num_tiles(task_shape, m_dim, block) < SMALL_TASK_TILES:

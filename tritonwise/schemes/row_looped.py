@@ -91,7 +91,7 @@ class RowLooped(RowPersistent):
         widths = dict.fromkeys(width for _, _, width in PIPELINED_BLOCKS if width <= config.max_tile_size)
         return super().block_choices(rank, itemsize, aligned, config) + tuple((1, width) for width in widths)
 
-    def pick_block(self, task_shape, m_dim, choices) -> tuple:
+    def pick_block(self, task_shape, m_dim, choices, itemsize) -> tuple:
         rows, cols = prod(task_shape[:m_dim]), prod(task_shape[m_dim:])
         block = LONG_BLOCK if self.long_rows(task_shape, m_dim) else SHORT_BLOCK
         if block == SHORT_BLOCK and several_reduced_dims(task_shape, m_dim) and MULTI_DIM_BLOCK in choices:

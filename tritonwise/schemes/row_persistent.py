@@ -29,7 +29,7 @@ class RowPersistent(Scheme):
     def block_choices(self, rank, itemsize, aligned, config) -> tuple:
         return blocks_of_area(self.block_area, self.block_widths, pow2_floor(config.max_tile_size))
 
-    def pick_block(self, task_shape, m_dim, choices) -> tuple:
+    def pick_block(self, task_shape, m_dim, choices, itemsize) -> tuple:
         cols = prod(task_shape[m_dim:])
         return next((b for b in choices if b[1] >= cols), choices[-1])
 

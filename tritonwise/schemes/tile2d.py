@@ -39,7 +39,7 @@ class Tile2d(Scheme):
             (min(bm, cap), min(bn, max(cap // min(bm, cap), 1))) for bm in (16, side) for bn in TILE2D_BLOCK_N
         )
 
-    def pick_block(self, task_shape, m_dim, choices) -> tuple:
+    def pick_block(self, task_shape, m_dim, choices, itemsize) -> tuple:
         """The tile the extents fill; a task of one or two such tiles takes the smallest tile
         instead, so that it runs on as many programs as it can (docs/decisions/small-task-tiles.md)."""
         bn = fit(task_shape[-1], [b[1] for b in choices])
