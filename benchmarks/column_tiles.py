@@ -5,7 +5,7 @@ torch eager and torch.compile beside; GB/s read under the timers of axis_reducti
     python -m benchmarks.column_tiles [--rounds 3]
     python -m benchmarks.column_tiles --device cpu   # both tiles checked on small inputs, nothing timed
 
-The widest tile (128 kept elements) makes fewer programs; where it makes 128 to 255 of them, a
+The widest tile (128 kept elements) makes fewer programs; where it makes 128 to 191 of them, a
 tile of 2-byte elements halves to 64 wide (TWO_BYTE_MIN_PROGRAMS), 4-byte ones keep it. The cases
 are column sums of row-major matrices of 16384 to 32768 columns, whole, and of 512 and 1024
 columns, split into parts (each part's tiles count as programs too).
@@ -37,12 +37,9 @@ from tritonwise.schemes import get_scheme
 from tritonwise.schemes.column_looped import COLUMN_BLOCK_M
 
 WIDEST, HALF = COLUMN_BLOCK_M[0], COLUMN_BLOCK_M[1]
+SHAPES = ((1024, 16384), (4096, 16384), (1024, 20480), (2048, 24576), (1024, 32768), (16384, 1024), (32768, 512))
 CASES = {
-    False: [
-        ((rows, cols), dtype)
-        for rows, cols in ((1024, 16384), (4096, 16384), (2048, 24576), (1024, 32768), (16384, 1024), (32768, 512))
-        for dtype in (torch.bfloat16, torch.float32)
-    ],
+    False: [(shape, dtype) for shape in SHAPES for dtype in (torch.bfloat16, torch.float32)],
     True: [((2, 16384), torch.bfloat16), ((2, 16384), torch.float32)],
 }
 

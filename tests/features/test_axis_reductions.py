@@ -657,7 +657,8 @@ def test_a_column_reduction_of_a_short_run_takes_a_tile_no_wider_than_it(run, bl
         ((1024, 16384), torch.bfloat16, 64),  # 128 wide: 128 programs, fewer than 256: halved
         ((1024, 16384), torch.float16, 64),
         ((1024, 16384), torch.float32, 128),  # 4-byte elements keep it
-        ((2048, 24576), torch.bfloat16, 64),  # 192 programs
+        ((1024, 20480), torch.bfloat16, 64),  # 160 programs
+        ((2048, 24576), torch.bfloat16, 128),  # 192 programs
         ((1024, 32768), torch.bfloat16, 128),  # 256 programs
         ((8192, 8192), torch.bfloat16, 64),  # 64 wide by MIN_PROGRAMS already: no narrower
         ((64, 4096), torch.bfloat16, 128),  # 32 programs: the tile covers the 64 reduced rows
@@ -665,9 +666,9 @@ def test_a_column_reduction_of_a_short_run_takes_a_tile_no_wider_than_it(run, bl
         ((32768, 1024), torch.bfloat16, 128),  # 32 parts: 256 programs
     ],
 )
-def test_column_tiles_of_two_byte_elements_halve_below_256_programs(shape, dtype, block_m):
+def test_column_tiles_of_two_byte_elements_halve_below_192_programs(shape, dtype, block_m):
     """column_looped takes the widest tile (128 kept elements) that makes MIN_PROGRAMS (128)
-    programs; of 2-byte elements, one that makes fewer than TWO_BYTE_MIN_PROGRAMS (256) halves to
+    programs; of 2-byte elements, one that makes fewer than TWO_BYTE_MIN_PROGRAMS (192) halves to
     64 wide (still whole 128-byte lines)."""
     x = torch.empty(shape, device="meta", dtype=dtype)
     assert _function("sum", 0).explain(x, x).block[0] == block_m
@@ -675,7 +676,7 @@ def test_column_tiles_of_two_byte_elements_halve_below_256_programs(shape, dtype
 
 @pytest.mark.parametrize("kind", ["sum", "max"])
 def test_a_halved_two_byte_column_tile_gives_torchs_answer(kind):
-    """The 64-wide tile 2-byte columns of 128 to 255 programs take, on a poisoned output."""
+    """The 64-wide tile 2-byte columns of 128 to 191 programs take, on a poisoned output."""
     x, y = torch.randn(2, 16384).to(torch.bfloat16), torch.randn(2, 16384).to(torch.bfloat16)
     fn = _function(kind, 0)
     assert fn.explain(x, y).block[0] == 64

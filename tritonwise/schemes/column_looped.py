@@ -18,9 +18,9 @@ WIDE_BLOCK_M = COLUMN_BLOCK_M[-1]  # the narrowest wide tile
 NARROW_BLOCK_M = (8, 4, 2)
 MIN_PROGRAMS = 128
 # A tile of 2-byte elements holds half the bytes of a 4-byte one: where the widest (128 kept) makes
-# fewer than TWO_BYTE_MIN_PROGRAMS programs (one an SM), it halves to 64, which still reads whole
-# 128-byte lines, for twice the programs and loads in flight.
-TWO_BYTE_MIN_PROGRAMS = 256
+# fewer than TWO_BYTE_MIN_PROGRAMS programs (about one an SM), it halves to 64, which still reads
+# whole 128-byte lines, for twice the programs and loads in flight.
+TWO_BYTE_MIN_PROGRAMS = 192
 LOOP_WARPS = 4
 
 
