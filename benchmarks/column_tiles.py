@@ -40,7 +40,7 @@ WIDEST, HALF = COLUMN_BLOCK_M[0], COLUMN_BLOCK_M[1]
 SHAPES = ((1024, 16384), (4096, 16384), (1024, 20480), (2048, 24576), (1024, 32768), (16384, 1024), (32768, 512))
 CASES = {
     False: [(shape, dtype) for shape in SHAPES for dtype in (torch.bfloat16, torch.float32)],
-    True: [((2, 16384), torch.bfloat16), ((2, 16384), torch.float32)],
+    True: [((65, 16384), torch.bfloat16), ((65, 16384), torch.float32)],
 }
 
 

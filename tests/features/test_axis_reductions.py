@@ -654,9 +654,11 @@ def test_a_column_reduction_of_a_short_run_takes_a_tile_no_wider_than_it(run, bl
 @pytest.mark.parametrize(
     "shape, dtype, block_m",
     [
-        ((1024, 16384), torch.bfloat16, 64),  # 128 wide: 128 programs, fewer than 256: halved
+        ((1024, 16384), torch.bfloat16, 64),  # 128 wide: 128 programs, fewer than 192: halved
         ((1024, 16384), torch.float16, 64),
         ((1024, 16384), torch.float32, 128),  # 4-byte elements keep it
+        ((1024, 16384), torch.int8, 128),  # and 1-byte ones
+        ((16, 16384), torch.bfloat16, 128),  # 128 programs, but the tile covers the 16 reduced rows
         ((1024, 20480), torch.bfloat16, 64),  # 160 programs
         ((2048, 24576), torch.bfloat16, 128),  # 192 programs
         ((1024, 32768), torch.bfloat16, 128),  # 256 programs
@@ -677,7 +679,7 @@ def test_column_tiles_of_two_byte_elements_halve_below_192_programs(shape, dtype
 @pytest.mark.parametrize("kind", ["sum", "max"])
 def test_a_halved_two_byte_column_tile_gives_torchs_answer(kind):
     """The 64-wide tile 2-byte columns of 128 to 191 programs take, on a poisoned output."""
-    x, y = torch.randn(2, 16384).to(torch.bfloat16), torch.randn(2, 16384).to(torch.bfloat16)
+    x, y = torch.randn(65, 16384).to(torch.bfloat16), torch.randn(65, 16384).to(torch.bfloat16)  # 65 > 64 rows a tile
     fn = _function(kind, 0)
     assert fn.explain(x, y).block[0] == 64
     out = poisoned_like(torch.empty(16384, dtype=torch.bfloat16))

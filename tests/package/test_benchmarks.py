@@ -225,7 +225,7 @@ def test_narrow_columns_stop_at_a_planted_wrong_answer_and_time_two_tilings(monk
 
 
 def test_column_tiles_times_both_wide_tiles_and_stops_at_a_planted_wrong_answer(monkeypatch):
-    x = torch.randn(2, 16384).to(torch.bfloat16)
+    x = torch.randn(65, 16384).to(torch.bfloat16)
     assert [plan.block[0] for _, plan in column_tiles.forms(x).values()] == [64, 128]
     assert [plan.block[0] for _, plan in column_tiles.forms(x.float()).values()] == [128, 64]
     monkeypatch.setattr(split_reductions, "ident", _doubled)

@@ -116,7 +116,8 @@ def _random(size: int, dtype: torch.dtype, device) -> torch.Tensor:
 
 
 def _itemsize(layout: dict) -> int:
-    """The widest element of the file's tensors and results, as the planner counts it (scalars aside)."""
+    """The widest element the file's tensors hold (scalars aside), outputs as stored: where a result
+    is stored wider than its dtype (a bf16 sum into fp32), wider than the planner's count."""
     dtypes = [d for _, d, s in layout["inputs"] if s is not None] + [o[1] for o in layout["outputs"]]
     return max(TRITON_ITEMSIZES[d] for d in dtypes)
 

@@ -10,6 +10,7 @@ from .row_looped import RowLooped
 
 COLUMN_BLOCK_M = (128, 64, 32, 16)  # BLOCK_M choices; BLOCK_N makes the block 8192 elements
 WIDE_BLOCK_M = COLUMN_BLOCK_M[-1]  # the narrowest wide tile
+WIDEST_BLOCK_M = COLUMN_BLOCK_M[0]
 # Kept runs of 8 elements or fewer (a column sum of a narrow matrix) take a narrow tile, no wider
 # than the run: a wider one masks lanes off, and with a run of 8 read half as fast. Files of the
 # aligned class pipeline their loop (LOOP_STAGES, inherited) so that few programs keep loads in
@@ -17,9 +18,10 @@ WIDE_BLOCK_M = COLUMN_BLOCK_M[-1]  # the narrowest wide tile
 # makes MIN_PROGRAMS programs; docs/decisions/column-looped-tile.md.
 NARROW_BLOCK_M = (8, 4, 2)
 MIN_PROGRAMS = 128
-# A tile of 2-byte elements holds half the bytes of a 4-byte one: where the widest (128 kept) makes
-# fewer than TWO_BYTE_MIN_PROGRAMS programs (about one an SM), it halves to 64, which still reads
-# whole 128-byte lines, for twice the programs and loads in flight.
+# A tile of 2-byte elements (the widest of the call's tensors and results) holds half the bytes of
+# a 4-byte one: where the widest (128 kept) makes fewer than TWO_BYTE_MIN_PROGRAMS programs (about
+# one an SM), it halves to 64, which still reads whole 128-byte lines, for twice the programs and
+# loads in flight.
 TWO_BYTE_MIN_PROGRAMS = 192
 LOOP_WARPS = 4
 
@@ -65,7 +67,7 @@ class ColumnLooped(RowLooped):
         (kept_per_program); else the widest tile that still makes MIN_PROGRAMS programs, or whose
         columns already cover the reduced extent (narrower tiles would only add idle lanes); of
         2-byte elements, half the widest where that makes MIN_PROGRAMS but fewer than
-        TWO_BYTE_MIN_PROGRAMS."""
+        TWO_BYTE_MIN_PROGRAMS and does not cover the reduced extent."""
         run = task_shape[m_dim - 1]
         if run < WIDE_BLOCK_M:
             width = kept_per_program(run)
@@ -75,10 +77,9 @@ class ColumnLooped(RowLooped):
         wide = [b for b in choices if b[0] >= WIDE_BLOCK_M] or choices
         rows, cols = prod(task_shape[:m_dim]), prod(task_shape[m_dim:])
         block = next((b for b in wide if ceil_div(rows, b[0]) >= MIN_PROGRAMS or b[1] >= cols), wide[-1])
-        programs = ceil_div(rows, block[0])
-        few = programs >= MIN_PROGRAMS and programs < TWO_BYTE_MIN_PROGRAMS
-        if itemsize == 2 and block[0] == COLUMN_BLOCK_M[0] and few:
-            return next((b for b in wide if b[0] == block[0] // 2), block)
+        if itemsize == 2 and block[0] == WIDEST_BLOCK_M:  # plain ints first: a traced shape adds no guard
+            if MIN_PROGRAMS <= ceil_div(rows, block[0]) < TWO_BYTE_MIN_PROGRAMS and block[1] < cols:
+                return next((b for b in wide if b[0] == block[0] // 2), block)
         return block
 
     def warps(self, block) -> int:
