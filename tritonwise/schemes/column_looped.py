@@ -66,8 +66,8 @@ class ColumnLooped(RowLooped):
         """For a kept run (the innermost kept dim) shorter than 16, the narrowest tile covering it
         (kept_per_program); else the widest tile that still makes MIN_PROGRAMS programs, or whose
         columns already cover the reduced extent (narrower tiles would only add idle lanes); of
-        2-byte elements, half the widest where that makes MIN_PROGRAMS but fewer than
-        TWO_BYTE_MIN_PROGRAMS and does not cover the reduced extent."""
+        2-byte elements, half the widest where that does not cover the reduced extent and makes
+        fewer than TWO_BYTE_MIN_PROGRAMS programs."""
         run = task_shape[m_dim - 1]
         if run < WIDE_BLOCK_M:
             width = kept_per_program(run)
@@ -77,8 +77,10 @@ class ColumnLooped(RowLooped):
         wide = [b for b in choices if b[0] >= WIDE_BLOCK_M] or choices
         rows, cols = prod(task_shape[:m_dim]), prod(task_shape[m_dim:])
         block = next((b for b in wide if ceil_div(rows, b[0]) >= MIN_PROGRAMS or b[1] >= cols), wide[-1])
-        if itemsize == 2 and block[0] == WIDEST_BLOCK_M:  # plain ints first: a traced shape adds no guard
-            if MIN_PROGRAMS <= ceil_div(rows, block[0]) < TWO_BYTE_MIN_PROGRAMS and block[1] < cols:
+        # Plain ints first, so that a traced shape program gains no guard; the widest tile, unless
+        # it covers the reduced extent, was picked for making MIN_PROGRAMS programs.
+        if itemsize == 2 and block[0] == WIDEST_BLOCK_M:
+            if block[1] < cols and ceil_div(rows, block[0]) < TWO_BYTE_MIN_PROGRAMS:
                 return next((b for b in wide if b[0] == block[0] // 2), block)
         return block
 
