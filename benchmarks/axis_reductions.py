@@ -144,6 +144,14 @@ TIMERS = {
 }
 
 
+def median_rates(x, calls, rounds: int):
+    """For each timer of TIMERS in turn: (its short name, the median GB/s of each of `calls` on x
+    over `rounds` rounds of in_rounds), counting x's bytes."""
+    for timer, rate in TIMERS.items():
+        samples = in_rounds([lambda c=c: rate(nbytes(x), c, x) for c in calls], rounds)
+        yield timer.split(",")[0], [statistics.median(s[k] for s in samples) for k in range(len(calls))]
+
+
 def copy_ceiling_under(rate) -> float:
     """GB/s moved by the faster of a clone and a negation of 1 GiB (as harness.copy_ceiling): a
     contiguous clone is a cudaMemcpyAsync, which a CUDA graph runs as a copy node at 2417-2432

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import statistics
 import sys
 
 import torch
@@ -24,9 +23,7 @@ import torch
 from benchmarks.harness import (
     block_forced,
     header,
-    in_rounds,
     inputs_or_exit,
-    nbytes,
     positive_int,
     report,
     smoke_arguments,
@@ -59,17 +56,15 @@ def _label(plan) -> str:
 
 
 def case_rows(x, rounds: int) -> list:
-    from benchmarks.axis_reductions import TIMERS
+    from benchmarks.axis_reductions import median_rates
 
     built = forms(x)
     compiled = torch_compiled(lambda t: t.sum(0), dynamic=False)
     calls = [fn for fn, _ in built.values()] + [lambda t: t.sum(0), compiled]
     name = f"{tuple(x.shape)} {'bf16' if x.dtype == torch.bfloat16 else 'fp32'}"
     rows = [f"| {name} | tiles | " + " | ".join(_label(plan) for _, plan in built.values()) + " | | |"]
-    for timer, rate in TIMERS.items():
-        samples = in_rounds([lambda c=c: rate(nbytes(x), c, x) for c in calls], rounds)
-        cells = " | ".join(f"{statistics.median(s[k] for s in samples):.0f}" for k in range(len(calls)))
-        rows.append(f"| {name} | {timer.split(',')[0]} | {cells} |")
+    for timer, rates in median_rates(x, calls, rounds):
+        rows.append(f"| {name} | {timer} | {' | '.join(f'{r:.0f}' for r in rates)} |")
         print(rows[-1], flush=True)
     return rows
 

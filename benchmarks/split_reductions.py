@@ -45,7 +45,6 @@ from benchmarks.harness import (
     do_bench_us,
     gbps,
     gpu_us_per_kernel,
-    in_rounds,
     nbytes,
     read_ceiling,
     smoke_arguments,
@@ -143,7 +142,7 @@ def grid_timers(device: str) -> None:
     """TIMED_GRID's shapes (on CPU: SMOKE_CASES, checked only) split always and never, beside
     torch.compile, under each timer of axis_reductions.py: GB/s read, medians of ROUNDS rounds
     (each timing the three in turn, starting one further along), and the parts the rule takes."""
-    from benchmarks.axis_reductions import TIMERS
+    from benchmarks.axis_reductions import median_rates
 
     cases = SMOKE_CASES if device == "cpu" else TIMED_GRID
     print("| shape | rule's parts (always) | timer | split always / never / torch.compile GB/s |\n|---|---|---|---|")
@@ -155,11 +154,9 @@ def grid_timers(device: str) -> None:
         compiled = torch_compiled(lambda t: t.sum(-1), dynamic=False)
         check_against(x.float().sum(-1), compiled(x).float(), "torch.compile", 2e-2, 2e-1)
         rule = row_sum(x, True)[1]
-        for timer, rate in TIMERS.items():
-            calls = (split_fn, unsplit_fn, compiled)
-            samples = in_rounds([lambda c=c: rate(nbytes(x), c, x) for c in calls], ROUNDS)
-            cells = " / ".join(f"{statistics.median(s[k] for s in samples):.0f}" for k in range(len(calls)))
-            print(f"| {shape} {str(dtype)[6:]} | {rule} ({parts}) | {timer.split(',')[0]} | {cells} |", flush=True)
+        for timer, rates in median_rates(x, (split_fn, unsplit_fn, compiled), ROUNDS):
+            cells = " / ".join(f"{r:.0f}" for r in rates)
+            print(f"| {shape} {str(dtype)[6:]} | {rule} ({parts}) | {timer} | {cells} |", flush=True)
     print(f"{len(cases)} cases, split and unsplit, give torch's answer", flush=True)
 
 
@@ -203,7 +200,7 @@ def pairs(device: str) -> None:
     """PAIR_CASES (on CPU: SMOKE_CASES, checked only) as the rule splits them and aimed at each of
     PAIR_TARGETS, torch.compile beside: GB/s read under each timer of axis_reductions.py, medians
     of ROUNDS rounds; each variant's parts, block and warps in the case's first line."""
-    from benchmarks.axis_reductions import TIMERS
+    from benchmarks.axis_reductions import median_rates
 
     cases = []
     for shape, dtype in SMOKE_CASES if device == "cpu" else PAIR_CASES:
@@ -223,10 +220,8 @@ def pairs(device: str) -> None:
         compiled = torch_compiled(lambda t: t.sum(-1), dynamic=False)
         check_against(x.float().sum(-1), compiled(x).float(), "torch.compile", 2e-2, 2e-1)
         calls = [fn for fn, _ in variants] + [compiled]
-        for timer, rate in TIMERS.items():
-            samples = in_rounds([lambda c=c: rate(nbytes(x), c, x) for c in calls], ROUNDS)
-            cells = " | ".join(f"{statistics.median(s[k] for s in samples):.0f}" for k in range(len(calls)))
-            print(f"| {name} | {timer.split(',')[0]} | {cells} |", flush=True)
+        for timer, rates in median_rates(x, calls, ROUNDS):
+            print(f"| {name} | {timer} | {' | '.join(f'{r:.0f}' for r in rates)} |", flush=True)
 
 
 def column_sum(x, split: bool):
@@ -241,7 +236,7 @@ def columns(device: str) -> None:
     """COLUMN_CASES (on CPU: one small matrix, checked only) as the rule plans them and unsplit,
     torch eager and torch.compile beside: GB/s read under each timer of axis_reductions.py,
     medians of ROUNDS rounds."""
-    from benchmarks.axis_reductions import TIMERS
+    from benchmarks.axis_reductions import median_rates
 
     shapes = [((1024, 512), torch.float32)] if device == "cpu" else COLUMN_CASES
     cases = []
@@ -258,10 +253,8 @@ def columns(device: str) -> None:
         compiled = torch_compiled(lambda t: t.sum(0), dynamic=False)
         check_against(x.float().sum(0), compiled(x).float(), "torch.compile", 2e-2, 2e-1)
         calls = [rule, whole, lambda t: t.sum(0), compiled]
-        for timer, rate in TIMERS.items():
-            samples = in_rounds([lambda c=c: rate(nbytes(x), c, x) for c in calls], ROUNDS)
-            cells = " | ".join(f"{statistics.median(s[k] for s in samples):.0f}" for k in range(len(calls)))
-            print(f"| {name} | {timer.split(',')[0]} | {cells} |", flush=True)
+        for timer, rates in median_rates(x, calls, ROUNDS):
+            print(f"| {name} | {timer} | {' | '.join(f'{r:.0f}' for r in rates)} |", flush=True)
 
 
 def _combined_through_a_copy(split, partials, outputs) -> None:
