@@ -26,7 +26,9 @@ harness.best_plain_read picks; beside it harness.read_ceiling's best of five con
   of its bandwidth and the 1 GiB clone almost nothing;
 - back to back in a CUDA graph on copies of the input that fill 256 MiB (harness.us_back_to_back):
   no host time, no flush, every call reading DRAM, as kernels run inside a model.
-`--rounds N` times each case's five calls in turn N times a timer and keeps the medians.
+`--rounds N` times each case's calls in turn N times a timer and keeps the medians; torch.compile
+is timed twice a round, and the range of the second timing over the first (the control) shows
+what difference this timer finds between two timings of one call.
 """
 
 from __future__ import annotations
@@ -173,13 +175,15 @@ def _rate_or_nan(rate, nbytes, call, x) -> float:
 
 def measured_under(rate, case: Case, fn, x, expr, compiled, rounds: int = 1) -> tuple:
     """(tritonwise, torch eager, torch.compile, plain read, best plain read) GB/s of one case by
-    `rate`: medians over `rounds` rounds, each timing the five in turn (this host's figures drift
-    within a run), each round starting one further along (a place in the order can favour whoever
-    takes it); then the lowest and highest of the rounds' tritonwise / torch.compile, which tell a
-    lead or a gap that holds in every round from one the median alone shows. The plain read is one
-    kernel, the configuration best_plain_read picks before the rounds; the best plain read is
-    read_ceiling's best of its five configurations each round, which sits above a typical timing
-    of any one kernel where timings scatter (the 4 MiB cases)."""
+    `rate`: medians over `rounds` rounds, each timing the six measures in turn (this host's figures
+    drift within a run), each round starting one further along (a place in the order can favour
+    whoever takes it); then the lowest and highest of the rounds' tritonwise / torch.compile, which
+    tell a lead or a gap that holds in every round from one the median alone shows; then the same
+    range of torch.compile timed a second time each round over its first timing: the difference
+    this timer finds between two timings of one call, against which to read the first range. The
+    plain read is one kernel, the configuration best_plain_read picks before the rounds; the best
+    plain read is read_ceiling's best of its five configurations each round, which sits above a
+    typical timing of any one kernel where timings scatter (the 4 MiB cases)."""
     n, flat = case.nbytes, x.contiguous().view(-1)
     read = best_plain_read(x, rate)
     measures = (
@@ -188,20 +192,27 @@ def measured_under(rate, case: Case, fn, x, expr, compiled, rounds: int = 1) -> 
         lambda: _rate_or_nan(rate, n, compiled, x),
         lambda: rate(nbytes(flat), read, flat),
         lambda: read_ceiling(x, rate),
+        lambda: _rate_or_nan(rate, n, compiled, x),
     )
     samples = in_rounds(measures, rounds)
-    ratios = [ours / compiled_rate for ours, _, compiled_rate, *_ in samples]
-    return (*(statistics.median(column) for column in zip(*samples)), (min(ratios), max(ratios)))
+    ratios = [ours / first for ours, _, first, *_ in samples]
+    control = [again / first for _, _, first, *_, again in samples]
+    medians = [statistics.median(column) for column in zip(*samples)][:5]
+    return (*medians, _range(ratios), _range(control))
+
+
+def _range(values: list) -> tuple:
+    return min(values), max(values)
 
 
 def timer_table(timer: str, ceiling: float, rows: list) -> str:
     columns = [f"case ({timer})", "tritonwise GB/s", "plain read", "tritonwise / plain read",
                "best of five plain reads", f"/ copy ceiling ({ceiling:.0f})", "torch eager", "torch.compile",
-               "tritonwise / torch.compile, rounds' range"]
+               "tritonwise / torch.compile, rounds' range", "torch.compile timed again / first (control)"]
     lines = ["| " + " | ".join(columns) + " |", "|---" * len(columns) + "|"]
-    for name, _, ours, eager, compiled, read, best, (low, high) in rows:
+    for name, _, ours, eager, compiled, read, best, (low, high), (c_low, c_high) in rows:
         cells = [name, f"{ours:.0f}", f"{read:.0f}", f"{ours / read:.2f}", f"{best:.0f}", f"{ours / ceiling:.0%}",
-                 f"{eager:.0f}", f"{compiled:.0f}", f"{low:.3f}–{high:.3f}"]
+                 f"{eager:.0f}", f"{compiled:.0f}", f"{low:.3f}–{high:.3f}", f"{c_low:.3f}–{c_high:.3f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -216,7 +227,7 @@ def target_table(ceiling: float, rows: list) -> str:
         "| case | MiB read | µs at 90% of the copy ceiling | tritonwise µs | plain read µs | empty kernel µs (back to back) |",
         "|---|---|---|---|---|---|",
     ]
-    for name, nbytes, ours, _, _, read, _, _ in rows:
+    for name, nbytes, ours, _, _, read, *_ in rows:
         allowed, took, read_us = us_at(nbytes, 0.9 * ceiling), us_at(nbytes, ours), us_at(nbytes, read)
         lines.append(
             f"| {name} | {nbytes / 2**20:.0f} | {allowed:.1f} | {took:.1f} | {read_us:.1f} | {empty_us:.1f} ({graph_us:.1f}) |"
@@ -227,7 +238,8 @@ def target_table(ceiling: float, rows: list) -> str:
 def run(chosen_cases: list, use_compile: bool, dynamic: bool = False, rounds: int = 1) -> tuple:
     """The 1 GiB clone's GB/s and the headline rows (do_bench), the chosen schemes, and for
     each timer its copy ceiling and rows (name, bytes, tritonwise, eager, torch.compile, plain
-    read, medians of `rounds`; the rounds' range of tritonwise / torch.compile). `dynamic`:
+    read, medians of `rounds`; the rounds' range of tritonwise / torch.compile, and of torch.compile
+    timed again / torch.compile). `dynamic`:
     torch.compile(dynamic=True), shape-generic kernels as tritonwise's are."""
     ceiling = copy_ceiling()
     ceilings = {timer: copy_ceiling_under(rate) for timer, rate in TIMERS.items()}
