@@ -27,8 +27,8 @@ harness.best_plain_read picks; beside it harness.read_ceiling's best of five con
 - back to back in a CUDA graph on copies of the input that fill 256 MiB (harness.us_back_to_back):
   no host time, no flush, every call reading DRAM, as kernels run inside a model.
 `--rounds N` times each case's calls in turn N times a timer and keeps the medians; torch.compile
-is timed twice a round, and the range of the second timing over the first (the control) shows
-what difference this timer finds between two timings of one call.
+is timed twice a round, three places apart, and the range of its other timing over its first (the
+control) shows what difference this timer finds between two timings of one call.
 """
 
 from __future__ import annotations
@@ -179,8 +179,9 @@ def measured_under(rate, case: Case, fn, x, expr, compiled, rounds: int = 1) -> 
     drift within a run), each round starting one further along (a place in the order can favour
     whoever takes it); then the lowest and highest of the rounds' tritonwise / torch.compile, which
     tell a lead or a gap that holds in every round from one the median alone shows; then the same
-    range of torch.compile timed a second time each round over its first timing: the difference
-    this timer finds between two timings of one call, against which to read the first range. The
+    range of torch.compile's other timing each round (the sixth measure, three places from its
+    first, before it in rounds that start past it) over its first: the difference this timer finds
+    between two timings of one call, against which to read the first range. The
     plain read is one kernel, the configuration best_plain_read picks before the rounds; the best
     plain read is read_ceiling's best of its five configurations each round, which sits above a
     typical timing of any one kernel where timings scatter (the 4 MiB cases)."""
@@ -196,7 +197,7 @@ def measured_under(rate, case: Case, fn, x, expr, compiled, rounds: int = 1) -> 
     )
     samples = in_rounds(measures, rounds)
     ratios = [ours / first for ours, _, first, *_ in samples]
-    control = [again / first for _, _, first, *_, again in samples]
+    control = [other / first for _, _, first, *_, other in samples]
     medians = [statistics.median(column) for column in zip(*samples)][:5]
     return (*medians, _range(ratios), _range(control))
 
@@ -208,7 +209,7 @@ def _range(values: list) -> tuple:
 def timer_table(timer: str, ceiling: float, rows: list) -> str:
     columns = [f"case ({timer})", "tritonwise GB/s", "plain read", "tritonwise / plain read",
                "best of five plain reads", f"/ copy ceiling ({ceiling:.0f})", "torch eager", "torch.compile",
-               "tritonwise / torch.compile, rounds' range", "torch.compile timed again / first (control)"]
+               "tritonwise / torch.compile, rounds' range", "torch.compile's other timing / first (control)"]
     lines = ["| " + " | ".join(columns) + " |", "|---" * len(columns) + "|"]
     for name, _, ours, eager, compiled, read, best, (low, high), (c_low, c_high) in rows:
         cells = [name, f"{ours:.0f}", f"{read:.0f}", f"{ours / read:.2f}", f"{best:.0f}", f"{ours / ceiling:.0%}",
@@ -227,10 +228,10 @@ def target_table(ceiling: float, rows: list) -> str:
         "| case | MiB read | µs at 90% of the copy ceiling | tritonwise µs | plain read µs | empty kernel µs (back to back) |",
         "|---|---|---|---|---|---|",
     ]
-    for name, nbytes, ours, _, _, read, *_ in rows:
-        allowed, took, read_us = us_at(nbytes, 0.9 * ceiling), us_at(nbytes, ours), us_at(nbytes, read)
+    for name, size, ours, _, _, read, *_ in rows:
+        allowed, took, read_us = us_at(size, 0.9 * ceiling), us_at(size, ours), us_at(size, read)
         lines.append(
-            f"| {name} | {nbytes / 2**20:.0f} | {allowed:.1f} | {took:.1f} | {read_us:.1f} | {empty_us:.1f} ({graph_us:.1f}) |"
+            f"| {name} | {size / 2**20:.0f} | {allowed:.1f} | {took:.1f} | {read_us:.1f} | {empty_us:.1f} ({graph_us:.1f}) |"
         )
     return "\n".join(lines)
 
@@ -238,9 +239,9 @@ def target_table(ceiling: float, rows: list) -> str:
 def run(chosen_cases: list, use_compile: bool, dynamic: bool = False, rounds: int = 1) -> tuple:
     """The 1 GiB clone's GB/s and the headline rows (do_bench), the chosen schemes, and for
     each timer its copy ceiling and rows (name, bytes, tritonwise, eager, torch.compile, plain
-    read, medians of `rounds`; the rounds' range of tritonwise / torch.compile, and of torch.compile
-    timed again / torch.compile). `dynamic`:
-    torch.compile(dynamic=True), shape-generic kernels as tritonwise's are."""
+    read, medians of `rounds`; the rounds' range of tritonwise / torch.compile, and of
+    torch.compile's other timing over its first). `dynamic`: torch.compile(dynamic=True),
+    shape-generic kernels as tritonwise's are."""
     ceiling = copy_ceiling()
     ceilings = {timer: copy_ceiling_under(rate) for timer, rate in TIMERS.items()}
     by_timer = {timer: [] for timer in TIMERS}

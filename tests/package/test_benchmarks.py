@@ -5,6 +5,7 @@ answer planted, which must stop them (an exception, so a non-zero exit)."""
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import pkgutil
 import subprocess
@@ -296,6 +297,34 @@ def test_axis_reductions_rounds_start_one_further_along_and_keep_the_ratios_rang
         "eager", "compiled", "read", "best", "compiled", "ours"] + ["compiled", "read", "best", "compiled", "ours", "eager"]
     # rounds: ours 4, 6, 5; torch.compile first 5, 5, 2 and timed again 4, 6, 3
     assert measured == (5.0, 1.0, 5.0, 7.0, 9.0, (0.8, 2.5), (0.8, 1.5))
+
+
+def test_axis_reductions_without_torch_compile_leaves_both_ranges_nan(monkeypatch):
+    """measured_under with no compiled function (--no-compile): neither of torch.compile's two
+    timings calls the timer, and both ranges over them are NaN."""
+    def rate(nbytes, call, x):
+        assert call is not None, "torch.compile's timing reached the timer without a function"
+        return 2.0
+
+    monkeypatch.setattr(axis_reductions, "best_plain_read", lambda x, rate: "read")
+    monkeypatch.setattr(axis_reductions, "read_ceiling", lambda x, rate: 3.0)
+    case = axis_reductions.Case("c", 1, None, None)
+    *medians, ratios, control = axis_reductions.measured_under(rate, case, "ours", torch.zeros(2), "eager", None, 2)
+    assert medians[:2] == [2.0, 2.0] and math.isnan(medians[2]) and medians[3:] == [2.0, 3.0]
+    assert all(math.isnan(v) for v in ratios + control)
+
+
+def test_axis_reductions_tables_put_each_figure_in_its_column(monkeypatch):
+    """timer_table: the ratios' range, then the control's, last; target_table: the plain read's
+    time, not the best of five plain reads'."""
+    row = ("case", 2**20, 100.0, 50.0, 80.0, 200.0, 400.0, (0.9, 1.1), (0.8, 1.2))
+    table = axis_reductions.timer_table("flush", 1000.0, [row]).splitlines()
+    assert table[-1].split(" | ")[-2:] == ["0.900–1.100", "0.800–1.200 |"]
+    monkeypatch.setattr(axis_reductions, "empty_kernel", lambda device: None)
+    monkeypatch.setattr(axis_reductions, "do_bench_us", lambda fn: 4.0)
+    monkeypatch.setattr(axis_reductions, "gpu_us_per_kernel", lambda fn: 1.0)
+    cells = axis_reductions.target_table(1000.0, [row]).splitlines()[-1].split(" | ")
+    assert cells[3:5] == [f"{axis_reductions.us_at(2**20, 100.0):.1f}", f"{axis_reductions.us_at(2**20, 200.0):.1f}"]
 
 
 def test_the_plain_read_picked_is_the_configuration_of_the_highest_median(monkeypatch):
