@@ -342,6 +342,38 @@ def test_gradcheck_libdevice():
     assert torch.autograd.gradcheck(_binary(tanh_erf_pow), (x, y), fast_mode=True)
 
 
+@triton.jit
+def power(x, y):
+    return libdevice.pow(x, y)
+
+
+def test_pow_at_base_zero_matches_torch():
+    """At base 0 the plain formulas give NaN and infinities where torch's masks give 0."""
+    if not _libdevice_runs_on_cpu():
+        pytest.skip("this Triton interpreter has no libdevice tanh/erf/pow")
+    x, y = _leaves((torch.tensor([0.0, 0.0, 0.0, 0.0, 2.0], **F64), torch.tensor([0.0, 2.0, 0.5, -1.0, 0.0], **F64)))
+    _binary(power)(x, y).sum().backward()
+    xt, yt = _leaves((x, y))
+    torch.pow(xt, yt).sum().backward()
+    torch.testing.assert_close(x.grad, xt.grad, equal_nan=True)
+    torch.testing.assert_close(y.grad, yt.grad, equal_nan=True)
+
+
+def test_maximum_and_minimum_with_a_nan_operand_give_the_gradient_to_the_value_returned():
+    """Triton's maximum and minimum return the operand that is not NaN, as torch.fmax and torch.fmin
+    do; their gradients in torch go to a NaN operand too, so the oracle picks the operand itself."""
+    x, y = _leaves((torch.tensor([float("nan"), 2.0, 3.0], **F64), torch.tensor([1.0, float("nan"), -1.0], **F64)))
+    result = FUNCTIONS["max_min"](x, y)
+    xt, yt = _leaves((x, y))
+    half = 0.5 * yt
+    want = torch.where(yt.isnan() | (xt > yt), xt, yt) + torch.where(half.isnan() | (xt < half), xt, half)
+    torch.testing.assert_close(result, want)
+    result.sum().backward()
+    want.sum().backward()
+    torch.testing.assert_close(x.grad, xt.grad)
+    torch.testing.assert_close(y.grad, yt.grad)
+
+
 @pytest.mark.parametrize(
     "payload, construct", [(calls_a_helper, r"the call `twice\(x\)`"), (branches, r"the statement `if")]
 )

@@ -54,6 +54,11 @@ BODIES = {
     "cast": "return x.to(tl.float64) * tl.floor(y) + y",
     "log1p": "return libdevice.log1p(x * x) * y",
 }
+# Bodies checked where their formulas meet special points: at base 0 pow's gradients are torch's
+# masked zeros, not the NaN and infinities of the plain formulas.
+SPECIAL_POINTS = {
+    "pow at base 0": ("return libdevice.pow(x, y)", [0.0, 0.0, 0.0, 0.0, 2.0], [0.0, 2.0, 0.5, -1.0, 0.0]),
+}
 
 
 @pytest.mark.parametrize("body", list(BODIES))
@@ -66,6 +71,18 @@ def test_derived_gradients_match_torch(body):
     got = _run(source, [0, 1], (x.detach(), y.detach()), (g,))
     torch.testing.assert_close(got[0], want[0])
     torch.testing.assert_close(got[1].sum_to_size(y.shape), want[1])
+
+
+@pytest.mark.parametrize("body", list(SPECIAL_POINTS))
+def test_derived_gradients_match_torch_at_special_points(body):
+    line, xs, ys = SPECIAL_POINTS[body]
+    source = f"def payload(x, y):\n    {line}\n"
+    x = torch.tensor(xs, dtype=torch.float64, requires_grad=True)
+    y = torch.tensor(ys, dtype=torch.float64, requires_grad=True)
+    g = torch.ones_like(x)
+    want = torch.autograd.grad(_forward(source)(x, y), (x, y), g)
+    got = _run(source, [0, 1], (x.detach(), y.detach()), (g,))
+    torch.testing.assert_close(got, want, equal_nan=True)
 
 
 def test_generated_source_reads_as_written():

@@ -13,10 +13,22 @@ TWO_OVER_SQRT_PI = "1.1283791670955126"
 
 
 def _extremum_rule(wins: str):
-    """maximum (`wins` ">") or minimum ("<"): the gradient to the winner, halved on a tie."""
+    """maximum (`wins` ">") or minimum ("<"): the gradient to the winner, halved on a tie. Triton's
+    maximum and minimum return the other operand where one is NaN, so an operand wins where the
+    other is NaN too (both, where both are, as torch gives it to both)."""
     tie = "tl.where({a} == {b}, {g} * 0.5, 0.0)"
     return lambda a, b, y, g, f: [
-        f"tl.where({p} {wins} {q}, {g}, {tie.format(a=a, b=b, g=g)})" for p, q in ((a, b), (b, a))
+        f"tl.where(({p} {wins} {q}) | ({q} != {q}), {g}, {tie.format(a=a, b=b, g=g)})" for p, q in ((a, b), (b, a))
+    ]
+
+
+def _pow_rule(a, b, y, g, power_less_one: str) -> list:
+    """a ** b, with `power_less_one` the text of a ** (b - 1): torch's masks at the special points,
+    no gradient to the base where the exponent is 0, none to the exponent where the base is 0 and
+    the exponent not negative (where the plain formulas give NaN or infinities)."""
+    return [
+        f"tl.where({b} == 0.0, 0.0, {g} * {b} * {power_less_one})",
+        f"tl.where(({a} == 0.0) & ({b} >= 0.0), 0.0, {g} * {y} * tl.log({a}))",
     ]
 
 
@@ -48,7 +60,7 @@ FUNCTIONS = {
     "abs": lambda a, y, g, f: [f"tl.where({a} > 0, {g}, tl.where({a} < 0, -{g}, 0.0))"],
     "maximum": _extremum_rule(">"),
     "minimum": _extremum_rule("<"),
-    "pow": lambda a, b, y, g, f: [f"{g} * {b} * {f}({a}, {b} - 1.0)", f"{g} * {y} * tl.log({a})"],
+    "pow": lambda a, b, y, g, f: _pow_rule(a, b, y, g, f"{f}({a}, {b} - 1.0)"),
     "fma": lambda a, b, c, y, g, f: [f"{g} * {b}", f"{g} * {a}", g],
     "clamp": lambda x, lo, hi, y, g, f: [
         f"tl.where(({x} >= {lo}) & ({x} <= {hi}), {g}, 0.0)",
@@ -76,7 +88,7 @@ OPERATORS = {
     ast.Sub: lambda a, b, y, g, f: [g, f"-{g}"],
     ast.Mult: lambda a, b, y, g, f: [f"{g} * {b}", f"{g} * {a}"],
     ast.Div: lambda a, b, y, g, f: [f"{g} / {b}", f"-{g} * {a} / ({b} * {b})"],
-    ast.Pow: lambda a, b, y, g, f: [f"{g} * {b} * {a} ** ({b} - 1.0)", f"{g} * {y} * tl.log({a})"],
+    ast.Pow: lambda a, b, y, g, f: _pow_rule(a, b, y, g, f"{a} ** ({b} - 1.0)"),
     ast.USub: lambda a, y, g, f: [f"-{g}"],
     ast.UAdd: lambda a, y, g, f: [g],
 }
