@@ -285,6 +285,21 @@ def test_given_outputs_with_grad_are_an_error():
         FUNCTIONS["arith"](x, y, out0=torch.empty(3, 4, **F64))
 
 
+def test_given_outputs_that_require_grad_are_refused_with_grad_and_written_without():
+    """As torch's out=: a leaf written in place would keep none of the values' history. Under
+    no_grad the call writes it, and that call's plan does not serve the next call with grad."""
+    fn, x = FUNCTIONS["trig"], torch.randn(3, 4, **F64)
+    with torch.no_grad():
+        out = torch.full((3, 4), float("nan"), **F64).requires_grad_()
+        assert fn(x, x, out0=out) is out
+    torch.testing.assert_close(out.detach(), torch.sin(x) * torch.cos(x))
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="out0= requires grad"):
+            fn(x, x, out0=torch.zeros(3, 4, **F64).requires_grad_())
+    with pytest.raises(RuntimeError, match="out0= requires grad"):
+        fn.instantiate(2)(x, x, out0=torch.zeros(3, 4, **F64).requires_grad_())
+
+
 def test_given_outputs_are_refused_after_the_same_arguments_recorded():
     """The checks a recorded call passed are kept per its arguments' kinds; given outputs are still refused."""
     fn = _binary(arith)

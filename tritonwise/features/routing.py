@@ -52,17 +52,26 @@ def _resolved(fn, args, outs, _):
     return fn(*resolved, **validation.output_keywords(outs))
 
 
+def _detached_outputs(fn, args, outs, _):
+    """Under no_grad: written through detached views, so that no plan for them serves a call with grad."""
+    detached = tuple(o.detach() if isinstance(o, torch.Tensor) else o for o in outs)
+    return validation.given_or(fn(*args, **validation.output_keywords(detached)), outs)
+
+
 # (feature, applies(fn, args, outs) -> falsy, or what run needs, run(fn, args, outs, found)); each
 # `applies` runs nothing and may raise for a call no route can take
 _FOREIGN = ("FlagGems' StridedBuffer", lambda fn, args, outs: any(map(foreign_buffers.is_foreign, (*args, *outs))),
             lambda fn, args, outs, _: foreign_buffers.call(fn, args, outs))
 _NUMPY = ("NumPy scalars", lambda fn, args, outs: _converted(validation.python_scalars(args), args),
           lambda fn, args, outs, scalars: fn(*scalars, **validation.output_keywords(outs)))
+_OUTPUTS_WITH_GRAD = ("given outputs that require grad", lambda fn, args, outs: _outputs_need_grad(fn, outs),
+                      _detached_outputs)
 _NEGATIVE = ("negative views", lambda fn, args, outs: own_ops.has_negative_views(fn.__name__, args, outs), _resolved)
 RULES = (  # in order
     ("autograd", lambda fn, args, outs: _recorded_plain_call(args) and not fn.along_dims, _autograd),
     _FOREIGN,
     ("reductions along dims", lambda fn, args, outs: _check_plain_call(fn, args, outs), None),
+    _OUTPUTS_WITH_GRAD,
     _NUMPY,
     ("tensor subclass", lambda fn, args, outs: validation.result_subclass(fn.__name__, (*args, *outs)), _subclass),
     ("autograd", lambda fn, args, outs: any(isinstance(a, torch.Tensor) and a.requires_grad for a in args), _autograd),
@@ -71,7 +80,7 @@ RULES = (  # in order
     ("DTensor", lambda fn, args, outs: validation.has_dtensor(args, outs), _dtensor),
     _NEGATIVE,
 )
-LAYOUT_RULES = (_FOREIGN, _NUMPY, _NEGATIVE)  # what `instantiate(rank)` routes: it plans the rest as given
+LAYOUT_RULES = (_FOREIGN, _OUTPUTS_WITH_GRAD, _NUMPY, _NEGATIVE)  # what `instantiate(rank)` routes: it plans the rest as given
 
 
 def _converted(converted: tuple, args: tuple):
@@ -89,6 +98,21 @@ def _recorded_plain_call(args: tuple) -> bool:
         elif type(a) not in (int, float, bool):
             return False
     return grad
+
+
+def _outputs_need_grad(fn, outs: tuple) -> bool:
+    """Whether a given output requires grad; refused while grad is enabled, as torch refuses `out=`
+    there (written in place, it would keep no history of its values)."""
+    for index, out in enumerate(outs):
+        if isinstance(out, torch.Tensor) and out.requires_grad:
+            if torch.is_grad_enabled():
+                raise RuntimeError(
+                    f"{fn.__name__}: out{index}= requires grad, and given outputs do not support automatic "
+                    "differentiation; pass one that does not, or call under torch.no_grad()"
+                )
+            return True
+    return False
+
 
 
 def _check_plain_call(fn, args: tuple, outs: tuple) -> None:
