@@ -80,7 +80,8 @@ RULES = (  # in order
     ("DTensor", lambda fn, args, outs: validation.has_dtensor(args, outs), _dtensor),
     _NEGATIVE,
 )
-LAYOUT_RULES = (_FOREIGN, _OUTPUTS_WITH_GRAD, _NUMPY, _NEGATIVE)  # what `instantiate(rank)` routes: it plans the rest as given
+# what `instantiate(rank)` routes: it plans the rest as given
+LAYOUT_RULES = (_FOREIGN, _OUTPUTS_WITH_GRAD, _NUMPY, _NEGATIVE)
 
 
 def _converted(converted: tuple, args: tuple):
@@ -112,7 +113,6 @@ def _outputs_need_grad(fn, outs: tuple) -> bool:
                 )
             return True
     return False
-
 
 
 def _check_plain_call(fn, args: tuple, outs: tuple) -> None:
