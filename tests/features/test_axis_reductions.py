@@ -317,8 +317,21 @@ def test_empty_extents():
     x = torch.randn(4, 0)
     torch.testing.assert_close(_function("sum", 1)(x, x), torch.zeros(4))
     assert _function("sum", 0)(x, x).shape == (0,)
-    with pytest.raises(RuntimeError, match="empty extent"):
+    with pytest.raises(IndexError, match="dim 1, an empty extent"):
         _function("max", 1)(x, x)
+
+
+@pytest.mark.parametrize("shape, dim", [((4, 0), 1), ((0, 0), 1), ((0, 3), 0), ((0, 3), 1), ((2, 0, 0), -2)])
+def test_max_along_dims_of_empty_extents_as_torch(shape, dim):
+    """torch refuses a max along an empty extent whether or not the result is empty too."""
+    x = torch.randn(shape)
+    try:
+        want = torch.amax(x * x, dim)
+    except IndexError:
+        with pytest.raises(IndexError, match="an empty extent"):
+            _function("max", dim)(x, x)
+    else:
+        torch.testing.assert_close(_function("max", dim)(x, x), want)
 
 
 def test_given_output_of_wider_dtype_gets_the_rounded_result():

@@ -6,7 +6,6 @@ kernels) is kept, so a new shape of a known class generates and loads nothing.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import Optional
 
@@ -183,8 +182,9 @@ class Planner:
         """The analysis of a call's (shape, strides) tuples: integers, or symbolic ones."""
         if self.along_dims:
             r = reductions[0]
-            if r.kind != "sum" and any(shape[d] == 0 for d in r.dims) and math.prod(r.result_shape(shape)):
-                raise RuntimeError(f"{self.name}: {r.kind} along dims {r.dims} of an empty extent has no identity")
+            empty = [d for d in r.dims if shape[d] == 0]
+            if r.kind != "sum" and empty:  # torch refuses it even where the result is empty too
+                raise IndexError(f"{self.name}: {r.kind} along dim {empty[0]}, an empty extent, has no identity")
             return analyze_rows(inputs, layouts, r.dims, r.keepdim, itemsize, self.config, splittable(reductions))
         elementwise = [o for o, r in zip(layouts, self.reductions) if r is None]
         return analyze(inputs, elementwise, itemsize, self.config, collapse)
