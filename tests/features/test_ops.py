@@ -403,6 +403,15 @@ def test_flip_dtypes_and_layouts(dtype):
         assert got.stride() == expected.stride()
 
 
+def test_flip_of_negative_and_conjugate_views():
+    """Views whose values are not what memory holds: the negative bit (z.conj().imag) and the
+    conjugate bit."""
+    z = torch.complex(rand(4, 6), rand(4, 6))
+    for view in (z.conj().imag, z.conj().imag.t(), z.conj()):
+        assert view.is_neg() or view.is_conj()
+        check(ops.flip(view, [0]), torch.flip(view, [0]), exact=True)
+
+
 def test_flip_errors():
     x = rand(3, 4)
     with pytest.raises(RuntimeError, match="multiple times"):

@@ -55,7 +55,8 @@ def flip(input, dims):
     dims = _wrap_dims(dims, input.ndim)
     out = torch.empty_like(input)
     if out.numel():
-        src, dst = _real(input), _real(out)
+        # the StridedBuffer reads raw storage: a negative view's values are resolved first
+        src, dst = _real(input.resolve_neg()), _real(out)
         COPY.instantiate(dst.ndim)(_reversed(src, dims), out0=dst)
     return out
 
