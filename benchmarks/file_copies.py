@@ -34,7 +34,7 @@ def load_copy(plan, text: str, tag: str, directory: Path):
     layout = names["LAYOUT"]
     payload = types.SimpleNamespace(jit=names[layout["payload"]])
     backend = "interpreter" if plan.interpreted else "gpu"
-    return load(target, layout["kernel"], layout["payload"], payload, backend).launch
+    return load(target, layout["kernel"], layout["payload"], payload, backend, text=text).launch
 
 
 def variants(fn, args: tuple, outs: dict, edits: dict, directory: Path) -> tuple:

@@ -20,6 +20,7 @@ from tests.support import payload_no_tl
 from tests.support.paths import ROOT, TESTS
 import tritonwise
 from tritonwise import pointwise_dynamic
+from tritonwise.plans import binder
 from tritonwise.runtime import cache, inventory, kernel_store
 
 CHECKSUM = "# tritonwise-checksum: "
@@ -449,6 +450,54 @@ def test_cache_clear_counts_only_what_it_removed(mixed_dir):
     assert (done.files, done.kernels, done.probes, done.failed) == (2, 2, len(ours["probes"]), [])
     again = inventory.clear(directory)
     assert (again.files, again.kernels, again.probes) == (0, 0, 0)
+
+
+def test_cache_clear_does_not_follow_a_linked_subdirectory(tmp_path, monkeypatch):
+    """`kernels/` and `probes/` linked elsewhere: what they lead to is not the cache's to remove."""
+    elsewhere = tmp_path / "elsewhere"
+    monkeypatch.setenv("TRITONWISE_CACHE_DIR", str(elsewhere))
+    kernel_store.save(fake_kernel("a"))
+    cache.write(f"{cache.PROBES}/{'ab' * 12}.json", json.dumps({"inputs": "()", "dtypes": None}))
+    theirs = sorted(p for p in elsewhere.rglob("*") if p.is_file())
+    assert len(theirs) == 2 and inventory.kernels(elsewhere) and inventory.probes(elsewhere)
+    directory = tmp_path / "cache"
+    directory.mkdir()
+    for sub in (cache.KERNELS, cache.PROBES):
+        (directory / sub).symlink_to(elsewhere / sub)
+    done = inventory.clear(directory)
+    assert (done.kernels, done.probes, done.failed) == (0, 0, [])
+    assert sorted(p for p in elsewhere.rglob("*") if p.is_file()) == theirs
+
+
+@pytest.mark.parametrize("text", ["my notes", '{"runs": 12}', "[1, 2]", '{"written": "many"}', "{}"])
+def test_a_stats_file_tritonwise_did_not_write_is_neither_written_nor_removed(cache_dir, text):
+    cache_dir.mkdir(parents=True)
+    (cache_dir / cache.STATS_FILE).write_text(text)
+    torch.testing.assert_close(fresh_add()(torch.ones(3), torch.ones(3)), torch.full((3,), 2.0))
+    assert inventory.stats(cache_dir)["files"] == 1
+    inventory.clear(cache_dir)
+    assert (cache_dir / cache.STATS_FILE).read_text() == text
+
+
+def test_generated_files_run_as_verified_and_leave_no_bytecode(cache_dir, monkeypatch):
+    """What runs is the text whose checksum was checked: no `__pycache__` is written or read (it
+    would run whatever bytecode lies there), and a file removed right after it was verified (a
+    `cache clear` meanwhile) still runs."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    verified = binder.ensure_file
+
+    def verified_then_removed(*args):
+        path = verified(*args)
+        path.unlink()
+        return path
+
+    monkeypatch.setattr(binder, "ensure_file", verified_then_removed)
+    x, y = torch.randn(4, 6), torch.randn(6)
+    torch.testing.assert_close(fresh_add()(x, y), x + y)
+    assert not generated_files(cache_dir) and not (cache_dir / "__pycache__").exists()
+    monkeypatch.setattr(binder, "ensure_file", verified)
+    torch.testing.assert_close(fresh_add()(y, x), y + x)
+    assert len(generated_files(cache_dir)) == 1 and not (cache_dir / "__pycache__").exists()
 
 
 def test_stats_groups_files_by_function(tmp_path):

@@ -158,8 +158,8 @@ def test_a_verified_file_is_not_read_or_counted_again_in_this_process(tmp_path, 
     path = fresh().explain(x, y, 0.5).path
     counts = cache.read_stats(tmp_path)
     reads = []
-    verifies = cache.verifies
-    monkeypatch.setattr(cache, "verifies", lambda p, marks=(): reads.append(p) or verifies(p, marks))
+    verified_text = cache._verified_text
+    monkeypatch.setattr(cache, "_verified_text", lambda p, marks=(): reads.append(p) or verified_text(p, marks))
     for _ in range(3):  # new function objects: empty memos of their own, the process' file memo
         assert fresh().explain(x, y, 0.5).path == path
     assert reads == [] and cache.read_stats(tmp_path) == counts

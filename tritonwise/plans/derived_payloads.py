@@ -6,13 +6,12 @@ source from its file); other names resolve in the payload's module.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-import sys
 import threading
 
 from .._version import __version__
 from ..codegen.build import variant_of
-from ..runtime.cache import ensure_file
+from ..runtime.cache import ensure_file, verified_source
+from ..runtime.loader import exec_source
 
 
 def derived_payload(name: str, source: str, role: str, payload, how: str) -> tuple:
@@ -42,12 +41,8 @@ def _load(path, globals_: dict):
     with _load_lock:
         module = _modules.get(key)
         if module is None:
-            name = f"tritonwise_generated.derived.{path.stem}"
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            module.__dict__.update({k: v for k, v in globals_.items() if not k.startswith("__")})
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
+            names = {k: v for k, v in globals_.items() if not k.startswith("__")}
+            module = exec_source(f"tritonwise_generated.derived.{path.stem}", path, verified_source(path), names)
             _modules[key] = module
     return module
 

@@ -212,12 +212,29 @@ def _digest(text: str) -> str:
 
 def verifies(path: Path, marks: tuple = ()) -> bool:
     """Whether the file's checksum line matches and each of `marks` (version and key header text) is in it."""
+    return _verified_text(path, marks) is not None
+
+
+def _verified_text(path: Path, marks: tuple = ()) -> Optional[str]:
+    """The file's text, read once, where it verifies (as `verifies`); else None."""
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError):
-        return False
+        return None
     body, sep, tail = text.rpartition(CHECKSUM_PREFIX)
-    return bool(sep) and tail == f"{_digest(body)}\n" and all(mark in body for mark in marks)
+    return text if sep and tail == f"{_digest(body)}\n" and all(mark in body for mark in marks) else None
+
+
+def verified_source(path: Path) -> str:
+    """The text of the generated file at `path` as this process verified or wrote it (what runs is
+    what was checked, even if the file was removed or replaced since); a file this process has not
+    verified is read once and verified now."""
+    text = _texts.get(str(path))
+    if text is None:
+        text = _verified_text(path)
+        if text is None:
+            raise OSError(f"tritonwise: {path} is missing or fails its checksum; it is not run")
+    return text
 
 
 def ensure_file(name: str, render: Callable[[], str], marks: tuple = ()) -> Path:
@@ -229,14 +246,18 @@ def ensure_file(name: str, render: Callable[[], str], marks: tuple = ()) -> Path
     known = _verified.get(memo)
     if known is not None and _identity(known[0]) == known[1]:
         return known[0]
-    path = find(name, lambda p: verifies(p, marks))
+    texts = {}
+    path = find(name, lambda p: texts.setdefault(p, _verified_text(p, marks)) is not None)
     if path is not None:
+        text = texts[path]
         _count(path.parent, "reused")
     else:
         freeze.check(f"the generated file {name}, which no cache directory holds")
-        path = write(name, seal(render()))
+        text = seal(render())
+        path = write(name, text)
         logger.debug("tritonwise: generated %s", path)
         _count(path.parent, "written")
+    _texts[str(path)] = text
     identity = _identity(path)
     if identity is not None:
         _verified[memo] = (path, identity)
@@ -246,6 +267,13 @@ def ensure_file(name: str, render: Callable[[], str], marks: tuple = ()) -> Path
 # (name, marks, location()) -> (path, _identity(path)) of
 # each file verified in this process; cleared by clear(). A racing writer at worst verifies twice.
 _verified: dict = {}
+_texts: dict = {}  # str(path) -> the text verified or written there (verified_source)
+
+
+def forget_verified() -> None:
+    """Verify every file again when next asked for (after `cache clear`)."""
+    _verified.clear()
+    _texts.clear()
 
 
 def _identity(path: Path) -> Optional[tuple]:
@@ -260,21 +288,33 @@ def _identity(path: Path) -> Optional[tuple]:
 STATS_FILE = ".stats.json"
 
 
+STATS_KEYS = ("written", "reused")
+
+
 def _count(directory: Path, event: str) -> None:
-    """Best-effort counters for `cache stats` (a lost update is harmless; a read-only directory keeps none)."""
+    """Best-effort counters for `cache stats` (a lost update is harmless; a read-only directory, or
+    a STATS_FILE that tritonwise did not write, keeps none)."""
     if not os.access(directory, os.W_OK):
         return
     counts = read_stats(directory)
+    if counts is None:
+        return
     counts[event] = counts.get(event, 0) + 1
     with contextlib.suppress(OSError):
         atomic_write(directory / STATS_FILE, json.dumps(counts))
 
 
-def read_stats(directory: Path) -> dict:
+def read_stats(directory: Path) -> Optional[dict]:
+    """The counters in `directory`: {} where it has no STATS_FILE, None where the file there is not
+    one tritonwise writes (a non-empty object of STATS_KEYS to ints)."""
     try:
-        return json.loads((directory / STATS_FILE).read_text())
-    except (OSError, ValueError):
+        counts = json.loads((directory / STATS_FILE).read_text())
+    except FileNotFoundError:
         return {}
+    except (OSError, ValueError):
+        return None
+    ours = isinstance(counts, dict) and counts and set(counts) <= set(STATS_KEYS)
+    return counts if ours and all(type(v) is int for v in counts.values()) else None
 
 
 def atomic_write(path: Path, data) -> None:

@@ -16,7 +16,6 @@ from pathlib import Path
 from . import cache, kernel_store
 
 _PROBE_NAME = re.compile(r"[0-9a-f]{24}\.json")
-_STATS_KEYS = {"written", "reused"}
 
 
 def generated_files(directory: Path) -> list:
@@ -35,8 +34,9 @@ def probes(directory: Path) -> list:
 
 
 def _listed(directory: Path, pattern: str, is_ours) -> list:
-    """The files in `directory` matching `pattern` that `is_ours` accepts, sorted."""
-    if not directory.is_dir():
+    """The files in `directory` matching `pattern` that `is_ours` accepts, sorted. A `kernels/` or
+    `probes/` that is a link is not followed: what it leads to is outside the cache directory."""
+    if directory.is_symlink() or not directory.is_dir():
         return []
     return sorted(p for p in directory.glob(pattern) if p.is_file() and is_ours(p))
 
@@ -66,16 +66,15 @@ class Cleared:
 def clear(directory: Path) -> Cleared:
     """Remove tritonwise's files from `directory` (then its emptied `kernels/` and `probes/`); nothing else."""
     result = Cleared()
-    cache._verified.clear()
+    cache.forget_verified()
     for kind, listing in (("files", generated_files), ("kernels", kernels), ("probes", probes)):
         for path in listing(directory):
             if _remove(path, result):
                 setattr(result, kind, getattr(result, kind) + 1)
-    counters = _json(directory / cache.STATS_FILE)
-    if isinstance(counters, dict) and set(counters) <= _STATS_KEYS:  # ours, not another file of that name
+    if cache.read_stats(directory):  # ours, not another file of that name
         _remove(directory / cache.STATS_FILE, result)
     for sub in (cache.KERNELS, cache.PROBES):
-        with contextlib.suppress(OSError):  # missing, or holds something that is not ours
+        with contextlib.suppress(OSError):  # missing, a link, or holds something that is not ours
             (directory / sub).rmdir()
     return result
 
@@ -108,7 +107,7 @@ def function_of(path: Path) -> str:
 def stats(directory: Path) -> dict:
     """Files, bytes, files per function, stored kernels, probe results, and file writes and reuses."""
     files = generated_files(directory)
-    counts = cache.read_stats(directory)
+    counts = cache.read_stats(directory) or {}
     return {
         "directory": str(directory),
         "files": len(files),

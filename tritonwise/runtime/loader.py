@@ -5,36 +5,55 @@ TRITON_INTERPRET=1; see runtime/interpreter/interpret.py).
 
 from __future__ import annotations
 
-import importlib.util
+import linecache
 import sys
 import threading
 import types
 from pathlib import Path
+from typing import Optional
+
+from .cache import verified_source
 
 _lock = threading.Lock()
 _modules: dict = {}
 
 
-def load(path: Path, kernel_name: str, alias: str, payload, backend: str, variants=None) -> types.ModuleType:
-    """The module of the file at `path`, the payload bound as `alias` and each variant under its own alias."""
+def load(
+    path: Path, kernel_name: str, alias: str, payload, backend: str, variants=None, text: Optional[str] = None
+) -> types.ModuleType:
+    """The module of the file at `path`, the payload bound as `alias` and each variant under its own
+    alias; `text`: its source where it is not a generated file of the cache (a file run alone, an
+    edited copy), else the text the cache verified."""
     key = (str(path), backend)
     with _lock:
         if key not in _modules:
-            _modules[key] = _exec(path, {alias: payload.jit, **(variants or {})}, backend, kernel_name)
+            source = verified_source(path) if text is None else text
+            module = exec_source(
+                f"tritonwise_generated.{backend}.{path.stem}", path, source, {alias: payload.jit, **(variants or {})}
+            )
+            if backend == "interpreter":
+                _interpreted(module, kernel_name)
+            _modules[key] = module
         return _modules[key]
 
 
-def _exec(path: Path, bound: dict, backend: str, kernel_name: str) -> types.ModuleType:
-    name = f"tritonwise_generated.{backend}.{path.stem}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    module.__dict__.update(bound)
+def exec_source(name: str, path: Path, text: str, namespace: dict) -> types.ModuleType:
+    """Module `name` run from `text`, the source of the file at `path`, over `namespace`. The text is
+    compiled here rather than imported: Python's import would read the file again and write and
+    later run bytecode beside it (`__pycache__`), which no checksum covers. Triton reads a kernel's
+    source through linecache, which is given the same text."""
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    module.__dict__.update(namespace)
     sys.modules[name] = module  # Triton resolves the kernel's source and globals through it
-    spec.loader.exec_module(module)
-    if backend == "interpreter":
-        from triton.runtime.interpreter import InterpretedFunction
-
-        kernel = getattr(module, kernel_name)
-        if not isinstance(kernel, InterpretedFunction):
-            setattr(module, kernel_name, InterpretedFunction(kernel.fn))
+    linecache.cache[str(path)] = (len(text), None, text.splitlines(keepends=True), str(path))
+    exec(compile(text, str(path), "exec"), module.__dict__)
     return module
+
+
+def _interpreted(module: types.ModuleType, kernel_name: str) -> None:
+    from triton.runtime.interpreter import InterpretedFunction
+
+    kernel = getattr(module, kernel_name)
+    if not isinstance(kernel, InterpretedFunction):
+        setattr(module, kernel_name, InterpretedFunction(kernel.fn))

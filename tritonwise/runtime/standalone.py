@@ -29,7 +29,8 @@ def main(namespace: dict) -> None:
     interpreted = runs_interpreted(device)
     payload = types.SimpleNamespace(jit=namespace[layout["payload"]])
     path = Path(namespace["__file__"]).resolve()
-    module = load(path, layout["kernel"], layout["payload"], payload, "interpreter" if interpreted else "gpu")
+    backend = "interpreter" if interpreted else "gpu"
+    module = load(path, layout["kernel"], layout["payload"], payload, backend, text=path.read_text())
     run = launcher(module.launch, layout, device)
     if interpreted:
         with INTERPRETER_LOCK, interpreting():
