@@ -127,3 +127,27 @@ def test_payload_with_a_default_may_be_given_fewer_inputs():
     f = pointwise_dynamic(with_default, num_inputs=2, promotion_methods=[(0, 1, "DEFAULT")])
     x, y = torch.randn(4), torch.randn(4)
     torch.testing.assert_close(f(x, y), (x + y) * 2.0)
+
+
+UNPROMOTABLE = [torch.uint16, torch.uint32, torch.uint64, torch.float8_e4m3fn, torch.float8_e5m2]
+PARTNERS = [torch.uint32, torch.float8_e5m2, torch.bool, torch.uint8, torch.int64, torch.float16, torch.float32]
+
+
+@pytest.mark.parametrize("dtype", UNPROMOTABLE, ids=str)
+def test_dtypes_torch_does_not_promote_are_refused_as_torch_refuses_them(dtype):
+    """torch promotes uint16/32/64 and float8 with no other dtype among tensors of one kind (sized
+    or 0-d), nor across kinds where the result would need it; where it does promote, the dtype is
+    its. Meta tensors: the promotion alone, nothing runs."""
+    checked = 0
+    for other in PARTNERS:
+        for x_dims, y_dims in ((1, 1), (1, 0), (0, 1)):
+            x, y = (torch.empty((2,) * n, dtype=d, device="meta") for d, n in ((dtype, x_dims), (other, y_dims)))
+            try:
+                want = torch.result_type(x, y)
+            except RuntimeError:
+                with pytest.raises(RuntimeError, match="inputs 0, 1: Promotion for"):
+                    add(x, y)
+                checked += 1
+            else:
+                assert add(x, y).dtype == want
+    assert checked >= len(PARTNERS) - 1
