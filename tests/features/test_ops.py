@@ -7,6 +7,8 @@ Each test runs a torch op and its tritonwise.ops counterpart on the same small C
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -287,6 +289,19 @@ def test_clamp_errors():
         ops.clamp(rand(3))
     with pytest.raises(NotImplementedError, match="Bool"):
         ops.clamp(rand(3, dtype=torch.bool), min=True)
+
+
+def test_clamp_of_bools_where_torch_clamps_them():
+    """torch clamps bools against one tensor bound (as maximum or minimum) and refuses scalar
+    bounds and two bounds."""
+    x, bound = torch.tensor([True, False, True, False]), torch.tensor([False, True, True, False])
+    run_both(ops.clamp, lambda x, min: torch.maximum(x, min), x, exact=True, min=bound)
+    run_both(ops.clamp, lambda x, max: torch.minimum(x, max), x, exact=True, max=bound)
+    for bounds in ({"min": True}, {"min": bound, "max": bound}):
+        with pytest.raises(NotImplementedError, match="Bool"):
+            ops.clamp(x, **bounds)
+    with contextlib.suppress(NotImplementedError):  # torch clamps them in the releases we test
+        check(ops.clamp(x, min=bound), torch.clamp(x, min=bound), exact=True)
 
 
 # ---------------------------------------------------------------------------------------------

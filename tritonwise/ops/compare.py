@@ -80,7 +80,8 @@ def clamp(input, min=None, max=None, *, out=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     bounds = [b for b in (min, max) if b is not None]
-    if result_category(input, *bounds) == BOOL:
+    # torch clamps bools against one tensor bound only (its clamp_min/clamp_max.Tensor)
+    if result_category(input, *bounds) == BOOL and (len(bounds) == 2 or not isinstance(bounds[0], torch.Tensor)):
         raise NotImplementedError("\"clamp\" not implemented for 'Bool'")
     if max is None:
         return CLAMP_MIN(input, min, out0=out)
