@@ -1,8 +1,21 @@
-"""CodeGenConfig: user limits on the kernels tritonwise generates."""
+"""CodeGenConfig: user limits on the kernels tritonwise generates; `setting`: the environment
+variables that switch parts of the runtime (docs/cli.md lists them)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+
+
+def setting(name: str, choices: tuple = ("0", "1"), default: str = "1") -> str:
+    """Environment variable `name`, one of `choices`; `default` where unset or empty. Any other
+    value is a ValueError naming the variable, not read as its default (`off` is not `0`)."""
+    value = os.environ.get(name, "")
+    if value == "":
+        return default
+    if value not in choices:
+        raise ValueError(f"{name}={value!r}: expected {' or '.join(repr(c) for c in choices)}, or unset")
+    return value
 
 
 @dataclass(frozen=True)

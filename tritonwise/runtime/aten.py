@@ -15,13 +15,13 @@ from __future__ import annotations
 import atexit
 import functools
 import logging
-import os
 import threading
 from pathlib import Path
 from typing import Optional
 
 import torch
 
+from ..config import setting
 from . import cache, native
 
 logger = logging.getLogger("tritonwise")
@@ -62,12 +62,12 @@ def start(launch_module) -> None:
     """Give launch.c the helpers: now where they are built or TRITONWISE_ATEN=wait, else once a
     background thread has built them. Once per process; nothing where TRITONWISE_ATEN=0."""
     global _started
-    setting = os.environ.get("TRITONWISE_ATEN", "1")
+    mode = setting("TRITONWISE_ATEN", ("0", "1", "wait"))
     with _lock:
-        if _started is not None or setting == "0":
+        if _started is not None or mode == "0":
             return
         _started = threading.Thread(target=_build_and_use, args=(launch_module,), name="tritonwise-aten", daemon=True)
-        if setting == "wait":
+        if mode == "wait":
             _started.run()
         else:
             _started.start()

@@ -11,13 +11,13 @@ from then on the function's __call__ is C too (call.h, installed by `enable`).
 
 from __future__ import annotations
 
-import os
 import struct
 import sys
 from typing import Callable, Optional
 
 import torch
 
+from ..config import setting
 from . import aten, native
 from .arguments import INT32_RANGE, _other_key, _tensor_key
 
@@ -71,14 +71,14 @@ def served_classes() -> list:
 
 def serves_new_shapes() -> bool:
     """Whether shape programs are published (TRITONWISE_C_NEW_SHAPES=0: every new shape is planned in Python)."""
-    return os.environ.get("TRITONWISE_C_NEW_SHAPES", "1") != "0"
+    return setting("TRITONWISE_C_NEW_SHAPES") == "1"
 
 
 def records_in_c() -> bool:
     """Whether calls under autograd may be recorded in C++ (runtime/recording.h) once recorded
     through Python; TRITONWISE_C_RECORDING=0: every one through torch.autograd.Function, as
     compiled autograd needs (it cannot trace a C++ node)."""
-    return os.environ.get("TRITONWISE_C_RECORDING", "1") != "0"
+    return setting("TRITONWISE_C_RECORDING") == "1"
 
 
 def enable() -> None:

@@ -18,6 +18,7 @@ from typing import Callable, Optional, Sequence
 
 import torch
 
+from ..config import setting
 from . import cuda_driver, freeze, kernel_store, native
 from .arguments import describe_values
 from .kernel_store import KernelIdentity, StoredKernel
@@ -238,7 +239,7 @@ def compile_ahead(file_name: str, kernel, values: Sequence, num_warps: int, targ
 
 def store_enabled() -> bool:
     """Whether first launches go through the store (TRITONWISE_KERNEL_STORE=0: through Triton's JIT)."""
-    return os.environ.get("TRITONWISE_KERNEL_STORE", "1") != "0"
+    return setting("TRITONWISE_KERNEL_STORE") == "1"
 
 
 def first_launch(plan, inputs: Sequence, outputs: Sequence) -> Optional[Callable]:

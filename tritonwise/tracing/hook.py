@@ -11,10 +11,10 @@ decomposition for Inductor.
 from __future__ import annotations
 
 import inspect
-import os
 
 import torch
 
+from ..config import setting
 from ..runtime import hit_path
 from . import let_dynamo_trace_c_calls, function_of
 from .expression import expression_or_reason, rule_of, run, signature
@@ -69,7 +69,7 @@ def _prepared(key: int, call: tuple, rank: int):
 def _traced(fn) -> bool:
     """Whether torch.compile traces `fn`'s torch expression: it has one, and TRITONWISE_OPAQUE_UNDER_COMPILE=1
     (which keeps our kernels as opaque calls, to compare the two) is not set."""
-    return not isinstance(expression_or_reason(fn), str) and os.environ.get("TRITONWISE_OPAQUE_UNDER_COMPILE") != "1"
+    return not isinstance(expression_or_reason(fn), str) and setting("TRITONWISE_OPAQUE_UNDER_COMPILE", default="0") == "0"
 
 
 def register_decompositions(ops: list) -> None:
