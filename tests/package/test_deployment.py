@@ -100,6 +100,25 @@ def test_an_unwritable_cache_without_an_overlay_still_serves_its_files(tmp_path,
             shutil.rmtree(cache._fallback_dir, ignore_errors=True)
 
 
+def test_an_overlay_that_cannot_be_used_is_named_in_the_warning(tmp_path, monkeypatch):
+    directory, overlay = tmp_path / "deployed", tmp_path / "overlay"
+    overlay.write_text("a file, not a directory\n")
+    monkeypatch.setenv("TRITONWISE_CACHE_DIR", str(directory))
+    monkeypatch.setenv("TRITONWISE_CACHE_OVERLAY", str(overlay))
+    monkeypatch.setattr(cache, "_fallback_dir", None)
+    add = tritonwise.pointwise_dynamic(payload_no_tl.add, promotion_methods=[(0, 1, "DEFAULT")])
+    add.generate(torch.randn(4, 3), torch.randn(3))
+    try:
+        with read_only(directory), pytest.warns(RuntimeWarning, match=f"nor is TRITONWISE_CACHE_OVERLAY {overlay};"):
+            fresh = tritonwise.pointwise_dynamic(add.payload, promotion_methods=[(0, 1, "DEFAULT")])
+            a, b = torch.randn(3, 4).t(), torch.randn(4, 3)
+            torch.testing.assert_close(fresh(a, b), a + b, rtol=0, atol=0)
+    finally:
+        if cache._fallback_dir is not None:
+            shutil.rmtree(cache._fallback_dir, ignore_errors=True)
+    assert overlay.read_text() == "a file, not a directory\n"
+
+
 @pytest.mark.parametrize("mask", [0o022, 0o002, 0o077])
 def test_files_get_the_umask_s_read_bits_and_only_their_owner_writes(tmp_path, mask):
     """Readable as the umask allows, writable by the owner alone (runtime/trust.py would not

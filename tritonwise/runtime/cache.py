@@ -122,7 +122,11 @@ def _overlay_dir(problem: Optional[str]) -> Path:
     directory = _private_dir()
     if problem is not None and problem not in _warned:
         _warned.add(problem)
-        _warn(f"tritonwise: {problem}; using {directory} for the files it lacks in this process {_PRIVATE_NOTE}")
+        if overlay is not None:  # set, but not a directory this process can use
+            problem, note = f"{problem}, nor is TRITONWISE_CACHE_OVERLAY {overlay}", "(removed at exit)"
+        else:
+            note = _PRIVATE_NOTE
+        _warn(f"tritonwise: {problem}; using {directory} for the files it lacks in this process {note}")
     return directory
 
 
