@@ -110,12 +110,16 @@ def _generate_command(args) -> None:
         raise UsageError(f"generate: {e}") from None
     except ValueError as e:
         raise UsageError(f"generate: {e}", status=2) from None
+    stored = len(inventory.kernels(directory)) if targets else 0
     try:
         count = generate(args.target, shapes, dtypes, targets=targets)
     except GenerateError as e:
         raise UsageError(f"generate: {e}") from None
-    kernels = f" and {len(inventory.kernels(directory))} compiled kernels" if targets else ""
-    print(f"{count} files{kernels} in {directory}")
+    if targets:  # the store may hold kernels of earlier runs: this run's are those it added
+        now = len(inventory.kernels(directory))
+        print(f"{count} files and {now - stored} newly compiled kernels ({now} in the store) in {directory}")
+    else:
+        print(f"{count} files in {directory}")
 
 
 def _targets(arch: str) -> list:

@@ -233,6 +233,9 @@ def test_generate_compile_cross_builds_what_a_deployment_looks_up(store_dir, pay
     entries = inventory.kernels(cache.configured_dir())
     assert entries and {".sm90." in p.name for p in entries} == {True, False}
     assert all(kernel_store.decode(p.read_bytes()) is not None for p in entries)
+    assert f" and {len(entries)} newly compiled kernels ({len(entries)} in the store)" in result.stdout
+    again = generate(payload_module, store_dir, "--ranks", "2", "--compile", "--arch", "sm_90,sm_100")
+    assert f" and 0 newly compiled kernels ({len(entries)} in the store)" in again.stdout, again.stderr[-3000:]
 
     import aot_store_payload
 
