@@ -167,3 +167,27 @@ def test_torch_op_under_inductor_and_cuda_graphs():
     graph.replay()
     torch.cuda.synchronize()
     _close(static_out, x + y * 0.5)
+
+
+def test_a_file_removed_after_its_check_compiles_from_the_text_checked(tmp_path, monkeypatch):
+    """Triton compiles the kernel from the text the cache verified (given to linecache), not from
+    the file read again: a `cache clear` between the check and the compile changes nothing."""
+    import sys
+
+    from tritonwise.plans import binder
+
+    monkeypatch.setenv("TRITONWISE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TRITONWISE_KERNEL_STORE", "0")  # through Triton's JIT, which reads the source
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    verified = binder.ensure_file
+
+    def verified_then_removed(*args):
+        path = verified(*args)
+        path.unlink()
+        return path
+
+    monkeypatch.setattr(binder, "ensure_file", verified_then_removed)
+    fn = pointwise_dynamic(add_alpha.payload, is_tensor=[True, True, False], promotion_methods=[(0, 1, 2, "DEFAULT")])
+    x, y = torch.randn(37, 129, device="cuda"), torch.randn(129, device="cuda")
+    _close(fn(x, y, 0.5), x + y * 0.5)
+    assert not list(tmp_path.glob("*.py")) and not (tmp_path / "__pycache__").exists()
