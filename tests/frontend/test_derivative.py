@@ -58,6 +58,7 @@ BODIES = {
 # masked zeros, not the NaN and infinities of the plain formulas.
 SPECIAL_POINTS = {
     "pow at base 0": ("return libdevice.pow(x, y)", [0.0, 0.0, 0.0, 0.0, 2.0], [0.0, 2.0, 0.5, -1.0, 0.0]),
+    "pow by a constant 0": ("return libdevice.pow(x, 0.0) + y", [0.0, 2.0], [1.0, 1.0]),
 }
 
 

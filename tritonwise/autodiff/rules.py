@@ -25,11 +25,29 @@ def _extremum_rule(wins: str):
 def _pow_rule(a, b, y, g, power_less_one: str) -> list:
     """a ** b, with `power_less_one` the text of a ** (b - 1): torch's masks at the special points,
     no gradient to the base where the exponent is 0, none to the exponent where the base is 0 and
-    the exponent not negative (where the plain formulas give NaN or infinities)."""
-    return [
-        f"tl.where({b} == 0.0, 0.0, {g} * {b} * {power_less_one})",
-        f"tl.where(({a} == 0.0) & ({b} >= 0.0), 0.0, {g} * {y} * tl.log({a}))",
-    ]
+    the exponent not negative (where the plain formulas give NaN or infinities). A literal operand
+    decides its mask here."""
+    to_base, to_exponent = f"{g} * {b} * {power_less_one}", f"{g} * {y} * tl.log({a})"
+    exponent, base = _number(b), _number(a)
+    if exponent is None:
+        to_base = f"tl.where({b} == 0.0, 0.0, {to_base})"
+    elif exponent == 0:
+        to_base = f"tl.zeros_like({g})"
+    if base is None:
+        to_exponent = f"tl.where(({a} == 0.0) & ({b} >= 0.0), 0.0, {to_exponent})"
+    elif base == 0 and exponent is None:
+        to_exponent = f"tl.where({b} >= 0.0, 0.0, {to_exponent})"
+    elif base == 0 and exponent >= 0:
+        to_exponent = f"tl.zeros_like({g})"
+    return [to_base, to_exponent]
+
+
+def _number(text: str):
+    """The value of an operand written as a number, else None."""
+    try:
+        return float(text.strip("()"))
+    except ValueError:
+        return None
 
 
 def _cast_rule(x, *rest):
