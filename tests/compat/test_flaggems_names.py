@@ -6,6 +6,8 @@ prepare_args, use_fast_path, canonicalize_promotion_methods, `fx`), with FlagGem
 import dataclasses
 import os
 
+import re
+
 import pytest
 import torch
 import triton
@@ -102,6 +104,15 @@ def test_prepare_args_then_instantiate_computes_what_torch_does(case, given):
 def test_prepare_args_checks_argument_kinds():
     with pytest.raises(TypeError, match="argument 1 must be a Tensor"):
         _axpy().prepare_args(torch.randn(3), 2.0, 2.5)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (1, 4), (12,)])
+def test_prepare_args_refuses_a_given_output_of_another_shape(shape):
+    """As FlagGems' prepare_args: wrapped over the task's shape, such an output would be written
+    scrambled (a (4, 3) one with the (3, 4) result's elements in its own order)."""
+    x, y = torch.randn(3, 4), torch.randn(1, 4)
+    with pytest.raises(RuntimeError, match=rf"out0 has shape {re.escape(str(shape))}, expected \(3, 4\)"):
+        _axpy().prepare_args(x, y, 2.5, out0=torch.empty(shape))
 
 
 def test_get_kernel_info_names_the_file_instantiate_runs():

@@ -48,6 +48,11 @@ def prepare_args(fn, args: tuple, kwargs: dict, skip_tensor_check: bool = False)
         validation.check_kinds(fn.__name__, schema, validation.python_scalars(args))
     inputs = [a for i, a in enumerate(args) if schema.is_tensor(i)]
     outs = [kwargs.get(f"out{k}") for k in range(schema.num_outputs())]
+    if inputs:  # as FlagGems: a given output has the task's shape (wrapping would scramble it)
+        task = tuple(torch.broadcast_shapes(*[t.shape for t in inputs]))
+        for k, (out, reduced) in enumerate(zip(outs, fn.reduction_kinds)):
+            if out is not None and reduced is None and tuple(out.shape) != task:
+                raise RuntimeError(f"{fn.__name__}.prepare_args: out{k} has shape {tuple(out.shape)}, expected {task}")
     missing = [k for k, o in enumerate(outs) if o is None]
     dtypes = [meta[2] for meta in fn.output_meta(*args)] if missing else []
     tensors = [o for o in outs if o is not None] + inputs
