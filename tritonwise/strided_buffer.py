@@ -10,8 +10,9 @@ import torch
 
 class StridedBuffer:
     """A strided view that torch cannot express (negative strides), for manual instantiation.
-    `offset` counts elements of `dtype` from the start of `base`'s storage (default: base's own);
-    `data_ptr()` is the address of the element at index (0, ..., 0)."""
+    `offset` counts elements of `dtype` from `base`'s first element (as FlagGems' `offset`, kept as
+    given); `start` is that element's index in the storage, and `data_ptr()` its address: the
+    element at index (0, ..., 0)."""
 
     def __init__(
         self,
@@ -33,13 +34,14 @@ class StridedBuffer:
             raise ValueError(f"StridedBuffer: {len(self.shape)}-d shape {self.shape} with strides {self._strides}")
         self.device = base.device
         self.ndim = len(self.shape)
-        self.offset = self._base_offset() + offset
-        lo = self.offset + sum((n - 1) * s for n, s in zip(self.shape, self._strides) if s < 0)
-        hi = self.offset + sum((n - 1) * s for n, s in zip(self.shape, self._strides) if s > 0)
+        self.offset = offset
+        self.start = self._base_offset() + offset
+        lo = self.start + sum((n - 1) * s for n, s in zip(self.shape, self._strides) if s < 0)
+        hi = self.start + sum((n - 1) * s for n, s in zip(self.shape, self._strides) if s > 0)
         capacity = base.untyped_storage().nbytes() // self.element_size()
         if self.numel() and (lo < 0 or hi >= capacity):
             raise ValueError(
-                f"StridedBuffer: shape {self.shape}, strides {self._strides}, offset {self.offset} reach elements "
+                f"StridedBuffer: shape {self.shape}, strides {self._strides}, offset {offset} reach elements "
                 f"[{lo}, {hi}] outside the storage of {capacity} {self.dtype} elements"
             )
 
@@ -69,19 +71,19 @@ class StridedBuffer:
         return False
 
     def data_ptr(self) -> int:
-        return self._base.untyped_storage().data_ptr() + self.offset * self.element_size()
+        return self._base.untyped_storage().data_ptr() + self.start * self.element_size()
 
     def storage_view(self) -> torch.Tensor:
         """A one-element tensor at this buffer's first element: the pointer the kernels take."""
         flat = torch.empty(0, dtype=self.dtype, device=self.device)
-        return flat.set_(self._base.untyped_storage(), self.offset, (1,), (1,))
+        return flat.set_(self._base.untyped_storage(), self.start, (1,), (1,))
 
     def clone(self) -> "StridedBuffer":
         """An independent buffer over a copy of the whole storage, with the same view of it."""
         storage = self._base.untyped_storage().clone()
         base = torch.empty(0, dtype=self._base.dtype, device=self.device)
         base.set_(storage, self._base.storage_offset(), self._base.shape, self._base.stride())
-        return StridedBuffer(base, self.shape, self._strides, self.dtype, self.offset - self._base_offset())
+        return StridedBuffer(base, self.shape, self._strides, self.dtype, self.offset)
 
     def _base_offset(self) -> int:
         return self._base.storage_offset() * self._base.element_size() // self.element_size()
@@ -100,7 +102,7 @@ class StridedBuffer:
 
     def element_offsets(self) -> torch.Tensor:
         """Each element's offset in the storage, counted in elements of `dtype`, as an int64 tensor."""
-        offsets = torch.full((), self.offset, dtype=torch.int64, device=self.device)
+        offsets = torch.full((), self.start, dtype=torch.int64, device=self.device)
         for d, (n, s) in enumerate(zip(self.shape, self._strides)):
             along = torch.arange(n, dtype=torch.int64, device=self.device) * s
             offsets = offsets + along.view([n if k == d else 1 for k in range(self.ndim)])

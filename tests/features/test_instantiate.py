@@ -197,6 +197,19 @@ def test_instantiated_output_partially_overlapping_flipped_input():
 # StridedBuffer.
 
 
+def test_strided_buffer_offset_counts_from_its_base_as_flaggems_does():
+    """`offset` is kept as given, from the base's first element, so a buffer rebuilt from its own
+    fields (as FlagGems' clone does) views the same elements; `start` counts from the storage."""
+    storage = torch.arange(10.0)
+    buf = StridedBuffer(storage[2:], (3,), (1,), offset=1)
+    assert (buf.offset, buf.start) == (1, 3) and buf.data_ptr() == storage.data_ptr() + 3 * 4
+    again = StridedBuffer(buf.unwrap(), buf.shape, buf.stride(), buf.dtype, buf.offset)
+    for view in (buf, again, buf.clone()):
+        out = torch.full((3,), float("nan"))
+        copy.instantiate(1)(view, out0=out)
+        assert out.tolist() == [3.0, 4.0, 5.0]
+
+
 def test_strided_buffer_attributes():
     x = torch.arange(20.0)
     buf = StridedBuffer(x, (4, 5), (-5, 1), offset=15)

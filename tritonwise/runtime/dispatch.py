@@ -77,9 +77,7 @@ class SplitLaunch:
         """Output `k`'s rows: the (*rows) view of `out` (a tensor or StridedBuffer) the combine writes."""
         strides = self.out_row_strides[k]
         if isinstance(out, StridedBuffer):
-            base = out.unwrap()
-            start = out.offset - base.storage_offset() * base.element_size() // out.element_size()
-            return StridedBuffer(base, self.rows, strides, dtype=out.dtype, offset=start)
+            return StridedBuffer(out.unwrap(), self.rows, strides, dtype=out.dtype, offset=out.offset)
         return torch.as_strided(out, self.rows, strides, out.storage_offset())
 
 
