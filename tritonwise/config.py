@@ -32,6 +32,20 @@ class CodeGenConfig:
     prefer_block_pointer: bool = False
     prefer_1d_tile: bool = False
 
+    @classmethod
+    def of(cls, config) -> "CodeGenConfig":
+        """`config` as a CodeGenConfig: None gives the defaults; another object with these fields
+        (FlagGems' own CodeGenConfig, a mutable dataclass some of its backends pass) is copied."""
+        if config is None or isinstance(config, cls):
+            return config or cls()
+        names = ("max_tile_size", "max_grid_size", "max_num_warps_per_cta")
+        if not all(hasattr(config, name) for name in names):
+            raise TypeError(f"config must be a CodeGenConfig (or have its fields {', '.join(names)}), got {config!r}")
+        flags = {
+            name: getattr(config, name) for name in ("prefer_block_pointer", "prefer_1d_tile") if hasattr(config, name)
+        }
+        return cls(**{name: getattr(config, name) for name in names}, **flags)
+
     def __post_init__(self):
         for name in ("max_tile_size", "max_num_warps_per_cta"):
             value = getattr(self, name)

@@ -49,7 +49,7 @@ class PointwiseDynamicFunction:
     ):
         self._payload = inspect_payload(payload)
         self._schema = schema
-        self._config = config if config is not None else CodeGenConfig()
+        self._config = CodeGenConfig.of(config)
         self._reductions = parse_reductions(reductions, schema.num_outputs())
         self.__name__ = self._payload.name
         self.__qualname__ = self._payload.qualname

@@ -12,6 +12,7 @@ import pytest
 import torch
 import triton
 
+from tests.support import payload_no_tl
 import tritonwise
 from tritonwise import ELEMENTWISE_TYPE_PROMOTION_KIND as KIND
 from tritonwise import FunctionSchema, KernelInfo, StridedBuffer, pointwise_dynamic
@@ -134,3 +135,26 @@ def test_get_kernel_info_refuses_arguments_of_another_rank():
     with pytest.raises(ValueError, match="expected exactly 3"):
         x, out = torch.randn(2, 3), torch.empty(2, 3)
         _axpy().get_kernel_info(3, x, x, 1.0, out0=out, out1=out)
+
+
+@dataclasses.dataclass
+class FlagGemsCodeGenConfig:
+    """As flag_gems.utils.codegen_config_utils.CodeGenConfig: a mutable dataclass (unhashable),
+    which that module keeps after the swap and some of FlagGems' backends pass as `config=`."""
+
+    max_tile_size: int
+    max_grid_size: tuple
+    max_num_warps_per_cta: int
+    prefer_block_pointer: bool
+    prefer_1d_tile: bool
+
+
+def test_flaggems_own_codegen_config_is_taken_as_ours():
+    given = FlagGemsCodeGenConfig(512, (4, 1, 1), 8, True, False)
+    f = pointwise_dynamic(payload_no_tl.add, promotion_methods=[(0, 1, "DEFAULT")], config=given)
+    assert f.config == tritonwise.CodeGenConfig(512, (4, 1, 1), 8, True, False)
+    x, y = torch.randn(40, 30), torch.randn(30)
+    torch.testing.assert_close(f(x, y), x + y)
+    torch.testing.assert_close(f.instantiate(2)(x, y.expand(40, 30), out0=torch.empty(40, 30)), x + y)
+    with pytest.raises(TypeError, match="config must be a CodeGenConfig"):
+        pointwise_dynamic(payload_no_tl.add, promotion_methods=[(0, 1, "DEFAULT")], config={"max_tile_size": 64})
