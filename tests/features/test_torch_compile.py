@@ -141,6 +141,23 @@ def test_unsupported_payload_stays_opaque_and_explain_names_it():
     torch.testing.assert_close(f(x), x * x * x + 1)
 
 
+@pointwise_dynamic(promotion_methods=[(0, "DEFAULT"), (0, "DEFAULT")])
+@triton.jit
+def scaled_and_truncated(x):
+    return x * 2.5, (x * 2).to(tl.int32)
+
+
+def test_an_output_typed_by_the_payload_runs_opaque_under_compile():
+    """A given int32 output of a float promotion (FlagGems' frexp): the kernel stores the payload's
+    int32 value, which the expression's cast check cannot see, so the call keeps the kernel."""
+    x = torch.tensor([1.0, 2.7, -3.3])
+    given = lambda: (torch.empty(3), torch.full((3,), 77, dtype=torch.int32))  # noqa: E731
+    expected = scaled_and_truncated(x, out0=given()[0], out1=given()[1])
+    out0, out1 = given()
+    torch.compile(lambda x: scaled_and_truncated(x, out0=out0, out1=out1), backend="eager")(x)
+    torch.testing.assert_close((out0, out1), expected)
+
+
 def test_inductor_fuses_the_function_and_the_op_with_their_neighbours():
     """One C++ kernel for both tritonwise calls and the arithmetic around them, one for the
     backward, and no call left to our op or its backward op (Inductor decomposed both into

@@ -14,6 +14,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
 
 import tritonwise
 import tritonwise.ops.activation as activation
@@ -180,6 +181,66 @@ def test_integer_division_and_bool_arithmetic_follow_triton():
     compare_outputs(evaluate(fn, (x, y)), fn(x, y))
     a, b = torch.tensor([True, False]), torch.tensor([True, True])  # True divisors: no division by zero
     compare_outputs(evaluate(fn, (a, b)), fn(a, b))
+
+
+@triton.jit
+def _extrema(x, y):
+    nan = tl.PropagateNan.ALL
+    return tl.maximum(x, y), tl.minimum(x, 0.5), tl.clamp(x, y, y + 1.0), tl.maximum(x, y, propagate_nan=nan)
+
+
+def test_maximum_minimum_and_clamp_drop_nan_as_triton_does():
+    """By default Triton's maximum, minimum and clamp return the operand that is not NaN;
+    with propagate_nan=ALL, NaN."""
+    fn = tritonwise.pointwise_dynamic(_extrema, promotion_methods=[(0, 1, "DEFAULT")] * 4)
+    nan = float("nan")
+    x = torch.tensor([nan, 1.0, nan, 3.0, -2.0, 0.25])
+    y = torch.tensor([0.0, nan, nan, 2.0, 1.0, -1.0])
+    expected = fn(x, y)
+    assert torch.equal(expected[0][:2], torch.tensor([0.0, 1.0])) and expected[3][:3].isnan().all()
+    compare_outputs(evaluate(fn, (x, y)), expected)
+
+
+@triton.jit
+def _round(x):
+    return libdevice.round(x)
+
+
+def test_libdevice_round_is_exact_near_halves():
+    """Halves away from zero; 0.49999997 rounds to 0 (adding 0.5 first would round it up)."""
+    fn = tritonwise.pointwise_dynamic(_round, promotion_methods=[(0, "DEFAULT")])
+    x = torch.tensor([0.49999997, -0.49999997, 0.5, -2.5, 8388609.0, -1.5, float("nan"), float("inf")])
+    try:
+        expected = fn(x)
+    except tritonwise.PayloadError:
+        pytest.skip("this Triton interpreter has no libdevice round")
+    assert expected[:4].tolist() == [0.0, -0.0, 1.0, -3.0]
+    compare_outputs(evaluate(fn, (x,)), expected)
+
+
+@triton.jit
+def _scalar_quotient(x, s, d):
+    return x + s // d
+
+
+def test_python_int_quotients_are_exact():
+    fn = tritonwise.pointwise_dynamic(
+        _scalar_quotient, is_tensor=[True, False, False], promotion_methods=[(0, 1, 2, "DEFAULT")]
+    )
+    x = torch.zeros(2, dtype=torch.int64)
+    for s, d in ((2**60 + 5, 7), (-(2**60) - 5, 7), (2**60 + 5, -7), (7, 2)):
+        compare_outputs(evaluate(fn, (x, s, d)), fn(x, s, d))
+
+
+@triton.jit
+def _toward_zero(x):
+    return x.to(tl.float16, fp_downcast_rounding="rtz")
+
+
+def test_a_conversion_rounding_toward_zero_does_not_translate():
+    fn = tritonwise.pointwise_dynamic(_toward_zero, promotion_methods=[(0, "DEFAULT")])
+    reason = expression_or_reason(fn)
+    assert isinstance(reason, str) and "the rounding `fp_downcast_rounding='rtz'`" in reason
 
 
 @triton.jit

@@ -79,6 +79,11 @@ class _Operand:
         self.dtype, self.ndim = dtype, 0 if zero_dim else 1
 
 
+class OutputNotCastable(RuntimeError):
+    """A given output's dtype cannot hold the promotion's result. The kernel may still take it,
+    where the payload's own value fits (FlagGems' frexp): such a call runs opaque under compile."""
+
+
 def rule_of(fn, call: tuple, rank: int) -> CallRule:
     """The CallRule of a call class (`signature`'s value) for a task of `rank` dims."""
     described, out_dtypes = call
@@ -91,7 +96,7 @@ def rule_of(fn, call: tuple, rank: int) -> CallRule:
     for k, (out, r) in enumerate(zip(out_dtypes, reductions)):
         result = types.results[k] if r is None else r.result
         if out is not None and not torch.can_cast(result, out):
-            raise RuntimeError(f"{fn.__name__}: result type {result} can't be cast to the desired output type {out}")
+            raise OutputNotCastable(f"{fn.__name__}: result type {result} can't be cast to the desired output type {out}")
     groups: dict = {}
     for k, chains in enumerate(types.conversions):
         groups.setdefault(chains, []).append(k)

@@ -17,7 +17,7 @@ import torch
 from ..config import setting
 from ..runtime import hit_path
 from . import let_dynamo_trace_c_calls, function_of
-from .expression import expression_or_reason, rule_of, run, signature
+from .expression import OutputNotCastable, expression_or_reason, rule_of, run, signature
 
 
 def compiled_call(fn, call, args: tuple, kwargs: dict):
@@ -60,7 +60,10 @@ def _prepared(key: int, call: tuple, rank: int):
     names = fn.__dict__.setdefault("_tritonwise_traced_names", {})  # (call, rank) -> attribute name
     if (call, rank) not in names:
         name = f"_tritonwise_traced_{len(names)}"
-        rule = rule_of(fn, call, rank)
+        try:
+            rule = rule_of(fn, call, rank)
+        except OutputNotCastable:  # the kernel decides: it takes the payload's own dtype, else refuses
+            return None
         fn.__dict__[name] = lambda args, outs: run(expression, rule, args, outs)
         names[(call, rank)] = name
     return names[(call, rank)]

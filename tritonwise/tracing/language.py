@@ -71,7 +71,8 @@ def bitwidth(d: torch.dtype) -> int:
 
 def to(x, d: torch.dtype, bitcast: bool = False, fp_downcast_rounding=None):
     """`x.to(d)` / `tl.cast(x, d)`: a conversion (16-bit floats through float32, as the kernels
-    convert), or with bitcast the same bits read as `d`."""
+    convert, rounding to nearest: the translation refuses another rounding), or with bitcast the
+    same bits read as `d`."""
     t = _tensor(x)
     if bitcast:
         return t.view(d)
@@ -92,7 +93,8 @@ def floordiv(a, b):
     if _is_float(a) or _is_float(b):
         return torch.floor_divide(_tensor(a, b), b)
     if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor):
-        return int(a / b)
+        quotient = abs(a) // abs(b)  # exact for any python ints, where a / b rounds beyond 2**53
+        return quotient if (a < 0) == (b < 0) else -quotient
     return torch.div(_tensor(a, b), b, rounding_mode="trunc")
 
 
@@ -114,7 +116,25 @@ def _is_float(x) -> bool:
 
 def _pair(torch_fn):
     """A torch function of two operands; a python scalar takes the other operand's device."""
-    return lambda a, b, propagate_nan=None: torch_fn(_tensor(a, b), _tensor(b, a))
+    return lambda a, b: torch_fn(_tensor(a, b), _tensor(b, a))
+
+
+def _extremum(keeps_nan, drops_nan):
+    """tl.maximum or tl.minimum: by default Triton returns the operand that is not NaN, as
+    torch.fmax and fmin do; with propagate_nan=tl.PropagateNan.ALL a NaN, as torch.maximum does."""
+
+    def extremum(a, b, propagate_nan=None):
+        a, b = _tensor(a, b), _tensor(b, a)
+        floating = a.dtype.is_floating_point or b.dtype.is_floating_point
+        return (drops_nan if floating and propagate_nan != "ALL" else keeps_nan)(a, b)
+
+    return extremum
+
+
+def clamp(x, lo, hi, propagate_nan=None):
+    """tl.clamp: minimum(maximum(x, lo), hi) with Triton's NaN rule (a NaN x gives lo by default)."""
+    maximum, minimum = _extremum(torch.maximum, torch.fmax), _extremum(torch.minimum, torch.fmin)
+    return minimum(maximum(x, lo, propagate_nan), hi, propagate_nan)
 
 
 def logical_and(a, b):
@@ -150,9 +170,11 @@ def _binary(torch_fn):
 
 
 def _round_half_away(x):
-    """libdevice round: halves away from zero (torch.round rounds them to even)."""
+    """libdevice round: halves away from zero (torch.round rounds them to even). The fraction
+    x - trunc(x) is exact, where adding 0.5 first would round (0.49999997 + 0.5 is 1.0)."""
     t = _floating(x)
-    return torch.sign(t) * torch.floor(torch.abs(t) + 0.5)
+    whole = torch.trunc(t)
+    return torch.where(torch.abs(t - whole) >= 0.5, whole + torch.sign(t), whole)
 
 
 def _of_tensor(torch_fn):
@@ -162,20 +184,48 @@ def _of_tensor(torch_fn):
 
 # Float functions torch names alike.
 _SAME_UNARY = (
-    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan",
-    "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "erfinv",
-    "lgamma", "sigmoid", "floor", "ceil", "trunc",
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sqrt",
+    "rsqrt",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "erf",
+    "erfc",
+    "erfinv",
+    "lgamma",
+    "sigmoid",
+    "floor",
+    "ceil",
+    "trunc",
 )
 FUNCTIONS = {
     **{name: _unary(getattr(torch, name)) for name in _SAME_UNARY},
     **{name: _binary(getattr(torch, name)) for name in ("atan2", "hypot", "copysign")},
-    **{name: _pair(getattr(torch, name)) for name in ("maximum", "minimum", "fmax", "fmin", "nextafter")},
+    **{name: _pair(getattr(torch, name)) for name in ("fmax", "fmin", "nextafter")},
+    "maximum": _extremum(torch.maximum, torch.fmax),
+    "minimum": _extremum(torch.minimum, torch.fmin),
     **{name: _of_tensor(getattr(torch, name)) for name in ("abs", "isnan", "isinf", "isfinite", "signbit")},
     "where": where,
     "exp10": _unary(lambda x: torch.pow(10.0, x)),
     "rint": _unary(torch.round),
     "round": _round_half_away,
-    "clamp": lambda x, lo, hi, propagate_nan=None: torch.clamp(_tensor(x), lo, hi),
+    "clamp": clamp,
     "fma": lambda a, b, c: a * b + c,
     "pow": power,
     "fmod": mod,

@@ -224,6 +224,8 @@ class _Function:
         if name is not None:
             if name not in FUNCTIONS:
                 self.fail(node, f"`{ast.unparse(func)}` (called in `{_first_line(node)}`)")
+            if name == "cast":
+                self.check_rounding(node, keywords)
             return ast.Call(func=_dotted(f"tw.{name}"), args=args, keywords=keywords)
         if is_jit(target):
             if _mangle(target.fn) in self.functions and not self.functions[_mangle(target.fn)]:
@@ -244,6 +246,7 @@ class _Function:
         args = [self.expr(a) for a in node.args]
         keywords = [ast.keyword(arg=k.arg, value=self.expr(k.value)) for k in node.keywords]
         if func.attr == "to":
+            self.check_rounding(node, keywords)
             return ast.Call(func=_dotted("tw.to"), args=[base] + args, keywords=keywords)
         if func.attr in _METHODS and not keywords:
             return _call(f"tw.{func.attr}", [base] + args)
@@ -251,13 +254,21 @@ class _Function:
             return _call("tw.dtype_test", [base, ast.Constant(value=func.attr)])
         self.fail(node, f"the method `.{func.attr}` in `{_first_line(node)}`")
 
+    def check_rounding(self, node, keywords: list) -> None:
+        """A conversion rounding other than to nearest (`fp_downcast_rounding="rtz"`): torch has none."""
+        for k in keywords:
+            if k.arg == "fp_downcast_rounding" and not (
+                isinstance(k.value, ast.Constant) and k.value.value in (None, "rtne")
+            ):
+                self.fail(node, f"the rounding `{ast.unparse(k)}` in `{_first_line(node)}`")
+
     def global_value(self, node) -> ast.expr:
         """A global the payload reads, written in as a constant (or torch's dtype)."""
         found = resolve(node, self.globals)
         value = found.value if isinstance(found, tl.constexpr) else found
         if isinstance(value, (Number, str)) or value is None:
             return ast.Constant(value=value)
-        if isinstance(value, enum.Enum):
+        if isinstance(value, enum.Enum) or hasattr(type(value), "__members__"):  # Triton's C++ enums too
             return ast.Constant(value=value.name)
         if type(value) is tl.dtype and value.name in TRITON_DTYPES:
             return _dotted(f"torch.{TRITON_DTYPES[value.name]}")
