@@ -16,7 +16,7 @@ import torch
 
 from ..config import setting
 from ..runtime import hit_path
-from . import let_dynamo_trace_c_calls, function_of
+from . import function_of, let_dynamo_trace_c_calls
 from .expression import OutputNotCastable, expression_or_reason, rule_of, run, signature
 
 
