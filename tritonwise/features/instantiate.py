@@ -45,6 +45,12 @@ class InstantiatedFunction:
 
     def check(self, args: tuple, outs: tuple) -> None:
         """Every output given; every operand exactly `rank` dims, all of one shape."""
+        inputs = self._fn.schema.num_inputs()
+        if len(args) > inputs:
+            raise TypeError(
+                f"{self.__name__}: takes {inputs} inputs but {len(args)} were given; outputs are keyword "
+                f"arguments ({', '.join(f'out{k}=' for k in range(len(outs)))})"
+            )
         missing = [f"out{k}" for k, o in enumerate(outs) if o is None]
         if missing:
             raise TypeError(
