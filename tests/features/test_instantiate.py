@@ -150,7 +150,7 @@ def test_missing_outputs_are_an_error():
 
 def test_an_output_passed_by_position_is_named_as_such():
     x = torch.randn(2, 3)
-    with pytest.raises(TypeError, match=r"takes 1 inputs but 2 were given; outputs are keyword arguments \(out0=\)"):
+    with pytest.raises(TypeError, match=r"takes 1 input but 2 were given; outputs are keyword arguments \(out0=\)"):
         copy.instantiate(2)(x, torch.empty(2, 3))
 
 

@@ -48,7 +48,7 @@ class InstantiatedFunction:
         inputs = self._fn.schema.num_inputs()
         if len(args) > inputs:
             raise TypeError(
-                f"{self.__name__}: takes {inputs} inputs but {len(args)} were given; outputs are keyword "
+                f"{self.__name__}: takes {inputs} input{'s' * (inputs != 1)} but {len(args)} were given; outputs are keyword "
                 f"arguments ({', '.join(f'out{k}=' for k in range(len(outs)))})"
             )
         missing = [f"out{k}" for k, o in enumerate(outs) if o is None]
