@@ -189,15 +189,16 @@ def _extrema(x, y):
     return tl.maximum(x, y), tl.minimum(x, 0.5), tl.clamp(x, y, y + 1.0), tl.maximum(x, y, propagate_nan=nan)
 
 
-def test_maximum_minimum_and_clamp_drop_nan_as_triton_does():
+@pytest.mark.parametrize("device", DEVICES)
+def test_maximum_minimum_and_clamp_drop_nan_as_triton_does(device):
     """By default Triton's maximum, minimum and clamp return the operand that is not NaN;
     with propagate_nan=ALL, NaN."""
     fn = tritonwise.pointwise_dynamic(_extrema, promotion_methods=[(0, 1, "DEFAULT")] * 4)
     nan = float("nan")
-    x = torch.tensor([nan, 1.0, nan, 3.0, -2.0, 0.25])
-    y = torch.tensor([0.0, nan, nan, 2.0, 1.0, -1.0])
+    x = torch.tensor([nan, 1.0, nan, 3.0, -2.0, 0.25], device=device)
+    y = torch.tensor([0.0, nan, nan, 2.0, 1.0, -1.0], device=device)
     expected = fn(x, y)
-    assert torch.equal(expected[0][:2], torch.tensor([0.0, 1.0])) and expected[3][:3].isnan().all()
+    assert expected[0][:2].tolist() == [0.0, 1.0] and expected[3][:3].isnan().all()
     compare_outputs(evaluate(fn, (x, y)), expected)
 
 
@@ -206,10 +207,11 @@ def _round(x):
     return libdevice.round(x)
 
 
-def test_libdevice_round_is_exact_near_halves():
+@pytest.mark.parametrize("device", DEVICES)
+def test_libdevice_round_is_exact_near_halves(device):
     """Halves away from zero; 0.49999997 rounds to 0 (adding 0.5 first would round it up)."""
     fn = tritonwise.pointwise_dynamic(_round, promotion_methods=[(0, "DEFAULT")])
-    x = torch.tensor([0.49999997, -0.49999997, 0.5, -2.5, 8388609.0, -1.5, float("nan"), float("inf")])
+    x = torch.tensor([0.49999997, -0.49999997, 0.5, -2.5, 8388609.0, -1.5, float("nan"), float("inf")], device=device)
     try:
         expected = fn(x)
     except tritonwise.PayloadError:
