@@ -185,8 +185,12 @@ def test_integer_division_and_bool_arithmetic_follow_triton():
 
 @triton.jit
 def _extrema(x, y):
-    nan = tl.PropagateNan.ALL
-    return tl.maximum(x, y), tl.minimum(x, 0.5), tl.clamp(x, y, y + 1.0), tl.maximum(x, y, propagate_nan=nan)
+    return (
+        tl.maximum(x, y),
+        tl.minimum(x, 0.5),
+        tl.clamp(x, y, y + 1.0),
+        tl.maximum(x, y, propagate_nan=tl.PropagateNan.ALL),  # an enum: Triton keeps none in a variable
+    )
 
 
 @pytest.mark.parametrize("device", DEVICES)
