@@ -117,7 +117,7 @@ def _generate_command(args) -> None:
         raise UsageError(f"generate: {e}") from None
     if targets:  # the store may hold kernels of earlier runs: this run's are those it added
         now = len(inventory.kernels(directory))
-        print(f"{count} files and {now - stored} newly compiled kernels ({now} in the store) in {directory}")
+        print(f"{count} files and {_count(now - stored, 'newly compiled kernel')} ({now} in the store) in {directory}")
     else:
         print(f"{count} files in {directory}")
 

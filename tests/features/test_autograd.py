@@ -389,6 +389,21 @@ def test_maximum_and_minimum_with_a_nan_operand_give_the_gradient_to_the_value_r
     torch.testing.assert_close(y.grad, yt.grad)
 
 
+@triton.jit
+def clamp_between(x, lo, hi):
+    return tl.clamp(x, lo, hi)
+
+
+def test_clamp_of_a_nan_gives_the_gradient_to_the_bound_returned():
+    """Triton's clamp returns lo for a NaN x (by default it drops NaN, as fmax and fmin)."""
+    fn = pointwise_dynamic(clamp_between, promotion_methods=[(0, 1, 2, "DEFAULT")])
+    x, lo, hi = _leaves(torch.tensor([v], **F64) for v in (float("nan"), 0.0, 1.0))
+    result = fn(x, lo, hi)
+    assert result.item() == 0.0
+    result.backward()
+    assert (x.grad.item(), lo.grad.item(), hi.grad.item()) == (0.0, 1.0, 0.0)
+
+
 @pytest.mark.parametrize(
     "payload, construct", [(calls_a_helper, r"the call `twice\(x\)`"), (branches, r"the statement `if")]
 )

@@ -30,6 +30,11 @@ def product(x, y):
     return x * y
 
 
+@triton.jit
+def products(x, y):
+    return x * y, x * y
+
+
 def _function(kind, dims, keepdim=None, deterministic=False):
     entry = (kind, dims) if keepdim is None else (kind, dims, keepdim)
     return pointwise_dynamic(
@@ -319,6 +324,11 @@ def test_empty_extents():
     assert _function("sum", 0)(x, x).shape == (0,)
     with pytest.raises(IndexError, match="dim 1, an empty extent"):
         _function("max", 1)(x, x)
+    sum_then_max = pointwise_dynamic(
+        products, promotion_methods=[(0, 1, "DEFAULT")] * 2, reductions=[("sum", 1), ("max", 1)]
+    )
+    with pytest.raises(IndexError, match="max along dim 1"):
+        sum_then_max(x, x)
 
 
 @pytest.mark.parametrize("shape, dim", [((4, 0), 1), ((0, 0), 1), ((0, 3), 0), ((0, 3), 1), ((2, 0, 0), -2)])

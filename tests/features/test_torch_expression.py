@@ -243,10 +243,28 @@ def _toward_zero(x):
     return x.to(tl.float16, fp_downcast_rounding="rtz")
 
 
+@triton.jit
+def _toward_zero_by_position(x):
+    return tl.cast(x, tl.float16, "rtz") + x.to(tl.float16, "rtz")
+
+
+@triton.jit
+def _bits_by_position(x):
+    return x.to(tl.int32, None, True)
+
+
 def test_a_conversion_rounding_toward_zero_does_not_translate():
-    fn = tritonwise.pointwise_dynamic(_toward_zero, promotion_methods=[(0, "DEFAULT")])
-    reason = expression_or_reason(fn)
-    assert isinstance(reason, str) and "the rounding `fp_downcast_rounding='rtz'`" in reason
+    for payload in (_toward_zero, _toward_zero_by_position):
+        reason = expression_or_reason(tritonwise.pointwise_dynamic(payload, promotion_methods=[(0, "DEFAULT")]))
+        assert isinstance(reason, str) and "the rounding `'rtz'`" in reason
+
+
+def test_conversion_arguments_by_position_are_triton_s():
+    """`x.to(dtype, fp_downcast_rounding, bitcast)`, as Triton orders them."""
+    fn = tritonwise.pointwise_dynamic(_bits_by_position, promotion_methods=[(0, "DEFAULT")])
+    x = torch.tensor([1.0, -2.5, 0.0])
+    got = evaluate(fn, (x,))
+    assert torch.equal(got, fn(x).float()) and torch.equal(got, x.view(torch.int32).float())
 
 
 @triton.jit

@@ -151,3 +151,24 @@ def test_dtypes_torch_does_not_promote_are_refused_as_torch_refuses_them(dtype):
             else:
                 assert add(x, y).dtype == want
     assert checked >= len(PARTNERS) - 1
+
+
+def test_the_refusal_replays_torch_over_tensors_0d_tensors_and_python_numbers():
+    """elementwise_dtypes against torch.result_type for every pair with a dtype torch does not
+    promote: sized and 0-d tensors and python numbers, complex ones too, either order."""
+    from tritonwise.frontend.promotion import KIND, elementwise_dtypes
+
+    others = [torch.bool, torch.uint8, torch.int64, torch.float16, torch.float64, torch.complex64]
+    for dtype in UNPROMOTABLE:
+        for other in [*UNPROMOTABLE, *others, 2, 2.5, True, 1j]:
+            for a_dims, b_dims in ((1, 1), (1, 0), (0, 1)):
+                a = torch.empty((2,) * a_dims, dtype=dtype, device="meta")
+                b = torch.empty((2,) * b_dims, dtype=other, device="meta") if isinstance(other, torch.dtype) else other
+                for pair in ((a, b), (b, a)):
+                    try:
+                        want = torch.result_type(*pair)
+                    except RuntimeError:
+                        with pytest.raises(RuntimeError):
+                            elementwise_dtypes(pair, KIND.NO_OPMATH)
+                    else:
+                        assert elementwise_dtypes(pair, KIND.NO_OPMATH)[1] == want, pair

@@ -174,19 +174,13 @@ def test_a_file_removed_after_its_check_compiles_from_the_text_checked(tmp_path,
     the file read again: a `cache clear` between the check and the compile changes nothing."""
     import sys
 
+    from tests.support.cache_races import remove_each_file_once_verified
     from tritonwise.plans import binder
 
     monkeypatch.setenv("TRITONWISE_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("TRITONWISE_KERNEL_STORE", "0")  # through Triton's JIT, which reads the source
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
-    verified = binder.ensure_file
-
-    def verified_then_removed(*args):
-        path = verified(*args)
-        path.unlink()
-        return path
-
-    monkeypatch.setattr(binder, "ensure_file", verified_then_removed)
+    remove_each_file_once_verified(monkeypatch, binder)
     fn = pointwise_dynamic(add_alpha.payload, is_tensor=[True, True, False], promotion_methods=[(0, 1, 2, "DEFAULT")])
     x, y = torch.randn(37, 129, device="cuda"), torch.randn(129, device="cuda")
     _close(fn(x, y, 0.5), x + y * 0.5)

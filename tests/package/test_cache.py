@@ -17,10 +17,11 @@ import pytest
 import torch
 
 from tests.support import payload_no_tl
+from tests.support.cache_races import remove_each_file_once_verified
 from tests.support.paths import ROOT, TESTS
 import tritonwise
 from tritonwise import pointwise_dynamic
-from tritonwise.plans import binder
+from tritonwise.plans import binder, derived_payloads
 from tritonwise.runtime import cache, inventory, kernel_store
 
 CHECKSUM = "# tritonwise-checksum: "
@@ -484,19 +485,15 @@ def test_generated_files_run_as_verified_and_leave_no_bytecode(cache_dir, monkey
     would run whatever bytecode lies there), and a file removed right after it was verified (a
     `cache clear` meanwhile) still runs."""
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
-    verified = binder.ensure_file
-
-    def verified_then_removed(*args):
-        path = verified(*args)
-        path.unlink()
-        return path
-
-    monkeypatch.setattr(binder, "ensure_file", verified_then_removed)
-    x, y = torch.randn(4, 6), torch.randn(6)
+    verified = remove_each_file_once_verified(monkeypatch, binder)
+    remove_each_file_once_verified(monkeypatch, derived_payloads)  # the backward's payload file
+    x, y = torch.randn(4, 6, dtype=torch.float64, requires_grad=True), torch.randn(6, dtype=torch.float64)
     torch.testing.assert_close(fresh_add()(x, y), x + y)
+    fresh_add()(x, y).sum().backward()
+    torch.testing.assert_close(x.grad, torch.ones_like(x))
     assert not generated_files(cache_dir) and not (cache_dir / "__pycache__").exists()
     monkeypatch.setattr(binder, "ensure_file", verified)
-    torch.testing.assert_close(fresh_add()(y, x), y + x)
+    torch.testing.assert_close(fresh_add()(y, x.detach()), y + x.detach())
     assert len(generated_files(cache_dir)) == 1 and not (cache_dir / "__pycache__").exists()
 
 

@@ -82,7 +82,7 @@ FUNCTIONS = {
     "fma": lambda a, b, c, y, g, f: [f"{g} * {b}", f"{g} * {a}", g],
     "clamp": lambda x, lo, hi, y, g, f: [
         f"tl.where(({x} >= {lo}) & ({x} <= {hi}), {g}, 0.0)",
-        f"tl.where({x} < {lo}, {g}, 0.0)",
+        f"tl.where(({x} < {lo}) | ({x} != {x}), {g}, 0.0)",  # Triton's clamp of a NaN x returns lo
         f"tl.where({x} > {hi}, {g}, 0.0)",
     ],
     "where": lambda c, a, b, y, g, f: [None, f"tl.where({c}, {g}, 0.0)", f"tl.where({c}, 0.0, {g})"],

@@ -48,11 +48,11 @@ def prepare_args(fn, args: tuple, kwargs: dict, skip_tensor_check: bool = False)
         validation.check_kinds(fn.__name__, schema, validation.python_scalars(args))
     inputs = [a for i, a in enumerate(args) if schema.is_tensor(i)]
     outs = [kwargs.get(f"out{k}") for k in range(schema.num_outputs())]
-    if inputs:  # as FlagGems: a given output has the task's shape (wrapping would scramble it)
-        task = tuple(torch.broadcast_shapes(*[t.shape for t in inputs]))
-        for k, (out, reduced) in enumerate(zip(outs, fn.reduction_kinds)):
-            if out is not None and reduced is None and tuple(out.shape) != task:
-                raise RuntimeError(f"{fn.__name__}.prepare_args: out{k} has shape {tuple(out.shape)}, expected {task}")
+    broadcast = tuple(torch.broadcast_shapes(*[t.shape for t in inputs])) if inputs else ()
+    # as FlagGems: an output of another shape would be wrapped over this one, and written scrambled
+    for k, (out, reduced) in enumerate(zip(outs, fn.reduction_kinds)):
+        if inputs and out is not None and reduced is None and tuple(out.shape) != broadcast:
+            raise RuntimeError(f"{fn.__name__}.prepare_args: out{k} has shape {tuple(out.shape)}, expected {broadcast}")
     missing = [k for k, o in enumerate(outs) if o is None]
     dtypes = [meta[2] for meta in fn.output_meta(*args)] if missing else []
     tensors = [o for o in outs if o is not None] + inputs
@@ -61,7 +61,7 @@ def prepare_args(fn, args: tuple, kwargs: dict, skip_tensor_check: bool = False)
         model = tensors[0]
         wrap = lambda t: StridedBuffer(t, task_shape, (1,))  # noqa: E731 (one layout for all)
     else:
-        task_shape = tuple(torch.broadcast_shapes(*[t.shape for t in inputs])) if inputs else ()
+        task_shape = broadcast
         model = next((t for t in tensors if tuple(t.shape) == task_shape), None)
         wrap = lambda t: StridedBuffer(t, task_shape, broadcast_strides(t.shape, t.stride(), task_shape))  # noqa: E731
     for k in missing:  # like `model` (its strides, torch.empty_like), else C-contiguous
@@ -72,4 +72,3 @@ def prepare_args(fn, args: tuple, kwargs: dict, skip_tensor_check: bool = False)
             outs[k] = torch.empty(shape, dtype=dtypes[k], device=tensors[0].device)
     wrapped = tuple(wrap(a) if schema.is_tensor(i) else a for i, a in enumerate(args))
     return len(task_shape), wrapped, {f"out{k}": wrap(t) for k, t in enumerate(outs)}
-

@@ -183,8 +183,9 @@ class Planner:
         if self.along_dims:
             r = reductions[0]
             empty = [d for d in r.dims if shape[d] == 0]
-            if r.kind != "sum" and empty:  # torch refuses it even where the result is empty too
-                raise IndexError(f"{self.name}: {r.kind} along dim {empty[0]}, an empty extent, has no identity")
+            extreme = next((e.kind for e in reductions if e is not None and e.kind != "sum"), None)
+            if extreme and empty:  # torch refuses it even where the result is empty too
+                raise IndexError(f"{self.name}: {extreme} along dim {empty[0]}, an empty extent, has no identity")
             return analyze_rows(inputs, layouts, r.dims, r.keepdim, itemsize, self.config, splittable(reductions))
         elementwise = [o for o, r in zip(layouts, self.reductions) if r is None]
         return analyze(inputs, elementwise, itemsize, self.config, collapse)

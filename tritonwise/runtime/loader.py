@@ -46,9 +46,15 @@ def exec_source(name: str, path: Path, text: str, namespace: dict) -> types.Modu
     module.__file__ = str(path)
     module.__dict__.update(namespace)
     sys.modules[name] = module  # Triton resolves the kernel's source and globals through it
-    linecache.cache[str(path)] = (len(text), None, text.splitlines(keepends=True), str(path))
-    exec(compile(text, str(path), "exec"), module.__dict__)
+    run_source(str(path), text, module.__dict__)
     return module
+
+
+def run_source(filename: str, text: str, namespace: dict) -> None:
+    """Run `text` in `namespace` as the file `filename`, whose lines linecache (and so inspect,
+    tracebacks and Triton) reads from `text` itself, whether or not such a file exists."""
+    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+    exec(compile(text, filename, "exec"), namespace)
 
 
 def _interpreted(module: types.ModuleType, kernel_name: str) -> None:

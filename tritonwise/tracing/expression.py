@@ -8,7 +8,6 @@ given outputs), all in torch operations torch.compile can trace.
 
 from __future__ import annotations
 
-import linecache
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -16,6 +15,7 @@ import torch
 
 from ..frontend.dtypes import resolve_types
 from ..frontend.reduction import reduction_of
+from ..runtime.loader import run_source
 from . import language
 from .translate import UnsupportedConstruct, translate
 
@@ -49,10 +49,8 @@ def expression_of(fn) -> TorchExpression:
     scalars = frozenset(p for i, p in enumerate(params) if i < schema.num_inputs() and not schema.is_tensor(i))
     translation = translate(payload.fn, scalars)
     # compiled under a file name of its own, for tracebacks and torch.compile logs
-    filename = f"<tritonwise torch expression of {payload.qualname}>"
-    linecache.cache[filename] = (len(translation.source), None, translation.source.splitlines(True), filename)
     namespace = {"tw": language.NAMESPACE, "torch": torch}
-    exec(compile(translation.source, filename, "exec"), namespace)
+    run_source(f"<tritonwise torch expression of {payload.qualname}>", translation.source, namespace)
     return TorchExpression(namespace[translation.name], translation.source)
 
 

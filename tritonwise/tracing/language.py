@@ -69,7 +69,7 @@ def bitwidth(d: torch.dtype) -> int:
     return 1 if d == torch.bool else d.itemsize * 8
 
 
-def to(x, d: torch.dtype, bitcast: bool = False, fp_downcast_rounding=None):
+def to(x, d: torch.dtype, fp_downcast_rounding=None, bitcast: bool = False):
     """`x.to(d)` / `tl.cast(x, d)`: a conversion (16-bit floats through float32, as the kernels
     convert, rounding to nearest: the translation refuses another rounding), or with bitcast the
     same bits read as `d`."""

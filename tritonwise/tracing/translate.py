@@ -225,7 +225,7 @@ class _Function:
             if name not in FUNCTIONS:
                 self.fail(node, f"`{ast.unparse(func)}` (called in `{_first_line(node)}`)")
             if name == "cast":
-                self.check_rounding(node, keywords)
+                self.check_rounding(node, args[2:3], keywords)
             return ast.Call(func=_dotted(f"tw.{name}"), args=args, keywords=keywords)
         if is_jit(target):
             if _mangle(target.fn) in self.functions and not self.functions[_mangle(target.fn)]:
@@ -246,7 +246,7 @@ class _Function:
         args = [self.expr(a) for a in node.args]
         keywords = [ast.keyword(arg=k.arg, value=self.expr(k.value)) for k in node.keywords]
         if func.attr == "to":
-            self.check_rounding(node, keywords)
+            self.check_rounding(node, args[1:2], keywords)
             return ast.Call(func=_dotted("tw.to"), args=[base] + args, keywords=keywords)
         if func.attr in _METHODS and not keywords:
             return _call(f"tw.{func.attr}", [base] + args)
@@ -254,13 +254,13 @@ class _Function:
             return _call("tw.dtype_test", [base, ast.Constant(value=func.attr)])
         self.fail(node, f"the method `.{func.attr}` in `{_first_line(node)}`")
 
-    def check_rounding(self, node, keywords: list) -> None:
-        """A conversion rounding other than to nearest (`fp_downcast_rounding="rtz"`): torch has none."""
-        for k in keywords:
-            if k.arg == "fp_downcast_rounding" and not (
-                isinstance(k.value, ast.Constant) and k.value.value in (None, "rtne")
-            ):
-                self.fail(node, f"the rounding `{ast.unparse(k)}` in `{_first_line(node)}`")
+    def check_rounding(self, node, positional: list, keywords: list) -> None:
+        """A conversion rounding other than to nearest (`fp_downcast_rounding="rtz"`, by keyword or
+        by position after the dtype): torch has none."""
+        given = positional + [k.value for k in keywords if k.arg == "fp_downcast_rounding"]
+        for value in given:
+            if not (isinstance(value, ast.Constant) and value.value in (None, "rtne")):
+                self.fail(node, f"the rounding `{ast.unparse(value)}` in `{_first_line(node)}`")
 
     def global_value(self, node) -> ast.expr:
         """A global the payload reads, written in as a constant (or torch's dtype)."""
