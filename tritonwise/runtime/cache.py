@@ -232,7 +232,8 @@ def _verified_text(path: Path, marks: tuple = ()) -> Optional[str]:
 def verified_source(path: Path) -> str:
     """The text of the generated file at `path` as this process verified or wrote it (what runs is
     what was checked, even if the file was removed or replaced since); a file this process has not
-    verified is read once and verified now."""
+    verified (a path given by hand, as benchmarks do) is read once and its checksum checked now,
+    not where it lies (ensure_file's `find` checks that)."""
     text = _texts.get(str(path))
     if text is None:
         text = _verified_text(path)
