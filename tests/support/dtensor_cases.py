@@ -22,13 +22,17 @@ from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distrib
 from torch.distributed.tensor.debug import CommDebugMode
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))  # the repository root
-from tritonwise import pointwise_dynamic  # noqa: E402
+from tritonwise import ComplexMode, pointwise_dynamic  # noqa: E402
 
 
 @pointwise_dynamic(is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])
 @triton.jit
 def axpy(x, y, alpha):
     return x + y * alpha
+
+
+complex_axpy = pointwise_dynamic(axpy.payload, is_tensor=[True, True, False], promotion_methods=[(0, 1, "DEFAULT")])
+complex_axpy.register_complex(ComplexMode.ELEMENTWISE)
 
 
 @pointwise_dynamic(is_tensor=[True, False], promotion_methods=[(0, 1, "DEFAULT")])
@@ -198,6 +202,23 @@ def case_plain_tensor_beside_dtensor_is_refused(c: Case):
         assert "argument 1" in str(e) and "DTensor" in str(e), e
     else:
         raise AssertionError("a plain tensor beside DTensors was accepted")
+
+
+def case_plain_given_output_beside_dtensors_is_refused(c: Case):
+    x = c.full(4, 4)
+    try:
+        axpy(c.dt(x, Shard(0)), c.dt(x, Shard(0)), 1.0, out0=torch.empty_like(x))
+    except TypeError as e:
+        assert "out0 must be a DTensor" in str(e), e
+    else:
+        raise AssertionError("a plain given output beside DTensors was accepted")
+
+
+def case_complex_shards(c: Case):
+    """A function of complex operands (register_complex) runs on complex shards."""
+    x, y = torch.complex(c.full(8, 6), c.full(8, 6)), torch.complex(c.full(8, 6), c.full(8, 6))
+    z = no_collectives(complex_axpy, c.dt(x, Shard(0)), c.dt(y, Shard(0)), 0.5)
+    check(z, x + y * 0.5, [Shard(0)])
 
 
 CASES_1D = [v for k, v in sorted(globals().items()) if k.startswith("case_")]

@@ -136,6 +136,8 @@ def call(fn, args: tuple, outs: tuple):
 
 def _layout(fn, args: tuple, outs: tuple) -> Layout:
     """The rule applied to a call's operands, results aside; raises for a call it can't serve."""
+    for k, out in enumerate(outs):  # before anything reads an output's placements
+        _require_dtensor_output(fn.__name__, k, out)
     mesh = _common_mesh(fn.__name__, args, outs)
     task_shape = torch.broadcast_shapes(*[tuple(a.shape) for a in args if isinstance(a, torch.Tensor)])
     rank = len(task_shape)
@@ -157,7 +159,12 @@ def _layout(fn, args: tuple, outs: tuple) -> Layout:
 
 def _results(fn, args: tuple, outs: tuple, layout: Layout) -> tuple:
     """The Result of each output the call allocates (None where given)."""
-    metas = fn.output_meta(*[_meta(a) for a in args])
+    meta_args = [_meta(a) for a in args]
+    if any(isinstance(a, torch.Tensor) and a.is_complex() for a in meta_args):  # the complex handler's results
+        values = fn(*meta_args)
+        metas = [(tuple(v.shape), v.stride(), v.dtype) for v in (values if isinstance(values, tuple) else (values,))]
+    else:
+        metas = fn.output_meta(*meta_args)
     rank, shard_dims = layout.rank, layout.shard_dims
     return tuple(
         None if o is not None else Result(placements_for(shape, rank, shard_dims, r), torch.Size(shape), strides)
@@ -191,9 +198,13 @@ def _placed(a, target: tuple) -> DTensor:
     return a if tuple(a.placements) == target else a.redistribute(a.device_mesh, target)
 
 
-def _local_output(name: str, k: int, out, expected: Optional[tuple]):
-    if not isinstance(out, DTensor):
+def _require_dtensor_output(name: str, k: int, out) -> None:
+    if out is not None and not isinstance(out, DTensor):
         raise TypeError(f"{name}: out{k} must be a DTensor when the operands are DTensors, got {type(out).__name__}")
+
+
+def _local_output(name: str, k: int, out, expected: Optional[tuple]):
+    _require_dtensor_output(name, k, out)
     if tuple(out.placements) != expected:
         raise RuntimeError(
             f"{name}: out{k} has placements {tuple(out.placements)}, but the result is computed as {expected}; "
