@@ -75,9 +75,6 @@ def _check_torch_promotes(operands: Sequence) -> None:
     _across(groups[0], _across(groups[1], groups[2]))
 
 
-_COMPLEX_OF = {torch.float16: torch.complex32, torch.float32: torch.complex64, torch.float64: torch.complex128}
-
-
 def _number_dtype(x: Number) -> torch.dtype:
     if isinstance(x, bool):
         return torch.bool
@@ -92,9 +89,9 @@ def _across(higher, lower):
     if higher is None or lower is None:
         return lower if higher is None else higher
     if is_complex_dtype(lower) and is_float_dtype(higher):
-        if higher not in _COMPLEX_OF:
+        if higher in UNPROMOTABLE:  # float8: no complex dtype holds it
             raise RuntimeError(f"Promotion of {higher} with {lower}: {higher} has no complex dtype")
-        return _COMPLEX_OF[higher]
+        return corresponding_complex_dtype(higher)
     if is_complex_dtype(higher) or is_complex_dtype(lower) or is_float_dtype(higher):
         return lower if is_complex_dtype(lower) and not is_complex_dtype(higher) else higher
     return torch.promote_types(higher, lower) if higher == torch.bool or is_float_dtype(lower) else higher

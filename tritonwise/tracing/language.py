@@ -131,9 +131,11 @@ def _extremum(keeps_nan, drops_nan):
     return extremum
 
 
+maximum, minimum = _extremum(torch.maximum, torch.fmax), _extremum(torch.minimum, torch.fmin)
+
+
 def clamp(x, lo, hi, propagate_nan=None):
     """tl.clamp: minimum(maximum(x, lo), hi) with Triton's NaN rule (a NaN x gives lo by default)."""
-    maximum, minimum = _extremum(torch.maximum, torch.fmax), _extremum(torch.minimum, torch.fmin)
     return minimum(maximum(x, lo, propagate_nan), hi, propagate_nan)
 
 
@@ -184,42 +186,16 @@ def _of_tensor(torch_fn):
 
 # Float functions torch names alike.
 _SAME_UNARY = (
-    "exp",
-    "exp2",
-    "expm1",
-    "log",
-    "log2",
-    "log10",
-    "log1p",
-    "sqrt",
-    "rsqrt",
-    "sin",
-    "cos",
-    "tan",
-    "asin",
-    "acos",
-    "atan",
-    "sinh",
-    "cosh",
-    "tanh",
-    "asinh",
-    "acosh",
-    "atanh",
-    "erf",
-    "erfc",
-    "erfinv",
-    "lgamma",
-    "sigmoid",
-    "floor",
-    "ceil",
-    "trunc",
-)
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan",
+    "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "erfinv",
+    "lgamma", "sigmoid", "floor", "ceil", "trunc",
+)  # fmt: skip
 FUNCTIONS = {
     **{name: _unary(getattr(torch, name)) for name in _SAME_UNARY},
     **{name: _binary(getattr(torch, name)) for name in ("atan2", "hypot", "copysign")},
     **{name: _pair(getattr(torch, name)) for name in ("fmax", "fmin", "nextafter")},
-    "maximum": _extremum(torch.maximum, torch.fmax),
-    "minimum": _extremum(torch.minimum, torch.fmin),
+    "maximum": maximum,
+    "minimum": minimum,
     **{name: _of_tensor(getattr(torch, name)) for name in ("abs", "isnan", "isinf", "isfinite", "signbit")},
     "where": where,
     "exp10": _unary(lambda x: torch.pow(10.0, x)),
