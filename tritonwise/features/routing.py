@@ -75,7 +75,8 @@ RULES = (  # in order
     _NUMPY,
     ("tensor subclass", lambda fn, args, outs: validation.result_subclass(fn.__name__, (*args, *outs)), _subclass),
     ("autograd", lambda fn, args, outs: any(isinstance(a, torch.Tensor) and a.requires_grad for a in args), _autograd),
-    ("DTensor", lambda fn, args, outs: validation.has_dtensor(args, outs), _dtensor),  # before complex: shards may be
+    # before complex: a DTensor's shards may be complex, and the complex route takes plain tensors
+    ("DTensor", lambda fn, args, outs: validation.has_dtensor(args, outs), _dtensor),
     ("complex", lambda fn, args, outs: fn.complex_handler is not None and fn.complex_handler.applies(args, outs),
      lambda fn, args, outs, _: fn.complex_handler(fn, args, outs)),
     _NEGATIVE,
