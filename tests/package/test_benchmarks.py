@@ -382,6 +382,80 @@ def test_row_sum_floor_keeps_each_familys_best_median_over_alternated_rounds(mon
     ]
 
 
+def _interpreted_axis_floor(monkeypatch):
+    """benchmarks.axis_floor with its kernels interpreted and its sweep cut to a few small tiles."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    from benchmarks import axis_floor
+
+    kernels = {key: InterpretedFunction(getattr(k, "fn", k)) for key, k in axis_floor.KERNELS.items()}
+    monkeypatch.setattr(axis_floor, "KERNELS", kernels)
+    monkeypatch.setattr(axis_floor, "FLAT_TILES", ((1, 32), (2, 64)))
+    monkeypatch.setattr(axis_floor, "CUBE_TILES", ((1, 2), (2, 4)))
+    monkeypatch.setattr(axis_floor, "WARPS", (4,))
+    return axis_floor
+
+
+@pytest.mark.parametrize("shape", [(4, 16, 8), (3, 10, 6)], ids=["tiles divide", "masked"])
+def test_axis_floor_kernels_give_torchs_sums_and_a_planted_narrow_tile_fails(monkeypatch, shape):
+    """Every family and form of the (0, 2) floor, interpreted on CPU, sums as torch does, on a
+    view whose strides are not its extents' too; a 3-D tile narrower than the last dim (half of
+    it, planted) misses columns and fails the check that gates timing."""
+    from tritonwise.runtime.dispatch import INTERPRETER_LOCK
+    from tritonwise.runtime.interpreter.interpret import interpreting
+
+    floor = _interpreted_axis_floor(monkeypatch)
+    x = torch.randn(shape)
+    view = torch.randn(shape[0], shape[1] + 3, 2 * shape[2])[:, 1:-2, : shape[2]]
+    with INTERPRETER_LOCK, interpreting():
+        for t in (x, view):
+            found = floor.variants(t)
+            assert {v[0] for v in found} == set(floor.FAMILIES) and len(found) == 12
+            assert all(floor.checked(t, variant) for variant in found)
+        monkeypatch.setattr(floor.triton, "next_power_of_2", lambda n, real=triton.next_power_of_2: real(n) // 2)
+        narrow = [v for v in floor.variants(x) if v[0].startswith("3-D")]
+        assert not any(floor.checked(x, variant) for variant in narrow)
+
+
+def test_axis_floor_takes_each_rounds_ratios_against_the_copy_of_torch_compiles_kernel(monkeypatch):
+    """floor_rows: the variants screened after a flush, the copy of torch.compile's kernel, each
+    family's best and the always-retimed tiles timed in rounds under each timer, and each ratio's
+    range taken round by round against that copy."""
+    from benchmarks import axis_floor as floor
+
+    def variant(family, tile, how):
+        return (family, tile, how, f"{family} {tile} {how}", None)
+
+    fake = [variant(*floor.COMPILED_KERNEL), variant("flat, run time", (1, 1024), "8 warps"),
+            variant(*floor.ALWAYS_RETIMED[0]), variant(*floor.ALWAYS_RETIMED[1]),
+            variant("3-D, run time", (2, 8), "4 warps")]
+    screen = {v[3]: 9.0 - k for k, v in enumerate(fake)}
+    rounds = {"plain": iter([10.0, 10.0]), "ours": iter([6.0, 9.0]), "tc": iter([1.0, 1.0]),
+              fake[0][3]: iter([8.0, 8.0])}
+    rounds.update({v[3]: iter([4.0, 6.0]) for v in fake[1:]})
+
+    def rate(nbytes, call, x):
+        return next(rounds[call if isinstance(call, str) else "ours"])
+
+    monkeypatch.setattr(floor, "variants", lambda x: fake)
+    monkeypatch.setattr(floor, "checked", lambda x, v: True)
+    monkeypatch.setattr(floor, "sum_0_2", lambda t: t.sum((0, 2)))
+    monkeypatch.setattr(floor, "best_plain_read", lambda x, rate: "plain")
+    monkeypatch.setattr(floor, "TIMERS", {"after a clean L2 flush": lambda n, call, x: screen[call]})
+    ranked = floor.screened(torch.ones(2, 3, 4))
+    assert [v[3] for _, v in ranked] == [v[3] for v in fake]
+    kept = [v[:3] for v in floor.retimed(ranked)]
+    assert kept[0] == floor.COMPILED_KERNEL and len(kept) == len(set(kept)) == 5
+    monkeypatch.setattr(floor, "screened", lambda x: ranked)
+    monkeypatch.setattr(floor, "TIMERS", {"do_bench": rate})
+    rows = floor.floor_rows(torch.ones(2, 3, 4), rounds=2, compiled="tc")
+    by_name = {row[1]: row[2:] for row in rows}
+    assert by_name["plain read of the same bytes"] == (10.0, 1.0, 1.25, 1.25)
+    assert by_name["tritonwise sum(x, (0, 2))"] == (7.5, 0.75, 0.75, 1.125)
+    assert by_name["torch.compile (its whole call)"][0] == 1.0
+    assert by_name["flat, compiled in, tile (1, 2048), 16 warps"] == (8.0, 0.8, 1.0, 1.0)
+
+
 def test_torch_op_comparison_fails_a_planted_wrong_variant_and_passes_the_others(monkeypatch, capsys):
     from benchmarks import torch_op_vs_triton_op as torch_op  # registers its custom ops
 
