@@ -4,13 +4,15 @@
     python -m benchmarks.column_split --device cpu   # every form checked on small inputs, nothing timed
 
 Where the reduced dims of a row scheme's task do not collapse into one, each column index of a
-block is split into one index per reduced dim by run-time extents: an unsigned quotient and the
-remainder from it (schemes/nd.py's `decompose`). These cases, sums over dims (0, 2), run their
-generated file as it is and copies of it with the split written in another form (FORMS),
-alternated in rounds under the timers of axis_reductions.py, each checked against torch first,
-its output poisoned before. "extent compiled in" is what a compiler that specializes on the
-shape writes, torch.compile's kernel among them: it holds for one extent only.
-docs/decisions/column-split.md reads the figures.
+block is split into one index per reduced dim: an unsigned quotient and the remainder from it
+(schemes/nd.py's `decompose`), row_looped's innermost one by its extent compiled in where that
+is a power of two (SPLIT_EXTENT), else by the run-time extent. These cases, sums over dims
+(0, 2), run their generated file as it is and copies of it with the split written in another
+form (FORMS), alternated in rounds under the timers of axis_reductions.py, each checked against
+torch first, its output poisoned before. "unsigned at run time" is the generated form with no
+extent compiled in; "extent compiled in" is what a compiler that specializes on the shape writes,
+torch.compile's kernel among them, for any extent. docs/decisions/column-split.md and
+split-extent.md read the figures.
 """
 
 from __future__ import annotations
@@ -27,25 +29,27 @@ from benchmarks.axis_reductions import sum_0_2
 from benchmarks.file_copies import check, timed_rows, variants
 from benchmarks.harness import header, positive_int, report, smoke_arguments, smoke_run
 
-# The split as decompose() writes it for two reduced dims (an unsigned quotient, the remainder
-# by a multiply and a subtract), in row_looped's loop and its last block, or once in row_persistent.
+# The split as decompose() writes it for two reduced dims (an unsigned quotient, the remainder by
+# a multiply and a subtract; row_looped's by SPLIT_EXTENT where compiled in), in row_looped's
+# loop and its last block, or once in row_persistent.
 SPLIT = re.compile(
-    r"(?P<indent> +)j(?P<quot>\d+) = \(cols\.to\(tl\.uint\d+\) // size(?P<dim>\d+)"
-    r"\.to\(tl\.uint\d+\)\)\.to\(tl\.int\d+\)\n"
-    r" +j(?P<rest>\d+) = cols - j(?P=quot) \* size(?P=dim)\n"
+    r"(?P<indent> +)j(?P<quot>\d+) = (?:\(cols\.to\(tl\.uint\d+\) // SPLIT_EXTENT\)\.to\(tl\.int\d+\) if SPLIT_EXTENT else )?"
+    r"\(cols\.to\(tl\.uint(?P<bits>\d+)\) // size(?P<dim>\d+)\.to\(tl\.uint\d+\)\)\.to\(tl\.int\d+\)\n"
+    r" +j(?P<rest>\d+) = cols - j(?P=quot) \* (?:\(SPLIT_EXTENT if SPLIT_EXTENT else size(?P=dim)\)|size(?P=dim))\n"
 )
 FORMS = {
+    "unsigned at run time": "{indent}j{quot} = (cols.to(tl.uint{bits}) // size{dim}.to(tl.uint{bits})).to(tl.int{bits})\n"
+                            "{indent}j{rest} = cols - j{quot} * size{dim}\n",
     "signed division and remainder": "{indent}j{rest} = cols % size{dim}\n{indent}j{quot} = cols // size{dim}\n",
-    "one signed division": "{indent}j{quot} = cols // size{dim}\n{indent}j{rest} = cols - j{quot} * size{dim}\n",
     "extent compiled in": "{indent}j{rest} = cols % {extent}\n{indent}j{quot} = cols // {extent}\n",
 }
 # (0, 2) sums: row_looped's six shapes of docs/decisions/row-looped-blocks.md and a narrower run,
-# then two of row_persistent (reduced extents of one block); on CPU, two of row_looped and one of
-# row_persistent.
+# then two of row_persistent (reduced extents of one block); on CPU, three of row_looped (one
+# whose innermost extent is compiled in) and one of row_persistent.
 SHAPES = {
     False: ((64, 4096, 64), (128, 2048, 16), (32, 4096, 128), (16, 2048, 256), (8, 4096, 512), (4, 4096, 1024),
             (64, 4096, 48), (16, 16384, 64), (32, 16384, 16)),
-    True: ((3, 300, 704), (2, 300, 1200), (3, 50, 16)),
+    True: ((3, 300, 704), (3, 300, 512), (2, 300, 1200), (3, 50, 16)),
 }
 
 

@@ -1182,6 +1182,38 @@ def test_a_rows_count_and_last_block_are_compiled_in(case, form, kind, monkeypat
     assert (block_m, block_n) == block and tuple(values[:2]) == (plan.compiled_blocks, plan.rest_block)
 
 
+SPLIT_ROWS = {  # x, its reduced dims (not adjacent: their columns split), the SPLIT_EXTENT compiled in
+    "innermost 64": (lambda: torch.randn(24, 300, 64), (0, 2), 64),
+    "innermost 2": (lambda: torch.randn(640, 300, 2), (0, 2), 2),
+    "innermost 48, divided": (lambda: torch.randn(32, 300, 48), (0, 2), 0),
+    "a view, innermost 128 of 130": (lambda: torch.randn(12, 300, 130)[:, :, :128], (0, 2), 128),
+    "three reduced dims, innermost 32": (lambda: torch.randn(6, 300, 8, 40)[..., :32], (0, 2, 3), 32),
+}
+
+
+@pytest.mark.parametrize("form", ["as planned", "every split divided"])
+@pytest.mark.parametrize("case", list(SPLIT_ROWS))
+def test_the_innermost_split_of_several_reduced_dims_takes_its_extent_compiled_in(case, form, monkeypatch):
+    """Over several reduced dims, row_looped compiles in the innermost reduced extent where that is
+    a power of two (SPLIT_EXTENT) and splits that dim by it; other extents, and the dims further
+    out, divide by run-time extents. With none allowed every split divides at run time. Both
+    forms against torch, into a poisoned output."""
+    from tritonwise.schemes import row_looped
+
+    if form == "every split divided":
+        monkeypatch.setattr(row_looped.RowLooped, "split_extents", ())
+    make, dims, extent = SPLIT_ROWS[case]
+    x = make()
+    y = torch.full((1, x.shape[1]) + (1,) * (x.dim() - 2), 3.0)
+    fn = _function("sum", dims)
+    out = poisoned_like(torch.empty(x.shape[1]))
+    assert fn(x, y, out0=out) is out
+    _check(out, "sum", x, y, dims)
+    plan = fn.explain(x, y)
+    assert plan.scheme == "row_looped" and len(plan.task_shape) == len(dims) + 1
+    assert plan.split_extent == (0 if form == "every split divided" else extent)
+
+
 def test_one_file_serves_rows_of_every_count():
     """Rows of 2, 5, 32 and 40 whole blocks (the last counted at run time) run one file's
     kernels, each compiled for its block and count, every result torch's."""

@@ -53,7 +53,7 @@ class TaskPlan:
         tiling = self.tiling
         scheme = get_scheme(tiling.scheme)
         values = scheme.row_constexprs(self.task_shape, tiling.m_dim, tiling.block, tiling.peel is not None)
-        return dict(zip(scheme.row_constexpr_names, values))
+        return dict(zip(scheme.row_constexpr_names(self.rank, tiling.m_dim), values))
 
     @property
     def constexprs(self) -> tuple:

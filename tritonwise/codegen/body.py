@@ -223,7 +223,7 @@ def takes_rest_block(spec: KernelSpec) -> bool:
     """Whether the scheme's kernel takes REST_BLOCK: the width its column loop reads a row's
     masked last columns in, folded into accumulators of their own where narrower than BLOCK_N
     (row_looped.py.j2)."""
-    return "REST_BLOCK" in get_scheme(spec.scheme).row_constexpr_names
+    return "REST_BLOCK" in get_scheme(spec.scheme).row_constexpr_names(spec.rank, spec.m_dim)
 
 
 def _rest(output) -> str:

@@ -31,8 +31,6 @@ class Scheme:
     # compiles its grid-stride loop over tiles even where the grid covers every tile; the others
     # take GRID_STRIDE and compile no loop there (docs/decisions/one-tile-a-program.md)
     always_loops_tiles: bool = False
-    # looped row schemes: constexpr parameters a task's row length decides (row_constexprs)
-    row_constexpr_names: tuple = ()
 
     def aligned_dims(self, rank: int, m_dim: Optional[int]) -> list:
         """Task dims whose extents must be multiples of 16 for the aligned class: those the vector
@@ -103,10 +101,11 @@ class Scheme:
         """The constexpr parameters a block's extents are passed in."""
         return ["BLOCK_M", "BLOCK_N"]
 
-    def constexpr_params(self, rank: int) -> list:
+    def constexpr_params(self, rank: int, m_dim: Optional[int]) -> list:
         """The kernel's constexpr parameters: the block's, those a row length decides
         (row_constexpr_names), then GRID_STRIDE unless the scheme always loops over tiles."""
-        return self.block_params(rank) + list(self.row_constexpr_names) + ([] if self.always_loops_tiles else ["GRID_STRIDE"])
+        rows = list(self.row_constexpr_names(rank, m_dim))
+        return self.block_params(rank) + rows + ([] if self.always_loops_tiles else ["GRID_STRIDE"])
 
     def constexpr_values(self, block: tuple, grid_strides: bool, row_values: tuple = ()) -> tuple:
         """A launch's constexpr arguments, in `constexpr_params` order: the block, `row_values`
@@ -114,6 +113,11 @@ class Scheme:
         (analysis.plan.grid_strides). Without it a program runs one tile and the kernel compiles
         no loop (templates/tile_loop.py.j2)."""
         return (*block, *row_values) if self.always_loops_tiles else (*block, *row_values, grid_strides)
+
+    def row_constexpr_names(self, rank: int, m_dim: Optional[int]) -> tuple:
+        """Looped row schemes: the constexpr parameters a task's row length decides
+        (row_constexprs) in a file of this rank and m_dim; () for the others."""
+        return ()
 
     def row_constexprs(self, task_shape: tuple, m_dim: Optional[int], block: tuple, peeled: bool) -> tuple:
         """The values of row_constexpr_names for a task (`peeled`: its file reads one-row blocks

@@ -38,7 +38,6 @@ class ColumnLooped(RowLooped):
     pipelined_from = None  # every tile, in a file of the aligned class
     pipelines_unaligned = False  # pipelined, 4-byte loads read slower than in a plain loop (column-looped-tile.md)
     peels_rows = False  # its loads run along the kept dim, not along rows
-    row_constexpr_names = ()  # its loop's count and last block stay run-time values (not measured otherwise)
     aligned_counts = ("num_rows",)
 
     def aligned_dims(self, rank, m_dim) -> list:
@@ -54,6 +53,9 @@ class ColumnLooped(RowLooped):
             return False
         first = strides[0]
         return first[split - 1] == 1 and first[-1] != 1
+
+    def row_constexpr_names(self, rank, m_dim) -> tuple:
+        return ()  # its loop's count, last block and split stay run-time values (not measured otherwise)
 
     def row_constexprs(self, task_shape, m_dim, block, peeled) -> tuple:
         return ()

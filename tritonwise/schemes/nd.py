@@ -49,14 +49,17 @@ class Nd(Scheme):
         return decompose(list(range(rank - 1)), "rows")
 
 
-def decompose(dims: list, source: str, prefix: str = "i", temp: str = "rest", unsigned_bits: int = 0) -> list:
+def decompose(dims: list, source: str, prefix: str = "i", temp: str = "rest", unsigned_bits: int = 0,
+              extent: str = "") -> list:
     """Lines splitting `source` into per-dim indices ({prefix}{d}), innermost of `dims` fastest.
 
     With `unsigned_bits` (the index width), each quotient is an unsigned division and each
     remainder is taken from it by a multiply and a subtract: indices and extents are never
     negative, and the signed division and remainder cost more (docs/decisions/column-split.md).
     Quotients then get a name per level ({temp}{d}: the index over the dims before d), since the
-    remainder reads the source after the quotient is written."""
+    remainder reads the source after the quotient is written. `extent` (with `unsigned_bits`)
+    names a constexpr holding the innermost extent where that is compiled in, 0 where it is not:
+    the innermost split then divides by a constant (docs/decisions/split-extent.md)."""
     lines = []
     for pos in range(len(dims) - 1, 0, -1):
         d = dims[pos]
@@ -66,8 +69,13 @@ def decompose(dims: list, source: str, prefix: str = "i", temp: str = "rest", un
             quotient = f"{temp}{d}" if unsigned_bits else temp
         if unsigned_bits:
             unsigned = f"tl.uint{unsigned_bits}"
-            lines.append(f"{quotient} = ({source}.to({unsigned}) // size{d}.to({unsigned})).to(tl.int{unsigned_bits})")
-            lines.append(f"{prefix}{d} = {source} - {quotient} * size{d}")
+            divided = f"({source}.to({unsigned}) // size{d}.to({unsigned})).to(tl.int{unsigned_bits})"
+            taken = f"{quotient} * size{d}"
+            if extent and pos == len(dims) - 1:  # the innermost split
+                divided = f"({source}.to({unsigned}) // {extent}).to(tl.int{unsigned_bits}) if {extent} else {divided}"
+                taken = f"{quotient} * ({extent} if {extent} else size{d})"
+            lines.append(f"{quotient} = {divided}")
+            lines.append(f"{prefix}{d} = {source} - {taken}")
         else:
             lines.append(f"{prefix}{d} = {source} % size{d}")
             lines.append(f"{quotient} = {source} // size{d}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from .base import prod
+from .nd import decompose
 from .row_persistent import RowPersistent
 
 LOOP_BLOCK_NS = (2048, 1024, 512, 256, 128)  # every block a file offers (BLOCK_M x BLOCK_N = LOOP_BLOCK_AREA)
@@ -47,6 +48,10 @@ MAX_COMPILED_BLOCKS = 32
 # block of that width (REST_BLOCK) into accumulators of their own; else in a whole block, folded
 # into the block accumulators; docs/decisions/row-looped-rest.md.
 REST_BLOCK_FRACTION = 8
+# Rows reduced over several dims split each column index into one index per dim; where the innermost
+# reduced extent is one of SPLIT_EXTENTS it is compiled in (SPLIT_EXTENT), a kernel per extent met, and
+# that split divides by a constant (shifts); else by the run-time extent; docs/decisions/split-extent.md.
+SPLIT_EXTENTS = tuple(2**s for s in range(1, 13))
 # Each element is read once, so its line leaves L2 first; docs/decisions/evict-first.md.
 LOAD_EVICTION = "evict_first"
 # A one-row block of the unaligned class, where one input varies along the row, reads it from the
@@ -82,7 +87,7 @@ class RowLooped(RowPersistent):
     peel_bytes = PEEL_BYTES
     max_compiled_blocks = MAX_COMPILED_BLOCKS
     rest_block_fraction = REST_BLOCK_FRACTION
-    row_constexpr_names = ("WHOLE_BLOCKS", "REST_BLOCK")
+    split_extents = SPLIT_EXTENTS
 
     def applies(self, task_shape, strides, split, config) -> bool:
         return split is not None
@@ -130,15 +135,20 @@ class RowLooped(RowPersistent):
         left = cols % width
         return cols - left + (rest_width(left, width, REST_BLOCK_FRACTION) if left > 0 else 0)
 
+    def row_constexpr_names(self, rank, m_dim) -> tuple:
+        """WHOLE_BLOCKS and REST_BLOCK; SPLIT_EXTENT too where several dims are reduced."""
+        return ("WHOLE_BLOCKS", "REST_BLOCK") + (("SPLIT_EXTENT",) if rank - m_dim > 1 else ())
+
     def row_constexprs(self, task_shape, m_dim, block, peeled) -> tuple:
-        """(WHOLE_BLOCKS, REST_BLOCK): a row's count of whole column blocks where it is 1 to
-        max_compiled_blocks, else 0 (counted at run time), and the width of the block its masked
-        last columns are read in: BLOCK_N // rest_block_fraction where they are no more, else
-        BLOCK_N (docs/decisions/row-looped-count.md, row-looped-rest.md). One-row blocks of a
-        `peeled` file count the whole blocks every rotation of a row keeps (rotated_whole_blocks)
-        and read the rest, head included, in whole blocks (up to two); pipelined blocks count at
-        run time (they read no faster with it). int(): a shape program traced through this
-        serves only rows of the same values (plans/symbolic.py)."""
+        """(WHOLE_BLOCKS, REST_BLOCK[, SPLIT_EXTENT]): a row's count of whole column blocks where it
+        is 1 to max_compiled_blocks, else 0 (counted at run time), and the width of the block its
+        masked last columns are read in: BLOCK_N // rest_block_fraction where they are no more,
+        else BLOCK_N (docs/decisions/row-looped-count.md, row-looped-rest.md); then, over several
+        reduced dims, split_extent. One-row blocks of a `peeled` file count the whole blocks every
+        rotation of a row keeps (rotated_whole_blocks) and read the rest, head included, in whole
+        blocks (up to two); pipelined blocks count at run time (they read no faster with it).
+        int(): a shape program traced through this serves only rows of the same values
+        (plans/symbolic.py)."""
         width = block[1]
         cols = prod(task_shape[m_dim:])
         rotated = peeled and block[0] == 1
@@ -146,7 +156,20 @@ class RowLooped(RowPersistent):
         compiled = 1 <= count <= self.max_compiled_blocks and not self.pipelined(block)
         left = cols - count * width
         rest = width if rotated or left == 0 else rest_width(left, width, self.rest_block_fraction)
-        return (int(count) if compiled else 0), rest
+        values = ((int(count) if compiled else 0), rest)
+        return values + ((self.split_extent(task_shape[-1]),) if several_reduced_dims(task_shape, m_dim) else ())
+
+    def split_extent(self, extent) -> int:
+        """SPLIT_EXTENT for an innermost reduced extent: itself where it is one of split_extents,
+        else 0 (the split divides by the run-time extent). A shape program traced through this
+        guards each comparison: it serves only that extent where one is compiled in."""
+        return next((e for e in self.split_extents if extent == e), 0)
+
+    def column_lines(self, rank, m_dim, index_bits) -> list:
+        """RowPersistent's, the innermost split dividing by SPLIT_EXTENT where that is compiled in."""
+        extent = "SPLIT_EXTENT" if "SPLIT_EXTENT" in self.row_constexpr_names(rank, m_dim) else ""
+        return decompose(list(range(m_dim, rank)), "cols", prefix="j", temp="cols_rest", unsigned_bits=index_bits,
+                         extent=extent)
 
     def pipelined(self, block) -> bool:
         """Whether a block's column loop is software-pipelined (`pipelined_from`; files of both
