@@ -6,7 +6,7 @@
 Where the reduced dims of a row scheme's task do not collapse into one, each column index of a
 block is split into one index per reduced dim: an unsigned quotient and the remainder from it
 (schemes/nd.py's `decompose`), row_looped's innermost one by its extent compiled in where that
-is a power of two (SPLIT_EXTENT), else by the run-time extent. These cases, sums over dims
+is 4, 8 or 16 (SPLIT_EXTENT), else by the run-time extent. These cases, sums over dims
 (0, 2), run their generated file as it is and copies of it with the split written in another
 form (FORMS), alternated in rounds under the timers of axis_reductions.py, each checked against
 torch first, its output poisoned before. "unsigned at run time" is the generated form with no
@@ -44,12 +44,14 @@ FORMS = {
     "extent compiled in": "{indent}j{rest} = cols % {extent}\n{indent}j{quot} = cols // {extent}\n",
 }
 # (0, 2) sums: row_looped's six shapes of docs/decisions/row-looped-blocks.md and a narrower run,
-# then two of row_persistent (reduced extents of one block); on CPU, three of row_looped (one
+# two of row_persistent (reduced extents of one block), then row_looped's narrow innermost extents
+# (docs/decisions/split-extent.md); on CPU, three of row_looped (one
 # whose innermost extent is compiled in) and one of row_persistent.
 SHAPES = {
     False: ((64, 4096, 64), (128, 2048, 16), (32, 4096, 128), (16, 2048, 256), (8, 4096, 512), (4, 4096, 1024),
-            (64, 4096, 48), (16, 16384, 64), (32, 16384, 16)),
-    True: ((3, 300, 704), (3, 300, 512), (2, 300, 1200), (3, 50, 16)),
+            (64, 4096, 48), (16, 16384, 64), (32, 16384, 16), (4096, 2048, 2), (2048, 2048, 4), (1024, 2048, 8),
+            (512, 2048, 16), (256, 2048, 32)),
+    True: ((3, 300, 704), (96, 300, 16), (2, 300, 1200), (3, 50, 16)),
 }
 
 

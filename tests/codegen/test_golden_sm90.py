@@ -56,27 +56,26 @@ def test_a_tile_loop_is_compiled_only_where_the_grid_is_capped(reductions, args,
     assert _loops(capped, args) == _loops(whole, args) + (scheme != "tile2d")
 
 
-@pytest.mark.parametrize("case", ["row_persistent_sum_f16", "row_looped, 8x64x520 over (0, 2)"])
-def test_a_column_split_over_reduced_dims_divides_unsigned(case):
+@pytest.mark.parametrize("name", ["row_persistent_sum_f16", "row_looped_sum_02_int64"])
+def test_a_column_split_over_reduced_dims_divides_unsigned(name):
     """schemes/nd.py decompose, unsigned_bits: the reduced dims' indices come from an unsigned
     quotient and a multiply-subtract, with no signed division or remainder
-    (docs/decisions/column-split.md); row_looped's too where its innermost reduced extent (520)
-    is no power of two."""
-    fn, args, outs = CASES[case] if case in CASES else (_identity_reduced(("sum", (0, 2))), (torch.zeros(8, 64, 520),), {})
+    (docs/decisions/column-split.md); row_looped's where its innermost reduced extent (4096 here)
+    is not compiled in."""
+    fn, args, outs = CASES[name]
     assert fn.explain(*args, **outs).split_extent == 0
     ttir = compile_for_sm90(fn, *args, **outs).asm["ttir"]
     assert "arith.divui" in ttir and "arith.remsi" not in ttir and "arith.remui" not in ttir
 
 
-def test_a_power_of_two_innermost_reduced_extent_is_compiled_in_and_divides_nothing():
-    """RowLooped.split_extent: the golden (0, 2) sum, whose innermost reduced extent is 4096,
-    compiles it in (SPLIT_EXTENT), and its 64-bit kernel then holds no division or remainder
-    instruction at all: the split shifts (docs/decisions/split-extent.md). The row count and the
-    tile loop's bounds divide by constants too."""
-    fn, args, outs = CASES["row_looped_sum_02_int64"]
-    assert fn.explain(*args, **outs).split_extent == 4096
-    ptx = compile_for_sm90(fn, *args, **outs).asm["ptx"]
-    assert not re.search(r"\b(div|rem)\.", ptx)
+def test_an_innermost_reduced_extent_of_16_is_compiled_in_and_divides_nothing():
+    """RowLooped.split_extent: a (0, 2) sum of 128x64x16 compiles its innermost reduced extent in
+    (SPLIT_EXTENT), and its kernel then holds no division or remainder instruction at all: the
+    split shifts (docs/decisions/split-extent.md)."""
+    fn, x = _identity_reduced(("sum", (0, 2))), torch.zeros(128, 64, 16)
+    plan = fn.explain(x)
+    assert plan.scheme == "row_looped" and plan.split_extent == 16
+    assert not re.search(r"\b(div|rem)\.", compile_for_sm90(fn, x).asm["ptx"])
 
 
 def _identity_reduced(entry):

@@ -1183,11 +1183,12 @@ def test_a_rows_count_and_last_block_are_compiled_in(case, form, kind, monkeypat
 
 
 SPLIT_ROWS = {  # x, its reduced dims (not adjacent: their columns split), the SPLIT_EXTENT compiled in
-    "innermost 64": (lambda: torch.randn(24, 300, 64), (0, 2), 64),
-    "innermost 2": (lambda: torch.randn(640, 300, 2), (0, 2), 2),
+    "innermost 16": (lambda: torch.randn(96, 300, 16), (0, 2), 16),
+    "innermost 2, divided": (lambda: torch.randn(640, 300, 2), (0, 2), 0),
     "innermost 48, divided": (lambda: torch.randn(32, 300, 48), (0, 2), 0),
-    "a view, innermost 128 of 130": (lambda: torch.randn(12, 300, 130)[:, :, :128], (0, 2), 128),
-    "three reduced dims, innermost 32": (lambda: torch.randn(6, 300, 8, 40)[..., :32], (0, 2, 3), 32),
+    "innermost 64, divided": (lambda: torch.randn(24, 300, 64), (0, 2), 0),
+    "a view, innermost 8 of 10": (lambda: torch.randn(192, 300, 10)[:, :, :8], (0, 2), 8),
+    "three reduced dims, innermost 4": (lambda: torch.randn(6, 300, 64, 6)[..., :4], (0, 2, 3), 4),
 }
 
 
@@ -1195,7 +1196,7 @@ SPLIT_ROWS = {  # x, its reduced dims (not adjacent: their columns split), the S
 @pytest.mark.parametrize("case", list(SPLIT_ROWS))
 def test_the_innermost_split_of_several_reduced_dims_takes_its_extent_compiled_in(case, form, monkeypatch):
     """Over several reduced dims, row_looped compiles in the innermost reduced extent where that is
-    a power of two (SPLIT_EXTENT) and splits that dim by it; other extents, and the dims further
+    4, 8 or 16 (SPLIT_EXTENT) and splits that dim by it; other extents, and the dims further
     out, divide by run-time extents. With none allowed every split divides at run time. Both
     forms against torch, into a poisoned output."""
     from tritonwise.schemes import row_looped

@@ -50,8 +50,9 @@ MAX_COMPILED_BLOCKS = 32
 REST_BLOCK_FRACTION = 8
 # Rows reduced over several dims split each column index into one index per dim; where the innermost
 # reduced extent is one of SPLIT_EXTENTS it is compiled in (SPLIT_EXTENT), a kernel per extent met, and
-# that split divides by a constant (shifts); else by the run-time extent; docs/decisions/split-extent.md.
-SPLIT_EXTENTS = tuple(2**s for s in range(1, 13))
+# that split shifts; else it divides by the run-time extent (level at 2, and from 32 on);
+# docs/decisions/split-extent.md.
+SPLIT_EXTENTS = (4, 8, 16)
 # Each element is read once, so its line leaves L2 first; docs/decisions/evict-first.md.
 LOAD_EVICTION = "evict_first"
 # A one-row block of the unaligned class, where one input varies along the row, reads it from the

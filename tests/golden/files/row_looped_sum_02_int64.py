@@ -56,7 +56,7 @@ def square_r3_row_looped_i64_f32(
         # loop runs as straight-line loads; 0: counted here.
         whole_cols = WHOLE_BLOCKS * BLOCK_N if WHOLE_BLOCKS else num_cols // BLOCK_N * BLOCK_N
         # Each column splits into one index per reduced dim. SPLIT_EXTENT: the innermost reduced
-        # extent, compiled in where it is a power of two (its split then shifts); 0: size2.
+        # extent, compiled in where it is 4, 8 or 16 (its split then shifts); 0: size2.
         for start in tl.range(0, whole_cols, BLOCK_N, num_stages=3 if BLOCK_N >= 8192 else 1):
             cols = start + tl.arange(0, BLOCK_N)
             j1 = (cols.to(tl.uint64) // SPLIT_EXTENT).to(tl.int64) if SPLIT_EXTENT else (cols.to(tl.uint64) // size2.to(tl.uint64)).to(tl.int64)
