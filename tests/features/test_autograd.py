@@ -406,6 +406,23 @@ def test_clamp_of_a_nan_gives_the_gradient_to_the_bound_returned():
     assert (x.grad.item(), lo.grad.item(), hi.grad.item()) == (0.0, 1.0, 0.0)
 
 
+@pytest.mark.parametrize("bounds", [(1.0, 0.0), (-1.0, 1.0)], ids=["crossed", "apart"])
+def test_clamp_gives_each_gradient_where_torch_does_whether_or_not_its_bounds_cross(bounds):
+    """torch.clamp with tensor bounds: lo > hi returns hi everywhere and gives hi every gradient;
+    apart, x keeps those between them, lo those below and hi those above. Against torch in fp64,
+    no x on a bound (torch's share of a tie changed between releases)."""
+    fn = pointwise_dynamic(clamp_between, promotion_methods=[(0, 1, 2, "DEFAULT")])
+    values = torch.tensor([-2.0, -0.3, 0.2, 0.7, 3.0], **F64)
+    mine = _leaves([values, torch.full_like(values, bounds[0]), torch.full_like(values, bounds[1])])
+    theirs = _leaves(mine)
+    result, want = fn(*mine), torch.clamp(*theirs)
+    torch.testing.assert_close(result, want)
+    result.backward(torch.arange(1.0, 6.0, **F64))
+    want.backward(torch.arange(1.0, 6.0, **F64))
+    for got, expected in zip(mine, theirs):
+        torch.testing.assert_close(got.grad, expected.grad)
+
+
 @pytest.mark.parametrize(
     "payload, construct", [(calls_a_helper, r"the call `twice\(x\)`"), (branches, r"the statement `if")]
 )
