@@ -23,10 +23,12 @@ from tritonwise import pointwise_dynamic
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 
-@pointwise_dynamic(promotion_methods=[(0, "DEFAULT")])
 @triton.jit
-def silu(x):
+def silu_payload(x):
     return x / (1.0 + tl.exp(-x))
+
+
+silu = pointwise_dynamic(silu_payload, promotion_methods=[(0, "DEFAULT")])
 
 
 @pointwise_dynamic(is_tensor=[True, False], promotion_methods=[(0, 1, "DEFAULT"), (0, "ALWAYS_BOOL")])
@@ -101,6 +103,23 @@ def test_dynamic_shapes_compile_once():
         x = torch.randn(2, n)
         torch.testing.assert_close(f(x), silu(x) * 2 + 1)
     assert counter.frame_count == 1
+
+
+def test_dynamic_shapes_compile_once_for_a_function_reached_through_a_closure():
+    """A function made inside another and reached through its closure: with dynamic=True dynamo
+    makes an int attribute read that way symbolic, and the key naming the function to
+    assume_constant_result must stay a constant (tracing.register)."""
+
+    def make():
+        fn = pointwise_dynamic(silu_payload, promotion_methods=[(0, "DEFAULT")])
+        return lambda x: fn(x) * 2 + 1
+
+    counter = torch._dynamo.testing.CompileCounterWithBackend("eager")
+    f = torch.compile(make(), fullgraph=True, dynamic=True, backend=counter)
+    for n in (3, 5, 7):
+        x = torch.randn(2, n)
+        torch.testing.assert_close(f(x), silu(x) * 2 + 1)
+    assert counter.frame_count == 1 and all(opaque_calls(g) == [] for g in counter.graphs)
 
 
 def test_given_outputs_and_instantiate_are_written():

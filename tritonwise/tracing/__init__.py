@@ -40,12 +40,14 @@ _functions = weakref.WeakValueDictionary()  # trace_key -> pointwise function
 _keys = itertools.count()
 
 
-def register(fn) -> int:
-    """A constant naming `fn` to functions dynamo runs instead of tracing (assume_constant_result takes constants)."""
-    key = next(_keys)
+def register(fn) -> str:
+    """A constant naming `fn` to functions dynamo runs instead of tracing (assume_constant_result
+    takes constants). A string: under dynamic=True dynamo makes an int attribute of an object it
+    reaches through a closure a symbolic value, which assume_constant_result cannot take."""
+    key = f"tritonwise-function-{next(_keys)}"
     _functions[key] = fn
     return key
 
 
-def function_of(key: int):
+def function_of(key: str):
     return _functions[key]

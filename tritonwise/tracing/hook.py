@@ -50,7 +50,7 @@ def traced_call(fn, args: tuple, kwargs: dict):
 
 
 @torch.compiler.assume_constant_result
-def _prepared(key: int, call: tuple, rank: int):
+def _prepared(key: str, call: tuple, rank: int):
     """The name of the attribute of the function `key` names that holds (args, outs) -> the call's
     values, or None where the payload does not translate; a name, so dynamo can guard the read."""
     fn = function_of(key)
