@@ -374,6 +374,28 @@ def test_pow_at_base_zero_matches_torch():
     torch.testing.assert_close(y.grad, yt.grad, equal_nan=True)
 
 
+@triton.jit
+def powers_of_literal_bases(y):
+    return libdevice.pow(0.0, y) + libdevice.pow(2.0, y)
+
+
+def test_pow_of_a_literal_base_matches_torch():
+    """A literal base decides its mask when the backward is written (autodiff/rules.py _pow_rule):
+    base 0 gives the exponent no gradient where it is not negative and -inf where it is, as torch;
+    base 2 the plain y * log(2). fp32: the interpreter's libdevice.pow takes no fp64 tensor beside
+    a python float."""
+    if not _libdevice_runs_on_cpu():
+        pytest.skip("this Triton interpreter has no libdevice tanh/erf/pow")
+    (y,) = _leaves([torch.tensor([0.0, 2.0, 0.5, -1.0, -2.5])])
+    fn = pointwise_dynamic(powers_of_literal_bases, promotion_methods=[(0, "DEFAULT")])
+    result, (yt,) = fn(y), _leaves([y])
+    want = torch.pow(0.0, yt) + torch.pow(2.0, yt)
+    torch.testing.assert_close(result, want)
+    result.sum().backward()
+    want.sum().backward()
+    torch.testing.assert_close(y.grad, yt.grad)
+
+
 def test_maximum_and_minimum_with_a_nan_operand_give_the_gradient_to_the_value_returned():
     """Triton's maximum and minimum return the operand that is not NaN, as torch.fmax and torch.fmin
     do; their gradients in torch go to a NaN operand too, so the oracle picks the operand itself."""
