@@ -1,8 +1,10 @@
 """Torch's elementwise type promotion, applied per output over the arguments it names.
 
-`elementwise_dtypes` follows `torch._prims_common.elementwise_dtypes` rule for rule (a test compares
-the two); restated because torch's imports sympy on its first call. It also refuses, as torch's ops
-do and the prims' rules do not, the dtypes torch promotes with no other (UNPROMOTABLE).
+`elementwise_dtypes` gives `torch._prims_common.elementwise_dtypes`' answer (a test compares the
+two), computed as torch's own ops compute their result dtype (c10's ResultTypeState): sized
+tensors, 0-d tensors and python numbers each promoted among themselves, then across those groups.
+Restated because torch's imports sympy on its first call. torch.promote_types refuses the dtypes
+torch promotes with no other (UNPROMOTABLE), as torch's ops do and the prims' rules do not.
 """
 
 from __future__ import annotations
@@ -15,10 +17,7 @@ from torch._prims_common import (
     ELEMENTWISE_TYPE_PROMOTION_KIND,
     corresponding_complex_dtype,
     corresponding_real_dtype,
-    dtype_to_type,
     get_computation_dtype,
-    get_higher_dtype,
-    get_higher_type,
     is_boolean_dtype,
     is_complex_dtype,
     is_float_dtype,
@@ -44,35 +43,20 @@ UNPROMOTABLE = (torch.uint16, torch.uint32, torch.uint64, torch.float8_e4m3fn, t
 
 
 def elementwise_dtypes(operands: Sequence, kind: ELEMENTWISE_TYPE_PROMOTION_KIND) -> tuple:
-    """(computation dtype, result dtype) over python numbers and anything with `.dtype` and `.ndim`."""
-    if any(not isinstance(x, Number) and x.dtype in UNPROMOTABLE for x in operands):
-        _check_torch_promotes(operands)
-    highest = bool
-    for x in operands:
-        highest = get_higher_type(highest, type(x) if isinstance(x, Number) else dtype_to_type(x.dtype))
-    tensors = [x for x in operands if not isinstance(x, Number)]
-    if highest is float:
-        result = _highest_dtype(tensors, is_float_dtype) or torch.get_default_dtype()
-    elif highest is complex:
-        result = _highest_dtype(tensors, lambda d: is_float_dtype(d) or is_complex_dtype(d), as_complex=True)
-        result = result or corresponding_complex_dtype(torch.get_default_dtype())
-    elif highest is int:
-        result = _highest_dtype(tensors, is_integer_dtype) or torch.long
-    else:
-        result = torch.bool
-    return _apply_kind(result, kind)
+    """(computation dtype, result dtype) over python numbers and anything with `.dtype` and `.ndim`;
+    torch's RuntimeError where torch refuses to promote them."""
+    return _apply_kind(_result_dtype(operands), kind)
 
 
-def _check_torch_promotes(operands: Sequence) -> None:
-    """Raise torch's RuntimeError where its promotion refuses the operands: torch promotes sized
-    tensors, 0-d ones and python numbers each among themselves, then across those groups where the
-    higher is bool or the lower floating (c10's ResultTypeState); torch.promote_types raises for a
-    pair it does not promote. The other rules give elementwise_dtypes' result."""
+def _result_dtype(operands: Sequence) -> torch.dtype:
+    """torch.result_type's dtype: sized tensors, 0-d tensors and python numbers each promoted among
+    themselves (torch.promote_types, which raises for a pair it does not promote), then across
+    the groups, where the higher wins unless it is bool or the lower is floating (_across)."""
     groups = [None, None, None]  # sized tensors, 0-d tensors, python numbers
     for x in operands:
         group, dtype = (2, _number_dtype(x)) if isinstance(x, Number) else (int(x.ndim == 0), x.dtype)
         groups[group] = dtype if groups[group] is None else torch.promote_types(groups[group], dtype)
-    _across(groups[0], _across(groups[1], groups[2]))
+    return _across(groups[0], _across(groups[1], groups[2])) or torch.bool  # none at all: bool, as prims' rule
 
 
 def _number_dtype(x: Number) -> torch.dtype:
@@ -85,7 +69,7 @@ def _number_dtype(x: Number) -> torch.dtype:
 
 
 def _across(higher, lower):
-    """The dtype of two groups, promoted only where torch promotes across them."""
+    """The dtype of two groups (None: an empty one), promoted only where torch promotes across them."""
     if higher is None or lower is None:
         return lower if higher is None else higher
     if is_complex_dtype(lower) and is_float_dtype(higher):
@@ -95,20 +79,6 @@ def _across(higher, lower):
     if is_complex_dtype(higher) or is_complex_dtype(lower) or is_float_dtype(higher):
         return lower if is_complex_dtype(lower) and not is_complex_dtype(higher) else higher
     return torch.promote_types(higher, lower) if higher == torch.bool or is_float_dtype(lower) else higher
-
-
-def _highest_dtype(tensors: list, keep, as_complex: bool = False):
-    """The highest dtype `keep` accepts among sized tensors, else among 0-d ones, else None."""
-    zero_dim = sized = None
-    for t in tensors:
-        if keep(t.dtype):
-            complex_of = as_complex and is_float_dtype(t.dtype) and t.dtype not in UNPROMOTABLE  # float8: lower
-            dtype = corresponding_complex_dtype(t.dtype) if complex_of else t.dtype
-            if t.ndim == 0:
-                zero_dim = get_higher_dtype(zero_dim, dtype)
-            else:
-                sized = get_higher_dtype(sized, dtype)
-    return sized if sized is not None else zero_dim
 
 
 def _apply_kind(result: torch.dtype, kind) -> tuple:
