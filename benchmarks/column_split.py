@@ -6,13 +6,13 @@
 Where the reduced dims of a row scheme's task do not collapse into one, each column index of a
 block is split into one index per reduced dim: an unsigned quotient and the remainder from it
 (schemes/nd.py's `decompose`), row_looped's innermost one by its extent compiled in where that
-is 4, 8 or 16 (SPLIT_EXTENT), else by the run-time extent. These cases, sums over dims
+is 4, 8 or 16 (INNER_EXTENT), else by the run-time extent. These cases, sums over dims
 (0, 2), run their generated file as it is and copies of it with the split written in another
 form (FORMS), alternated in rounds under the timers of axis_reductions.py, each checked against
 torch first, its output poisoned before. "unsigned at run time" is the generated form with no
 extent compiled in; "extent compiled in" is what a compiler that specializes on the shape writes,
 torch.compile's kernel among them, for any extent. docs/decisions/column-split.md and
-split-extent.md read the figures.
+inner-extent.md read the figures.
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ from benchmarks.file_copies import check, timed_rows, variants
 from benchmarks.harness import header, positive_int, report, smoke_arguments, smoke_run
 
 # The split as decompose() writes it for two reduced dims (an unsigned quotient, the remainder by
-# a multiply and a subtract; row_looped's by SPLIT_EXTENT where compiled in), in row_looped's
+# a multiply and a subtract; row_looped's by INNER_EXTENT where compiled in), in row_looped's
 # loop and its last block, or once in row_persistent.
 SPLIT = re.compile(
-    r"(?P<indent> +)j(?P<quot>\d+) = (?:\(cols\.to\(tl\.uint\d+\) // SPLIT_EXTENT\)\.to\(tl\.int\d+\) if SPLIT_EXTENT else )?"
+    r"(?P<indent> +)j(?P<quot>\d+) = (?:\(cols\.to\(tl\.uint\d+\) // INNER_EXTENT\)\.to\(tl\.int\d+\) if INNER_EXTENT else )?"
     r"\(cols\.to\(tl\.uint(?P<bits>\d+)\) // size(?P<dim>\d+)\.to\(tl\.uint\d+\)\)\.to\(tl\.int\d+\)\n"
-    r" +j(?P<rest>\d+) = cols - j(?P=quot) \* (?:\(SPLIT_EXTENT if SPLIT_EXTENT else size(?P=dim)\)|size(?P=dim))\n"
+    r" +j(?P<rest>\d+) = cols - j(?P=quot) \* (?:\(INNER_EXTENT if INNER_EXTENT else size(?P=dim)\)|size(?P=dim))\n"
 )
 FORMS = {
     "unsigned at run time": "{indent}j{quot} = (cols.to(tl.uint{bits}) // size{dim}.to(tl.uint{bits})).to(tl.int{bits})\n"
@@ -45,7 +45,7 @@ FORMS = {
 }
 # (0, 2) sums: row_looped's six shapes of docs/decisions/row-looped-blocks.md and a narrower run,
 # two of row_persistent (reduced extents of one block), then row_looped's narrow innermost extents
-# (docs/decisions/split-extent.md); on CPU, three of row_looped (one
+# (docs/decisions/inner-extent.md); on CPU, three of row_looped (one
 # whose innermost extent is compiled in) and one of row_persistent.
 SHAPES = {
     False: ((64, 4096, 64), (128, 2048, 16), (32, 4096, 128), (16, 2048, 256), (8, 4096, 512), (4, 4096, 1024),

@@ -63,18 +63,18 @@ def test_a_column_split_over_reduced_dims_divides_unsigned(name):
     (docs/decisions/column-split.md); row_looped's where its innermost reduced extent (4096 here)
     is not compiled in."""
     fn, args, outs = CASES[name]
-    assert fn.explain(*args, **outs).split_extent == 0
+    assert fn.explain(*args, **outs).inner_extent == 0
     ttir = compile_for_sm90(fn, *args, **outs).asm["ttir"]
     assert "arith.divui" in ttir and "arith.remsi" not in ttir and "arith.remui" not in ttir
 
 
 def test_an_innermost_reduced_extent_of_16_is_compiled_in_and_divides_nothing():
-    """RowLooped.split_extent: a (0, 2) sum of 128x64x16 compiles its innermost reduced extent in
-    (SPLIT_EXTENT), and its kernel then holds no division or remainder instruction at all: the
-    split shifts (docs/decisions/split-extent.md)."""
+    """RowLooped.inner_extent: a (0, 2) sum of 128x64x16 compiles its innermost reduced extent in
+    (INNER_EXTENT), and its kernel then holds no division or remainder instruction at all: the
+    split shifts (docs/decisions/inner-extent.md)."""
     fn, x = _identity_reduced(("sum", (0, 2))), torch.zeros(128, 64, 16)
     plan = fn.explain(x)
-    assert plan.scheme == "row_looped" and plan.split_extent == 16
+    assert plan.scheme == "row_looped" and plan.inner_extent == 16
     assert not re.search(r"\b(div|rem)\.", compile_for_sm90(fn, x).asm["ptx"])
 
 

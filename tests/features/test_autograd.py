@@ -445,6 +445,19 @@ def test_clamp_gives_each_gradient_where_torch_does_whether_or_not_its_bounds_cr
         torch.testing.assert_close(got.grad, expected.grad)
 
 
+def test_clamp_between_equal_bounds_gives_lo_those_below_and_hi_those_above():
+    """lo == hi returns that bound: x below it gives its gradient to lo, x above to hi, as torch
+    2.14's clamp does (earlier torch gave those below to no one); x takes none."""
+    fn = pointwise_dynamic(clamp_between, promotion_methods=[(0, 1, 2, "DEFAULT")])
+    values = torch.tensor([-2.0, -0.3, 0.2, 0.7, 3.0], **F64)
+    x, lo, hi = _leaves([values, torch.full_like(values, 0.5), torch.full_like(values, 0.5)])
+    result = fn(x, lo, hi)
+    torch.testing.assert_close(result, torch.full_like(values, 0.5))
+    result.backward(torch.arange(1.0, 6.0, **F64))
+    assert (x.grad.tolist(), lo.grad.tolist(), hi.grad.tolist()) == (
+        [0.0] * 5, [1.0, 2.0, 3.0, 0.0, 0.0], [0.0, 0.0, 0.0, 4.0, 5.0])
+
+
 @pytest.mark.parametrize(
     "payload, construct", [(calls_a_helper, r"the call `twice\(x\)`"), (branches, r"the statement `if")]
 )

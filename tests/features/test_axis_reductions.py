@@ -1182,10 +1182,11 @@ def test_a_rows_count_and_last_block_are_compiled_in(case, form, kind, monkeypat
     assert (block_m, block_n) == block and tuple(values[:2]) == (plan.compiled_blocks, plan.rest_block)
 
 
-SPLIT_ROWS = {  # x, its reduced dims (not adjacent: their columns split), the SPLIT_EXTENT compiled in
+SPLIT_ROWS = {  # x, its reduced dims (not adjacent: their columns split), the INNER_EXTENT compiled in
     "innermost 16": (lambda: torch.randn(96, 300, 16), (0, 2), 16),
     "innermost 2, divided": (lambda: torch.randn(640, 300, 2), (0, 2), 0),
     "innermost 48, divided": (lambda: torch.randn(32, 300, 48), (0, 2), 0),
+    "innermost 32, divided": (lambda: torch.randn(48, 300, 32), (0, 2), 0),
     "innermost 64, divided": (lambda: torch.randn(24, 300, 64), (0, 2), 0),
     "a view, innermost 8 of 10": (lambda: torch.randn(192, 300, 10)[:, :, :8], (0, 2), 8),
     "three reduced dims, innermost 4": (lambda: torch.randn(6, 300, 64, 6)[..., :4], (0, 2, 3), 4),
@@ -1196,13 +1197,13 @@ SPLIT_ROWS = {  # x, its reduced dims (not adjacent: their columns split), the S
 @pytest.mark.parametrize("case", list(SPLIT_ROWS))
 def test_the_innermost_split_of_several_reduced_dims_takes_its_extent_compiled_in(case, form, monkeypatch):
     """Over several reduced dims, row_looped compiles in the innermost reduced extent where that is
-    4, 8 or 16 (SPLIT_EXTENT) and splits that dim by it; other extents, and the dims further
+    4, 8 or 16 (INNER_EXTENT) and splits that dim by it; other extents, and the dims further
     out, divide by run-time extents. With none allowed every split divides at run time. Both
     forms against torch, into a poisoned output."""
     from tritonwise.schemes import row_looped
 
     if form == "every split divided":
-        monkeypatch.setattr(row_looped.RowLooped, "split_extents", ())
+        monkeypatch.setattr(row_looped.RowLooped, "compiled_inner_extents", ())
     make, dims, extent = SPLIT_ROWS[case]
     x = make()
     y = torch.full((1, x.shape[1]) + (1,) * (x.dim() - 2), 3.0)
@@ -1212,7 +1213,9 @@ def test_the_innermost_split_of_several_reduced_dims_takes_its_extent_compiled_i
     _check(out, "sum", x, y, dims)
     plan = fn.explain(x, y)
     assert plan.scheme == "row_looped" and len(plan.task_shape) == len(dims) + 1
-    assert plan.split_extent == (0 if form == "every split divided" else extent)
+    assert plan.inner_extent == (0 if form == "every split divided" else extent)
+    assert ("innermost reduced extent" in str(plan)) == bool(plan.inner_extent)
+    assert not plan.inner_extent or f"its innermost reduced extent ({extent}) compiled in" in str(plan)
 
 
 def test_one_file_serves_rows_of_every_count():

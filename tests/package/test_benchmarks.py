@@ -271,8 +271,8 @@ def test_new_shape_stops_at_a_planted_wrong_answer(monkeypatch):
 def test_column_split_stops_at_a_planted_wrong_form(monkeypatch):
     """Each form runs in a copy of its own: a copy reading half of each run twice must fail."""
     halved = "{indent}j{quot} = cols // size{dim}\n{indent}j{rest} = cols % size{dim} // 2\n"
-    monkeypatch.setitem(column_split.FORMS, "one signed division", halved)
-    with pytest.raises(WrongAnswer, match="one signed division"):
+    monkeypatch.setitem(column_split.FORMS, "signed division and remainder", halved)
+    with pytest.raises(WrongAnswer, match="signed division and remainder"):
         column_split.main(["--device", "cpu"])
 
 

@@ -170,9 +170,9 @@ def test_a_row_program_serves_only_rows_of_its_count_of_whole_blocks(module):
     assert check_launch(table, make(24, 6176), None, fn.plan(make(24, 6176), (None,), collapse=True))
 
 
-def test_a_program_over_several_reduced_dims_serves_only_rows_of_its_split_extent(module):
+def test_a_program_over_several_reduced_dims_serves_only_rows_of_its_inner_extent(module):
     """Over dims (0, 2) the kernel compiles in the innermost reduced extent where that is 4, 8
-    or 16 (SPLIT_EXTENT). Rows of 1536 columns throughout (three whole blocks of 512), kept
+    or 16 (INNER_EXTENT). Rows of 1536 columns throughout (three whole blocks of 512), kept
     extents the split rule leaves alone: the program traced on (96, 272, 16) serves (96, 304, 16)
     and leaves to Python (192, 272, 8), whose 8 is compiled in, and (32, 272, 48), divided at run
     time; the program traced on (32, 272, 48) serves (24, 304, 64), also divided, and not
@@ -180,13 +180,13 @@ def test_a_program_over_several_reduced_dims_serves_only_rows_of_its_split_exten
     fn = _reducer("sum", (0, 2), False)
     make = lambda *shape: (torch.randn(shape), torch.randn(shape))  # noqa: E731
     compiled = Table(module, fn, Driver(b"ppp"))
-    assert compiled.add(make(96, 272, 16)).task.row_constexprs == {"WHOLE_BLOCKS": 3, "REST_BLOCK": 512, "SPLIT_EXTENT": 16}
-    assert fn.plan(make(192, 272, 8), (None,), collapse=True).task.row_constexprs["SPLIT_EXTENT"] == 8
+    assert compiled.add(make(96, 272, 16)).task.row_constexprs == {"WHOLE_BLOCKS": 3, "REST_BLOCK": 512, "INNER_EXTENT": 16}
+    assert fn.plan(make(192, 272, 8), (None,), collapse=True).task.row_constexprs["INNER_EXTENT"] == 8
     assert compiled.call(make(192, 272, 8))[1] is None
     assert compiled.call(make(32, 272, 48))[1] is None
     assert check_launch(compiled, make(96, 304, 16), None, fn.plan(make(96, 304, 16), (None,), collapse=True))
     divided = Table(module, fn, Driver(b"ppp"))
-    assert divided.add(make(32, 272, 48)).task.row_constexprs["SPLIT_EXTENT"] == 0
+    assert divided.add(make(32, 272, 48)).task.row_constexprs["INNER_EXTENT"] == 0
     assert divided.call(make(192, 272, 8))[1] is None
     assert check_launch(divided, make(24, 304, 64), None, fn.plan(make(24, 304, 64), (None,), collapse=True))
 

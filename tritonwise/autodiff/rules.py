@@ -80,10 +80,11 @@ FUNCTIONS = {
     "minimum": _extremum_rule("<"),
     "pow": lambda a, b, y, g, f: _pow_rule(a, b, y, g, f"{f}({a}, {b} - 1.0)"),
     "fma": lambda a, b, c, y, g, f: [f"{g} * {b}", f"{g} * {a}", g],
-    # Bounds crossed (lo > hi) return hi, as torch's: its gradient goes to hi alone, as torch's does.
+    # Triton's clamp is min(max(x, lo), hi), max dropping a NaN x: bounds crossed (lo > hi) return
+    # hi, as torch's clamp does, and its gradient goes to hi alone, as torch's does.
     "clamp": lambda x, lo, hi, y, g, f: [
         f"tl.where(({x} >= {lo}) & ({x} <= {hi}), {g}, 0.0)",
-        f"tl.where((({x} < {lo}) | ({x} != {x})) & ({lo} <= {hi}), {g}, 0.0)",  # Triton's clamp of a NaN x returns lo
+        f"tl.where((({x} < {lo}) | ({x} != {x})) & ({lo} <= {hi}), {g}, 0.0)",  # a NaN x: lo, where lo <= hi
         f"tl.where(({x} > {hi}) | ({hi} < {lo}), {g}, 0.0)",
     ],
     "where": lambda c, a, b, y, g, f: [None, f"tl.where({c}, {g}, 0.0)", f"tl.where({c}, 0.0, {g})"],

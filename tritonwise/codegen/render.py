@@ -97,7 +97,7 @@ def render(spec) -> str:
         "whole_block_body": body.body_text(spec, alias, whole_block=True) if scheme.whole_blocks else "",
         "clamps_rows": scheme.clamps_rows,
         "takes_whole_blocks": "WHOLE_BLOCKS" in scheme.row_constexpr_names(spec.rank, spec.m_dim),
-        "takes_split_extent": "SPLIT_EXTENT" in scheme.row_constexpr_names(spec.rank, spec.m_dim),
+        "takes_inner_extent": "INNER_EXTENT" in scheme.row_constexpr_names(spec.rank, spec.m_dim),
         "takes_rest_block": body.takes_rest_block(spec),
         "peel": body.peel(spec),
         "split_tail": spec.split_tail,

@@ -29,7 +29,7 @@ class Explanation:
     num_tiles: int = 0
     compiled_blocks: int = 0  # a row's whole column blocks, where its kernel compiles the count in
     rest_block: int = 0  # the width of the block a row's masked last columns are read in (row_looped)
-    split_extent: int = 0  # the innermost reduced extent, where its kernel compiles it in
+    inner_extent: int = 0  # the innermost reduced extent, where its kernel compiles it in
     split_parts: int = 1  # a split reduction along dims: slices of the reduced extent, combined after
     split_tail: int = 0  # the columns a split's last slice reads past the others' (none where they divide)
     torch_compile: str = ""  # what torch.compile traces for the function (tracing/expression.status)
@@ -55,7 +55,7 @@ class Explanation:
             num_tiles=task.num_tiles,
             compiled_blocks=row_values.get("WHOLE_BLOCKS", 0),
             rest_block=row_values.get("REST_BLOCK", 0),
-            split_extent=row_values.get("SPLIT_EXTENT", 0),
+            inner_extent=row_values.get("INNER_EXTENT", 0),
             split_parts=task.split.parts if task.split is not None else 1,
             split_tail=task.split.tail_cols if task.split is not None else 0,
             torch_compile=torch_compile,
@@ -113,8 +113,8 @@ class Explanation:
             kernels += f"; this row's {self.compiled_blocks} whole blocks compiled in"
         if self.rest_block and self.rest_block < self.block[-1]:
             kernels += f"; its last columns in a block of {self.rest_block}"
-        if self.split_extent:
-            kernels += f"; its innermost reduced extent ({self.split_extent}) compiled in"
+        if self.inner_extent:
+            kernels += f"; its innermost reduced extent ({self.inner_extent}) compiled in"
         return f"{position} of this file's {len(self.block_choices)} blocks: {listed}; {kernels}"
 
 

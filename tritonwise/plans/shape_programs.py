@@ -96,7 +96,7 @@ def trace(planner, tensors: list, args: tuple, outs: tuple, plan, positions: tup
     if task.split is not None:
         return None
     values = plan.spec.index_values(task)
-    constexprs = task.constexprs  # values a row length decides (WHOLE_BLOCKS, REST_BLOCK) are guarded equal here
+    constexprs = task.constexprs  # values a task's rows decide (WHOLE_BLOCKS, REST_BLOCK, INNER_EXTENT) are guarded here
     out_shape, out_strides = output_layout(task, reductions, planner.along_dims)
     out_strides = [s for s in out_strides if s is not None]
     grid = task.grid[0]

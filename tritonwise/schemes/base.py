@@ -102,7 +102,7 @@ class Scheme:
         return ["BLOCK_M", "BLOCK_N"]
 
     def constexpr_params(self, rank: int, m_dim: Optional[int]) -> list:
-        """The kernel's constexpr parameters: the block's, those a row length decides
+        """The kernel's constexpr parameters: the block's, those a task's rows decide
         (row_constexpr_names), then GRID_STRIDE unless the scheme always loops over tiles."""
         rows = list(self.row_constexpr_names(rank, m_dim))
         return self.block_params(rank) + rows + ([] if self.always_loops_tiles else ["GRID_STRIDE"])
@@ -115,8 +115,8 @@ class Scheme:
         return (*block, *row_values) if self.always_loops_tiles else (*block, *row_values, grid_strides)
 
     def row_constexpr_names(self, rank: int, m_dim: Optional[int]) -> tuple:
-        """Looped row schemes: the constexpr parameters a task's row length decides
-        (row_constexprs) in a file of this rank and m_dim; () for the others."""
+        """Looped row schemes: the constexpr parameters a task's rows decide (their length, the
+        innermost reduced extent: row_constexprs) in a file of this rank and m_dim; () for the others."""
         return ()
 
     def row_constexprs(self, task_shape: tuple, m_dim: Optional[int], block: tuple, peeled: bool) -> tuple:

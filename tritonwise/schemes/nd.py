@@ -59,7 +59,7 @@ def decompose(dims: list, source: str, prefix: str = "i", temp: str = "rest", un
     Quotients then get a name per level ({temp}{d}: the index over the dims before d), since the
     remainder reads the source after the quotient is written. `extent` (with `unsigned_bits`)
     names a constexpr holding the innermost extent where that is compiled in, 0 where it is not:
-    the innermost split then divides by a constant (docs/decisions/split-extent.md)."""
+    the innermost split then divides by a constant (docs/decisions/inner-extent.md)."""
     lines = []
     for pos in range(len(dims) - 1, 0, -1):
         d = dims[pos]

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from .base import prod
-from .nd import decompose
 from .row_persistent import RowPersistent
 
 LOOP_BLOCK_NS = (2048, 1024, 512, 256, 128)  # every block a file offers (BLOCK_M x BLOCK_N = LOOP_BLOCK_AREA)
@@ -49,10 +48,10 @@ MAX_COMPILED_BLOCKS = 32
 # into the block accumulators; docs/decisions/row-looped-rest.md.
 REST_BLOCK_FRACTION = 8
 # Rows reduced over several dims split each column index into one index per dim; where the innermost
-# reduced extent is one of SPLIT_EXTENTS it is compiled in (SPLIT_EXTENT), a kernel per extent met, and
-# that split shifts; else it divides by the run-time extent (level at 2, and from 32 on);
-# docs/decisions/split-extent.md.
-SPLIT_EXTENTS = (4, 8, 16)
+# reduced extent is one of these it is compiled in (INNER_EXTENT), a kernel per extent met, and that
+# split shifts; else it divides by the run-time extent (level at 2, and from 32 on);
+# docs/decisions/inner-extent.md.
+COMPILED_INNER_EXTENTS = (4, 8, 16)
 # Each element is read once, so its line leaves L2 first; docs/decisions/evict-first.md.
 LOAD_EVICTION = "evict_first"
 # A one-row block of the unaligned class, where one input varies along the row, reads it from the
@@ -60,9 +59,9 @@ LOAD_EVICTION = "evict_first"
 PEEL_BYTES = 16
 
 
-def several_reduced_dims(task_shape, m_dim) -> bool:
-    """Whether a task reduces several dims that did not collapse into one."""
-    return len(task_shape) - m_dim > 1
+def several_reduced_dims(rank: int, m_dim: int) -> bool:
+    """Whether a task of `rank` dims, the first `m_dim` kept, reduces several that did not collapse into one."""
+    return rank - m_dim > 1
 
 
 def rest_width(left, width: int, fraction: int) -> int:
@@ -88,7 +87,7 @@ class RowLooped(RowPersistent):
     peel_bytes = PEEL_BYTES
     max_compiled_blocks = MAX_COMPILED_BLOCKS
     rest_block_fraction = REST_BLOCK_FRACTION
-    split_extents = SPLIT_EXTENTS
+    compiled_inner_extents = COMPILED_INNER_EXTENTS
 
     def applies(self, task_shape, strides, split, config) -> bool:
         return split is not None
@@ -100,7 +99,7 @@ class RowLooped(RowPersistent):
     def pick_block(self, task_shape, m_dim, choices, itemsize) -> tuple:
         rows, cols = prod(task_shape[:m_dim]), prod(task_shape[m_dim:])
         block = LONG_BLOCK if self.long_rows(task_shape, m_dim) else SHORT_BLOCK
-        if block == SHORT_BLOCK and several_reduced_dims(task_shape, m_dim) and MULTI_DIM_BLOCK in choices:
+        if block == SHORT_BLOCK and several_reduced_dims(len(task_shape), m_dim) and MULTI_DIM_BLOCK in choices:
             block = MULTI_DIM_BLOCK
         elif block == SHORT_BLOCK and SPARSE_ROWS_BLOCK in choices:
             part, whole = SPARSE_ROWS_LANES
@@ -137,15 +136,15 @@ class RowLooped(RowPersistent):
         return cols - left + (rest_width(left, width, REST_BLOCK_FRACTION) if left > 0 else 0)
 
     def row_constexpr_names(self, rank, m_dim) -> tuple:
-        """WHOLE_BLOCKS and REST_BLOCK; SPLIT_EXTENT too where several dims are reduced."""
-        return ("WHOLE_BLOCKS", "REST_BLOCK") + (("SPLIT_EXTENT",) if rank - m_dim > 1 else ())
+        """WHOLE_BLOCKS and REST_BLOCK; INNER_EXTENT too where several dims are reduced."""
+        return ("WHOLE_BLOCKS", "REST_BLOCK") + (("INNER_EXTENT",) if several_reduced_dims(rank, m_dim) else ())
 
     def row_constexprs(self, task_shape, m_dim, block, peeled) -> tuple:
-        """(WHOLE_BLOCKS, REST_BLOCK[, SPLIT_EXTENT]): a row's count of whole column blocks where it
+        """(WHOLE_BLOCKS, REST_BLOCK[, INNER_EXTENT]): a row's count of whole column blocks where it
         is 1 to max_compiled_blocks, else 0 (counted at run time), and the width of the block its
         masked last columns are read in: BLOCK_N // rest_block_fraction where they are no more,
         else BLOCK_N (docs/decisions/row-looped-count.md, row-looped-rest.md); then, over several
-        reduced dims, split_extent. One-row blocks of a `peeled` file count the whole blocks every
+        reduced dims, the innermost one's extent where compiled in (inner_extent). One-row blocks of a `peeled` file count the whole blocks every
         rotation of a row keeps (rotated_whole_blocks) and read the rest, head included, in whole
         blocks (up to two); pipelined blocks count at run time (they read no faster with it).
         int(): a shape program traced through this serves only rows of the same values
@@ -158,19 +157,15 @@ class RowLooped(RowPersistent):
         left = cols - count * width
         rest = width if rotated or left == 0 else rest_width(left, width, self.rest_block_fraction)
         values = ((int(count) if compiled else 0), rest)
-        return values + ((self.split_extent(task_shape[-1]),) if several_reduced_dims(task_shape, m_dim) else ())
+        several = several_reduced_dims(len(task_shape), m_dim)
+        return values + ((self.inner_extent(task_shape[-1]),) if several else ())
 
-    def split_extent(self, extent) -> int:
-        """SPLIT_EXTENT for an innermost reduced extent: itself where it is one of split_extents,
-        else 0 (the split divides by the run-time extent). A shape program traced through this
-        guards each comparison: it serves only that extent where one is compiled in."""
-        return next((e for e in self.split_extents if extent == e), 0)
-
-    def column_lines(self, rank, m_dim, index_bits) -> list:
-        """RowPersistent's, the innermost split dividing by SPLIT_EXTENT where that is compiled in."""
-        extent = "SPLIT_EXTENT" if "SPLIT_EXTENT" in self.row_constexpr_names(rank, m_dim) else ""
-        return decompose(list(range(m_dim, rank)), "cols", prefix="j", temp="cols_rest", unsigned_bits=index_bits,
-                         extent=extent)
+    def inner_extent(self, extent) -> int:
+        """INNER_EXTENT for an innermost reduced extent: itself where it is one of
+        compiled_inner_extents, else 0 (the split divides by the run-time extent). A shape program
+        traced through this guards each comparison: it serves only that extent where one is
+        compiled in."""
+        return next((e for e in self.compiled_inner_extents if extent == e), 0)
 
     def pipelined(self, block) -> bool:
         """Whether a block's column loop is software-pipelined (`pipelined_from`; files of both
@@ -186,7 +181,7 @@ class RowLooped(RowPersistent):
     def task_warps(self, block, task_shape, m_dim) -> int:
         """MULTI_DIM_BLOCK_WARPS for MULTI_DIM_BLOCK over several reduced dims, ROTATED_ROWS_WARPS
         for LONG_BLOCK on rows that are not long (peeled_block's), else `warps`."""
-        if block == MULTI_DIM_BLOCK and several_reduced_dims(task_shape, m_dim):
+        if block == MULTI_DIM_BLOCK and several_reduced_dims(len(task_shape), m_dim):
             return MULTI_DIM_BLOCK_WARPS
         if block == LONG_BLOCK and not self.long_rows(task_shape, m_dim):
             return ROTATED_ROWS_WARPS

@@ -62,8 +62,11 @@ class RowPersistent(Scheme):
         return {f"j{d}" for d in range(m_dim, rank)}
 
     def column_lines(self, rank, m_dim, index_bits) -> list:
-        """The reduced dims' indices of a block's columns, by unsigned division (nd.decompose)."""
-        return decompose(list(range(m_dim, rank)), "cols", prefix="j", temp="cols_rest", unsigned_bits=index_bits)
+        """The reduced dims' indices of a block's columns, by unsigned division (nd.decompose); the
+        innermost by INNER_EXTENT where the file takes it (row_looped) and it is compiled in."""
+        extent = "INNER_EXTENT" if "INNER_EXTENT" in self.row_constexpr_names(rank, m_dim) else ""
+        return decompose(list(range(m_dim, rank)), "cols", prefix="j", temp="cols_rest", unsigned_bits=index_bits,
+                         extent=extent)
 
     def decompose_lines(self, rank, m_dim, index_bits) -> list:
         """The rows' indices, then the columns' unless they go inside a column loop (loops_columns)."""

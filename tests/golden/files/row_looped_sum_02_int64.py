@@ -37,7 +37,7 @@ def square_r3_row_looped_i64_f32(
     BLOCK_N: tl.constexpr,
     WHOLE_BLOCKS: tl.constexpr,
     REST_BLOCK: tl.constexpr,
-    SPLIT_EXTENT: tl.constexpr,
+    INNER_EXTENT: tl.constexpr,
     GRID_STRIDE: tl.constexpr,
 ):
     pid = tl.program_id(0).to(tl.int64)
@@ -55,12 +55,12 @@ def square_r3_row_looped_i64_f32(
         # WHOLE_BLOCKS: a row's count of whole blocks, compiled in where it is small, so that the
         # loop runs as straight-line loads; 0: counted here.
         whole_cols = WHOLE_BLOCKS * BLOCK_N if WHOLE_BLOCKS else num_cols // BLOCK_N * BLOCK_N
-        # Each column splits into one index per reduced dim. SPLIT_EXTENT: the innermost reduced
-        # extent, compiled in where it is 4, 8 or 16 (its split then shifts); 0: size2.
+        # Each column splits into one index per reduced dim. INNER_EXTENT: the innermost reduced
+        # extent, compiled in where it is narrow (its split then shifts); 0: size2.
         for start in tl.range(0, whole_cols, BLOCK_N, num_stages=3 if BLOCK_N >= 8192 else 1):
             cols = start + tl.arange(0, BLOCK_N)
-            j1 = (cols.to(tl.uint64) // SPLIT_EXTENT).to(tl.int64) if SPLIT_EXTENT else (cols.to(tl.uint64) // size2.to(tl.uint64)).to(tl.int64)
-            j2 = cols - j1 * (SPLIT_EXTENT if SPLIT_EXTENT else size2)
+            j1 = (cols.to(tl.uint64) // INNER_EXTENT).to(tl.int64) if INNER_EXTENT else (cols.to(tl.uint64) // size2.to(tl.uint64)).to(tl.int64)
+            j2 = cols - j1 * (INNER_EXTENT if INNER_EXTENT else size2)
             in0 = tl.load(in0_ptr + (i0*in0_stride0)[:, None] + (in0_stride1*j1 + j2)[None, :], eviction_policy='evict_first')
             out0 = square(in0)
             acc0 = acc0 + out0
@@ -72,8 +72,8 @@ def square_r3_row_looped_i64_f32(
             cols = start + tl.arange(0, REST_BLOCK)
             mask_n = cols < num_cols
             mask = mask_m[:, None] & mask_n[None, :]
-            j1 = (cols.to(tl.uint64) // SPLIT_EXTENT).to(tl.int64) if SPLIT_EXTENT else (cols.to(tl.uint64) // size2.to(tl.uint64)).to(tl.int64)
-            j2 = cols - j1 * (SPLIT_EXTENT if SPLIT_EXTENT else size2)
+            j1 = (cols.to(tl.uint64) // INNER_EXTENT).to(tl.int64) if INNER_EXTENT else (cols.to(tl.uint64) // size2.to(tl.uint64)).to(tl.int64)
+            j2 = cols - j1 * (INNER_EXTENT if INNER_EXTENT else size2)
             in0 = tl.load(in0_ptr + (i0*in0_stride0)[:, None] + (in0_stride1*j1 + j2)[None, :], mask=mask, eviction_policy='evict_first')
             out0 = square(in0)
             rest0 = rest0 + tl.where(mask, out0, 0)
@@ -82,19 +82,19 @@ def square_r3_row_looped_i64_f32(
         tl.store(out0_ptr + (i0)[:, None], acc0, mask=mask_m[:, None])
 
 
-def launch(grid, in0_ptr, out0_ptr, size2, in0_stride0, in0_stride1, num_rows, num_cols, num_tiles, BLOCK_M, BLOCK_N, WHOLE_BLOCKS, REST_BLOCK, SPLIT_EXTENT, GRID_STRIDE, num_warps):
+def launch(grid, in0_ptr, out0_ptr, size2, in0_stride0, in0_stride1, num_rows, num_cols, num_tiles, BLOCK_M, BLOCK_N, WHOLE_BLOCKS, REST_BLOCK, INNER_EXTENT, GRID_STRIDE, num_warps):
     """Run square_r3_row_looped_i64_f32 on `grid` programs; operands in payload order, then outputs,
     index arguments, the block (one of those listed above),
     WHOLE_BLOCKS (a row's count of whole blocks where compiled in, else 0),
     REST_BLOCK (the width the last columns are read in),
-    SPLIT_EXTENT (the innermost reduced extent where compiled in, else 0), GRID_STRIDE (whether
+    INNER_EXTENT (the innermost reduced extent where compiled in, else 0), GRID_STRIDE (whether
     `grid` is smaller than num_tiles) and the warps.
 
     Returns what Triton returns: the compiled kernel on GPU.
     """
     return square_r3_row_looped_i64_f32[grid](
         in0_ptr, out0_ptr, size2, in0_stride0, in0_stride1, num_rows, num_cols, num_tiles,
-        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, WHOLE_BLOCKS=WHOLE_BLOCKS, REST_BLOCK=REST_BLOCK, SPLIT_EXTENT=SPLIT_EXTENT, GRID_STRIDE=GRID_STRIDE, num_warps=num_warps,
+        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, WHOLE_BLOCKS=WHOLE_BLOCKS, REST_BLOCK=REST_BLOCK, INNER_EXTENT=INNER_EXTENT, GRID_STRIDE=GRID_STRIDE, num_warps=num_warps,
     )
 
 
