@@ -69,6 +69,7 @@ def render(spec) -> str:
         raise AssertionError(f"{spec.kernel_name}: a split's longer last part needs row_looped's rest loop, not {spec.scheme}'s")
     index = spec.index_params()
     constexprs = scheme.constexpr_params(spec.rank, spec.m_dim)
+    row_constexprs = scheme.row_constexpr_names(spec.rank, spec.m_dim)
     pointers = [i.name + "_ptr" if i.is_tensor else i.name for i in spec.inputs]
     pointers += [o.name + "_ptr" for o in spec.outputs]
     values = {
@@ -96,8 +97,8 @@ def render(spec) -> str:
         "body": body.body_text(spec, alias),
         "whole_block_body": body.body_text(spec, alias, whole_block=True) if scheme.whole_blocks else "",
         "clamps_rows": scheme.clamps_rows,
-        "takes_whole_blocks": "WHOLE_BLOCKS" in scheme.row_constexpr_names(spec.rank, spec.m_dim),
-        "takes_inner_extent": "INNER_EXTENT" in scheme.row_constexpr_names(spec.rank, spec.m_dim),
+        "takes_whole_blocks": "WHOLE_BLOCKS" in row_constexprs,
+        "takes_inner_extent": "INNER_EXTENT" in row_constexprs,
         "takes_rest_block": body.takes_rest_block(spec),
         "peel": body.peel(spec),
         "split_tail": spec.split_tail,

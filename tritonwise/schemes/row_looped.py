@@ -143,12 +143,12 @@ class RowLooped(RowPersistent):
         """(WHOLE_BLOCKS, REST_BLOCK[, INNER_EXTENT]): a row's count of whole column blocks where it
         is 1 to max_compiled_blocks, else 0 (counted at run time), and the width of the block its
         masked last columns are read in: BLOCK_N // rest_block_fraction where they are no more,
-        else BLOCK_N (docs/decisions/row-looped-count.md, row-looped-rest.md); then, over several
-        reduced dims, the innermost one's extent where compiled in (inner_extent). One-row blocks of a `peeled` file count the whole blocks every
-        rotation of a row keeps (rotated_whole_blocks) and read the rest, head included, in whole
-        blocks (up to two); pipelined blocks count at run time (they read no faster with it).
-        int(): a shape program traced through this serves only rows of the same values
-        (plans/symbolic.py)."""
+        else BLOCK_N (docs/decisions/row-looped-count.md, row-looped-rest.md); then, where the file
+        takes it, the innermost reduced extent where compiled in (inner_extent). One-row blocks of
+        a `peeled` file count the whole blocks every rotation of a row keeps (rotated_whole_blocks)
+        and read the rest, head included, in whole blocks (up to two); pipelined blocks count at
+        run time (they read no faster with it). int(): a shape program traced through this serves
+        only rows of the same values (plans/symbolic.py)."""
         width = block[1]
         cols = prod(task_shape[m_dim:])
         rotated = peeled and block[0] == 1
@@ -157,8 +157,8 @@ class RowLooped(RowPersistent):
         left = cols - count * width
         rest = width if rotated or left == 0 else rest_width(left, width, self.rest_block_fraction)
         values = ((int(count) if compiled else 0), rest)
-        several = several_reduced_dims(len(task_shape), m_dim)
-        return values + ((self.inner_extent(task_shape[-1]),) if several else ())
+        takes_extent = "INNER_EXTENT" in self.row_constexpr_names(len(task_shape), m_dim)
+        return values + ((self.inner_extent(task_shape[-1]),) if takes_extent else ())
 
     def inner_extent(self, extent) -> int:
         """INNER_EXTENT for an innermost reduced extent: itself where it is one of
